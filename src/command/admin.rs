@@ -1,0 +1,103 @@
+//! Small administrative commands: `ping`, `getParameter`, `getLog`, `whatsmyuri`,
+//! `connectionStatus`.
+
+use super::args::{is_generic, is_truthy, type_name};
+use super::{Connection, Request, Shared};
+use crate::error::{Error, ErrorCode, Result};
+use bson::{doc, Bson, Document};
+
+pub fn ping() -> Document {
+    doc! {"ok": 1.0}
+}
+
+/// Server parameters readable with `getParameter`, with their current values.
+fn parameters(shared: &Shared) -> Vec<(&'static str, Bson)> {
+    vec![
+        (
+            "featureCompatibilityVersion",
+            Bson::Document(doc! {"version": "7.0"}),
+        ),
+        (
+            "enableTestCommands",
+            Bson::Boolean(shared.config.enable_test_commands),
+        ),
+        ("cursorTimeoutMillis", Bson::Int64(600_000)),
+        ("logLevel", Bson::Int32(0)),
+    ]
+}
+
+pub fn get_parameter(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    let (all, details) = match cmd.get("getParameter") {
+        Some(Bson::String(s)) if s == "*" => (true, false),
+        Some(Bson::Document(opts)) => (
+            opts.get("allParameters").is_some_and(is_truthy),
+            opts.get("showDetails").is_some_and(is_truthy),
+        ),
+        _ => (false, false),
+    };
+    let mut reply = Document::new();
+    for (name, value) in parameters(shared) {
+        if all || cmd.contains_key(name) {
+            let value = if details {
+                Bson::Document(doc! {
+                    "value": value,
+                    "settableAtRuntime": false,
+                    "settableAtStartup": name == "enableTestCommands",
+                })
+            } else {
+                value
+            };
+            reply.insert(name, value);
+        }
+    }
+    let asked_for_something = all || cmd.keys().skip(1).any(|k| !is_generic(k));
+    if reply.is_empty() || !asked_for_something {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "no option found to get",
+        ));
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+/// The logs `getLog` can read. mayfly emits no start-up warnings.
+const LOG_NAMES: &[&str] = &["startupWarnings"];
+
+pub fn get_log(req: &Request<'_>) -> Result<Document> {
+    match req.body.get("getLog") {
+        Some(Bson::String(name)) if name == "*" => Ok(doc! {"names": LOG_NAMES, "ok": 1.0}),
+        Some(Bson::String(name)) if name == "startupWarnings" => Ok(doc! {
+            "totalLinesWritten": 0,
+            "log": Bson::Array(Vec::new()),
+            "ok": 1.0,
+        }),
+        Some(Bson::String(name)) => Err(Error::new(
+            ErrorCode::OperationFailed,
+            format!("No log named '{name}'"),
+        )),
+        Some(other) => Err(Error::type_mismatch(format!(
+            "Argument to getLog must be of type String; found {other} of type {}",
+            type_name(other)
+        ))),
+        None => Err(Error::type_mismatch(
+            "Argument to getLog must be of type String",
+        )),
+    }
+}
+
+pub fn whats_my_uri(conn: &Connection) -> Document {
+    doc! {"you": conn.peer.to_string(), "ok": 1.0}
+}
+
+pub fn connection_status(req: &Request<'_>) -> Document {
+    let mut auth_info = doc! {
+        "authenticatedUsers": Bson::Array(Vec::new()),
+        "authenticatedUserRoles": Bson::Array(Vec::new()),
+    };
+    if req.body.get("showPrivileges").is_some_and(is_truthy) {
+        auth_info.insert("authenticatedUserPrivileges", Bson::Array(Vec::new()));
+    }
+    doc! {"authInfo": auth_info, "ok": 1.0}
+}

@@ -1,0 +1,118 @@
+//! Reading typed command arguments, with mongod's error messages for wrong types.
+
+use crate::error::{Error, Result};
+use bson::{Bson, Document};
+
+/// mongod's name for a BSON value's type, as used in error messages.
+pub fn type_name(value: &Bson) -> &'static str {
+    match value {
+        Bson::Double(_) => "double",
+        Bson::String(_) => "string",
+        Bson::Document(_) => "object",
+        Bson::Array(_) => "array",
+        Bson::Binary(_) => "binData",
+        Bson::Undefined => "undefined",
+        Bson::ObjectId(_) => "objectId",
+        Bson::Boolean(_) => "bool",
+        Bson::DateTime(_) => "date",
+        Bson::Null => "null",
+        Bson::RegularExpression(_) => "regex",
+        Bson::DbPointer(_) => "dbPointer",
+        Bson::JavaScriptCode(_) => "javascript",
+        Bson::Symbol(_) => "symbol",
+        Bson::JavaScriptCodeWithScope(_) => "javascriptWithScope",
+        Bson::Int32(_) => "int",
+        Bson::Timestamp(_) => "timestamp",
+        Bson::Int64(_) => "long",
+        Bson::Decimal128(_) => "decimal",
+        Bson::MinKey => "minKey",
+        Bson::MaxKey => "maxKey",
+    }
+}
+
+/// mongod's truthiness of an argument value (`{x: 1}`, `{x: true}`).
+pub fn is_truthy(value: &Bson) -> bool {
+    match value {
+        Bson::Boolean(b) => *b,
+        Bson::Int32(n) => *n != 0,
+        Bson::Int64(n) => *n != 0,
+        Bson::Double(n) => *n != 0.0,
+        Bson::Null | Bson::Undefined => false,
+        _ => true,
+    }
+}
+
+/// An optional field that must be a string.
+pub fn optional_str<'a>(cmd: &'a Document, command: &str, field: &str) -> Result<Option<&'a str>> {
+    match cmd.get(field) {
+        None => Ok(None),
+        Some(Bson::String(s)) => Ok(Some(s.as_str())),
+        Some(other) => Err(wrong_type(command, field, other, "string")),
+    }
+}
+
+/// An optional field that must be an array.
+pub fn optional_array<'a>(
+    cmd: &'a Document,
+    command: &str,
+    field: &str,
+) -> Result<Option<&'a Vec<Bson>>> {
+    match cmd.get(field) {
+        None => Ok(None),
+        Some(Bson::Array(a)) => Ok(Some(a)),
+        Some(other) => Err(wrong_type(command, field, other, "array")),
+    }
+}
+
+/// An optional whole number, from any numeric BSON type.
+pub fn optional_i64(cmd: &Document, command: &str, field: &str) -> Result<Option<i64>> {
+    match cmd.get(field) {
+        None => Ok(None),
+        Some(Bson::Int32(n)) => Ok(Some(i64::from(*n))),
+        Some(Bson::Int64(n)) => Ok(Some(*n)),
+        Some(Bson::Double(n)) if n.fract() == 0.0 && n.abs() < 9.0e18 => Ok(Some(*n as i64)),
+        Some(other) => Err(wrong_type(
+            command,
+            field,
+            other,
+            "[long, int, decimal, double]",
+        )),
+    }
+}
+
+/// `BSON field 'cmd.field' is the wrong type 'string', expected type 'array'` (14 TypeMismatch).
+pub fn wrong_type(command: &str, field: &str, value: &Bson, expected: &str) -> Error {
+    let noun = if expected.starts_with('[') {
+        "types"
+    } else {
+        "type"
+    };
+    Error::type_mismatch(format!(
+        "BSON field '{command}.{field}' is the wrong type '{}', expected {noun} '{expected}'",
+        type_name(value)
+    ))
+}
+
+/// Fields any command may carry that say nothing about the command itself
+/// (mongod's `generic_argument.idl`).
+pub const GENERIC_FIELDS: &[&str] = &[
+    "$db",
+    "lsid",
+    "$clusterTime",
+    "$readPreference",
+    "$audit",
+    "$client",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "comment",
+    "maxTimeMS",
+    "readConcern",
+    "writeConcern",
+    "clientOperationKey",
+    "mayBypassWriteBlocking",
+];
+
+pub fn is_generic(field: &str) -> bool {
+    GENERIC_FIELDS.contains(&field)
+}

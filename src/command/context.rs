@@ -1,0 +1,83 @@
+//! What a command runs against: the server-wide [`Shared`] state and the [`Connection`] it
+//! arrived on. Owns no sockets: the session layer fills in the addresses.
+
+use crate::clock::{Clock, Stopwatch};
+use crate::config::Config;
+use crate::status::Counters;
+use crate::wire::Compressor;
+use bson::Document;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+
+/// Server-wide state shared by every connection.
+pub struct Shared {
+    pub config: Config,
+    pub clock: Arc<dyn Clock>,
+    pub counters: Counters,
+    pub started: Stopwatch,
+    pub start_millis: i64,
+    next_connection_id: AtomicI32,
+}
+
+impl Shared {
+    pub fn new(config: Config, clock: Arc<dyn Clock>) -> Self {
+        let start_millis = clock.now_millis();
+        Shared {
+            config,
+            clock,
+            counters: Counters::default(),
+            started: Stopwatch::start(),
+            start_millis,
+            next_connection_id: AtomicI32::new(1),
+        }
+    }
+
+    /// A fresh, server-unique `connectionId`.
+    pub fn next_connection_id(&self) -> i32 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+}
+
+/// Per-connection state.
+#[derive(Debug)]
+pub struct Connection {
+    pub id: i32,
+    pub peer: SocketAddr,
+    pub local: SocketAddr,
+    /// The `client` document of the handshake, once received.
+    pub client_metadata: Option<Document>,
+    /// Compressors agreed in the handshake, in the client's order of preference.
+    pub compressors: Vec<Compressor>,
+}
+
+impl Connection {
+    pub fn new(id: i32, peer: SocketAddr, local: SocketAddr) -> Self {
+        Connection {
+            id,
+            peer,
+            local,
+            client_metadata: None,
+            compressors: Vec::new(),
+        }
+    }
+
+    /// "driver/version app" from the handshake metadata, for logs.
+    pub fn client_summary(&self) -> String {
+        let Some(meta) = &self.client_metadata else {
+            return String::new();
+        };
+        let driver = meta.get_document("driver").ok();
+        let name = driver.and_then(|d| d.get_str("name").ok()).unwrap_or("?");
+        let version = driver
+            .and_then(|d| d.get_str("version").ok())
+            .unwrap_or("?");
+        match meta
+            .get_document("application")
+            .and_then(|a| a.get_str("name"))
+        {
+            Ok(app) => format!("{name}/{version} app={app}"),
+            Err(_) => format!("{name}/{version}"),
+        }
+    }
+}

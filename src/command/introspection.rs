@@ -1,0 +1,162 @@
+//! What the server says about itself: `buildInfo`, `hostInfo`, `serverStatus`,
+//! `getCmdLineOpts`, `listCommands`.
+
+use super::{CommandName, Scope, Shared};
+use crate::host;
+use crate::status::Counters;
+use crate::wire::{Compressor, MAX_BSON_OBJECT_SIZE};
+use bson::{doc, Bson, Document};
+
+/// The MongoDB version mayfly answers as; its wire versions are those of 7.0.
+pub const MONGODB_VERSION: &str = "7.0.0";
+const VERSION_ARRAY: [i32; 4] = [7, 0, 0, 0];
+
+pub fn build_info() -> Document {
+    doc! {
+        "version": MONGODB_VERSION,
+        "gitVersion": concat!("mayfly-", env!("CARGO_PKG_VERSION")),
+        "modules": Bson::Array(Vec::new()),
+        "allocator": "system",
+        "javascriptEngine": "none",
+        "sysInfo": "deprecated",
+        "versionArray": VERSION_ARRAY.to_vec(),
+        "openssl": {"running": "disabled", "compiled": "disabled"},
+        "buildEnvironment": {
+            "distmod": "",
+            "distarch": std::env::consts::ARCH,
+            "cc": "rustc",
+            "ccflags": "",
+            "cxx": "",
+            "cxxflags": "",
+            "linkflags": "",
+            "target_arch": std::env::consts::ARCH,
+            "target_os": std::env::consts::OS,
+        },
+        "bits": 64,
+        "debug": cfg!(debug_assertions),
+        "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE as i32,
+        "storageEngines": ["mayfly"],
+        "ok": 1.0,
+    }
+}
+
+pub fn cmd_line_opts(shared: &Shared) -> Document {
+    let c = &shared.config;
+    doc! {
+        "argv": c.argv.clone(),
+        "parsed": {
+            "net": {
+                "bindIp": c.bind_ips.join(","),
+                "port": i32::from(c.port),
+                "maxIncomingConnections": i64::from(c.max_conns),
+            },
+            "storage": {"dbPath": c.dbpath.display().to_string()},
+            "systemLog": {"format": format!("{:?}", c.log_format).to_lowercase(), "level": c.log_level.clone()},
+            "operationProfiling": {"slowOpThresholdMs": i64::try_from(c.slow_ms).unwrap_or(i64::MAX)},
+            "setParameter": {"enableTestCommands": c.enable_test_commands},
+        },
+        "ok": 1.0,
+    }
+}
+
+pub fn host_info(shared: &Shared) -> Document {
+    let (os_name, os_version) = host::os_name_and_version();
+    let mem = host::mem_size_mb();
+    doc! {
+        "system": {
+            "currentTime": shared.clock.now_datetime(),
+            "hostname": host::hostname(),
+            "cpuAddrSize": 64,
+            "memSizeMB": mem,
+            "memLimitMB": mem,
+            "numCores": host::num_cores(),
+            "numCoresAvailableToProcess": host::num_cores(),
+            "cpuArch": std::env::consts::ARCH,
+            "numaEnabled": false,
+        },
+        "os": {"type": "Linux", "name": os_name, "version": os_version},
+        "extra": {},
+        "ok": 1.0,
+    }
+}
+
+pub fn server_status(shared: &Shared) -> Document {
+    let c = &shared.counters;
+    let uptime = shared.started.elapsed();
+    let current = Counters::get(&c.connections_current);
+    let (resident, virt) = host::process_mem_mb();
+    doc! {
+        "host": host::hostname(),
+        "version": MONGODB_VERSION,
+        "process": "mayfly",
+        "mayflyVersion": env!("CARGO_PKG_VERSION"),
+        "pid": i64::from(std::process::id()),
+        "uptime": uptime.as_secs_f64().floor(),
+        "uptimeMillis": i64::try_from(uptime.as_millis()).unwrap_or(i64::MAX),
+        "uptimeEstimate": i64::try_from(uptime.as_secs()).unwrap_or(i64::MAX),
+        "localTime": shared.clock.now_datetime(),
+        "connections": {
+            "current": current,
+            "available": i64::from(shared.config.max_conns).saturating_sub(current).max(0),
+            "totalCreated": Counters::get(&c.connections_total_created),
+            "rejected": Counters::get(&c.connections_rejected),
+        },
+        "opcounters": {
+            "insert": Counters::get(&c.op_insert),
+            "query": Counters::get(&c.op_query),
+            "update": Counters::get(&c.op_update),
+            "delete": Counters::get(&c.op_delete),
+            "getmore": Counters::get(&c.op_getmore),
+            "command": Counters::get(&c.op_command),
+        },
+        "network": {
+            "bytesIn": Counters::get(&c.bytes_in),
+            "bytesOut": Counters::get(&c.bytes_out),
+            "numRequests": Counters::get(&c.requests),
+            "compression": compression_status(c),
+        },
+        "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
+        "ok": 1.0,
+    }
+}
+
+fn compression_status(c: &Counters) -> Document {
+    let mut out = Document::new();
+    for (compressor, counters) in Compressor::ALL.iter().zip(&c.compression) {
+        out.insert(
+            compressor.name(),
+            doc! {
+                "compressor": {
+                    "bytesIn": Counters::get(&counters.compressor_bytes_in),
+                    "bytesOut": Counters::get(&counters.compressor_bytes_out),
+                },
+                "decompressor": {
+                    "bytesIn": Counters::get(&counters.decompressor_bytes_in),
+                    "bytesOut": Counters::get(&counters.decompressor_bytes_out),
+                },
+            },
+        );
+    }
+    out
+}
+
+pub fn list_commands(shared: &Shared) -> Document {
+    let mut commands = Document::new();
+    for &name in CommandName::ALL {
+        if name.scope() == Scope::Test && !shared.config.enable_test_commands {
+            continue;
+        }
+        commands.insert(
+            name.name(),
+            doc! {
+                "help": name.help(),
+                "adminOnly": name.scope() == Scope::Admin,
+                "secondaryOk": true,
+                "requiresAuth": false,
+                "apiVersions": Bson::Array(Vec::new()),
+                "deprecatedApiVersions": Bson::Array(Vec::new()),
+            },
+        );
+    }
+    doc! {"commands": commands, "ok": 1.0}
+}

@@ -1,0 +1,78 @@
+//! The table of commands mayfly implements: the one list that dispatch, `listCommands` and the
+//! admin-only and test-only checks all read.
+
+macro_rules! command_table {
+    ($( $variant:ident = $name:literal, $scope:ident, $help:literal; )*) => {
+        /// A command mayfly knows, by its exact (case-sensitive) name.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum CommandName {
+            $($variant),*
+        }
+
+        impl CommandName {
+            pub const ALL: &'static [CommandName] = &[$(CommandName::$variant),*];
+
+            pub fn from_name(name: &str) -> Option<CommandName> {
+                match name {
+                    $($name => Some(CommandName::$variant),)*
+                    _ => None,
+                }
+            }
+
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(CommandName::$variant => $name),*
+                }
+            }
+
+            pub fn help(self) -> &'static str {
+                match self {
+                    $(CommandName::$variant => $help),*
+                }
+            }
+
+            pub fn scope(self) -> Scope {
+                match self {
+                    $(CommandName::$variant => Scope::$scope),*
+                }
+            }
+        }
+    };
+}
+
+/// Where a command may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Any database.
+    Any,
+    /// Only against `admin` (13 Unauthorized elsewhere, as mongod answers).
+    Admin,
+    /// Only when the server was started with `--enable-test-commands`; otherwise it does not
+    /// exist (59 CommandNotFound).
+    Test,
+}
+
+command_table! {
+    Hello = "hello", Any, "Describes this server and negotiates the connection.";
+    IsMaster = "isMaster", Any, "Legacy name of hello.";
+    IsMasterLower = "ismaster", Any, "Legacy name of hello.";
+    Ping = "ping", Any, "Answers {ok: 1}.";
+    BuildInfo = "buildInfo", Any, "Version and build details.";
+    BuildInfoLower = "buildinfo", Any, "Version and build details.";
+    GetParameter = "getParameter", Admin, "Reads server parameters: {getParameter: 1, <name>: 1} or {getParameter: '*'}.";
+    GetLog = "getLog", Admin, "Reads a server log: 'startupWarnings', or '*' for the names.";
+    GetCmdLineOpts = "getCmdLineOpts", Admin, "The command line and the options it resolved to.";
+    HostInfo = "hostInfo", Any, "Facts about the host machine.";
+    ServerStatus = "serverStatus", Any, "Counters and state of the running server.";
+    WhatsMyUri = "whatsmyuri", Any, "The client's address as the server sees it.";
+    ConnectionStatus = "connectionStatus", Any, "Authentication state of this connection.";
+    ListCommands = "listCommands", Any, "Lists every command this server implements.";
+    StartSession = "startSession", Any, "Starts a logical session.";
+    EndSessions = "endSessions", Any, "Ends logical sessions.";
+    RefreshSessions = "refreshSessions", Any, "Keeps logical sessions alive.";
+    KillSessions = "killSessions", Any, "Kills logical sessions.";
+    KillAllSessions = "killAllSessions", Any, "Kills all logical sessions of the given users.";
+    SaslStart = "saslStart", Any, "Starts a SASL authentication conversation.";
+    SaslContinue = "saslContinue", Any, "Continues a SASL authentication conversation.";
+    Sleep = "sleep", Test, "Test command: sleeps for {millis: N} (or {secs: N}) milliseconds.";
+}

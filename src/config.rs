@@ -1,0 +1,248 @@
+//! The server's configuration: command-line flags (mongod's names where mongod has one), each also
+//! settable from a `MAYFLY_*` environment variable and from an optional TOML config file.
+//!
+//! Precedence: flag, then environment variable, then config file, then the default.
+
+use clap::{Parser, ValueEnum};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+pub const DEFAULT_PORT: u16 = 27017;
+pub const DEFAULT_BIND_IP: &str = "127.0.0.1";
+pub const DEFAULT_DBPATH: &str = "./mayfly-data";
+/// mongod's default `net.maxIncomingConnections`.
+pub const DEFAULT_MAX_CONNS: u32 = 1_000_000;
+pub const DEFAULT_SLOW_MS: u64 = 100;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One readable line per event.
+    #[default]
+    Human,
+    /// One JSON object per line.
+    Json,
+}
+
+/// mayfly: a MongoDB wire-protocol compatible server with Azure Cosmos DB TTL semantics.
+#[derive(Debug, Parser, Default)]
+#[command(name = "mayfly", version, about, long_about = None)]
+pub struct Cli {
+    /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
+    /// log_format, log_level, slow_ms, enable_test_commands).
+    #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// TCP port to listen on; 0 picks a free port (the start-up log says which). [default: 27017]
+    #[arg(long, env = "MAYFLY_PORT")]
+    pub port: Option<u16>,
+
+    /// Comma-separated addresses to listen on. [default: 127.0.0.1]
+    #[arg(
+        long = "bind-ip",
+        visible_alias = "bind_ip",
+        env = "MAYFLY_BIND_IP",
+        value_name = "ADDRS"
+    )]
+    pub bind_ip: Option<String>,
+
+    /// Directory holding the data files; created if missing. [default: ./mayfly-data]
+    #[arg(long, env = "MAYFLY_DBPATH", value_name = "DIR")]
+    pub dbpath: Option<PathBuf>,
+
+    /// Maximum simultaneous client connections; further ones are closed at once. [default: 1000000]
+    #[arg(long = "maxConns", env = "MAYFLY_MAX_CONNS", value_name = "N")]
+    pub max_conns: Option<u32>,
+
+    /// Log line format. [default: human]
+    #[arg(long = "log-format", env = "MAYFLY_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
+
+    /// Log filter: a level (error, warn, info, debug, trace) or tracing directives
+    /// such as "mayfly=debug". [default: info]
+    #[arg(long = "log-level", env = "MAYFLY_LOG_LEVEL", value_name = "FILTER")]
+    pub log_level: Option<String>,
+
+    /// Commands slower than this many milliseconds are logged. [default: 100]
+    #[arg(long = "slow-ms", env = "MAYFLY_SLOW_MS", value_name = "MS")]
+    pub slow_ms: Option<u64>,
+
+    /// Enable test-only commands (such as `sleep`). Never in production.
+    #[arg(long = "enable-test-commands", env = "MAYFLY_ENABLE_TEST_COMMANDS")]
+    pub enable_test_commands: bool,
+}
+
+/// The settings a config file may hold (all optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub port: Option<u16>,
+    pub bind_ip: Option<String>,
+    pub dbpath: Option<PathBuf>,
+    pub max_conns: Option<u32>,
+    pub log_format: Option<LogFormat>,
+    pub log_level: Option<String>,
+    pub slow_ms: Option<u64>,
+    pub enable_test_commands: Option<bool>,
+}
+
+/// The resolved configuration the server runs with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub port: u16,
+    pub bind_ips: Vec<String>,
+    pub dbpath: PathBuf,
+    pub max_conns: u32,
+    pub log_format: LogFormat,
+    pub log_level: String,
+    pub slow_ms: u64,
+    pub enable_test_commands: bool,
+    /// The command line as given, for `getCmdLineOpts`.
+    pub argv: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::resolve(Cli::default(), FileConfig::default(), Vec::new())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+    #[error("--bind-ip must name at least one address")]
+    NoBindIp,
+}
+
+impl Config {
+    /// Loads the config file the command line names (if any) and merges everything.
+    pub fn load(cli: Cli, argv: Vec<String>) -> Result<Config, ConfigError> {
+        let file = match &cli.config {
+            Some(path) => read_file(path)?,
+            None => FileConfig::default(),
+        };
+        let config = Config::resolve(cli, file, argv);
+        if config.bind_ips.is_empty() {
+            return Err(ConfigError::NoBindIp);
+        }
+        Ok(config)
+    }
+
+    pub fn resolve(cli: Cli, file: FileConfig, argv: Vec<String>) -> Config {
+        let bind = cli
+            .bind_ip
+            .or(file.bind_ip)
+            .unwrap_or_else(|| DEFAULT_BIND_IP.to_owned());
+        Config {
+            port: cli.port.or(file.port).unwrap_or(DEFAULT_PORT),
+            bind_ips: bind
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            dbpath: cli
+                .dbpath
+                .or(file.dbpath)
+                .unwrap_or_else(|| PathBuf::from(DEFAULT_DBPATH)),
+            max_conns: cli
+                .max_conns
+                .or(file.max_conns)
+                .unwrap_or(DEFAULT_MAX_CONNS),
+            log_format: cli.log_format.or(file.log_format).unwrap_or_default(),
+            log_level: cli
+                .log_level
+                .or(file.log_level)
+                .unwrap_or_else(|| "info".to_owned()),
+            slow_ms: cli.slow_ms.or(file.slow_ms).unwrap_or(DEFAULT_SLOW_MS),
+            enable_test_commands: cli.enable_test_commands
+                || file.enable_test_commands.unwrap_or(false),
+            argv,
+        }
+    }
+
+    /// A configuration for tests: an ephemeral port on loopback, test commands on.
+    pub fn for_tests(dbpath: &Path) -> Config {
+        Config {
+            port: 0,
+            dbpath: dbpath.to_path_buf(),
+            enable_test_commands: true,
+            ..Config::default()
+        }
+    }
+}
+
+fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    toml::from_str(&text).map_err(|source| ConfigError::Parse {
+        path: path.to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("mayfly").chain(args.iter().copied())).unwrap()
+    }
+
+    #[test]
+    fn defaults_are_mongods() {
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert_eq!(c.port, 27017);
+        assert_eq!(c.bind_ips, vec!["127.0.0.1"]);
+        assert_eq!(c.dbpath, PathBuf::from("./mayfly-data"));
+        assert_eq!(c.max_conns, DEFAULT_MAX_CONNS);
+        assert_eq!(c.slow_ms, 100);
+        assert!(!c.enable_test_commands);
+    }
+
+    #[test]
+    fn flags_override_the_file() {
+        let file: FileConfig = toml::from_str(
+            "port = 1234\nbind_ip = \"0.0.0.0\"\nslow_ms = 5\nlog_format = \"json\"",
+        )
+        .unwrap();
+        let c = Config::resolve(
+            parse(&["--port", "0", "--bind_ip", "127.0.0.1,::1"]),
+            file,
+            vec![],
+        );
+        assert_eq!(c.port, 0);
+        assert_eq!(c.bind_ips, vec!["127.0.0.1", "::1"]);
+        assert_eq!(c.slow_ms, 5);
+        assert_eq!(c.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn mongod_flag_spellings_parse() {
+        let cli = parse(&[
+            "--maxConns",
+            "7",
+            "--bind-ip",
+            "::1",
+            "--enable-test-commands",
+        ]);
+        assert_eq!(cli.max_conns, Some(7));
+        assert!(cli.enable_test_commands);
+    }
+
+    #[test]
+    fn unknown_config_keys_are_refused() {
+        assert!(toml::from_str::<FileConfig>("prot = 1").is_err());
+    }
+}

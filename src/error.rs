@@ -1,0 +1,193 @@
+//! One error vocabulary: MongoDB's error codes and names, and the one mapping of an [`Error`]
+//! to a command reply `{ok: 0, errmsg, code, codeName}`.
+//!
+//! Owns: the code table and the error value every layer returns. Does not own: framing errors
+//! (`wire::WireError`), which close a connection instead of producing a reply.
+
+use bson::{doc, Document};
+use std::fmt;
+
+macro_rules! error_codes {
+    ($($name:ident = $code:literal),* $(,)?) => {
+        /// A MongoDB error code; the variant name is mongod's `codeName`.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum ErrorCode {
+            $($name),*
+        }
+
+        impl ErrorCode {
+            /// The numeric code mongod sends.
+            pub fn code(self) -> i32 {
+                match self {
+                    $(ErrorCode::$name => $code),*
+                }
+            }
+
+            /// The `codeName` mongod sends.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(ErrorCode::$name => stringify!($name)),*
+                }
+            }
+        }
+    };
+}
+
+error_codes! {
+    InternalError = 1,
+    BadValue = 2,
+    NoSuchKey = 4,
+    FailedToParse = 9,
+    TypeMismatch = 14,
+    IllegalOperation = 20,
+    NamespaceNotFound = 26,
+    IndexNotFound = 27,
+    PathNotViable = 28,
+    ConflictingUpdateOperators = 40,
+    CursorNotFound = 43,
+    NamespaceExists = 48,
+    MaxTimeMSExpired = 50,
+    DollarPrefixedFieldName = 52,
+    InvalidIdField = 53,
+    NotSingleValueField = 54,
+    EmptyFieldName = 56,
+    CommandNotFound = 59,
+    ImmutableField = 66,
+    CannotCreateIndex = 67,
+    IndexAlreadyExists = 68,
+    InvalidOptions = 72,
+    InvalidNamespace = 73,
+    IndexOptionsConflict = 85,
+    IndexKeySpecsConflict = 86,
+    OperationFailed = 96,
+    CommandNotSupported = 115,
+    InvalidUuid = 207,
+    NotImplemented = 238,
+    ChecksumMismatch = 288,
+    UnsupportedOpQueryCommand = 352,
+    InvalidBSON = 22,
+    BSONObjectTooLarge = 10334,
+    DuplicateKey = 11000,
+    Location16410 = 16410,
+    Location40414 = 40414,
+    IDLUnknownField = 40415,
+    Location40621 = 40621,
+    Location40324 = 40324,
+    ClientMetadataCannotBeMutated = 186,
+    Unauthorized = 13,
+    AuthenticationFailed = 18,
+    Location40571 = 40571,
+    Location5739101 = 5739101,
+}
+
+/// A failure a client can cause (or an internal one), carrying mongod's code and message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+    /// Extra fields mongod adds to this error (e.g. `keyPattern`/`keyValue` for 11000).
+    pub extra: Option<Document>,
+}
+
+/// Every fallible operation above storage returns this.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error {
+            code,
+            message: message.into(),
+            extra: None,
+        }
+    }
+
+    pub fn with_extra(mut self, extra: Document) -> Self {
+        self.extra = Some(extra);
+        self
+    }
+
+    pub fn bad_value(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::BadValue, message)
+    }
+
+    pub fn failed_to_parse(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::FailedToParse, message)
+    }
+
+    pub fn type_mismatch(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::TypeMismatch, message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> Self {
+        Error::new(ErrorCode::InternalError, message)
+    }
+
+    /// The reply document for a failed command: `{ok: 0.0, errmsg, code, codeName, ...extra}`.
+    pub fn to_reply(&self) -> Document {
+        let mut reply = doc! {
+            "ok": 0.0,
+            "errmsg": self.message.as_str(),
+            "code": self.code.code(),
+            "codeName": self.code.name(),
+        };
+        if let Some(extra) = &self.extra {
+            for (key, value) in extra {
+                reply.insert(key.clone(), value.clone());
+            }
+        }
+        reply
+    }
+
+    /// The write-error entry for operation `index` of a write batch.
+    pub fn to_write_error(&self, index: usize) -> Document {
+        let mut entry = doc! {
+            "index": i32::try_from(index).unwrap_or(i32::MAX),
+            "code": self.code.code(),
+        };
+        if let Some(extra) = &self.extra {
+            for (key, value) in extra {
+                entry.insert(key.clone(), value.clone());
+            }
+        }
+        entry.insert("errmsg", self.message.as_str());
+        entry
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code.name(),
+            self.code.code(),
+            self.message
+        )
+    }
+}
+
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reply_has_mongod_shape() {
+        let reply = Error::new(ErrorCode::CommandNotFound, "no such command: 'x'").to_reply();
+        assert_eq!(reply.get_f64("ok"), Ok(0.0));
+        assert_eq!(reply.get_i32("code"), Ok(59));
+        assert_eq!(reply.get_str("codeName"), Ok("CommandNotFound"));
+        assert_eq!(reply.get_str("errmsg"), Ok("no such command: 'x'"));
+    }
+
+    #[test]
+    fn extra_fields_follow_the_code() {
+        let err = Error::new(ErrorCode::DuplicateKey, "E11000")
+            .with_extra(doc! {"keyPattern": {"_id": 1}, "keyValue": {"_id": 1}});
+        let entry = err.to_write_error(3);
+        assert_eq!(entry.get_i32("index"), Ok(3));
+        assert_eq!(entry.get_i32("code"), Ok(11000));
+        assert!(entry.get_document("keyPattern").is_ok());
+    }
+}

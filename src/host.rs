@@ -1,0 +1,53 @@
+//! Facts about the machine and this process, read from the operating system for `hostInfo` and
+//! `serverStatus`. Every reading degrades to a neutral value when the OS does not provide it.
+
+use std::fs;
+
+pub fn hostname() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_owned())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+pub fn num_cores() -> i32 {
+    std::thread::available_parallelism()
+        .map(|n| i32::try_from(n.get()).unwrap_or(i32::MAX))
+        .unwrap_or(1)
+}
+
+/// Total memory in MiB, from `/proc/meminfo`.
+pub fn mem_size_mb() -> i64 {
+    read_kib_field("/proc/meminfo", "MemTotal:").map_or(0, |kib| kib / 1024)
+}
+
+/// Resident and virtual size of this process in MiB, from `/proc/self/status`.
+pub fn process_mem_mb() -> (i64, i64) {
+    let resident = read_kib_field("/proc/self/status", "VmRSS:").unwrap_or(0) / 1024;
+    let virt = read_kib_field("/proc/self/status", "VmSize:").unwrap_or(0) / 1024;
+    (resident, virt)
+}
+
+/// The operating system's pretty name and kernel version.
+pub fn os_name_and_version() -> (String, String) {
+    let name = fs::read_to_string("/etc/os-release")
+        .ok()
+        .and_then(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+                .map(|v| v.trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| std::env::consts::OS.to_owned());
+    let version = fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_default();
+    (name, version)
+}
+
+fn read_kib_field(path: &str, field: &str) -> Option<i64> {
+    let text = fs::read_to_string(path).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}

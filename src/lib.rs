@@ -1,0 +1,38 @@
+//! mayfly: a MongoDB wire-protocol compatible server whose storage engine applies Azure Cosmos DB
+//! for MongoDB's time-to-live rules.
+//!
+//! # Layout
+//!
+//! ```text
+//! socket bytes
+//!   -> wire      frame, decode OP_MSG / OP_QUERY / OP_COMPRESSED, encode replies
+//!   -> session   one task per connection: request loop, compression, tracing span
+//!   -> command   one `match` on the command name -> a module per family
+//!   -> (engine, storage: the catalog, documents, cursors, the group-commit writer)
+//!   side roads:  clock (the only place that reads wall time), host (facts about the machine)
+//! ```
+//!
+//! A module imports only from layers below it. `server` owns the listener, the connection limit
+//! and shutdown; `config` is the parsed command line, environment and config file.
+
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::indexing_slicing,
+        clippy::panic
+    )
+)]
+
+pub mod clock;
+pub mod command;
+pub mod config;
+pub mod error;
+pub mod host;
+pub mod server;
+pub mod session;
+pub mod status;
+pub mod storage;
+pub mod ttl;
+pub mod wire;

@@ -1,0 +1,99 @@
+//! The `mayfly` command: reads the configuration, sets up logging, runs the server until SIGINT
+//! or SIGTERM, then shuts down gracefully and exits 0.
+
+use clap::Parser;
+use mayfly::clock::SystemClock;
+use mayfly::config::{Cli, Config, LogFormat};
+use mayfly::server::Server;
+use std::process::ExitCode;
+use std::sync::Arc;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let config = match Config::load(Cli::parse(), argv) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("mayfly: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = init_logging(&config) {
+        eprintln!("mayfly: {e}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(run(config))
+}
+
+async fn run(config: Config) -> ExitCode {
+    let dbpath = config.dbpath.clone();
+    let server = match Server::bind(config, Arc::new(SystemClock::new())).await {
+        Ok(server) => server,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start");
+            return ExitCode::FAILURE;
+        }
+    };
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        pid = std::process::id(),
+        dbpath = %dbpath.display(),
+        "mayfly starting"
+    );
+    for addr in server.local_addrs() {
+        tracing::info!(address = %addr, port = addr.port(), "waiting for connections");
+    }
+    server.run(shutdown_signal()).await;
+    ExitCode::SUCCESS
+}
+
+fn init_logging(config: &Config) -> Result<(), String> {
+    let filter = EnvFilter::try_new(&config.log_level)
+        .map_err(|e| format!("invalid --log-level {:?}: {e}", config.log_level))?;
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    let result = match config.log_format {
+        LogFormat::Human => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
+    result.map_err(|e| format!("cannot set up logging: {e}"))
+}
+
+/// Completes on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for SIGINT");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => tracing::info!("received SIGINT"),
+        _ = term => tracing::info!("received SIGTERM"),
+    }
+}

@@ -1,0 +1,194 @@
+//! The listener: binds the configured addresses, enforces the connection limit, spawns one
+//! session task per connection, and shuts down gracefully (stop accepting, let every command in
+//! flight finish and its reply go out, then return).
+
+use crate::clock::Clock;
+use crate::command::Shared;
+use crate::config::Config;
+use crate::session;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub struct Server {
+    listeners: Vec<TcpListener>,
+    shared: Arc<Shared>,
+}
+
+impl Server {
+    /// Prepares the data directory and binds every configured address.
+    pub async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Server> {
+        std::fs::create_dir_all(&config.dbpath).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot create data directory {}: {e}",
+                    config.dbpath.display()
+                ),
+            )
+        })?;
+        let mut listeners = Vec::new();
+        for ip in &config.bind_ips {
+            let addr = format!("{}:{}", bracket_ipv6(ip), config.port);
+            let listener = TcpListener::bind(&addr)
+                .await
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+            listeners.push(listener);
+        }
+        Ok(Server {
+            listeners,
+            shared: Arc::new(Shared::new(config, clock)),
+        })
+    }
+
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.listeners
+            .iter()
+            .filter_map(|l| l.local_addr().ok())
+            .collect()
+    }
+
+    pub fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.shared)
+    }
+
+    /// Serves until `shutdown` completes, then drains the connections and returns.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) {
+        let token = CancellationToken::new();
+        let tracker = TaskTracker::new();
+        for listener in self.listeners {
+            let shared = Arc::clone(&self.shared);
+            let token = token.clone();
+            let sessions = tracker.clone();
+            tracker.spawn(accept_loop(listener, shared, token, sessions));
+        }
+        shutdown.await;
+        tracing::info!("shutting down: no new connections; finishing commands in flight");
+        token.cancel();
+        tracker.close();
+        tracker.wait().await;
+        tracing::info!("shutdown complete");
+    }
+
+    /// Runs the server on the current runtime; the handle stops it.
+    pub fn spawn(self) -> RunningServer {
+        let token = CancellationToken::new();
+        let addrs = self.local_addrs();
+        let stop = token.clone();
+        let join = tokio::spawn(self.run(async move { stop.cancelled().await }));
+        RunningServer { addrs, token, join }
+    }
+}
+
+/// A server running in the background (tests, embedding).
+pub struct RunningServer {
+    pub addrs: Vec<SocketAddr>,
+    token: CancellationToken,
+    join: JoinHandle<()>,
+}
+
+impl RunningServer {
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addrs.first().copied()
+    }
+
+    /// Starts a graceful shutdown and waits for it to finish.
+    pub async fn shutdown(self) {
+        self.token.cancel();
+        let _ = self.join.await;
+    }
+
+    /// Starts a graceful shutdown without waiting.
+    pub fn begin_shutdown(&self) {
+        self.token.cancel();
+    }
+
+    pub async fn wait(self) {
+        let _ = self.join.await;
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    token: CancellationToken,
+    sessions: TaskTracker,
+) {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            _ = token.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, peer)) => admit(stream, peer, &shared, &token, &sessions),
+            Err(e) => {
+                // Usually EMFILE: back off instead of spinning.
+                tracing::error!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+fn admit(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: &Arc<Shared>,
+    token: &CancellationToken,
+    sessions: &TaskTracker,
+) {
+    let counters = &shared.counters;
+    let limit = u64::from(shared.config.max_conns);
+    // Reserve a slot first so two simultaneous accepts cannot both take the last one.
+    let current = counters.connections_current.fetch_add(1, Ordering::AcqRel);
+    if current >= limit {
+        counters.connections_current.fetch_sub(1, Ordering::AcqRel);
+        counters
+            .connections_rejected
+            .fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            remote = %peer,
+            limit,
+            "connection refused because too many open connections"
+        );
+        drop(stream);
+        return;
+    }
+    counters
+        .connections_total_created
+        .fetch_add(1, Ordering::Relaxed);
+    let shared = Arc::clone(shared);
+    let token = token.clone();
+    sessions.spawn(async move {
+        let guard = ConnectionSlot(Arc::clone(&shared));
+        session::serve(stream, shared, token).await;
+        drop(guard);
+    });
+}
+
+/// Releases a connection slot however the session ends.
+struct ConnectionSlot(Arc<Shared>);
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.0
+            .counters
+            .connections_current
+            .fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn bracket_ipv6(ip: &str) -> String {
+    if ip.contains(':') && !ip.starts_with('[') {
+        format!("[{ip}]")
+    } else {
+        ip.to_owned()
+    }
+}

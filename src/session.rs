@@ -1,0 +1,216 @@
+//! One task per connection: read a request, run its command, write the reply, until the client
+//! leaves, a framing error makes the stream untrustworthy, or the server shuts down.
+//!
+//! Owns the socket and the per-request envelope of each protocol: OP_MSG replies (none when the
+//! request has `moreToCome`), OP_REPLY answers to OP_QUERY, and compressing replies the way the
+//! request was compressed. Shutdown waits for the command in flight: cancellation is only
+//! observed between requests.
+
+use crate::clock::Stopwatch;
+use crate::command::{self, Connection, Shared};
+use crate::error::{Error, ErrorCode};
+use crate::status::CompressionCounters;
+use crate::wire::{Compressor, Incoming, MessageCodec, Outgoing, ReplyBody, Request};
+use bson::{doc, Bson, Document};
+use futures::{SinkExt, StreamExt};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// Commands whose replies are never compressed (the compression spec's list).
+const NEVER_COMPRESSED: &[&str] = &[
+    "hello",
+    "isMaster",
+    "ismaster",
+    "saslStart",
+    "saslContinue",
+    "getnonce",
+    "authenticate",
+    "createUser",
+    "updateUser",
+    "copydbSaslStart",
+    "copydbgetnonce",
+    "copydb",
+];
+
+pub async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: CancellationToken) {
+    let (Ok(peer), Ok(local)) = (stream.peer_addr(), stream.local_addr()) else {
+        return;
+    };
+    // Requests and replies are small and latency-bound.
+    let _ = stream.set_nodelay(true);
+    let mut conn = Connection::new(shared.next_connection_id(), peer, local);
+    let span = tracing::info_span!("conn", id = conn.id);
+    async move {
+        tracing::info!(
+            remote = %peer,
+            connections = shared.counters.connections_current.load(Ordering::Relaxed),
+            "connection accepted"
+        );
+        let mut framed = Framed::new(stream, MessageCodec::default());
+        let reason = request_loop(&mut framed, &shared, &mut conn, &shutdown).await;
+        tracing::info!(
+            remote = %peer,
+            client = %conn.client_summary(),
+            reason,
+            "connection ended"
+        );
+    }
+    .instrument(span)
+    .await;
+}
+
+async fn request_loop(
+    framed: &mut Framed<TcpStream, MessageCodec>,
+    shared: &Shared,
+    conn: &mut Connection,
+    shutdown: &CancellationToken,
+) -> &'static str {
+    loop {
+        let next = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => return "server shutting down",
+            next = framed.next() => next,
+        };
+        let incoming = match next {
+            None => return "client closed the connection",
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "closing connection after a framing error");
+                return "framing error";
+            }
+            Some(Ok(incoming)) => incoming,
+        };
+        shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+        let wire_length = u64::try_from(incoming.header.length).unwrap_or(0);
+        shared
+            .counters
+            .bytes_in
+            .fetch_add(wire_length, Ordering::Relaxed);
+        if let Some(c) = incoming
+            .compressor
+            .and_then(|c| compression_counters(shared, c))
+        {
+            c.decompressor_bytes_in
+                .fetch_add(wire_length, Ordering::Relaxed);
+            c.decompressor_bytes_out
+                .fetch_add(incoming.original_length as u64, Ordering::Relaxed);
+        }
+        let Some(reply) = handle(shared, conn, incoming).await else {
+            continue;
+        };
+        let compressor = reply.compressor;
+        let before = framed.codec().bytes_encoded;
+        if let Err(e) = framed.send(reply).await {
+            tracing::debug!(error = %e, "could not send a reply");
+            return "write failed";
+        }
+        let written = framed.codec().bytes_encoded - before;
+        shared
+            .counters
+            .bytes_out
+            .fetch_add(written, Ordering::Relaxed);
+        if let Some(c) = compressor.and_then(|c| compression_counters(shared, c)) {
+            let original = framed.codec().last_original_length as u64;
+            c.compressor_bytes_in.fetch_add(original, Ordering::Relaxed);
+            c.compressor_bytes_out.fetch_add(written, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Runs one request; `None` when no reply may be sent (`moreToCome`).
+async fn handle(shared: &Shared, conn: &mut Connection, incoming: Incoming) -> Option<Outgoing> {
+    let response_to = incoming.header.request_id;
+    match incoming.request {
+        Request::Msg(msg) => {
+            let (name, reply) = match msg.body {
+                Ok(body) => run_logged(shared, conn, body, None).await,
+                Err(e) => (String::new(), e.to_reply()),
+            };
+            if msg.flags.more_to_come() {
+                return None;
+            }
+            Some(Outgoing {
+                response_to,
+                body: ReplyBody::Msg(reply),
+                compressor: reply_compressor(incoming.compressor, &name),
+            })
+        }
+        Request::Query(query) => {
+            let db = query.command_database().map(str::to_owned);
+            let reply = match (db, query.query) {
+                (None, _) => legacy_query_refused(),
+                (Some(_), Err(e)) => e.to_reply(),
+                (Some(db), Ok(body)) => {
+                    run_logged(shared, conn, unwrap_query(body), Some(&db))
+                        .await
+                        .1
+                }
+            };
+            Some(Outgoing {
+                response_to,
+                body: ReplyBody::Reply(reply),
+                compressor: None,
+            })
+        }
+    }
+}
+
+/// Runs a command, logging it if it failed or was slow.
+async fn run_logged(
+    shared: &Shared,
+    conn: &mut Connection,
+    body: Document,
+    legacy_db: Option<&str>,
+) -> (String, Document) {
+    let timer = Stopwatch::start();
+    let (name, reply) = command::execute(shared, conn, body, legacy_db).await;
+    let millis = timer.elapsed().as_millis();
+    if reply.get("ok") == Some(&Bson::Double(0.0)) {
+        tracing::info!(
+            command = %name,
+            code = reply.get_i32("code").unwrap_or_default(),
+            errmsg = reply.get_str("errmsg").unwrap_or_default(),
+            duration_ms = millis as u64,
+            "command failed"
+        );
+    }
+    if millis >= u128::from(shared.config.slow_ms) {
+        tracing::info!(command = %name, duration_ms = millis as u64, "slow command");
+    }
+    (name, reply)
+}
+
+fn compression_counters(shared: &Shared, c: Compressor) -> Option<&CompressionCounters> {
+    shared
+        .counters
+        .compression
+        .get(usize::from(c.id()).checked_sub(1)?)
+}
+
+fn reply_compressor(request: Option<Compressor>, command: &str) -> Option<Compressor> {
+    request.filter(|_| !NEVER_COMPRESSED.contains(&command))
+}
+
+/// Drivers wrap a command in `$query` when they add `$readPreference` over OP_QUERY.
+fn unwrap_query(body: Document) -> Document {
+    match body.get("$query") {
+        Some(Bson::Document(inner)) if body.keys().next().map(String::as_str) == Some("$query") => {
+            inner.clone()
+        }
+        _ => body,
+    }
+}
+
+/// mongod's answer to an OP_QUERY that is not a command.
+fn legacy_query_refused() -> Document {
+    let err = Error::new(
+        ErrorCode::Location5739101,
+        "OP_QUERY is no longer supported. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal",
+    );
+    let mut reply = doc! {"$err": err.message.as_str()};
+    reply.extend(err.to_reply());
+    reply
+}

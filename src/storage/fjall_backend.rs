@@ -1,0 +1,270 @@
+//! The fjall implementation of [`Backend`]: one `SingleWriterTxDatabase` holding the fixed
+//! [`Keyspace`]s.
+//!
+//! Owns: opening, tuning and recovering the on-disk database, and translating batches, snapshots
+//! and errors between the storage traits and fjall. Does not own: key layout (`keys`), what goes
+//! into a batch, or when to commit (the engine's writer).
+//!
+//! # Tuning
+//!
+//! - Block cache: [`FjallConfig::cache_bytes`], 256 MiB by default (fjall's default is 32 MiB;
+//!   its guidance is ~20–25% of memory for a dedicated server).
+//! - Journal: durability is chosen per commit ([`Durability`]), so fjall's automatic
+//!   per-write flush is turned off (`manual_journal_persist`); a `Buffered` commit still writes
+//!   to the OS. Journal compression stays fjall's default (LZ4 for entries over 4 KiB: large
+//!   documents). The journal size limit stays at 512 MiB.
+//! - Keyspaces: `documents` and `catalog` keep bloom filters (inserts probe for an existing
+//!   `_id` and usually miss); `indexes` and `expiry` are only range-scanned, so they build no
+//!   filters. Block size, compression (LZ4) and compaction (leveled) are fjall's defaults.
+//! - Background workers: fjall's default, min(cores, 4).
+
+use super::{
+    Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch, WriteOp,
+    MAX_KEY_LEN,
+};
+use fjall::config::FilterPolicy;
+use fjall::{KeyspaceCreateOptions, PersistMode, Readable, SingleWriterTxDatabase};
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Options for [`FjallBackend::open_with`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FjallConfig {
+    /// Block cache capacity in bytes.
+    pub cache_bytes: u64,
+}
+
+impl Default for FjallConfig {
+    fn default() -> Self {
+        FjallConfig {
+            cache_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+/// One fjall keyspace handle per [`Keyspace`].
+struct Handles {
+    catalog: fjall::SingleWriterTxKeyspace,
+    documents: fjall::SingleWriterTxKeyspace,
+    indexes: fjall::SingleWriterTxKeyspace,
+    expiry: fjall::SingleWriterTxKeyspace,
+}
+
+/// A durable database on a local directory.
+pub struct FjallBackend {
+    db: SingleWriterTxDatabase,
+    keyspaces: Arc<Handles>,
+}
+
+impl FjallBackend {
+    /// Opens (creating if needed) the database in directory `path` with default tuning.
+    pub fn open(path: &Path) -> Result<Self, StorageError> {
+        FjallBackend::open_with(path, &FjallConfig::default())
+    }
+
+    pub fn open_with(path: &Path, config: &FjallConfig) -> Result<Self, StorageError> {
+        std::fs::create_dir_all(path)?;
+        let db = SingleWriterTxDatabase::builder(path)
+            .cache_size(config.cache_bytes)
+            .manual_journal_persist(true)
+            .open()?;
+        let open = |keyspace: Keyspace| db.keyspace(keyspace.name(), || keyspace_options(keyspace));
+        let keyspaces = Handles {
+            catalog: open(Keyspace::Catalog)?,
+            documents: open(Keyspace::Documents)?,
+            indexes: open(Keyspace::Indexes)?,
+            expiry: open(Keyspace::Expiry)?,
+        };
+        Ok(FjallBackend {
+            db,
+            keyspaces: Arc::new(keyspaces),
+        })
+    }
+
+    /// Bytes on disk (tables and journals), for `dbStats`/`serverStatus`.
+    pub fn disk_space(&self) -> Result<u64, StorageError> {
+        Ok(self.db.disk_space()?)
+    }
+}
+
+/// Creation options; fjall stores them with the keyspace, so they apply only when it is created.
+fn keyspace_options(keyspace: Keyspace) -> KeyspaceCreateOptions {
+    let options = KeyspaceCreateOptions::default();
+    match keyspace {
+        Keyspace::Catalog | Keyspace::Documents => options,
+        Keyspace::Indexes | Keyspace::Expiry => options.filter_policy(FilterPolicy::disabled()),
+    }
+}
+
+fn handle(handles: &Handles, keyspace: Keyspace) -> &fjall::SingleWriterTxKeyspace {
+    match keyspace {
+        Keyspace::Catalog => &handles.catalog,
+        Keyspace::Documents => &handles.documents,
+        Keyspace::Indexes => &handles.indexes,
+        Keyspace::Expiry => &handles.expiry,
+    }
+}
+
+fn persist_mode(durability: Durability) -> PersistMode {
+    match durability {
+        Durability::SyncData => PersistMode::SyncData,
+        Durability::Buffered => PersistMode::Buffer,
+    }
+}
+
+impl Backend for FjallBackend {
+    type Snapshot = FjallSnapshot;
+
+    fn snapshot(&self) -> FjallSnapshot {
+        FjallSnapshot {
+            snapshot: self.db.read_tx(),
+            keyspaces: Arc::clone(&self.keyspaces),
+        }
+    }
+
+    fn commit(&self, batch: WriteBatch, durability: Durability) -> Result<(), StorageError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        // fjall panics on an over-long key; refuse the batch before any of it is applied.
+        for op in batch.ops() {
+            let (WriteOp::Put { key, .. } | WriteOp::Delete { key, .. }) = op;
+            if key.len() > MAX_KEY_LEN {
+                return Err(StorageError::KeyTooLarge { len: key.len() });
+            }
+        }
+        // The write transaction takes fjall's single-writer lock and keeps only the last write
+        // per key, which gives the batch its "later operation wins" order.
+        let mut tx = self
+            .db
+            .write_tx()
+            .durability(Some(persist_mode(durability)));
+        for op in batch.into_ops() {
+            match op {
+                WriteOp::Put {
+                    keyspace,
+                    key,
+                    value,
+                } => tx.insert(handle(&self.keyspaces, keyspace), key, value),
+                WriteOp::Delete { keyspace, key } => {
+                    tx.remove(handle(&self.keyspaces, keyspace), key)
+                }
+            }
+        }
+        Ok(tx.commit()?)
+    }
+
+    fn persist(&self, durability: Durability) -> Result<(), StorageError> {
+        Ok(self.db.persist(persist_mode(durability))?)
+    }
+}
+
+/// A fjall snapshot plus the keyspace handles it reads through.
+#[derive(Clone)]
+pub struct FjallSnapshot {
+    snapshot: fjall::Snapshot,
+    keyspaces: Arc<Handles>,
+}
+
+impl Snapshot for FjallSnapshot {
+    type Iter = FjallIter;
+
+    fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        if key.len() > MAX_KEY_LEN {
+            return Ok(None);
+        }
+        let value = self.snapshot.get(handle(&self.keyspaces, keyspace), key)?;
+        Ok(value.map(|slice| slice.to_vec()))
+    }
+
+    fn range(
+        &self,
+        keyspace: Keyspace,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> FjallIter {
+        let (start, end) = (clamp_start(start), clamp_end(end));
+        let inner = if is_empty_range(start, end) {
+            None
+        } else {
+            Some(
+                self.snapshot
+                    .range::<&[u8], _>(handle(&self.keyspaces, keyspace), (start, end)),
+            )
+        };
+        FjallIter { inner, reverse }
+    }
+}
+
+/// fjall panics on an over-long seek key. No stored key is longer than `MAX_KEY_LEN`, and such
+/// a key `x` is above a longer `k` exactly when it is above `k`'s `MAX_KEY_LEN`-byte prefix `p`
+/// (`x == p` sorts below `k`), so the bound becomes `Excluded(p)`.
+fn clamp_start(start: Bound<&[u8]>) -> Bound<&[u8]> {
+    match start {
+        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_LEN => {
+            Bound::Excluded(k.get(..MAX_KEY_LEN).unwrap_or(k))
+        }
+        other => other,
+    }
+}
+
+/// As [`clamp_start`]: a short key is below a longer `k` exactly when it is at most `p`.
+fn clamp_end(end: Bound<&[u8]>) -> Bound<&[u8]> {
+    match end {
+        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_LEN => {
+            Bound::Included(k.get(..MAX_KEY_LEN).unwrap_or(k))
+        }
+        other => other,
+    }
+}
+
+/// Whether no key can satisfy both bounds (the engine may hand us inverted bounds).
+fn is_empty_range(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+        | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+        _ => false,
+    }
+}
+
+/// Range iterator over a [`FjallSnapshot`]; keeps the snapshot alive while it exists.
+pub struct FjallIter {
+    inner: Option<fjall::Iter>,
+    reverse: bool,
+}
+
+impl Iterator for FjallIter {
+    type Item = Result<KeyValue, StorageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let inner = self.inner.as_mut()?;
+        let guard = if self.reverse {
+            inner.next_back()?
+        } else {
+            inner.next()?
+        };
+        Some(
+            guard
+                .into_inner()
+                .map(|(key, value)| (key.to_vec(), value.to_vec()))
+                .map_err(StorageError::from),
+        )
+    }
+}
+
+impl From<fjall::Error> for StorageError {
+    fn from(error: fjall::Error) -> Self {
+        match error {
+            fjall::Error::Io(io) => StorageError::Io(io),
+            fjall::Error::Poisoned => StorageError::Poisoned,
+            other => StorageError::Engine(Box::new(other)),
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "fjall_backend_tests.rs"]
+mod tests;

@@ -1,0 +1,510 @@
+//! Order-preserving key encodings: BSON values, document keys and index keys as byte strings
+//! whose memcmp order is MongoDB's BSON comparison order.
+//!
+//! Owns: the byte layout of every key in the `Documents` and `Indexes` keyspaces, and the
+//! encoding of a single BSON value. Does not own: decoding (keys are never decoded; the engine
+//! stores what it needs, e.g. the `_id`, in the value), collation, or the comparator used by
+//! queries (`query::compare`), which this encoding must agree with.
+//!
+//! # Value layout
+//!
+//! `encode_value` writes one type-bracket tag byte, then a body. Tags follow mongod's canonical
+//! type order (the same order as its KeyString format):
+//!
+//! | bracket            | body                                                                 |
+//! |--------------------|----------------------------------------------------------------------|
+//! | MinKey             | —                                                                    |
+//! | Undefined          | — (mongod orders undefined just below null; they are not equal)      |
+//! | Null               | —                                                                    |
+//! | numbers            | see below                                                            |
+//! | String, Symbol     | escaped bytes: `00` → `00 FF`, then terminator `00 00`               |
+//! | Object             | per field: tag, escaped name, body; then `00`                        |
+//! | Array              | per element: tag, body; then `00`                                    |
+//! | Binary             | `u32` BE length, subtype, bytes (mongod: length, then subtype+bytes) |
+//! | ObjectId           | 12 bytes                                                             |
+//! | Boolean            | `00` false, `01` true                                                |
+//! | DateTime           | sign-flipped BE `i64` millis                                         |
+//! | Timestamp          | BE `u32` time, BE `u32` increment (mongod compares them as `u64`)    |
+//! | Regex              | escaped pattern, escaped flags                                       |
+//! | DbPointer          | `u32` BE value size, raw BSON value (mongod: size, then memcmp)      |
+//! | JavaScriptCode     | escaped code                                                         |
+//! | CodeWithScope      | escaped code, scope as an Object body                                |
+//! | MaxKey             | —                                                                    |
+//!
+//! Object fields compare as mongod does: type bracket, then field name, then value; a document
+//! that is a prefix of another sorts first (terminator `00` is below every tag).
+//!
+//! **Numbers** (Int32, Int64, Double, Decimal128) share one bracket and are ordered by exact
+//! mathematical value; equal values encode identically whatever their type. The body is:
+//! 1. the order-preserving bytes of the nearest `f64` (`-0.0` is `0.0`; every NaN is eight
+//!    `00` bytes, below `-inf`, as mongod puts NaN below all numbers);
+//! 2. a class byte saying whether the exact value is below (`01`), equal to (`02`) or above
+//!    (`03`) that double;
+//! 3. only when not equal: the exact value as a normalized decimal (BE sign-flipped `i16`
+//!    exponent, digits as `01..=0A`, terminator `00`), bitwise inverted if negative, so values
+//!    that round to the same double (Int64 beyond 2^53, Decimal128) still order exactly.
+//!
+//! Decimal128 is therefore exact, with one difference from mongod: mongod's query comparator
+//! rounds a double to 34 digits before comparing it with a decimal, so a double and a decimal
+//! that agree in their first 34 significant digits compare equal there and unequal here.
+//! Non-canonical Decimal128 coefficients (> 10^34 - 1) are zero, as the IEEE standard says.
+//!
+//! Every value encoding is prefix-free (no encoding is a proper prefix of another), so a
+//! concatenation of encodings orders as the tuple of values, and the bitwise inversion used for
+//! descending index fields exactly reverses the order.
+
+use bson::{Bson, Decimal128, Document};
+use std::cmp::Ordering;
+
+// Type-bracket tags, ascending. Gaps leave room for brackets mongod may add.
+const TAG_MIN_KEY: u8 = 0x0A;
+const TAG_UNDEFINED: u8 = 0x0F;
+const TAG_NULL: u8 = 0x14;
+const TAG_NUMBER: u8 = 0x1E;
+const TAG_STRING: u8 = 0x3C;
+const TAG_OBJECT: u8 = 0x46;
+const TAG_ARRAY: u8 = 0x50;
+const TAG_BINARY: u8 = 0x5A;
+const TAG_OBJECT_ID: u8 = 0x64;
+const TAG_BOOLEAN: u8 = 0x6E;
+const TAG_DATE_TIME: u8 = 0x78;
+const TAG_TIMESTAMP: u8 = 0x82;
+const TAG_REGEX: u8 = 0x8C;
+const TAG_DB_POINTER: u8 = 0x96;
+const TAG_CODE: u8 = 0xA0;
+const TAG_CODE_WITH_SCOPE: u8 = 0xAA;
+const TAG_MAX_KEY: u8 = 0xF0;
+
+/// Ends an Object or Array body; below every tag.
+const END_OF_COMPOSITE: u8 = 0x00;
+
+const CLASS_BELOW: u8 = 0x01;
+const CLASS_EXACT: u8 = 0x02;
+const CLASS_ABOVE: u8 = 0x03;
+
+/// Length of a collection-id prefix.
+pub const COLLECTION_PREFIX_LEN: usize = 8;
+
+/// Sort direction of one index field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    Ascending,
+    Descending,
+}
+
+/// Appends the order-preserving encoding of `value` to `out`.
+pub fn encode_value(value: &Bson, out: &mut Vec<u8>) {
+    out.push(tag(value));
+    encode_body(value, out);
+}
+
+/// Appends the encoding of `value` with every byte inverted: memcmp order is reversed.
+pub fn encode_value_descending(value: &Bson, out: &mut Vec<u8>) {
+    let start = out.len();
+    encode_value(value, out);
+    for byte in out.iter_mut().skip(start) {
+        *byte = !*byte;
+    }
+}
+
+/// Appends `value` in the given direction.
+pub fn encode_value_directed(value: &Bson, direction: Direction, out: &mut Vec<u8>) {
+    match direction {
+        Direction::Ascending => encode_value(value, out),
+        Direction::Descending => encode_value_descending(value, out),
+    }
+}
+
+/// The key prefix shared by every document and index entry of one collection.
+pub fn collection_prefix(collection_id: u64) -> [u8; COLLECTION_PREFIX_LEN] {
+    collection_id.to_be_bytes()
+}
+
+/// The prefix shared by every entry of one index: collection id, then index id.
+pub fn index_prefix(collection_id: u64, index_id: u64) -> Vec<u8> {
+    let mut key = Vec::with_capacity(2 * COLLECTION_PREFIX_LEN);
+    key.extend_from_slice(&collection_prefix(collection_id));
+    key.extend_from_slice(&index_id.to_be_bytes());
+    key
+}
+
+/// Key of a document in the `Documents` keyspace: collection prefix, then the encoded `_id`.
+pub fn document_key(collection_id: u64, id: &Bson) -> Vec<u8> {
+    let mut key = Vec::with_capacity(COLLECTION_PREFIX_LEN + 16);
+    key.extend_from_slice(&collection_prefix(collection_id));
+    encode_value(id, &mut key);
+    key
+}
+
+/// Key of an entry in the `Indexes` keyspace: index prefix, each field value in its direction,
+/// then the ascending `_id`, which makes entries of equal values distinct and orders them by
+/// `_id`. Because value encodings are prefix-free, a range over
+/// `index_prefix ++ encoded leading values` finds every entry with those leading values.
+pub fn index_key(
+    collection_id: u64,
+    index_id: u64,
+    values: &[(Bson, Direction)],
+    id: &Bson,
+) -> Vec<u8> {
+    let mut key = index_prefix(collection_id, index_id);
+    for (value, direction) in values {
+        encode_value_directed(value, *direction, &mut key);
+    }
+    encode_value(id, &mut key);
+    key
+}
+
+/// The smallest key greater than every key starting with `prefix`, for an exclusive range end;
+/// `None` when no such key exists (the prefix is empty or all `FF`), i.e. the range is unbounded.
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last != 0xFF {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+fn tag(value: &Bson) -> u8 {
+    match value {
+        Bson::MinKey => TAG_MIN_KEY,
+        Bson::Undefined => TAG_UNDEFINED,
+        Bson::Null => TAG_NULL,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => TAG_NUMBER,
+        Bson::String(_) | Bson::Symbol(_) => TAG_STRING,
+        Bson::Document(_) => TAG_OBJECT,
+        Bson::Array(_) => TAG_ARRAY,
+        Bson::Binary(_) => TAG_BINARY,
+        Bson::ObjectId(_) => TAG_OBJECT_ID,
+        Bson::Boolean(_) => TAG_BOOLEAN,
+        Bson::DateTime(_) => TAG_DATE_TIME,
+        Bson::Timestamp(_) => TAG_TIMESTAMP,
+        Bson::RegularExpression(_) => TAG_REGEX,
+        Bson::DbPointer(_) => TAG_DB_POINTER,
+        Bson::JavaScriptCode(_) => TAG_CODE,
+        Bson::JavaScriptCodeWithScope(_) => TAG_CODE_WITH_SCOPE,
+        Bson::MaxKey => TAG_MAX_KEY,
+    }
+}
+
+fn encode_body(value: &Bson, out: &mut Vec<u8>) {
+    match value {
+        Bson::MinKey | Bson::Undefined | Bson::Null | Bson::MaxKey => {}
+        Bson::Boolean(b) => out.push(u8::from(*b)),
+        Bson::Int32(i) => encode_f64_exact(f64::from(*i), out),
+        Bson::Int64(i) => encode_i64(*i, out),
+        Bson::Double(d) => encode_f64_exact(*d, out),
+        Bson::Decimal128(d) => encode_decimal128(d, out),
+        Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => encode_string(s, out),
+        Bson::Document(doc) => encode_document_body(doc, out),
+        Bson::Array(items) => {
+            for item in items {
+                encode_value(item, out);
+            }
+            out.push(END_OF_COMPOSITE);
+        }
+        Bson::Binary(bin) => {
+            let len = u32::try_from(bin.bytes.len()).unwrap_or(u32::MAX);
+            out.extend_from_slice(&len.to_be_bytes());
+            out.push(u8::from(bin.subtype));
+            out.extend_from_slice(&bin.bytes);
+        }
+        Bson::ObjectId(oid) => out.extend_from_slice(&oid.bytes()),
+        Bson::DateTime(dt) => out.extend_from_slice(&sign_flip_i64(dt.timestamp_millis())),
+        Bson::Timestamp(ts) => {
+            out.extend_from_slice(&ts.time.to_be_bytes());
+            out.extend_from_slice(&ts.increment.to_be_bytes());
+        }
+        Bson::RegularExpression(regex) => {
+            encode_string(&regex.pattern, out);
+            encode_string(&regex.options, out);
+        }
+        Bson::DbPointer(_) => encode_raw_value(value, out),
+        Bson::JavaScriptCodeWithScope(code) => {
+            encode_string(&code.code, out);
+            encode_document_body(&code.scope, out);
+        }
+    }
+}
+
+fn encode_document_body(doc: &Document, out: &mut Vec<u8>) {
+    for (name, value) in doc {
+        out.push(tag(value));
+        encode_string(name, out);
+        encode_body(value, out);
+    }
+    out.push(END_OF_COMPOSITE);
+}
+
+/// Escapes `00` as `00 FF` and terminates with `00 00`, so a string sorts before its
+/// extensions and embedded NULs order as mongod's length-aware byte comparison does.
+fn encode_string(s: &str, out: &mut Vec<u8>) {
+    for &byte in s.as_bytes() {
+        out.push(byte);
+        if byte == 0 {
+            out.push(0xFF);
+        }
+    }
+    out.extend_from_slice(&[0, 0]);
+}
+
+/// mongod orders DbPointers by value size, then by the raw value bytes. The bson crate keeps
+/// the fields private, so the raw value is taken from a serialized one-field document
+/// `{"": value}`: 4-byte length, type byte, empty name's NUL, value, document terminator.
+fn encode_raw_value(value: &Bson, out: &mut Vec<u8>) {
+    let mut doc = Document::new();
+    doc.insert("", value.clone());
+    let mut raw = Vec::new();
+    let value_bytes = match doc.to_writer(&mut raw) {
+        Ok(()) => raw.get(6..raw.len().saturating_sub(1)).unwrap_or_default(),
+        Err(_) => &[],
+    };
+    let len = u32::try_from(value_bytes.len()).unwrap_or(u32::MAX);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(value_bytes);
+}
+
+fn sign_flip_i64(value: i64) -> [u8; 8] {
+    ((value as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+/// Order-preserving bytes of a double: `-0.0` is `0.0`; every NaN is all zeros, which no
+/// non-NaN double produces and which sorts below `-inf`.
+fn f64_order_bytes(d: f64) -> [u8; 8] {
+    if d.is_nan() {
+        return [0; 8];
+    }
+    let d = if d == 0.0 { 0.0 } else { d };
+    let bits = d.to_bits();
+    let ordered = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits ^ (1 << 63)
+    };
+    ordered.to_be_bytes()
+}
+
+/// A number that is exactly the double `d` (Int32, Double, and others that happen to be).
+fn encode_f64_exact(d: f64, out: &mut Vec<u8>) {
+    out.extend_from_slice(&f64_order_bytes(d));
+    out.push(CLASS_EXACT);
+}
+
+/// A number that rounds to `nearest` but may differ from it; `exact` is the true value.
+fn encode_rounded(
+    nearest: f64,
+    class: Ordering,
+    exact: impl FnOnce() -> ExactDecimal,
+    out: &mut Vec<u8>,
+) {
+    out.extend_from_slice(&f64_order_bytes(nearest));
+    match class {
+        Ordering::Equal => out.push(CLASS_EXACT),
+        Ordering::Less => {
+            out.push(CLASS_BELOW);
+            exact().encode(out);
+        }
+        Ordering::Greater => {
+            out.push(CLASS_ABOVE);
+            exact().encode(out);
+        }
+    }
+}
+
+fn encode_i64(i: i64, out: &mut Vec<u8>) {
+    // `as` rounds to nearest (ties to even); the result is integral with |d| <= 2^63, so it
+    // converts to i128 exactly.
+    let nearest = i as f64;
+    let class = i128::from(i).cmp(&(nearest as i128));
+    encode_rounded(nearest, class, || ExactDecimal::from_i64(i), out);
+}
+
+fn encode_decimal128(d: &Decimal128, out: &mut Vec<u8>) {
+    match Decimal128Parts::parse(d) {
+        Decimal128Parts::NaN => encode_f64_exact(f64::NAN, out),
+        Decimal128Parts::Infinity { negative } => encode_f64_exact(
+            if negative {
+                f64::NEG_INFINITY
+            } else {
+                f64::INFINITY
+            },
+            out,
+        ),
+        Decimal128Parts::Finite {
+            negative,
+            coefficient,
+            exponent,
+        } => {
+            let exact = ExactDecimal::new(negative, &coefficient.to_string(), exponent);
+            // Rust's float parser rounds correctly to nearest (out-of-range becomes ±inf or 0).
+            let literal = format!(
+                "{}{coefficient}e{exponent}",
+                if negative { "-" } else { "" }
+            );
+            let nearest = literal.parse::<f64>().unwrap_or(f64::NAN);
+            let class = if nearest.is_infinite() {
+                if nearest > 0.0 {
+                    Ordering::Less
+                } else {
+                    Ordering::Greater
+                }
+            } else {
+                exact.cmp(&ExactDecimal::from_f64(nearest))
+            };
+            encode_rounded(nearest, class, || exact, out);
+        }
+    }
+}
+
+/// The fields of an IEEE 754-2008 decimal128 in binary integer decimal (BID) encoding.
+enum Decimal128Parts {
+    NaN,
+    Infinity {
+        negative: bool,
+    },
+    Finite {
+        negative: bool,
+        coefficient: u128,
+        exponent: i32,
+    },
+}
+
+impl Decimal128Parts {
+    const EXPONENT_BIAS: i32 = 6176;
+    const MAX_COEFFICIENT: u128 = 10u128.pow(34) - 1;
+
+    fn parse(d: &Decimal128) -> Self {
+        // BSON stores the 128 bits little-endian.
+        let bits = u128::from_le_bytes(d.bytes());
+        let negative = bits >> 127 == 1;
+        let combination = (bits >> 122) & 0x1F;
+        if combination == 0x1F {
+            return Decimal128Parts::NaN;
+        }
+        if combination == 0x1E {
+            return Decimal128Parts::Infinity { negative };
+        }
+        let (biased_exponent, coefficient) = if (bits >> 125) & 0b11 == 0b11 {
+            // Form 2: the implied coefficient is >= 2^113 > MAX_COEFFICIENT, i.e. non-canonical.
+            (((bits >> 111) & 0x3FFF) as i32, 0)
+        } else {
+            (((bits >> 113) & 0x3FFF) as i32, bits & ((1u128 << 113) - 1))
+        };
+        let coefficient = if coefficient > Self::MAX_COEFFICIENT {
+            0
+        } else {
+            coefficient
+        };
+        Decimal128Parts::Finite {
+            negative,
+            coefficient,
+            exponent: biased_exponent - Self::EXPONENT_BIAS,
+        }
+    }
+}
+
+/// An exact decimal: `±0.d1d2d3… × 10^(exponent+1)`, normalized (no leading or trailing zero
+/// digits; zero has no digits). Used only to order numbers that differ from their nearest
+/// double.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ExactDecimal {
+    negative: bool,
+    /// Position of the first significant digit: the value is `d1.d2d3… × 10^exponent`.
+    exponent: i32,
+    digits: Vec<u8>,
+}
+
+impl ExactDecimal {
+    /// `±digits × 10^exponent` where `digits` is an ASCII decimal integer.
+    fn new(negative: bool, digits: &str, exponent: i32) -> Self {
+        let significant = digits.trim_start_matches('0');
+        let len = i32::try_from(significant.len()).unwrap_or(i32::MAX);
+        let digits: Vec<u8> = significant
+            .trim_end_matches('0')
+            .bytes()
+            .map(|b| b.wrapping_sub(b'0'))
+            .collect();
+        if digits.is_empty() {
+            return ExactDecimal {
+                negative: false,
+                exponent: 0,
+                digits,
+            };
+        }
+        ExactDecimal {
+            negative,
+            exponent: exponent.saturating_add(len - 1),
+            digits,
+        }
+    }
+
+    fn from_i64(i: i64) -> Self {
+        ExactDecimal::new(i < 0, &i.unsigned_abs().to_string(), 0)
+    }
+
+    /// The exact decimal expansion of a finite double: every double has at most 767
+    /// significant decimal digits, so formatting with 800 digits after the point is exact.
+    fn from_f64(d: f64) -> Self {
+        let formatted = format!("{:.800e}", d.abs());
+        let (mantissa, exponent) = formatted.split_once('e').unwrap_or((&formatted, "0"));
+        let exponent: i32 = exponent.parse().unwrap_or(0);
+        let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+        // `mantissa` is `d.ddd…`: its integer `dddd…` is scaled by 10^-800.
+        ExactDecimal::new(d < 0.0, &digits, exponent - 800)
+    }
+
+    /// Sign-flipped BE `i16` exponent (clamped; decimal128 needs -6176..=6144), digits as
+    /// `01..=0A`, terminator `00`; all inverted when negative. Prefix-free. Callers never
+    /// encode zero, and all values sharing a class byte have one sign.
+    fn encode(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let exponent = i16::try_from(self.exponent).unwrap_or(if self.exponent < 0 {
+            i16::MIN
+        } else {
+            i16::MAX
+        });
+        out.extend_from_slice(&((exponent as u16) ^ 0x8000).to_be_bytes());
+        out.extend(self.digits.iter().map(|d| d + 1));
+        out.push(0);
+        if self.negative {
+            for byte in out.iter_mut().skip(start) {
+                *byte = !*byte;
+            }
+        }
+    }
+}
+
+impl Ord for ExactDecimal {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let sign = |d: &ExactDecimal| match (d.digits.is_empty(), d.negative) {
+            (true, _) => 0,
+            (false, true) => -1,
+            (false, false) => 1,
+        };
+        let (a, b) = (sign(self), sign(other));
+        if a != b || a == 0 {
+            return a.cmp(&b);
+        }
+        let magnitude = self
+            .exponent
+            .cmp(&other.exponent)
+            .then_with(|| self.digits.cmp(&other.digits));
+        if a < 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+}
+
+impl PartialOrd for ExactDecimal {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+#[cfg(test)]
+#[path = "keys_tests.rs"]
+mod tests;

@@ -1,0 +1,513 @@
+//! Tests of the key encoding: a table of values in ascending BSON order, and a property test
+//! against a small reference comparator.
+
+use super::*;
+use bson::oid::ObjectId;
+use bson::spec::BinarySubtype;
+use bson::{doc, Binary, Bson, DateTime, Decimal128, JavaScriptCodeWithScope, Regex, Timestamp};
+use proptest::prelude::*;
+use std::cmp::Ordering;
+
+fn enc(value: &Bson) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_value(value, &mut out);
+    out
+}
+
+fn enc_desc(value: &Bson) -> Vec<u8> {
+    let mut out = Vec::new();
+    encode_value_descending(value, &mut out);
+    out
+}
+
+/// A Decimal128 `±coefficient × 10^exponent`, built from its BID bits.
+fn dec(negative: bool, coefficient: u128, exponent: i32) -> Bson {
+    let biased = u128::try_from(exponent + 6176).unwrap();
+    let bits = (u128::from(negative) << 127) | (biased << 113) | coefficient;
+    Bson::Decimal128(Decimal128::from_bytes(bits.to_le_bytes()))
+}
+
+fn dec_special(negative: bool, combination: u128) -> Bson {
+    let bits = (u128::from(negative) << 127) | (combination << 122);
+    Bson::Decimal128(Decimal128::from_bytes(bits.to_le_bytes()))
+}
+
+fn bin(subtype: u8, bytes: &[u8]) -> Bson {
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::from(subtype),
+        bytes: bytes.to_vec(),
+    })
+}
+
+fn oid(byte: u8) -> Bson {
+    Bson::ObjectId(ObjectId::from_bytes([byte; 12]))
+}
+
+fn ts(time: u32, increment: u32) -> Bson {
+    Bson::Timestamp(Timestamp { time, increment })
+}
+
+fn regex(pattern: &str, options: &str) -> Bson {
+    Bson::RegularExpression(Regex {
+        pattern: pattern.into(),
+        options: options.into(),
+    })
+}
+
+/// A DbPointer (the bson crate has no public constructor): parsed from `{"p": DbPointer}`.
+fn db_pointer(namespace: &str, oid_byte: u8) -> Bson {
+    let mut value = Vec::new();
+    value.extend_from_slice(&i32::try_from(namespace.len() + 1).unwrap().to_le_bytes());
+    value.extend_from_slice(namespace.as_bytes());
+    value.push(0);
+    value.extend_from_slice(&[oid_byte; 12]);
+    let mut raw = vec![0x0C, b'p', 0];
+    raw.extend_from_slice(&value);
+    raw.push(0);
+    let total = i32::try_from(raw.len() + 4).unwrap();
+    let bytes = [total.to_le_bytes().to_vec(), raw].concat();
+    let doc = bson::Document::from_reader(bytes.as_slice()).unwrap();
+    doc.get("p").unwrap().clone()
+}
+
+const TWO_53: i64 = 1 << 53;
+
+/// Groups of values in strictly ascending BSON order; values within a group are equal.
+fn ascending_groups() -> Vec<Vec<Bson>> {
+    let s = |v: &str| Bson::String(v.into());
+    vec![
+        vec![Bson::MinKey],
+        vec![Bson::Undefined],
+        vec![Bson::Null],
+        vec![
+            Bson::Double(f64::NAN),
+            Bson::Double(-f64::NAN),
+            dec_special(false, 0x1F),
+            dec_special(true, 0x1F),
+        ],
+        vec![Bson::Double(f64::NEG_INFINITY), dec_special(true, 0x1E)],
+        vec![dec(true, 1, 400)],
+        vec![Bson::Double(-f64::MAX)],
+        vec![
+            Bson::Int64(i64::MIN),
+            Bson::Double(-9_223_372_036_854_775_808.0),
+            dec(true, 9_223_372_036_854_775_808, 0),
+        ],
+        vec![Bson::Int64(i64::MIN + 1)],
+        vec![
+            Bson::Int64(-TWO_53 - 1),
+            dec(true, 9_007_199_254_740_993, 0),
+        ],
+        vec![Bson::Int64(-TWO_53), Bson::Double(-(TWO_53 as f64))],
+        vec![Bson::Double(-5.5), dec(true, 55, -1)],
+        vec![
+            Bson::Int32(-5),
+            Bson::Int64(-5),
+            Bson::Double(-5.0),
+            dec(true, 5, 0),
+            dec(true, 500, -2),
+        ],
+        vec![Bson::Double(-5e-324)],
+        vec![dec(true, 1, -400)],
+        vec![
+            Bson::Int32(0),
+            Bson::Int64(0),
+            Bson::Double(0.0),
+            Bson::Double(-0.0),
+            dec(false, 0, 0),
+            dec(true, 0, 0),
+            dec(false, 0, 10),
+        ],
+        vec![dec(false, 1, -400)],
+        vec![Bson::Double(5e-324)],
+        vec![dec(false, 1, -1)],
+        vec![Bson::Double(0.1)],
+        vec![dec(
+            false,
+            1_000_000_000_000_000_055_511_151_231_257_828,
+            -34,
+        )],
+        vec![Bson::Double(0.5), dec(false, 5, -1), dec(false, 50, -2)],
+        vec![
+            Bson::Int32(1),
+            Bson::Int64(1),
+            Bson::Double(1.0),
+            dec(false, 1, 0),
+        ],
+        vec![
+            Bson::Int32(5),
+            Bson::Int64(5),
+            Bson::Double(5.0),
+            dec(false, 5, 0),
+            dec(false, 5_000, -3),
+        ],
+        vec![Bson::Int32(i32::MAX), Bson::Double(f64::from(i32::MAX))],
+        vec![Bson::Int64(TWO_53), Bson::Double(TWO_53 as f64)],
+        vec![
+            Bson::Int64(TWO_53 + 1),
+            dec(false, 9_007_199_254_740_993, 0),
+        ],
+        vec![Bson::Int64(TWO_53 + 2), Bson::Double((TWO_53 + 2) as f64)],
+        vec![Bson::Int64(i64::MAX - 1)],
+        vec![Bson::Int64(i64::MAX)],
+        vec![
+            Bson::Double(9_223_372_036_854_775_808.0),
+            dec(false, 9_223_372_036_854_775_808, 0),
+        ],
+        vec![Bson::Double(f64::MAX)],
+        vec![dec(false, 1, 400)],
+        vec![Bson::Double(f64::INFINITY), dec_special(false, 0x1E)],
+        vec![s(""), Bson::Symbol(String::new())],
+        vec![s("\0")],
+        vec![s("\0\0")],
+        vec![s("\x01")],
+        vec![s("a"), Bson::Symbol("a".into())],
+        vec![s("a\0")],
+        vec![s("a\0b")],
+        vec![s("ab")],
+        vec![s("b")],
+        vec![s("z")],
+        vec![s("é")],
+        vec![Bson::Document(doc! {})],
+        vec![Bson::Document(doc! {"a": Bson::MinKey})],
+        vec![
+            Bson::Document(doc! {"a": 1}),
+            Bson::Document(doc! {"a": 1.0}),
+        ],
+        vec![Bson::Document(doc! {"a": 1, "b": 1})],
+        vec![Bson::Document(doc! {"a": 2_i64})],
+        vec![Bson::Document(doc! {"b": 0})],
+        vec![Bson::Document(doc! {"a": "x"})],
+        vec![Bson::Document(doc! {"a": {}})],
+        vec![Bson::Document(doc! {"a": {"b": 1}})],
+        vec![Bson::Array(vec![])],
+        vec![Bson::Array(vec![Bson::MinKey])],
+        vec![Bson::Array(vec![Bson::Null])],
+        vec![
+            Bson::Array(vec![Bson::Int32(1)]),
+            Bson::Array(vec![Bson::Double(1.0)]),
+        ],
+        vec![Bson::Array(vec![Bson::Int32(1), Bson::Int32(1)])],
+        vec![Bson::Array(vec![Bson::Int32(2)])],
+        vec![Bson::Array(vec![s("a")])],
+        vec![Bson::Array(vec![Bson::Array(vec![])])],
+        vec![bin(0, &[])],
+        vec![bin(0, &[0xFF])],
+        vec![bin(4, &[0x00])],
+        vec![bin(0, &[0, 0])],
+        vec![oid(0)],
+        vec![oid(0xFF)],
+        vec![Bson::Boolean(false)],
+        vec![Bson::Boolean(true)],
+        vec![Bson::DateTime(DateTime::from_millis(i64::MIN))],
+        vec![Bson::DateTime(DateTime::from_millis(-1))],
+        vec![Bson::DateTime(DateTime::from_millis(0))],
+        vec![Bson::DateTime(DateTime::from_millis(i64::MAX))],
+        vec![ts(0, 0)],
+        vec![ts(1, u32::MAX)],
+        vec![ts(2, 0)],
+        vec![ts(u32::MAX, u32::MAX)],
+        vec![regex("a", "")],
+        vec![regex("a", "i")],
+        vec![regex("ab", "")],
+        vec![db_pointer("z", 0)],
+        vec![db_pointer("z", 1)],
+        vec![db_pointer("bb", 0)],
+        vec![Bson::JavaScriptCode("a".into())],
+        vec![Bson::JavaScriptCode("b".into())],
+        vec![Bson::JavaScriptCodeWithScope(JavaScriptCodeWithScope {
+            code: "a".into(),
+            scope: doc! {"x": 1},
+        })],
+        vec![Bson::JavaScriptCodeWithScope(JavaScriptCodeWithScope {
+            code: "a".into(),
+            scope: doc! {"x": 2},
+        })],
+        vec![Bson::MaxKey],
+    ]
+}
+
+#[test]
+fn encodings_follow_bson_order_across_every_bracket() {
+    let groups = ascending_groups();
+    let flat: Vec<(usize, &Bson)> = groups
+        .iter()
+        .enumerate()
+        .flat_map(|(rank, group)| group.iter().map(move |value| (rank, value)))
+        .collect();
+    for (rank_a, a) in &flat {
+        for (rank_b, b) in &flat {
+            let (ea, eb) = (enc(a), enc(b));
+            assert_eq!(
+                ea.cmp(&eb),
+                rank_a.cmp(rank_b),
+                "{a:?} vs {b:?}: {ea:02x?} vs {eb:02x?}"
+            );
+            assert_eq!(
+                enc_desc(a).cmp(&enc_desc(b)),
+                rank_b.cmp(rank_a),
+                "descending {a:?} vs {b:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn equal_numbers_of_different_types_encode_identically() {
+    let five = enc(&Bson::Int32(5));
+    assert_eq!(enc(&Bson::Int64(5)), five);
+    assert_eq!(enc(&Bson::Double(5.0)), five);
+    assert_eq!(enc(&dec(false, 5, 0)), five);
+    assert_eq!(enc(&Bson::Double(-0.0)), enc(&Bson::Int32(0)));
+}
+
+#[test]
+fn int64_beyond_2_pow_53_orders_exactly_against_doubles() {
+    // 2^53 + 1 rounds to 2^53 as a double but must sort strictly between 2^53 and 2^53 + 2.
+    let below = enc(&Bson::Double(TWO_53 as f64));
+    let exact = enc(&Bson::Int64(TWO_53 + 1));
+    let above = enc(&Bson::Double((TWO_53 + 2) as f64));
+    assert!(below < exact && exact < above);
+    // i64::MAX rounds up to 2^63 but is below it.
+    assert!(enc(&Bson::Int64(i64::MAX)) < enc(&Bson::Double(9_223_372_036_854_775_808.0)));
+    assert!(enc(&Bson::Int64(i64::MAX - 1)) < enc(&Bson::Int64(i64::MAX)));
+}
+
+#[test]
+fn string_prefixes_order_before_extensions() {
+    let order = ["", "a", "a\0", "a\0\0", "a\x01", "ab", "b"];
+    for pair in order.windows(2) {
+        let (a, b) = (enc(&Bson::from(pair[0])), enc(&Bson::from(pair[1])));
+        assert!(a < b, "{:?} < {:?}", pair[0], pair[1]);
+    }
+}
+
+#[test]
+fn nested_documents_compare_fieldwise() {
+    let a = Bson::Document(doc! {"x": {"y": [1, 2]}, "z": 1});
+    let b = Bson::Document(doc! {"x": {"y": [1, 2, 0]}});
+    let c = Bson::Document(doc! {"x": {"y": [1.0, 2_i64]}, "z": 1.0});
+    assert!(enc(&a) < enc(&b));
+    assert_eq!(enc(&a), enc(&c));
+}
+
+#[test]
+fn descending_fields_reverse_only_their_component() {
+    let key = |a: i32, b: &str, id: i32| {
+        index_key(
+            1,
+            2,
+            &[
+                (Bson::Int32(a), Direction::Ascending),
+                (Bson::from(b), Direction::Descending),
+            ],
+            &Bson::Int32(id),
+        )
+    };
+    let ordered = [
+        key(1, "b", 0),
+        key(1, "a", 0),
+        key(1, "a", 1),
+        key(1, "", 0),
+        key(2, "zz", 0),
+    ];
+    for pair in ordered.windows(2) {
+        assert!(pair[0] < pair[1]);
+    }
+    // Every entry lies under its index prefix.
+    let prefix = index_prefix(1, 2);
+    let end = prefix_end(&prefix).unwrap();
+    assert!(ordered
+        .iter()
+        .all(|k| k.starts_with(&prefix) && k.as_slice() < end.as_slice()));
+}
+
+#[test]
+fn document_keys_group_by_collection() {
+    let a = document_key(1, &Bson::MaxKey);
+    let b = document_key(2, &Bson::MinKey);
+    assert!(a < b);
+    assert!(a.starts_with(&collection_prefix(1)));
+    assert_eq!(collection_prefix(1), [0, 0, 0, 0, 0, 0, 0, 1]);
+}
+
+#[test]
+fn prefix_end_is_the_next_prefix() {
+    assert_eq!(prefix_end(&[1, 2]), Some(vec![1, 3]));
+    assert_eq!(prefix_end(&[1, 0xFF]), Some(vec![2]));
+    assert_eq!(prefix_end(&[0xFF, 0xFF]), None);
+    assert_eq!(prefix_end(&[]), None);
+}
+
+#[test]
+fn non_canonical_decimal_is_zero() {
+    // Form-2 encoding (implied coefficient >= 2^113) and a coefficient above 10^34 - 1.
+    let form2 = (0b11u128 << 125) | (6176u128 << 111) | 1;
+    let big = (6176u128 << 113) | 10u128.pow(34);
+    for bits in [form2, big] {
+        let value = Bson::Decimal128(Decimal128::from_bytes(bits.to_le_bytes()));
+        assert_eq!(enc(&value), enc(&Bson::Int32(0)));
+    }
+}
+
+// ---- property test against a reference comparator ----
+
+fn type_rank(value: &Bson) -> u8 {
+    match value {
+        Bson::Null => 1,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => 2,
+        Bson::String(_) => 3,
+        Bson::Document(_) => 4,
+        Bson::Array(_) => 5,
+        Bson::ObjectId(_) => 6,
+        Bson::Boolean(_) => 7,
+        other => panic!("not generated: {other:?}"),
+    }
+}
+
+/// Exact comparison of an integer with a non-NaN double.
+fn cmp_i64_f64(i: i64, f: f64) -> Ordering {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if f >= TWO_63 {
+        return Ordering::Less;
+    }
+    if f < -TWO_63 {
+        return Ordering::Greater;
+    }
+    let whole = f.trunc() as i64; // exact: |f| < 2^63
+    i.cmp(&whole)
+        .then_with(|| 0.0.partial_cmp(&(f - f.trunc())).unwrap())
+}
+
+fn cmp_numbers(a: &Bson, b: &Bson) -> Ordering {
+    let as_int = |v: &Bson| match v {
+        Bson::Int32(i) => Some(i64::from(*i)),
+        Bson::Int64(i) => Some(*i),
+        _ => None,
+    };
+    let as_f64 = |v: &Bson| match v {
+        Bson::Double(d) => *d,
+        _ => unreachable!(),
+    };
+    match (as_int(a), as_int(b)) {
+        (Some(x), Some(y)) => x.cmp(&y),
+        (Some(x), None) => nan_low(as_f64(b)).map_or(Ordering::Greater, |f| cmp_i64_f64(x, f)),
+        (None, Some(y)) => {
+            nan_low(as_f64(a)).map_or(Ordering::Less, |f| cmp_i64_f64(y, f).reverse())
+        }
+        (None, None) => match (nan_low(as_f64(a)), nan_low(as_f64(b))) {
+            (None, None) => Ordering::Equal,
+            (None, Some(_)) => Ordering::Less,
+            (Some(_), None) => Ordering::Greater,
+            (Some(x), Some(y)) => x.partial_cmp(&y).unwrap(),
+        },
+    }
+}
+
+fn nan_low(f: f64) -> Option<f64> {
+    (!f.is_nan()).then_some(f)
+}
+
+fn reference_cmp(a: &Bson, b: &Bson) -> Ordering {
+    let by_type = type_rank(a).cmp(&type_rank(b));
+    if by_type != Ordering::Equal {
+        return by_type;
+    }
+    match (a, b) {
+        (Bson::String(x), Bson::String(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
+        (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
+        (Bson::Array(x), Bson::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let c = reference_cmp(p, q);
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Bson::Document(x), Bson::Document(y)) => {
+            for ((kp, p), (kq, q)) in x.iter().zip(y) {
+                let c = type_rank(p)
+                    .cmp(&type_rank(q))
+                    .then_with(|| kp.as_bytes().cmp(kq.as_bytes()))
+                    .then_with(|| reference_cmp(p, q));
+                if c != Ordering::Equal {
+                    return c;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Bson::Null, Bson::Null) => Ordering::Equal,
+        _ => cmp_numbers(a, b),
+    }
+}
+
+fn number() -> impl Strategy<Value = Bson> {
+    let edge = prop_oneof![
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(f64::NEG_INFINITY),
+        Just(-0.0),
+        Just(f64::MAX),
+        Just(5e-324),
+        Just(9_223_372_036_854_775_808.0),
+        Just(-9_223_372_036_854_775_808.0),
+    ];
+    prop_oneof![
+        (-3i32..3).prop_map(Bson::Int32),
+        (-3i64..3).prop_map(Bson::Int64),
+        (-6i32..6).prop_map(|h| Bson::Double(f64::from(h) / 2.0)),
+        any::<i32>().prop_map(Bson::Int32),
+        any::<i64>().prop_map(Bson::Int64),
+        any::<f64>().prop_map(Bson::Double),
+        (-4i64..4).prop_map(|d| Bson::Int64(TWO_53 + d)),
+        (-4i64..4).prop_map(|d| Bson::Double((TWO_53 + d) as f64)),
+        (-4i64..4).prop_map(|d| Bson::Int64(-TWO_53 + d)),
+        prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 1)].prop_map(Bson::Int64),
+        edge.prop_map(Bson::Double),
+    ]
+}
+
+fn bson_value() -> impl Strategy<Value = Bson> {
+    let leaf = prop_oneof![
+        Just(Bson::Null),
+        any::<bool>().prop_map(Bson::Boolean),
+        number(),
+        "[a\\x00b]{0,3}".prop_map(Bson::String),
+        (0u8..3).prop_map(oid),
+    ];
+    leaf.prop_recursive(3, 16, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
+            prop::collection::vec(("[ab]{1,2}", inner), 0..3)
+                .prop_map(|fields| Bson::Document(fields.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(4096))]
+
+    #[test]
+    fn memcmp_order_matches_reference(a in bson_value(), b in bson_value()) {
+        let expected = reference_cmp(&a, &b);
+        prop_assert_eq!(enc(&a).cmp(&enc(&b)), expected, "{:?} vs {:?}", a, b);
+        prop_assert_eq!(enc_desc(&a).cmp(&enc_desc(&b)), expected.reverse());
+    }
+
+    #[test]
+    fn index_keys_order_as_tuples(
+        a in (number(), number(), any::<bool>()),
+        b in (number(), number(), any::<bool>()),
+    ) {
+        let key = |(x, y, id): &(Bson, Bson, bool)| index_key(
+            7, 1, &[(x.clone(), Direction::Ascending), (y.clone(), Direction::Descending)],
+            &Bson::Boolean(*id),
+        );
+        let expected = cmp_numbers(&a.0, &b.0)
+            .then_with(|| cmp_numbers(&a.1, &b.1).reverse())
+            .then_with(|| a.2.cmp(&b.2));
+        prop_assert_eq!(key(&a).cmp(&key(&b)), expected);
+    }
+}

@@ -1,0 +1,289 @@
+//! Storage: ordered key-value keyspaces with consistent snapshots and atomic write batches, behind
+//! a thin trait so the engine above never names the embedded engine.
+//!
+//! Owns: the [`Backend`] and [`Snapshot`] traits, [`WriteBatch`], [`Durability`],
+//! [`StorageError`], the fjall implementation ([`fjall_backend`]) and the order-preserving key
+//! encoding ([`keys`]). Does not own: BSON query semantics, the catalog format, TTL, time, or
+//! group commit — the engine's writer thread decides what goes into a batch and when to commit.
+//! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
+//!
+//! # Model
+//!
+//! - A fixed set of [`Keyspace`]s. Documents of every collection share one keyspace under a
+//!   collection-id prefix ([`keys::document_key`]); secondary index entries share another
+//!   ([`keys::index_key`]). Creating or dropping a collection therefore never creates or drops a
+//!   physical keyspace.
+//! - A [`WriteBatch`] is an ordered list of puts and deletes across keyspaces, committed
+//!   atomically: after a crash either all of it is visible or none. Within one batch a later
+//!   operation on the same key wins.
+//! - A [`Snapshot`] is an owned (`'static`) point-in-time view of every keyspace: it sees every
+//!   batch committed before it was taken and nothing after. It can be kept across requests (a
+//!   cursor across `getMore`), at the cost of holding back garbage collection of old versions.
+//!
+//! # fjall API choice
+//!
+//! [`fjall_backend::FjallBackend`] opens a `fjall::SingleWriterTxDatabase`. A batch is applied
+//! through one `WriteTransaction` (which serializes writers and keeps the last write per key),
+//! committed with `PersistMode::SyncData` (fdatasync of the journal before returning) or
+//! `PersistMode::Buffer` (written to the OS, survives a process crash but not a power loss).
+//! Snapshots are `read_tx()` snapshots: a sequence number, so taking one is O(1).
+
+pub mod fjall_backend;
+pub mod keys;
+
+pub use fjall_backend::{FjallBackend, FjallConfig, FjallSnapshot};
+
+use std::ops::Bound;
+
+/// Longest key a backend accepts (fjall's limit). Longer keys are refused by
+/// [`Backend::commit`] with [`StorageError::KeyTooLarge`]; the engine should check first and
+/// give the client a proper error (a large `_id` or indexed value can produce one).
+pub const MAX_KEY_LEN: usize = u16::MAX as usize;
+
+/// The physical keyspaces. The set is fixed; collections and indexes are key prefixes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Keyspace {
+    /// Databases, collections, indexes and their options.
+    Catalog,
+    /// Document bodies, keyed by `collection id ++ encoded _id`.
+    Documents,
+    /// Secondary index entries, keyed by `collection id ++ index id ++ values ++ _id`.
+    Indexes,
+    /// Expiry-ordered keys for the TTL reaper.
+    Expiry,
+}
+
+impl Keyspace {
+    /// Every keyspace, in a fixed order (the index of each is `self as usize`).
+    pub const ALL: [Keyspace; 4] = [
+        Keyspace::Catalog,
+        Keyspace::Documents,
+        Keyspace::Indexes,
+        Keyspace::Expiry,
+    ];
+
+    /// The on-disk name. Never change one: it names existing data.
+    pub fn name(self) -> &'static str {
+        match self {
+            Keyspace::Catalog => "catalog",
+            Keyspace::Documents => "documents",
+            Keyspace::Indexes => "indexes",
+            Keyspace::Expiry => "expiry",
+        }
+    }
+}
+
+/// How durable a commit is when it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// The journal is fdatasync'ed before the commit returns: the write survives power loss.
+    SyncData,
+    /// The journal is written to the OS: the write survives a process crash, not a power loss,
+    /// until a later `SyncData` commit or [`Backend::persist`].
+    Buffered,
+}
+
+/// One operation of a [`WriteBatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOp {
+    Put {
+        keyspace: Keyspace,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+    Delete {
+        keyspace: Keyspace,
+        key: Vec<u8>,
+    },
+}
+
+/// Per-operation overhead counted by [`WriteBatch::approximate_size`] (journal framing,
+/// sequence number, value type).
+const OP_OVERHEAD_BYTES: usize = 16;
+
+/// Ordered puts and deletes across keyspaces, committed atomically by [`Backend::commit`].
+/// A later operation on the same key overrides an earlier one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteBatch {
+    ops: Vec<WriteOp>,
+    approximate_size: usize,
+}
+
+impl WriteBatch {
+    pub fn new() -> Self {
+        WriteBatch::default()
+    }
+
+    /// A batch with room for `ops` operations.
+    pub fn with_capacity(ops: usize) -> Self {
+        WriteBatch {
+            ops: Vec::with_capacity(ops),
+            approximate_size: 0,
+        }
+    }
+
+    pub fn put(&mut self, keyspace: Keyspace, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
+        let (key, value) = (key.into(), value.into());
+        self.approximate_size += key.len() + value.len() + OP_OVERHEAD_BYTES;
+        self.ops.push(WriteOp::Put {
+            keyspace,
+            key,
+            value,
+        });
+    }
+
+    pub fn delete(&mut self, keyspace: Keyspace, key: impl Into<Vec<u8>>) {
+        let key = key.into();
+        self.approximate_size += key.len() + OP_OVERHEAD_BYTES;
+        self.ops.push(WriteOp::Delete { keyspace, key });
+    }
+
+    /// Appends every operation of `other` after this batch's (group commit merges batches).
+    pub fn append(&mut self, other: WriteBatch) {
+        self.approximate_size += other.approximate_size;
+        self.ops.extend(other.ops);
+    }
+
+    /// Number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// Approximate bytes the batch adds to the journal: keys, values and a fixed per-operation
+    /// overhead. For bounding group-commit batches, not for accounting.
+    pub fn approximate_size(&self) -> usize {
+        self.approximate_size
+    }
+
+    /// The operations, in order.
+    pub fn ops(&self) -> &[WriteOp] {
+        &self.ops
+    }
+
+    pub fn into_ops(self) -> Vec<WriteOp> {
+        self.ops
+    }
+}
+
+/// A key-value pair read from a snapshot.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// A storage engine: ordered keyspaces, snapshots, atomic batches.
+pub trait Backend: Send + Sync + 'static {
+    type Snapshot: Snapshot;
+
+    /// A consistent view of every keyspace as of the last completed commit. Cheap.
+    fn snapshot(&self) -> Self::Snapshot;
+
+    /// Applies every operation of `batch` atomically, in order; with [`Durability::SyncData`]
+    /// the batch is on disk when this returns. An empty batch is a no-op; a batch with a key
+    /// longer than [`MAX_KEY_LEN`] is refused whole. After an I/O failure
+    /// the backend may refuse every later commit ([`StorageError::Poisoned`]).
+    fn commit(&self, batch: WriteBatch, durability: Durability) -> Result<(), StorageError>;
+
+    /// Makes every earlier commit as durable as `durability` (e.g. after `Buffered` commits).
+    fn persist(&self, durability: Durability) -> Result<(), StorageError>;
+}
+
+/// A consistent, owned, point-in-time view of every keyspace.
+pub trait Snapshot: Clone + Send + Sync + 'static {
+    /// Iterator over a key range; owns what it needs, so it can outlive the borrow of the
+    /// snapshot and be kept by a cursor.
+    type Iter: Iterator<Item = Result<KeyValue, StorageError>> + Send + 'static;
+
+    /// The value under `key`; `None` for a key longer than [`MAX_KEY_LEN`].
+    fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError>;
+
+    /// Entries with `start <= key <= end` (per the bounds) in key order, or in reverse key order
+    /// when `reverse`. An empty or inverted range yields nothing; bounds may be of any length.
+    fn range(
+        &self,
+        keyspace: Keyspace,
+        start: Bound<&[u8]>,
+        end: Bound<&[u8]>,
+        reverse: bool,
+    ) -> Self::Iter;
+
+    /// Entries whose key starts with `prefix`.
+    fn prefix(&self, keyspace: Keyspace, prefix: &[u8], reverse: bool) -> Self::Iter {
+        match keys::prefix_end(prefix) {
+            Some(end) => self.range(
+                keyspace,
+                Bound::Included(prefix),
+                Bound::Excluded(&end),
+                reverse,
+            ),
+            None => self.range(keyspace, Bound::Included(prefix), Bound::Unbounded, reverse),
+        }
+    }
+}
+
+/// A storage failure. Never caused by a client; reported as `InternalError`.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("storage I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// An earlier write failed (e.g. the journal could not be synced); the engine refuses every
+    /// further write until restarted, because what reached disk is unknown.
+    #[error("storage engine is unusable after an earlier write failure; restart the server")]
+    Poisoned,
+    #[error("storage key of {len} bytes exceeds the limit of {MAX_KEY_LEN} bytes")]
+    KeyTooLarge { len: usize },
+    #[error("storage engine error: {0}")]
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl From<StorageError> for crate::error::Error {
+    fn from(error: StorageError) -> Self {
+        crate::error::Error::internal(error.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn write_batch_counts_operations_and_bytes() {
+        let mut batch = WriteBatch::new();
+        assert!(batch.is_empty());
+        batch.put(Keyspace::Documents, b"k1".to_vec(), b"value".to_vec());
+        batch.delete(Keyspace::Indexes, b"k2".to_vec());
+        assert_eq!(batch.len(), 2);
+        assert_eq!(batch.approximate_size(), 2 + 5 + 2 + 2 * OP_OVERHEAD_BYTES);
+
+        let mut other = WriteBatch::with_capacity(1);
+        other.put(Keyspace::Catalog, b"c".to_vec(), b"".to_vec());
+        batch.append(other);
+        assert_eq!(batch.len(), 3);
+        assert_eq!(
+            batch.approximate_size(),
+            2 + 5 + 2 + 1 + 3 * OP_OVERHEAD_BYTES
+        );
+        assert!(matches!(
+            batch.ops().last(),
+            Some(WriteOp::Put {
+                keyspace: Keyspace::Catalog,
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn storage_errors_become_internal_errors() {
+        let error: crate::error::Error = StorageError::Poisoned.into();
+        assert_eq!(error.code, crate::error::ErrorCode::InternalError);
+    }
+
+    #[test]
+    fn keyspace_names_are_distinct() {
+        let mut names: Vec<_> = Keyspace::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Keyspace::ALL.len());
+    }
+}

@@ -1,0 +1,184 @@
+//! The tokio-util codec: bytes to [`Incoming`] requests, [`Outgoing`] replies to bytes.
+
+use super::compression::{self, Compressor};
+use super::header::{check_length, Header, OpCode, HEADER_LEN};
+use super::op_msg::{self, OpMsg};
+use super::op_query::{self, OpQuery};
+use super::{WireError, MAX_MESSAGE_SIZE};
+use bson::Document;
+use bytes::BytesMut;
+use std::sync::atomic::{AtomicI32, Ordering};
+use tokio_util::codec::{Decoder, Encoder};
+
+/// A request as the client sent it, after decompression.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Request {
+    Msg(OpMsg),
+    Query(OpQuery),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incoming {
+    pub header: Header,
+    /// The compressor the request arrived with, if it came in an OP_COMPRESSED.
+    pub compressor: Option<Compressor>,
+    /// The length of the message before compression (`header.length` when uncompressed).
+    pub original_length: usize,
+    pub request: Request,
+}
+
+/// How a reply is framed: OP_MSG answers OP_MSG, OP_REPLY answers OP_QUERY.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReplyBody {
+    Msg(Document),
+    Reply(Document),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outgoing {
+    pub response_to: i32,
+    pub body: ReplyBody,
+    pub compressor: Option<Compressor>,
+}
+
+/// Reply request ids are unique across the server.
+static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
+
+/// Frames messages; counts the bytes of the replies it encodes (for `serverStatus.network`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct MessageCodec {
+    /// Bytes of every reply encoded so far, as sent.
+    pub bytes_encoded: u64,
+    /// The last reply's length before compression.
+    pub last_original_length: usize,
+}
+
+impl Decoder for MessageCodec {
+    type Item = Incoming;
+    type Error = WireError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Incoming>, WireError> {
+        let Some(prefix) = src.get(..4) else {
+            return Ok(None);
+        };
+        let mut len_bytes = [0u8; 4];
+        len_bytes.copy_from_slice(prefix);
+        // Checked before a single byte of the body is buffered for it.
+        let len = check_length(i64::from(i32::from_le_bytes(len_bytes)))?;
+        if src.len() < len {
+            src.reserve(len - src.len());
+            return Ok(None);
+        }
+        let frame = src.split_to(len);
+        decode_frame(&frame).map(Some)
+    }
+}
+
+/// Decodes one complete message.
+pub fn decode_frame(frame: &[u8]) -> Result<Incoming, WireError> {
+    let (header_bytes, payload) = frame.split_at(HEADER_LEN.min(frame.len()));
+    let header = Header::parse(header_bytes)?;
+    match OpCode::from_i32(header.op_code)? {
+        OpCode::Compressed => {
+            let inner = compression::decompress(payload)?;
+            let original = OpCode::from_i32(inner.original_op_code)?;
+            if !matches!(original, OpCode::Msg | OpCode::Query) {
+                return Err(WireError::UnknownOpCode(inner.original_op_code));
+            }
+            // The checksum of a compressed OP_MSG covers the original, uncompressed message.
+            let original_header = Header {
+                length: i32::try_from(HEADER_LEN + inner.payload.len())
+                    .map_err(|_| WireError::BadLength(inner.payload.len() as i64))?,
+                op_code: inner.original_op_code,
+                ..header
+            };
+            let mut raw_header = BytesMut::with_capacity(HEADER_LEN);
+            original_header.write(&mut raw_header);
+            let request = decode_request(original, &raw_header, &inner.payload)?;
+            Ok(Incoming {
+                header,
+                compressor: inner.compressor,
+                original_length: HEADER_LEN + inner.payload.len(),
+                request,
+            })
+        }
+        op => Ok(Incoming {
+            header,
+            compressor: None,
+            original_length: frame.len(),
+            request: decode_request(op, header_bytes, payload)?,
+        }),
+    }
+}
+
+fn decode_request(op: OpCode, header: &[u8], payload: &[u8]) -> Result<Request, WireError> {
+    match op {
+        OpCode::Msg => Ok(Request::Msg(op_msg::parse(header, payload)?)),
+        OpCode::Query => Ok(Request::Query(op_query::parse(payload)?)),
+        OpCode::Reply | OpCode::Compressed => Err(WireError::UnknownOpCode(op as i32)),
+    }
+}
+
+impl Encoder<Outgoing> for MessageCodec {
+    type Error = WireError;
+
+    fn encode(&mut self, item: Outgoing, dst: &mut BytesMut) -> Result<(), WireError> {
+        let (op, payload) = match &item.body {
+            ReplyBody::Msg(doc) => {
+                let mut p = Vec::new();
+                op_msg::encode_payload(doc, &mut p)?;
+                (OpCode::Msg, p)
+            }
+            ReplyBody::Reply(doc) => {
+                let mut p = Vec::new();
+                op_query::encode_reply_payload(doc, &mut p)?;
+                (OpCode::Reply, p)
+            }
+        };
+        let request_id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
+        self.last_original_length = HEADER_LEN + payload.len();
+        let before = dst.len();
+        write_message(
+            request_id,
+            item.response_to,
+            op,
+            &payload,
+            item.compressor,
+            dst,
+        )?;
+        self.bytes_encoded += (dst.len() - before) as u64;
+        Ok(())
+    }
+}
+
+/// Frames `payload` as a message of opcode `op`, compressed if `compressor` is given.
+pub fn write_message(
+    request_id: i32,
+    response_to: i32,
+    op: OpCode,
+    payload: &[u8],
+    compressor: Option<Compressor>,
+    dst: &mut BytesMut,
+) -> Result<(), WireError> {
+    let (op_code, body) = match compressor {
+        Some(c) => (
+            OpCode::Compressed as i32,
+            compression::compress(c, op as i32, payload)?,
+        ),
+        None => (op as i32, payload.to_vec()),
+    };
+    let length = HEADER_LEN + body.len();
+    if length > MAX_MESSAGE_SIZE {
+        return Err(WireError::BadLength(length as i64));
+    }
+    let header = Header {
+        length: length as i32,
+        request_id,
+        response_to,
+        op_code,
+    };
+    dst.reserve(length);
+    header.write(dst);
+    dst.extend_from_slice(&body);
+    Ok(())
+}

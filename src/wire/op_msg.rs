@@ -1,0 +1,214 @@
+//! OP_MSG (opcode 2013): flag bits, one kind-0 body, kind-1 document sequences merged into the
+//! body, and the optional CRC-32C checksum.
+
+use super::{Reader, WireError, HEADER_LEN, MAX_COMMAND_SIZE, MAX_MESSAGE_SIZE};
+use crate::error::{Error, ErrorCode};
+use bson::{Bson, Document};
+
+/// OP_MSG flag bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MsgFlags(pub u32);
+
+impl MsgFlags {
+    pub const CHECKSUM_PRESENT: u32 = 1;
+    pub const MORE_TO_COME: u32 = 1 << 1;
+    pub const EXHAUST_ALLOWED: u32 = 1 << 16;
+    /// The low 16 bits are "required": a receiver must reject ones it does not know.
+    const REQUIRED_MASK: u32 = 0xffff;
+    const KNOWN_REQUIRED: u32 = Self::CHECKSUM_PRESENT | Self::MORE_TO_COME;
+
+    pub fn checksum_present(self) -> bool {
+        self.0 & Self::CHECKSUM_PRESENT != 0
+    }
+
+    pub fn more_to_come(self) -> bool {
+        self.0 & Self::MORE_TO_COME != 0
+    }
+
+    pub fn exhaust_allowed(self) -> bool {
+        self.0 & Self::EXHAUST_ALLOWED != 0
+    }
+}
+
+/// A decoded OP_MSG. Framing problems are [`WireError`]s; a well-framed message whose content
+/// is not a valid command (garbage BSON, no body, a duplicate sequence) carries the error in
+/// `body`, so the client gets an error reply and the connection stays open.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpMsg {
+    pub flags: MsgFlags,
+    pub body: Result<Document, Error>,
+}
+
+const SECTION_BODY: u8 = 0;
+const SECTION_SEQUENCE: u8 = 1;
+
+/// Parses an OP_MSG payload (everything after the header). `header` is the raw header the
+/// checksum covers.
+pub fn parse(header: &[u8], payload: &[u8]) -> Result<OpMsg, WireError> {
+    let mut r = Reader::new(payload, "OP_MSG");
+    let flags = MsgFlags(r.u32()?);
+    let unknown_required = flags.0 & MsgFlags::REQUIRED_MASK & !MsgFlags::KNOWN_REQUIRED;
+    if unknown_required != 0 {
+        return Err(WireError::malformed(
+            "OP_MSG",
+            format!("unknown required flag bits {unknown_required:#x}"),
+        ));
+    }
+    let sections = if flags.checksum_present() {
+        let split = payload
+            .len()
+            .checked_sub(4)
+            .filter(|&n| n >= 4)
+            .ok_or_else(|| WireError::malformed("OP_MSG", "too short for its checksum"))?;
+        let (covered, stated) = payload.split_at(split);
+        let mut stated_bytes = [0u8; 4];
+        stated_bytes.copy_from_slice(stated);
+        let stated = u32::from_le_bytes(stated_bytes);
+        let computed = crc32c::crc32c_append(crc32c::crc32c(header), covered);
+        if computed != stated {
+            return Err(WireError::ChecksumMismatch { computed, stated });
+        }
+        covered.get(4..).unwrap_or_default()
+    } else {
+        r.remaining()
+    };
+    let raw = read_sections(sections)?;
+    Ok(OpMsg {
+        flags,
+        body: raw.into_command(),
+    })
+}
+
+/// The sections of one message, framed but not yet validated as BSON.
+struct RawSections<'a> {
+    bodies: Vec<&'a [u8]>,
+    sequences: Vec<(&'a str, Vec<&'a [u8]>)>,
+}
+
+fn read_sections(bytes: &[u8]) -> Result<RawSections<'_>, WireError> {
+    let mut r = Reader::new(bytes, "OP_MSG section");
+    let mut raw = RawSections {
+        bodies: Vec::new(),
+        sequences: Vec::new(),
+    };
+    while !r.is_empty() {
+        match r.u8()? {
+            SECTION_BODY => raw.bodies.push(r.bson_bytes(MAX_MESSAGE_SIZE)?),
+            SECTION_SEQUENCE => {
+                let size = r.i32()?;
+                let len = usize::try_from(size)
+                    .ok()
+                    .and_then(|s| s.checked_sub(4))
+                    .ok_or_else(|| {
+                        WireError::malformed("OP_MSG section", format!("bad sequence size {size}"))
+                    })?;
+                let mut seq = Reader::new(r.take(len)?, "OP_MSG document sequence");
+                let identifier = seq.cstring()?;
+                let mut docs = Vec::new();
+                while !seq.is_empty() {
+                    docs.push(seq.bson_bytes(MAX_MESSAGE_SIZE)?);
+                }
+                raw.sequences.push((identifier, docs));
+            }
+            kind => {
+                return Err(WireError::malformed(
+                    "OP_MSG section",
+                    format!("unknown section kind {kind}"),
+                ))
+            }
+        }
+    }
+    Ok(raw)
+}
+
+impl RawSections<'_> {
+    fn into_command(self) -> Result<Document, Error> {
+        let body = match self.bodies.as_slice() {
+            [body] => *body,
+            [] => {
+                return Err(Error::failed_to_parse(
+                    "OP_MSG requires exactly one body section, got none",
+                ))
+            }
+            _ => {
+                return Err(Error::failed_to_parse(
+                    "OP_MSG requires exactly one body section, got several",
+                ))
+            }
+        };
+        let mut command = parse_document(body, MAX_COMMAND_SIZE)?;
+        for (identifier, docs) in self.sequences {
+            if command.contains_key(identifier) {
+                return Err(Error::bad_value(format!(
+                    "field '{identifier}' appears both in the command body and as a document sequence"
+                )));
+            }
+            let values = docs
+                .into_iter()
+                .map(|d| parse_document(d, MAX_COMMAND_SIZE).map(Bson::Document))
+                .collect::<Result<Vec<_>, _>>()?;
+            command.insert(identifier, Bson::Array(values));
+        }
+        Ok(command)
+    }
+}
+
+/// Validates one framed BSON document.
+pub(crate) fn parse_document(bytes: &[u8], limit: usize) -> Result<Document, Error> {
+    if bytes.len() > limit {
+        return Err(Error::new(
+            ErrorCode::BSONObjectTooLarge,
+            format!(
+                "BSONObj size: {} ({:#x}) is invalid. Size must be between 0 and {limit}(16MB)",
+                bytes.len(),
+                bytes.len()
+            ),
+        ));
+    }
+    let raw = bson::RawDocument::from_bytes(bytes)
+        .map_err(|e| Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}")))?;
+    raw.try_into().map_err(|e: bson::raw::Error| {
+        Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"))
+    })
+}
+
+/// Encodes a reply payload: flag bits 0 (no checksum, never moreToCome) and one kind-0 section.
+pub fn encode_payload(body: &Document, out: &mut Vec<u8>) -> Result<(), WireError> {
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.push(SECTION_BODY);
+    body.to_writer(out)
+        .map_err(|e| WireError::malformed("reply", e.to_string()))
+}
+
+/// Encodes a request (used by tests and tools): the body, then each sequence as a kind-1 section.
+pub fn encode_request_payload(
+    flags: MsgFlags,
+    body: &Document,
+    sequences: &[(&str, Vec<Document>)],
+    out: &mut Vec<u8>,
+) -> Result<(), WireError> {
+    let err = |e: bson::ser::Error| WireError::malformed("request", e.to_string());
+    out.extend_from_slice(&flags.0.to_le_bytes());
+    out.push(SECTION_BODY);
+    body.to_writer(&mut *out).map_err(err)?;
+    for (identifier, docs) in sequences {
+        let mut section = Vec::new();
+        section.extend_from_slice(identifier.as_bytes());
+        section.push(0);
+        for doc in docs {
+            doc.to_writer(&mut section).map_err(err)?;
+        }
+        out.push(SECTION_SEQUENCE);
+        let size = i32::try_from(section.len() + 4)
+            .map_err(|_| WireError::malformed("request", "sequence too large"))?;
+        out.extend_from_slice(&size.to_le_bytes());
+        out.extend_from_slice(&section);
+    }
+    Ok(())
+}
+
+/// Appends a CRC-32C checksum over `header ++ payload` to `payload` (request side only).
+pub fn append_checksum(header: &[u8; HEADER_LEN], payload: &mut Vec<u8>) {
+    let crc = crc32c::crc32c_append(crc32c::crc32c(header), payload);
+    payload.extend_from_slice(&crc.to_le_bytes());
+}

@@ -1,0 +1,118 @@
+//! Shared set-up for integration tests: a mayfly server in-process on 127.0.0.1:0 with its own
+//! data directory, and clients that reach it through the `mongodb` crate or raw wire messages.
+#![allow(dead_code)]
+
+use bson::Document;
+use mayfly::clock::SystemClock;
+use mayfly::config::Config;
+use mayfly::server::{RunningServer, Server};
+use mayfly::wire::client::{self, Reply};
+use mongodb::options::ClientOptions;
+use mongodb::Client;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+pub use mongodb::bson;
+
+pub struct TestServer {
+    pub server: RunningServer,
+    pub addr: SocketAddr,
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    pub async fn start() -> TestServer {
+        TestServer::start_with(|_| {}).await
+    }
+
+    pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
+        let dir = tempfile::tempdir().unwrap();
+        let mut config = Config::for_tests(dir.path());
+        adjust(&mut config);
+        let server = Server::bind(config, Arc::new(SystemClock::new()))
+            .await
+            .unwrap()
+            .spawn();
+        let addr = server.addr().unwrap();
+        TestServer {
+            server,
+            addr,
+            _dir: dir,
+        }
+    }
+
+    pub fn uri(&self) -> String {
+        format!("mongodb://{}/?directConnection=true", self.addr)
+    }
+
+    pub async fn client(&self) -> Client {
+        self.client_with(|_| {}).await
+    }
+
+    pub async fn client_with(&self, adjust: impl FnOnce(&mut ClientOptions)) -> Client {
+        let mut options = ClientOptions::parse(self.uri()).await.unwrap();
+        options.server_selection_timeout = Some(std::time::Duration::from_secs(5));
+        adjust(&mut options);
+        Client::with_options(options).unwrap()
+    }
+
+    /// A raw connection for wire-level tests.
+    pub async fn raw(&self) -> RawConnection {
+        RawConnection {
+            stream: TcpStream::connect(self.addr).await.unwrap(),
+        }
+    }
+}
+
+pub struct RawConnection {
+    pub stream: TcpStream,
+}
+
+impl RawConnection {
+    pub async fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    /// Reads one reply, or `None` if the server closed the connection.
+    pub async fn read(&mut self) -> Option<Reply> {
+        let mut len = [0u8; 4];
+        if self.stream.read_exact(&mut len).await.is_err() {
+            return None;
+        }
+        let n = i32::from_le_bytes(len) as usize;
+        let mut frame = len.to_vec();
+        frame.resize(n, 0);
+        self.stream.read_exact(&mut frame[4..]).await.ok()?;
+        Some(client::read_reply(&frame).unwrap())
+    }
+
+    /// True when the server has closed the connection (EOF or reset), within five seconds.
+    pub async fn is_closed(&mut self) -> bool {
+        let mut buf = [0u8; 1];
+        match tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            self.stream.read(&mut buf),
+        )
+        .await
+        {
+            Ok(Ok(0)) | Ok(Err(_)) => true,
+            Ok(Ok(_)) | Err(_) => false,
+        }
+    }
+
+    pub async fn command(&mut self, request_id: i32, body: &Document) -> Reply {
+        let bytes = client::op_msg(request_id, body, &Default::default()).unwrap();
+        self.send(&bytes).await;
+        self.read().await.expect("a reply")
+    }
+}
+
+/// The `code` of an error reply from the driver.
+pub fn error_code(err: &mongodb::error::Error) -> Option<i32> {
+    match err.kind.as_ref() {
+        mongodb::error::ErrorKind::Command(c) => Some(c.code),
+        _ => None,
+    }
+}
