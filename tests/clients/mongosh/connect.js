@@ -1,0 +1,13 @@
+// mongosh connects and the basic shell commands answer.
+const ping = db.runCommand({ ping: 1 });
+if (ping.ok !== 1) throw new Error('ping failed: ' + tojson(ping));
+if (db.version() !== '7.0.0') throw new Error('db.version() = ' + db.version());
+const hello = db.hello();
+if (hello.isWritablePrimary !== true) throw new Error('hello: ' + tojson(hello));
+const status = db.serverStatus();
+if (status.process !== 'mayfly' || status.connections.current < 1) throw new Error('serverStatus: ' + tojson(status.connections));
+if (!db.adminCommand({ listCommands: 1 }).commands.ping) throw new Error('listCommands lacks ping');
+let threw = false;
+try { db.runCommand({ noSuchCommand: 1 }); } catch (e) { threw = e.code === 59; }
+if (!threw) throw new Error('unknown command did not raise 59');
+print('ok');

@@ -1,0 +1,132 @@
+"""Runs every real-client scenario against a freshly started mayfly server.
+
+Usage: python3 tests/clients/run.py PATH/TO/mayfly
+
+Starts the server on a free port with its own data directory, runs each scenario in
+mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
+start-up check, then stops the server with SIGTERM and requires a clean exit. A client that
+cannot connect fails its scenario. Ends with the line "N passed, N failed".
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NODE = HERE / "node_modules" / ".bin" / "node"
+MONGOSH = HERE / "node_modules" / "mongosh" / "bin" / "mongosh.js"
+PYTHON = HERE / ".venv" / "bin" / "python"
+TIMEOUT = 600
+
+
+def start_server(binary, dbpath, log_path):
+    log = open(log_path, "w")
+    proc = subprocess.Popen(
+        [binary, "--port", "0", "--dbpath", dbpath, "--log-format", "json", "--enable-test-commands"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        for line in open(log_path):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("message") == "waiting for connections":
+                return proc, int(event["port"])
+        if proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.kill()
+    sys.exit("mayfly did not start:\n" + open(log_path).read())
+
+
+def run(cmd, env, stdin=None):
+    try:
+        done = subprocess.run(
+            cmd, env=env, input=stdin, capture_output=True, text=True, timeout=TIMEOUT, cwd=HERE
+        )
+        return done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as e:
+        return 124, f"timed out after {TIMEOUT}s\n{e.stdout or ''}{e.stderr or ''}"
+
+
+def mongosh_startup(uri, env):
+    """mongosh connects interactively and its greeting shows no error or warning."""
+    code, out = run(
+        [str(NODE), str(MONGOSH), uri],
+        env,
+        stdin="db.runCommand({ping: 1}).ok\ndb.version()\n",
+    )
+    problems = []
+    if code != 0:
+        problems.append(f"exit code {code}")
+    if "Using MongoDB:\t\t7.0.0" not in out:
+        problems.append("greeting does not show 'Using MongoDB: 7.0.0'")
+    for line in out.splitlines():
+        low = line.lower()
+        if "warning" in low or "error" in low:
+            problems.append(f"unexpected line: {line}")
+    if "test> 1" not in out or "test> 7.0.0" not in out:
+        problems.append("ping/version answers missing")
+    return (1 if problems else 0), out + "\n".join(problems)
+
+
+def scenarios():
+    for f in sorted((HERE / "mongosh").glob("*.js")):
+        yield f"mongosh/{f.name}", lambda uri, env, f=f: run(
+            [str(NODE), str(MONGOSH), uri, "--quiet", "--file", str(f)], env
+        )
+    yield "mongosh/startup (greeting)", mongosh_startup
+    for f in sorted((HERE / "node").glob("*.mjs")):
+        yield f"node/{f.name}", lambda uri, env, f=f: run([str(NODE), str(f)], env)
+    for f in sorted((HERE / "pymongo").glob("*.py")):
+        yield f"pymongo/{f.name}", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
+
+
+def main():
+    binary = os.path.abspath(sys.argv[1])
+    for tool in (NODE, MONGOSH, PYTHON):
+        if not tool.exists():
+            sys.exit(f"{tool} is missing: run tests/clients/setup.sh first")
+    with tempfile.TemporaryDirectory() as tmp:
+        log_path = os.path.join(tmp, "mayfly.log")
+        proc, port = start_server(binary, os.path.join(tmp, "data"), log_path)
+        uri = f"mongodb://127.0.0.1:{port}/test"
+        env = dict(os.environ, MAYFLY_URI=uri, DO_NOT_TRACK="1", MONGOSH_NO_UPDATE_CHECK="1")
+        passed = failed = 0
+        try:
+            for name, scenario in scenarios():
+                started = time.time()
+                code, out = scenario(uri, env)
+                took = time.time() - started
+                if code == 0:
+                    passed += 1
+                    print(f"PASS {name} ({took:.1f}s)", flush=True)
+                else:
+                    failed += 1
+                    print(f"FAIL {name} ({took:.1f}s)\n{out}", flush=True)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                code = proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                code = "killed after 30s"
+        if code == 0:
+            passed += 1
+            print("PASS server exits 0 on SIGTERM", flush=True)
+        else:
+            failed += 1
+            print(f"FAIL server exit on SIGTERM: {code}\n" + open(log_path).read()[-4000:], flush=True)
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
