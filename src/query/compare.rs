@@ -1,0 +1,604 @@
+//! The BSON total order mongod uses for sorting, comparisons and equality.
+//!
+//! Owns: the canonical type brackets, cross-type numeric comparison (Int32/Int64/Double/Decimal128
+//! compared by value, exactly), and field-by-field document/array ordering. Does not own:
+//! collations (strings compare by bytes) or any notion of "missing" (callers decide where a
+//! missing field sorts; it sorts with null).
+
+use bson::{Bson, Decimal128, Document};
+use std::cmp::Ordering;
+
+/// mongod's `canonicalizeBSONType`: values of different brackets order by this number.
+pub fn type_bracket(value: &Bson) -> i32 {
+    match value {
+        Bson::MinKey => -1,
+        Bson::Undefined => 0,
+        Bson::Null => 5,
+        Bson::Double(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Decimal128(_) => 10,
+        Bson::String(_) | Bson::Symbol(_) => 15,
+        Bson::Document(_) => 20,
+        Bson::Array(_) => 25,
+        Bson::Binary(_) => 30,
+        Bson::ObjectId(_) => 35,
+        Bson::Boolean(_) => 40,
+        Bson::DateTime(_) => 45,
+        Bson::Timestamp(_) => 47,
+        Bson::RegularExpression(_) => 50,
+        Bson::DbPointer(_) => 55,
+        Bson::JavaScriptCode(_) => 60,
+        Bson::JavaScriptCodeWithScope(_) => 65,
+        Bson::MaxKey => 127,
+    }
+}
+
+/// Whether `value` is one of the four numeric types.
+pub fn is_number(value: &Bson) -> bool {
+    type_bracket(value) == 10
+}
+
+/// Total order over BSON values, as mongod's `BSONElement::compareElements` without collation.
+pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
+    let (ta, tb) = (type_bracket(a), type_bracket(b));
+    if ta != tb {
+        return ta.cmp(&tb);
+    }
+    match (a, b) {
+        (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => {
+            x.as_bytes().cmp(y.as_bytes())
+        }
+        (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
+        (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
+        (Bson::Binary(x), Bson::Binary(y)) => x
+            .bytes
+            .len()
+            .cmp(&y.bytes.len())
+            .then_with(|| u8::from(x.subtype).cmp(&u8::from(y.subtype)))
+            .then_with(|| x.bytes.cmp(&y.bytes)),
+        (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
+        (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
+        (Bson::DateTime(x), Bson::DateTime(y)) => x.timestamp_millis().cmp(&y.timestamp_millis()),
+        (Bson::Timestamp(x), Bson::Timestamp(y)) => {
+            (x.time, x.increment).cmp(&(y.time, y.increment))
+        }
+        (Bson::RegularExpression(x), Bson::RegularExpression(y)) => x
+            .pattern
+            .cmp(&y.pattern)
+            .then_with(|| x.options.cmp(&y.options)),
+        (Bson::JavaScriptCode(x), Bson::JavaScriptCode(y)) => x.cmp(y),
+        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => x
+            .code
+            .cmp(&y.code)
+            .then_with(|| compare_documents(&x.scope, &y.scope)),
+        _ => match (Number::of(a), Number::of(b)) {
+            (Some(x), Some(y)) => compare_numbers(x, y),
+            // MinKey, MaxKey, Null, Undefined, DbPointer: one value per bracket (DbPointer's
+            // fields are private in `bson`; treating all pointers as equal is a known gap).
+            _ => Ordering::Equal,
+        },
+    }
+}
+
+/// Equality under the BSON order (so `1 == 1.0 == NumberLong(1)`, `-0.0 == 0.0`).
+pub fn values_equal(a: &Bson, b: &Bson) -> bool {
+    compare_values(a, b) == Ordering::Equal
+}
+
+/// Documents order field by field: value bracket, then field name, then value; a prefix is less.
+pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
+    let mut left = a.iter();
+    let mut right = b.iter();
+    loop {
+        match (left.next(), right.next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some((ka, va)), Some((kb, vb))) => {
+                let ord = type_bracket(va)
+                    .cmp(&type_bracket(vb))
+                    .then_with(|| ka.as_bytes().cmp(kb.as_bytes()))
+                    .then_with(|| compare_values(va, vb));
+                if ord != Ordering::Equal {
+                    return ord;
+                }
+            }
+        }
+    }
+}
+
+fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
+    for (x, y) in a.iter().zip(b.iter()) {
+        let ord = compare_values(x, y);
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+/// A numeric value with its exact representation kept.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Number {
+    Int(i64),
+    Double(f64),
+    Decimal(Dec),
+}
+
+impl Number {
+    pub(crate) fn of(value: &Bson) -> Option<Number> {
+        match value {
+            Bson::Int32(i) => Some(Number::Int(i64::from(*i))),
+            Bson::Int64(i) => Some(Number::Int(*i)),
+            Bson::Double(d) => Some(Number::Double(*d)),
+            Bson::Decimal128(d) => Some(Number::Decimal(Dec::decode(d))),
+            _ => None,
+        }
+    }
+}
+
+fn compare_numbers(a: Number, b: Number) -> Ordering {
+    match (a, b) {
+        (Number::Int(x), Number::Int(y)) => x.cmp(&y),
+        (Number::Double(x), Number::Double(y)) => compare_doubles(x, y),
+        (Number::Int(x), Number::Double(y)) => compare_int_double(x, y),
+        (Number::Double(x), Number::Int(y)) => compare_int_double(y, x).reverse(),
+        (Number::Decimal(x), Number::Decimal(y)) => x.cmp_dec(&y),
+        (Number::Decimal(x), Number::Int(y)) => x.cmp_dec(&Dec::from_i64(y)),
+        (Number::Int(x), Number::Decimal(y)) => Dec::from_i64(x).cmp_dec(&y),
+        (Number::Decimal(x), Number::Double(y)) => x.cmp_dec(&Dec::from_f64(y)),
+        (Number::Double(x), Number::Decimal(y)) => Dec::from_f64(x).cmp_dec(&y),
+    }
+}
+
+/// NaN sorts below every number and equals NaN; -0.0 equals 0.0.
+fn compare_doubles(x: f64, y: f64) -> Ordering {
+    match (x.is_nan(), y.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Less,
+        (false, true) => Ordering::Greater,
+        (false, false) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// Exact comparison of an i64 with an f64 (no rounding of the integer through f64).
+fn compare_int_double(x: i64, y: f64) -> Ordering {
+    if y.is_nan() {
+        return Ordering::Greater;
+    }
+    // 2^63 is exactly representable; every double >= it exceeds every i64.
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if y >= TWO_63 {
+        return Ordering::Less;
+    }
+    if y < -TWO_63 {
+        return Ordering::Greater;
+    }
+    let truncated = y.trunc();
+    // In range, so the cast is exact.
+    let yi = truncated as i64;
+    match x.cmp(&yi) {
+        Ordering::Equal => {
+            let frac = y - truncated;
+            if frac > 0.0 {
+                Ordering::Less
+            } else if frac < 0.0 {
+                Ordering::Greater
+            } else {
+                Ordering::Equal
+            }
+        }
+        other => other,
+    }
+}
+
+/// A decoded Decimal128: sign, kind and (for finite values) coefficient × 10^exponent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Dec {
+    negative: bool,
+    kind: DecKind,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum DecKind {
+    NaN,
+    Infinity,
+    Finite { coefficient: u128, exponent: i32 },
+}
+
+impl Dec {
+    pub(crate) fn decode(d: &Decimal128) -> Dec {
+        let bits = u128::from_le_bytes(d.bytes());
+        let negative = bits >> 127 == 1;
+        let combination = (bits >> 122) & 0x1f;
+        let kind = if combination == 0x1f {
+            DecKind::NaN
+        } else if combination == 0x1e {
+            DecKind::Infinity
+        } else if (bits >> 125) & 0x3 == 0x3 {
+            // Large-coefficient form: the coefficient would exceed 10^34, so it is non-canonical
+            // and reads as zero.
+            let exponent = ((bits >> 111) & 0x3fff) as i32 - 6176;
+            DecKind::Finite {
+                coefficient: 0,
+                exponent,
+            }
+        } else {
+            let exponent = ((bits >> 113) & 0x3fff) as i32 - 6176;
+            let mut coefficient = bits & ((1u128 << 113) - 1);
+            if coefficient >= 10u128.pow(34) {
+                coefficient = 0;
+            }
+            DecKind::Finite {
+                coefficient,
+                exponent,
+            }
+        };
+        Dec { negative, kind }
+    }
+
+    pub(crate) fn from_i64(i: i64) -> Dec {
+        Dec {
+            negative: i < 0,
+            kind: DecKind::Finite {
+                coefficient: u128::from(i.unsigned_abs()),
+                exponent: 0,
+            },
+        }
+    }
+
+    /// The double's shortest round-trip decimal form (mongod rounds doubles to 15–17 digits when
+    /// comparing with decimals too).
+    pub(crate) fn from_f64(f: f64) -> Dec {
+        if f.is_nan() {
+            return Dec {
+                negative: false,
+                kind: DecKind::NaN,
+            };
+        }
+        if f.is_infinite() {
+            return Dec {
+                negative: f < 0.0,
+                kind: DecKind::Infinity,
+            };
+        }
+        let text = format!("{:e}", f.abs());
+        let (mantissa, exp) = text.split_once('e').unwrap_or((text.as_str(), "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+        let digits = format!("{int_part}{frac_part}");
+        let coefficient: u128 = digits.parse().unwrap_or(0);
+        let frac_len = i32::try_from(frac_part.len()).unwrap_or(0);
+        Dec {
+            negative: f < 0.0,
+            kind: DecKind::Finite {
+                coefficient,
+                exponent: exp - frac_len,
+            },
+        }
+    }
+
+    pub(crate) fn to_f64(self) -> f64 {
+        let sign = if self.negative { -1.0 } else { 1.0 };
+        match self.kind {
+            DecKind::NaN => f64::NAN,
+            DecKind::Infinity => sign * f64::INFINITY,
+            DecKind::Finite {
+                coefficient,
+                exponent,
+            } => format!("{coefficient}e{exponent}")
+                .parse::<f64>()
+                .map(|v| sign * v)
+                .unwrap_or(f64::NAN),
+        }
+    }
+
+    /// Ordering position: NaN lowest, then -inf, finite values, +inf.
+    fn cmp_dec(&self, other: &Dec) -> Ordering {
+        let rank = |d: &Dec| match d.kind {
+            DecKind::NaN => 0,
+            DecKind::Infinity if d.negative => 1,
+            DecKind::Finite { .. } => 2,
+            DecKind::Infinity => 3,
+        };
+        let (ra, rb) = (rank(self), rank(other));
+        if ra != 2 || rb != 2 {
+            return ra.cmp(&rb);
+        }
+        let (ca, ea) = self.finite_parts();
+        let (cb, eb) = other.finite_parts();
+        let sa = if ca == 0 {
+            0
+        } else if self.negative {
+            -1
+        } else {
+            1
+        };
+        let sb = if cb == 0 {
+            0
+        } else if other.negative {
+            -1
+        } else {
+            1
+        };
+        if sa != sb || sa == 0 {
+            return sa.cmp(&sb);
+        }
+        let magnitude = compare_magnitudes(ca, ea, cb, eb);
+        if sa < 0 {
+            magnitude.reverse()
+        } else {
+            magnitude
+        }
+    }
+
+    /// `(negative, coefficient, exponent)` for finite values.
+    pub(crate) fn finite(&self) -> Option<(bool, u128, i32)> {
+        match self.kind {
+            DecKind::Finite {
+                coefficient,
+                exponent,
+            } => Some((self.negative, coefficient, exponent)),
+            _ => None,
+        }
+    }
+
+    /// Encodes a finite value; `None` when the coefficient or exponent is out of range.
+    pub(crate) fn encode(negative: bool, coefficient: u128, exponent: i32) -> Option<Decimal128> {
+        if coefficient >= 10u128.pow(34) || !(-6176..=6111).contains(&exponent) {
+            return None;
+        }
+        let biased = u128::try_from(exponent + 6176).ok()?;
+        let bits = (u128::from(negative) << 127) | (biased << 113) | coefficient;
+        Some(Decimal128::from_bytes(bits.to_le_bytes()))
+    }
+
+    fn finite_parts(&self) -> (u128, i32) {
+        match self.kind {
+            DecKind::Finite {
+                coefficient,
+                exponent,
+            } => (coefficient, exponent),
+            _ => (0, 0),
+        }
+    }
+}
+
+fn digit_count(mut c: u128) -> i32 {
+    let mut n = 0;
+    while c > 0 {
+        c /= 10;
+        n += 1;
+    }
+    n
+}
+
+/// Compares nonzero `ca × 10^ea` with `cb × 10^eb` exactly.
+fn compare_magnitudes(mut ca: u128, ea: i32, mut cb: u128, eb: i32) -> Ordering {
+    let (da, db) = (digit_count(ca), digit_count(cb));
+    // Position of the most significant digit decides unless equal.
+    let (ta, tb) = (da + ea, db + eb);
+    if ta != tb {
+        return ta.cmp(&tb);
+    }
+    // Same magnitude: pad the shorter coefficient (both have at most 38 digits after padding).
+    if da < db {
+        ca *= 10u128.pow((db - da).unsigned_abs());
+    } else {
+        cb *= 10u128.pow((da - db).unsigned_abs());
+    }
+    ca.cmp(&cb)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, oid::ObjectId, spec::BinarySubtype, Binary, Timestamp};
+    use std::str::FromStr;
+
+    fn dec(s: &str) -> Bson {
+        Bson::Decimal128(Decimal128::from_str(s).unwrap())
+    }
+
+    #[test]
+    fn brackets_order_types() {
+        let ascending = vec![
+            Bson::MinKey,
+            Bson::Undefined,
+            Bson::Null,
+            Bson::Double(f64::NAN),
+            Bson::Int32(-5),
+            Bson::String("a".into()),
+            Bson::Document(doc! {}),
+            Bson::Array(vec![]),
+            Bson::Binary(Binary {
+                subtype: BinarySubtype::Generic,
+                bytes: vec![],
+            }),
+            Bson::ObjectId(ObjectId::from_bytes([0; 12])),
+            Bson::Boolean(false),
+            Bson::DateTime(bson::DateTime::from_millis(-1)),
+            Bson::Timestamp(Timestamp {
+                time: 0,
+                increment: 0,
+            }),
+            Bson::RegularExpression(bson::Regex {
+                pattern: "a".into(),
+                options: String::new(),
+            }),
+            Bson::JavaScriptCode("x".into()),
+            Bson::MaxKey,
+        ];
+        for pair in ascending.windows(2) {
+            assert_eq!(
+                compare_values(&pair[0], &pair[1]),
+                Ordering::Less,
+                "{:?} < {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+
+    #[test]
+    fn numbers_compare_by_value_across_types() {
+        let cases: Vec<(Bson, Bson, Ordering)> = vec![
+            (Bson::Int32(1), Bson::Double(1.0), Ordering::Equal),
+            (Bson::Int64(1), Bson::Int32(1), Ordering::Equal),
+            (Bson::Double(-0.0), Bson::Int32(0), Ordering::Equal),
+            (Bson::Double(1.5), Bson::Int64(1), Ordering::Greater),
+            (Bson::Double(-1.5), Bson::Int64(-1), Ordering::Less),
+            (
+                Bson::Double(f64::NAN),
+                Bson::Double(f64::NAN),
+                Ordering::Equal,
+            ),
+            (
+                Bson::Double(f64::NAN),
+                Bson::Double(f64::NEG_INFINITY),
+                Ordering::Less,
+            ),
+            (
+                Bson::Double(f64::NAN),
+                Bson::Int64(i64::MIN),
+                Ordering::Less,
+            ),
+            // 2^53 + 1 is not representable as a double; exact comparison still sees it.
+            (
+                Bson::Int64((1 << 53) + 1),
+                Bson::Double(9007199254740992.0),
+                Ordering::Greater,
+            ),
+            (
+                Bson::Int64(i64::MAX),
+                Bson::Double(9_223_372_036_854_775_808.0),
+                Ordering::Less,
+            ),
+            (
+                Bson::Int64(i64::MIN),
+                Bson::Double(-9_223_372_036_854_775_808.0),
+                Ordering::Equal,
+            ),
+            (dec("1.0"), Bson::Int32(1), Ordering::Equal),
+            (dec("0.1"), Bson::Double(0.1), Ordering::Equal),
+            (
+                dec("1.00000000000000000000001"),
+                Bson::Int32(1),
+                Ordering::Greater,
+            ),
+            (dec("-2"), dec("-10"), Ordering::Greater),
+            (dec("NaN"), Bson::Double(f64::NAN), Ordering::Equal),
+            (dec("-Infinity"), Bson::Int64(i64::MIN), Ordering::Less),
+            (dec("1E+3"), Bson::Int32(1000), Ordering::Equal),
+            (dec("0"), dec("-0.00"), Ordering::Equal),
+        ];
+        for (a, b, expected) in cases {
+            assert_eq!(compare_values(&a, &b), expected, "{a:?} vs {b:?}");
+            assert_eq!(compare_values(&b, &a), expected.reverse(), "{b:?} vs {a:?}");
+        }
+    }
+
+    #[test]
+    fn documents_and_arrays() {
+        let cases: Vec<(Bson, Bson, Ordering)> = vec![
+            (
+                doc! {"a": 1}.into(),
+                doc! {"a": 1.0}.into(),
+                Ordering::Equal,
+            ),
+            (doc! {"a": 1}.into(), doc! {"b": 1}.into(), Ordering::Less),
+            (doc! {"b": 1}.into(), doc! {"a": "x"}.into(), Ordering::Less),
+            (
+                doc! {"a": 1}.into(),
+                doc! {"a": 1, "b": 0}.into(),
+                Ordering::Less,
+            ),
+            (
+                Bson::Array(vec![1.into(), 2.into()]),
+                Bson::Array(vec![1.into(), 3.into()]),
+                Ordering::Less,
+            ),
+            (
+                Bson::Array(vec![1.into()]),
+                Bson::Array(vec![1.into(), 0.into()]),
+                Ordering::Less,
+            ),
+            (
+                Bson::Array(vec!["a".into()]),
+                Bson::Array(vec![5.into()]),
+                Ordering::Greater,
+            ),
+        ];
+        for (a, b, expected) in cases {
+            assert_eq!(compare_values(&a, &b), expected, "{a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn binary_orders_by_length_then_subtype() {
+        let bin = |subtype, bytes: Vec<u8>| Bson::Binary(Binary { subtype, bytes });
+        assert_eq!(
+            compare_values(
+                &bin(BinarySubtype::UserDefined(0x80), vec![1]),
+                &bin(BinarySubtype::Generic, vec![0, 0])
+            ),
+            Ordering::Less
+        );
+        assert_eq!(
+            compare_values(
+                &bin(BinarySubtype::Generic, vec![9]),
+                &bin(BinarySubtype::Uuid, vec![0])
+            ),
+            Ordering::Less
+        );
+    }
+
+    mod total_order {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn leaf() -> impl Strategy<Value = Bson> {
+            prop_oneof![
+                Just(Bson::Null),
+                Just(Bson::MinKey),
+                Just(Bson::MaxKey),
+                any::<i32>().prop_map(Bson::Int32),
+                any::<i64>().prop_map(Bson::Int64),
+                (-3i64..3).prop_map(Bson::Int64),
+                (-3i32..3).prop_map(|i| Bson::Double(f64::from(i) / 2.0)),
+                any::<f64>().prop_map(Bson::Double),
+                prop_oneof![
+                    Just("0"),
+                    Just("-1.5"),
+                    Just("1"),
+                    Just("1E+20"),
+                    Just("NaN")
+                ]
+                .prop_map(|s| Bson::Decimal128(Decimal128::from_str(s).unwrap())),
+                "[ab]{0,2}".prop_map(Bson::String),
+                any::<bool>().prop_map(Bson::Boolean),
+            ]
+        }
+
+        fn value() -> impl Strategy<Value = Bson> {
+            leaf().prop_recursive(2, 8, 3, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
+                    proptest::collection::vec(("[ab]", inner), 0..3)
+                        .prop_map(|kv| Bson::Document(kv.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #[test]
+            fn compare_is_a_total_order(a in value(), b in value(), c in value()) {
+                prop_assert_eq!(compare_values(&a, &b), compare_values(&b, &a).reverse());
+                prop_assert_eq!(compare_values(&a, &a), Ordering::Equal);
+                let mut v = [a, b, c];
+                v.sort_by(compare_values);
+                prop_assert_ne!(compare_values(&v[0], &v[1]), Ordering::Greater);
+                prop_assert_ne!(compare_values(&v[1], &v[2]), Ordering::Greater);
+                prop_assert_ne!(compare_values(&v[0], &v[2]), Ordering::Greater);
+            }
+        }
+    }
+}

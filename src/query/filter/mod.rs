@@ -1,0 +1,322 @@
+//! Query filters: a filter document is compiled once into a [`Filter`] tree, then evaluated
+//! per document with MongoDB's matching semantics (array traversal, null-matches-missing, type
+//! brackets for comparisons).
+//!
+//! Owns: filter parsing (`compile.rs`), evaluation (here) and the equality fields an upsert seeds
+//! its document from (`equality_fields`). Does not own: `$expr`, `$where`, `$text`, geo and
+//! bitwise operators (refused at compile time with a clear error), collations, or index use.
+
+mod compile;
+#[cfg(test)]
+mod tests;
+
+use crate::error::Result;
+use crate::query::compare::{compare_values, type_bracket, values_equal, Number};
+use crate::query::path::{self, PathValues};
+use crate::query::regex::Regex;
+use bson::{Bson, Document};
+use std::cmp::Ordering;
+
+pub use compile::equality_fields;
+pub(crate) use compile::integral as integral_value;
+
+/// A compiled query filter.
+#[derive(Debug, Clone)]
+pub struct Filter {
+    root: Expr,
+}
+
+impl Filter {
+    /// Compiles a filter document; errors carry mongod's codes and messages.
+    pub fn compile(filter: &Document) -> Result<Filter> {
+        Ok(Filter {
+            root: compile::document(filter)?,
+        })
+    }
+
+    /// Whether `doc` satisfies the filter.
+    pub fn matches(&self, doc: &Document) -> bool {
+        self.root.matches(doc)
+    }
+
+    /// The array index the positional `$` update operator refers to: the first element of the
+    /// first array a field predicate traverses that satisfies that predicate, as mongod
+    /// records while matching. `None` when no predicate goes through an array.
+    pub fn positional_match(&self, doc: &Document) -> Option<usize> {
+        self.root.positional_match(doc)
+    }
+
+    /// Whether the filter is empty (matches everything without looking).
+    pub fn is_empty(&self) -> bool {
+        matches!(&self.root, Expr::And(children) if children.is_empty())
+    }
+}
+
+/// A node of the compiled filter.
+#[derive(Debug, Clone)]
+pub(crate) enum Expr {
+    And(Vec<Expr>),
+    Or(Vec<Expr>),
+    Nor(Vec<Expr>),
+    /// Every predicate must hold on the values at `path`.
+    Field {
+        path: Vec<String>,
+        preds: Vec<Pred>,
+    },
+}
+
+impl Expr {
+    fn matches(&self, doc: &Document) -> bool {
+        match self {
+            Expr::And(children) => children.iter().all(|c| c.matches(doc)),
+            Expr::Or(children) => children.iter().any(|c| c.matches(doc)),
+            Expr::Nor(children) => !children.iter().any(|c| c.matches(doc)),
+            Expr::Field { path, preds } => {
+                let values = path::lookup(doc, path);
+                preds.iter().all(|p| p.test(&values))
+            }
+        }
+    }
+}
+
+impl Expr {
+    fn positional_match(&self, doc: &Document) -> Option<usize> {
+        match self {
+            Expr::And(children) => children.iter().find_map(|c| c.positional_match(doc)),
+            Expr::Or(_) | Expr::Nor(_) => None,
+            Expr::Field { path, preds } => {
+                // The first prefix of the path that holds an array.
+                let split = (1..=path.len()).find(|&k| {
+                    matches!(
+                        path.get(..k).and_then(|p| path::get(doc, p)),
+                        Some(Bson::Array(_))
+                    )
+                })?;
+                let (Some(prefix), Some(rest)) = (path.get(..split), path.get(split..)) else {
+                    return None;
+                };
+                let Some(Bson::Array(items)) = path::get(doc, prefix) else {
+                    return None;
+                };
+                items.iter().position(|item| {
+                    preds.iter().all(|pred| match pred {
+                        Pred::ElemMatchObject(expr) if rest.is_empty() => {
+                            matches!(item, Bson::Document(d) if expr.matches(d))
+                        }
+                        Pred::ElemMatchValue(inner) if rest.is_empty() => {
+                            let single = PathValues {
+                                values: vec![(item, false)],
+                                missing: false,
+                            };
+                            inner.iter().all(|p| p.test(&single))
+                        }
+                        _ => pred.test(&path::lookup_in_value(item, rest)),
+                    })
+                })
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CmpOp {
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+}
+
+/// A pattern plus the original text (a stored regex value equal to it also matches).
+#[derive(Debug, Clone)]
+pub(crate) struct RegexPred {
+    pub(crate) regex: Regex,
+    pub(crate) pattern: String,
+    pub(crate) options: String,
+}
+
+impl RegexPred {
+    fn test_value(&self, value: &Bson) -> bool {
+        match value {
+            Bson::String(s) | Bson::Symbol(s) => self.regex.is_match(s),
+            Bson::RegularExpression(r) => r.pattern == self.pattern && r.options == self.options,
+            _ => false,
+        }
+    }
+}
+
+/// A type selector of `$type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum TypeSel {
+    Code(i32),
+    Number,
+}
+
+/// A predicate over the values one path reaches.
+#[derive(Debug, Clone)]
+pub(crate) enum Pred {
+    Eq(Bson),
+    Cmp(CmpOp, Bson),
+    In {
+        values: Vec<Bson>,
+        regexes: Vec<RegexPred>,
+    },
+    Exists(bool),
+    Type(Vec<TypeSel>),
+    Size(usize),
+    /// `$all`: every predicate holds (an empty `$all` compiles to `AlwaysFalse`).
+    All(Vec<Pred>),
+    AlwaysFalse,
+    ElemMatchValue(Vec<Pred>),
+    ElemMatchObject(Box<Expr>),
+    Mod {
+        divisor: i64,
+        remainder: i64,
+    },
+    Regex(RegexPred),
+    /// Negation of the conjunction of the predicates (`$not`, `$ne`, `$nin`).
+    Not(Vec<Pred>),
+}
+
+impl Pred {
+    fn test(&self, pv: &PathValues<'_>) -> bool {
+        match self {
+            Pred::Eq(target) => eq_matches(target, pv),
+            Pred::Cmp(op, target) => {
+                if matches!(target, Bson::Null) && matches!(op, CmpOp::Lte | CmpOp::Gte) {
+                    return eq_matches(target, pv);
+                }
+                pv.all().any(|v| compare_matches(*op, v, target))
+            }
+            Pred::In { values, regexes } => {
+                values.iter().any(|target| eq_matches(target, pv))
+                    || pv.all().any(|v| regexes.iter().any(|r| r.test_value(v)))
+            }
+            Pred::Exists(expected) => pv.values.is_empty() != *expected,
+            Pred::Type(selectors) => pv
+                .all()
+                .any(|v| selectors.iter().any(|s| type_matches(*s, v))),
+            Pred::Size(n) => pv
+                .whole()
+                .any(|v| matches!(v, Bson::Array(items) if items.len() == *n)),
+            Pred::All(preds) => preds.iter().all(|p| p.test(pv)),
+            Pred::AlwaysFalse => false,
+            Pred::ElemMatchValue(preds) => pv.whole().any(|v| match v {
+                Bson::Array(items) => items.iter().any(|item| {
+                    let single = PathValues {
+                        values: vec![(item, false)],
+                        missing: false,
+                    };
+                    preds.iter().all(|p| p.test(&single))
+                }),
+                _ => false,
+            }),
+            Pred::ElemMatchObject(expr) => pv.whole().any(|v| match v {
+                Bson::Array(items) => items.iter().any(|item| match item {
+                    Bson::Document(doc) => expr.matches(doc),
+                    _ => false,
+                }),
+                _ => false,
+            }),
+            Pred::Mod { divisor, remainder } => {
+                pv.all().any(|v| mod_matches(v, *divisor, *remainder))
+            }
+            Pred::Regex(re) => pv.all().any(|v| re.test_value(v)),
+            Pred::Not(preds) => !preds.iter().all(|p| p.test(pv)),
+        }
+    }
+}
+
+/// Equality as a query sees it: any reached value equals the target; `null` also matches a
+/// missing field (but, since 6.0, not `undefined`).
+fn eq_matches(target: &Bson, pv: &PathValues<'_>) -> bool {
+    if matches!(target, Bson::Null) {
+        return pv.missing || pv.values.is_empty() || pv.all().any(|v| matches!(v, Bson::Null));
+    }
+    pv.all().any(|v| values_equal(v, target))
+}
+
+fn is_nan(value: &Bson) -> bool {
+    match Number::of(value) {
+        Some(Number::Double(d)) => d.is_nan(),
+        Some(Number::Decimal(d)) => d.to_f64().is_nan(),
+        _ => false,
+    }
+}
+
+/// `$lt/$lte/$gt/$gte`: only within one type bracket, except that MinKey/MaxKey bounds
+/// compare against everything. NaN equals NaN and is otherwise incomparable.
+fn compare_matches(op: CmpOp, value: &Bson, target: &Bson) -> bool {
+    if type_bracket(value) != type_bracket(target) {
+        return match target {
+            Bson::MaxKey => matches!(op, CmpOp::Lt | CmpOp::Lte),
+            Bson::MinKey => matches!(op, CmpOp::Gt | CmpOp::Gte),
+            _ => false,
+        };
+    }
+    if is_nan(value) || is_nan(target) {
+        return is_nan(value) && is_nan(target) && matches!(op, CmpOp::Lte | CmpOp::Gte);
+    }
+    let ord = compare_values(value, target);
+    match op {
+        CmpOp::Lt => ord == Ordering::Less,
+        CmpOp::Lte => ord != Ordering::Greater,
+        CmpOp::Gt => ord == Ordering::Greater,
+        CmpOp::Gte => ord != Ordering::Less,
+    }
+}
+
+fn type_matches(sel: TypeSel, value: &Bson) -> bool {
+    match sel {
+        TypeSel::Number => type_bracket(value) == 10,
+        TypeSel::Code(code) => type_code(value) == code,
+    }
+}
+
+/// The BSON type number of a value (`$type` codes).
+pub(crate) fn type_code(value: &Bson) -> i32 {
+    match value {
+        Bson::Double(_) => 1,
+        Bson::String(_) => 2,
+        Bson::Document(_) => 3,
+        Bson::Array(_) => 4,
+        Bson::Binary(_) => 5,
+        Bson::Undefined => 6,
+        Bson::ObjectId(_) => 7,
+        Bson::Boolean(_) => 8,
+        Bson::DateTime(_) => 9,
+        Bson::Null => 10,
+        Bson::RegularExpression(_) => 11,
+        Bson::DbPointer(_) => 12,
+        Bson::JavaScriptCode(_) => 13,
+        Bson::Symbol(_) => 14,
+        Bson::JavaScriptCodeWithScope(_) => 15,
+        Bson::Int32(_) => 16,
+        Bson::Timestamp(_) => 17,
+        Bson::Int64(_) => 18,
+        Bson::Decimal128(_) => 19,
+        Bson::MinKey => -1,
+        Bson::MaxKey => 127,
+    }
+}
+
+/// `$mod`: numbers are truncated toward zero; NaN and infinities never match.
+fn mod_matches(value: &Bson, divisor: i64, remainder: i64) -> bool {
+    let n = match Number::of(value) {
+        Some(Number::Int(i)) => i,
+        Some(Number::Double(d)) => {
+            if !d.is_finite() {
+                return false;
+            }
+            d.trunc() as i64
+        }
+        Some(Number::Decimal(d)) => {
+            let f = d.to_f64();
+            if !f.is_finite() {
+                return false;
+            }
+            f.trunc() as i64
+        }
+        None => return false,
+    };
+    n.wrapping_rem(divisor) == remainder
+}

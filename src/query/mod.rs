@@ -1,0 +1,36 @@
+//! The query engine: pure, synchronous MongoDB semantics over `bson` values.
+//!
+//! Owns: the BSON total order, dotted paths, filters, update operators, projections and sort
+//! specifications. Does not own: storage, indexes, cursors, the clock (callers pass `now`), or
+//! command argument parsing.
+//!
+//! Map:
+//! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
+//! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
+//! - [`regex`]: the `$regex` matcher (a PCRE subset with a step budget).
+//! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
+//! - [`update`]: `Update::parse`, `apply` with an `UpdateContext`; `upsert_seed`.
+//! - [`projection`]: `Projection::compile`, `apply`.
+//! - [`sort`]: `SortSpec::compile`, `compare`.
+
+pub mod compare;
+pub mod filter;
+pub mod path;
+pub mod projection;
+pub mod regex;
+pub mod sort;
+pub mod update;
+
+#[cfg(test)]
+mod tests {
+    /// Compiled queries are shared across tasks and threads.
+    #[test]
+    fn compiled_forms_are_send_and_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<super::filter::Filter>();
+        assert_send_sync::<super::update::Update>();
+        assert_send_sync::<super::update::ArrayFilters>();
+        assert_send_sync::<super::projection::Projection>();
+        assert_send_sync::<super::sort::SortSpec>();
+    }
+}
