@@ -30,6 +30,7 @@ pub mod command;
 pub mod config;
 pub mod error;
 pub mod host;
+pub mod query;
 pub mod server;
 pub mod session;
 pub mod status;
