@@ -24,12 +24,23 @@ pub enum LogFormat {
     Json,
 }
 
+/// Which clock the server runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClockKind {
+    /// Wall time (moved forward by `advanceClock` when test commands are enabled).
+    #[default]
+    System,
+    /// Starts at wall time and moves only through `advanceClock`: exact expiry tests.
+    Manual,
+}
+
 /// mayfly: a MongoDB wire-protocol compatible server with Azure Cosmos DB TTL semantics.
 #[derive(Debug, Parser, Default)]
 #[command(name = "mayfly", version, about, long_about = None)]
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
-    /// log_format, log_level, slow_ms, enable_test_commands).
+    /// log_format, log_level, slow_ms, enable_test_commands, clock).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -67,9 +78,14 @@ pub struct Cli {
     #[arg(long = "slow-ms", env = "MAYFLY_SLOW_MS", value_name = "MS")]
     pub slow_ms: Option<u64>,
 
-    /// Enable test-only commands (such as `sleep`). Never in production.
+    /// Enable test-only commands (`advanceClock`, `reaper`, `sleep`). Never in production.
     #[arg(long = "enable-test-commands", env = "MAYFLY_ENABLE_TEST_COMMANDS")]
     pub enable_test_commands: bool,
+
+    /// The server clock: `system`, or `manual` (frozen at start, moved only by the
+    /// `advanceClock` test command). [default: system]
+    #[arg(long, env = "MAYFLY_CLOCK", value_enum)]
+    pub clock: Option<ClockKind>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -84,6 +100,7 @@ pub struct FileConfig {
     pub log_level: Option<String>,
     pub slow_ms: Option<u64>,
     pub enable_test_commands: Option<bool>,
+    pub clock: Option<ClockKind>,
 }
 
 /// The resolved configuration the server runs with.
@@ -97,6 +114,7 @@ pub struct Config {
     pub log_level: String,
     pub slow_ms: u64,
     pub enable_test_commands: bool,
+    pub clock: ClockKind,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -166,6 +184,7 @@ impl Config {
             slow_ms: cli.slow_ms.or(file.slow_ms).unwrap_or(DEFAULT_SLOW_MS),
             enable_test_commands: cli.enable_test_commands
                 || file.enable_test_commands.unwrap_or(false),
+            clock: cli.clock.or(file.clock).unwrap_or_default(),
             argv,
         }
     }

@@ -28,6 +28,7 @@
 pub mod clock;
 pub mod command;
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod host;
 pub mod query;

@@ -2,8 +2,8 @@
 //! or SIGTERM, then shuts down gracefully and exits 0.
 
 use clap::Parser;
-use mayfly::clock::SystemClock;
-use mayfly::config::{Cli, Config, LogFormat};
+use mayfly::clock::{Clock, ManualClock, SystemClock};
+use mayfly::config::{Cli, ClockKind, Config, LogFormat};
 use mayfly::server::Server;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,7 +37,11 @@ fn main() -> ExitCode {
 
 async fn run(config: Config) -> ExitCode {
     let dbpath = config.dbpath.clone();
-    let server = match Server::bind(config, Arc::new(SystemClock::new())).await {
+    let clock: Arc<dyn Clock> = match config.clock {
+        ClockKind::System => Arc::new(SystemClock::new()),
+        ClockKind::Manual => Arc::new(ManualClock::starting_at_secs(SystemClock::new().now_secs())),
+    };
+    let server = match Server::bind(config, clock).await {
         Ok(server) => server,
         Err(e) => {
             tracing::error!(error = %e, "cannot start");

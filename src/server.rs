@@ -41,9 +41,11 @@ impl Server {
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
             listeners.push(listener);
         }
+        let shared = Shared::open(config, clock)
+            .map_err(|e| io::Error::other(format!("cannot open the data directory: {e}")))?;
         Ok(Server {
             listeners,
-            shared: Arc::new(Shared::new(config, clock)),
+            shared: Arc::new(shared),
         })
     }
 

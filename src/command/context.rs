@@ -3,6 +3,8 @@
 
 use crate::clock::{Clock, Stopwatch};
 use crate::config::Config;
+use crate::engine::Engine;
+use crate::error::Result;
 use crate::status::Counters;
 use crate::wire::Compressor;
 use bson::Document;
@@ -13,6 +15,7 @@ use std::sync::Arc;
 /// Server-wide state shared by every connection.
 pub struct Shared {
     pub config: Config,
+    pub engine: Engine,
     pub clock: Arc<dyn Clock>,
     pub counters: Counters,
     pub started: Stopwatch,
@@ -21,16 +24,19 @@ pub struct Shared {
 }
 
 impl Shared {
-    pub fn new(config: Config, clock: Arc<dyn Clock>) -> Self {
+    /// Opens the storage engine in the configured data directory.
+    pub fn open(config: Config, clock: Arc<dyn Clock>) -> Result<Self> {
         let start_millis = clock.now_millis();
-        Shared {
+        let engine = Engine::open(&config.dbpath, Arc::clone(&clock))?;
+        Ok(Shared {
+            engine,
             config,
             clock,
             counters: Counters::default(),
             started: Stopwatch::start(),
             start_millis,
             next_connection_id: AtomicI32::new(1),
-        }
+        })
     }
 
     /// A fresh, server-unique `connectionId`.

@@ -6,6 +6,7 @@ use crate::host;
 use crate::status::Counters;
 use crate::wire::{Compressor, MAX_BSON_OBJECT_SIZE};
 use bson::{doc, Bson, Document};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The MongoDB version mayfly answers as; its wire versions are those of 7.0.
 pub const MONGODB_VERSION: &str = "7.0.0";
@@ -116,7 +117,51 @@ pub fn server_status(shared: &Shared) -> Document {
             "compression": compression_status(c),
         },
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
+        "storageEngine": {"name": "mayfly", "persistent": true, "supportsCommittedReads": true},
+        "ttl": ttl_status(shared),
+        "metrics": {
+            "ttl": {
+                "deletedDocuments": count(&shared.engine.reaper.stats.deleted),
+                "passes": count(&shared.engine.reaper.stats.passes),
+            },
+            "cursor": {"open": {"total": shared.engine.cursors.open_count() as i64}},
+        },
+        "writer": writer_status(shared),
         "ok": 1.0,
+    }
+}
+
+fn count(n: &AtomicU64) -> i64 {
+    i64::try_from(n.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
+}
+
+/// TTL-24: what the reaper has done and how far behind it is.
+fn ttl_status(shared: &Shared) -> Document {
+    let stats = &shared.engine.reaper.stats;
+    let last_error = stats
+        .last_error
+        .lock()
+        .ok()
+        .and_then(|e| e.clone())
+        .map_or(Bson::Null, Bson::String);
+    doc! {
+        "deletedDocuments": count(&stats.deleted),
+        "passes": count(&stats.passes),
+        "backlog": i64::try_from(shared.engine.reaper.backlog()).unwrap_or(i64::MAX),
+        "lastPassMillis": stats.last_pass_micros.load(Ordering::Relaxed) as f64 / 1000.0,
+        "paused": stats.paused.load(Ordering::Relaxed),
+        "errors": count(&stats.errors),
+        "lastError": last_error,
+    }
+}
+
+/// The group-commit writer: commit groups, jobs in them, and journal syncs.
+fn writer_status(shared: &Shared) -> Document {
+    let w = &shared.engine.writer_stats;
+    doc! {
+        "groups": count(&w.groups),
+        "jobs": count(&w.jobs),
+        "syncs": count(&w.syncs),
     }
 }
 
@@ -143,14 +188,14 @@ fn compression_status(c: &Counters) -> Document {
 pub fn list_commands(shared: &Shared) -> Document {
     let mut commands = Document::new();
     for &name in CommandName::ALL {
-        if name.scope() == Scope::Test && !shared.config.enable_test_commands {
+        if name.scope().is_test() && !shared.config.enable_test_commands {
             continue;
         }
         commands.insert(
             name.name(),
             doc! {
                 "help": name.help(),
-                "adminOnly": name.scope() == Scope::Admin,
+                "adminOnly": matches!(name.scope(), Scope::Admin | Scope::TestAdmin),
                 "secondaryOk": true,
                 "requiresAuth": false,
                 "apiVersions": Bson::Array(Vec::new()),

@@ -7,14 +7,23 @@
 //! framing or compression (`session`, `wire`).
 
 mod admin;
+mod aggregate;
 mod args;
 mod auth;
 mod context;
+mod cursor;
+mod ddl;
+mod find;
 mod handshake;
+mod index;
+mod insert;
 mod introspection;
+mod read;
 mod sessions;
+mod stats;
 mod table;
 mod testing;
+mod write;
 
 pub use context::{Connection, Shared};
 pub use table::{CommandName, Scope};
@@ -110,7 +119,7 @@ async fn run(
         },
     };
     let command = lookup(shared, name)?;
-    if command.scope() == Scope::Admin && db != "admin" {
+    if matches!(command.scope(), Scope::Admin | Scope::TestAdmin) && db != "admin" {
         return Err(Error::new(
             ErrorCode::Unauthorized,
             format!("{name} may only be run against the admin database."),
@@ -137,7 +146,7 @@ async fn run(
 /// The command a name refers to, if this server has it (test commands only when enabled).
 pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
     CommandName::from_name(name)
-        .filter(|c| c.scope() != Scope::Test || shared.config.enable_test_commands)
+        .filter(|c| !c.scope().is_test() || shared.config.enable_test_commands)
         .ok_or_else(|| {
             Error::new(
                 ErrorCode::CommandNotFound,
@@ -165,6 +174,30 @@ async fn dispatch(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> 
             sessions::acknowledge(req)
         }
         C::SaslStart | C::SaslContinue => auth::sasl(req),
+        C::Insert => insert::insert(shared, req).await,
+        C::Find => find::find(shared, req),
+        C::GetMore => cursor::get_more(shared, req),
+        C::KillCursors => cursor::kill_cursors(shared, req),
+        C::Update => write::update(shared, req).await,
+        C::Delete => write::delete(shared, req).await,
+        C::FindAndModify | C::FindAndModifyLower => write::find_and_modify(shared, req).await,
+        C::Count => read::count(shared, req),
+        C::Distinct => read::distinct(shared, req),
+        C::Aggregate => aggregate::aggregate(shared, req),
+        C::Create => ddl::create(shared, req).await,
+        C::Drop => ddl::drop(shared, req).await,
+        C::DropDatabase => ddl::drop_database(shared, req).await,
+        C::RenameCollection => ddl::rename_collection(shared, req).await,
+        C::ListCollections => ddl::list_collections(shared, req),
+        C::ListDatabases => ddl::list_databases(shared, req),
+        C::DbStats | C::DbStatsLower => stats::db_stats(shared, req),
+        C::CollStats => stats::coll_stats(shared, req),
+        C::CreateIndexes => index::create_indexes(shared, req).await,
+        C::ListIndexes => index::list_indexes(shared, req),
+        C::DropIndexes => index::drop_indexes(shared, req).await,
+        C::AdvanceClock => testing::advance_clock(shared, req),
+        C::Reaper => testing::reaper(shared, req).await,
+        C::CollMod => index::coll_mod(shared, req).await,
         C::Sleep => testing::sleep(req).await,
     }
 }

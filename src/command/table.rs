@@ -50,6 +50,14 @@ pub enum Scope {
     /// Only when the server was started with `--enable-test-commands`; otherwise it does not
     /// exist (59 CommandNotFound).
     Test,
+    /// A test command that runs only against `admin` (TTL-23).
+    TestAdmin,
+}
+
+impl Scope {
+    pub fn is_test(self) -> bool {
+        matches!(self, Scope::Test | Scope::TestAdmin)
+    }
 }
 
 command_table! {
@@ -74,5 +82,31 @@ command_table! {
     KillAllSessions = "killAllSessions", Any, "Kills all logical sessions of the given users.";
     SaslStart = "saslStart", Any, "Starts a SASL authentication conversation.";
     SaslContinue = "saslContinue", Any, "Continues a SASL authentication conversation.";
+    Insert = "insert", Any, "Inserts documents.";
+    Find = "find", Any, "Queries a collection and opens a cursor over the result.";
+    GetMore = "getMore", Any, "Returns the next batch of a cursor.";
+    KillCursors = "killCursors", Any, "Closes cursors.";
+    Update = "update", Any, "Updates documents.";
+    Delete = "delete", Any, "Deletes documents.";
+    FindAndModify = "findAndModify", Any, "Updates or removes one document and returns it.";
+    FindAndModifyLower = "findandmodify", Any, "Updates or removes one document and returns it.";
+    Count = "count", Any, "Counts documents.";
+    Distinct = "distinct", Any, "Lists the distinct values of a field.";
+    Aggregate = "aggregate", Any, "Runs an aggregation pipeline.";
+    Create = "create", Any, "Creates a collection.";
+    Drop = "drop", Any, "Drops a collection.";
+    DropDatabase = "dropDatabase", Any, "Drops a database.";
+    RenameCollection = "renameCollection", Admin, "Renames a collection.";
+    ListCollections = "listCollections", Any, "Lists the collections of a database.";
+    ListDatabases = "listDatabases", Admin, "Lists databases.";
+    DbStats = "dbStats", Any, "Statistics of a database.";
+    DbStatsLower = "dbstats", Any, "Statistics of a database.";
+    CollStats = "collStats", Any, "Statistics of a collection.";
+    CreateIndexes = "createIndexes", Any, "Creates indexes.";
+    ListIndexes = "listIndexes", Any, "Lists the indexes of a collection.";
+    DropIndexes = "dropIndexes", Any, "Drops indexes.";
+    AdvanceClock = "advanceClock", TestAdmin, "Test command: moves the server clock forward by {advanceClock: <seconds>} and reports it.";
+    Reaper = "reaper", TestAdmin, "Test command: {reaper: 'pause' | 'resume' | 'runOnce'} controls the TTL reaper.";
+    CollMod = "collMod", Any, "Refused (Cosmos DB does not support collMod), except {collMod: c} alone, which changes nothing.";
     Sleep = "sleep", Test, "Test command: sleeps for {millis: N} (or {secs: N}) milliseconds.";
 }

@@ -2,7 +2,8 @@
 
 Usage: python3 tests/clients/run.py PATH/TO/mayfly
 
-Starts the server on a free port with its own data directory, runs each scenario in
+Starts the server on a free port with its own data directory, test commands enabled and a
+manual clock (so TTL scenarios move time exactly with advanceClock), runs each scenario in
 mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
 start-up check, then stops the server with SIGTERM and requires a clean exit. A client that
 cannot connect fails its scenario. Ends with the line "N passed, N failed".
@@ -26,7 +27,8 @@ TIMEOUT = 600
 def start_server(binary, dbpath, log_path):
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [binary, "--port", "0", "--dbpath", dbpath, "--log-format", "json", "--enable-test-commands"],
+        [binary, "--port", "0", "--dbpath", dbpath, "--log-format", "json", "--enable-test-commands",
+         "--clock", "manual"],
         stdout=log,
         stderr=subprocess.STDOUT,
     )

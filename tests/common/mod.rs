@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use bson::Document;
-use mayfly::clock::SystemClock;
+use mayfly::clock::{Clock, ManualClock, SystemClock};
 use mayfly::config::Config;
 use mayfly::server::{RunningServer, Server};
 use mayfly::wire::client::{self, Reply};
@@ -15,11 +15,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub use mongodb::bson;
+pub mod ttl;
 
 pub struct TestServer {
     pub server: RunningServer,
     pub addr: SocketAddr,
-    _dir: tempfile::TempDir,
+    /// The server's one clock: it moves only through `advanceClock` (or `clock.advance`), so
+    /// expiry tests are exact.
+    pub clock: Arc<ManualClock>,
+    dir: tempfile::TempDir,
+    config: Config,
 }
 
 impl TestServer {
@@ -31,7 +36,8 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::for_tests(dir.path());
         adjust(&mut config);
-        let server = Server::bind(config, Arc::new(SystemClock::new()))
+        let clock = Arc::new(ManualClock::starting_at_secs(SystemClock::new().now_secs()));
+        let server = Server::bind(config.clone(), clock.clone())
             .await
             .unwrap()
             .spawn();
@@ -39,7 +45,34 @@ impl TestServer {
         TestServer {
             server,
             addr,
-            _dir: dir,
+            clock,
+            dir,
+            config,
+        }
+    }
+
+    /// Shuts the server down gracefully and starts it again on the same data directory and
+    /// clock (a new port).
+    pub async fn restart(self) -> TestServer {
+        let TestServer {
+            server,
+            clock,
+            dir,
+            config,
+            ..
+        } = self;
+        server.shutdown().await;
+        let server = Server::bind(config.clone(), clock.clone())
+            .await
+            .unwrap()
+            .spawn();
+        let addr = server.addr().unwrap();
+        TestServer {
+            server,
+            addr,
+            clock,
+            dir,
+            config,
         }
     }
 

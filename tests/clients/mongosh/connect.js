@@ -1,11 +1,11 @@
 // mongosh connects and the basic shell commands answer.
 const ping = db.runCommand({ ping: 1 });
-if (ping.ok !== 1) throw new Error('ping failed: ' + tojson(ping));
+if (ping.ok !== 1) throw new Error('ping failed: ' + EJSON.stringify(ping));
 if (db.version() !== '7.0.0') throw new Error('db.version() = ' + db.version());
 const hello = db.hello();
-if (hello.isWritablePrimary !== true) throw new Error('hello: ' + tojson(hello));
+if (hello.isWritablePrimary !== true) throw new Error('hello: ' + EJSON.stringify(hello));
 const status = db.serverStatus();
-if (status.process !== 'mayfly' || status.connections.current < 1) throw new Error('serverStatus: ' + tojson(status.connections));
+if (status.process !== 'mayfly' || status.connections.current < 1) throw new Error('serverStatus: ' + EJSON.stringify(status.connections));
 if (!db.adminCommand({ listCommands: 1 }).commands.ping) throw new Error('listCommands lacks ping');
 let threw = false;
 try { db.runCommand({ noSuchCommand: 1 }); } catch (e) { threw = e.code === 59; }

@@ -1,0 +1,235 @@
+//! `aggregate`: parse the pipeline once into stages, read the collection through the engine's
+//! access plan (a leading `$match` picks it) or produce `$collStats`' document, run the stages,
+//! and open a cursor over the result.
+//!
+//! Owns: the command's arguments, the pipeline's source and the cursor reply. Does not own:
+//! stage semantics (`stages`, `group`, `expr`). Every stage or expression mayfly does not run is
+//! refused with an error naming it; none is skipped. A missing collection is an empty one
+//! (mongosh aggregates `admin.atlascli` on connect), except for `$collStats`, which fails with 26
+//! as mongod's does.
+
+mod expr;
+mod group;
+mod reshape;
+mod stages;
+mod unwind;
+
+use super::args::{
+    check_fields, documents_of, optional_bool, optional_doc, optional_i64, wrong_type,
+};
+use super::cursor::first_batch_reply;
+use super::read::{check_collation, validate_read_namespace};
+use super::{find, stats, Request, Shared};
+use crate::engine::cursor::Item;
+use crate::engine::cursor::{Cursor, DEFAULT_FIRST_BATCH};
+use crate::engine::{plan, CollectionMeta, ReadView};
+use crate::error::{Error, ErrorCode, Result};
+use bson::{doc, Bson, Document};
+use stages::{Row, Rows, Stage};
+
+const FIELDS: &[&str] = &[
+    "pipeline",
+    "cursor",
+    "explain",
+    "allowDiskUse",
+    "bypassDocumentValidation",
+    "hint",
+    "collation",
+    "let",
+    "fromMongos",
+    "needsMerge",
+    "isMapReduceCommand",
+];
+
+pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "aggregate", FIELDS)?;
+    let coll =
+        match cmd.get("aggregate") {
+            Some(Bson::String(name)) => Some(name.as_str()),
+            Some(v)
+                if crate::query::compare::values_equal(v, &Bson::Int32(1))
+                    && crate::query::compare::is_number(v) =>
+            {
+                None
+            }
+            _ => return Err(Error::new(
+                ErrorCode::InvalidNamespace,
+                "Invalid command format: the 'aggregate' field must specify a collection name or 1",
+            )),
+        };
+    if !cmd.contains_key("pipeline") {
+        return Err(Error::new(
+            ErrorCode::Location40414,
+            "BSON field 'aggregate.pipeline' is missing but a required field",
+        ));
+    }
+    let pipeline = documents_of(cmd, "aggregate", "pipeline")?;
+    let explain = optional_bool(cmd, "aggregate", "explain")?.unwrap_or(false);
+    let batch_size = cursor_batch_size(cmd, explain)?;
+    for flag in ["allowDiskUse", "bypassDocumentValidation"] {
+        optional_bool(cmd, "aggregate", flag)?;
+    }
+    check_collation(cmd, "aggregate")?;
+    let vars = expr::let_variables(optional_doc(cmd, "aggregate", "let")?)?;
+    let mut parsed = Vec::new();
+    for (i, spec) in pipeline.iter().enumerate() {
+        parsed.extend(Stage::parse(spec, i == 0, &vars)?);
+    }
+    let Some(coll) = coll else {
+        let what = pipeline
+            .first()
+            .and_then(|s| s.keys().next())
+            .map_or("an empty pipeline".to_owned(), |name| format!("'{name}'"));
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("{{aggregate: 1}} is not valid for {what}; a collection is required."),
+        ));
+    };
+    validate_read_namespace(req.db, coll)?;
+    if explain {
+        return Err(Error::new(
+            ErrorCode::NotImplemented,
+            "explain of an aggregation is not supported by this server",
+        ));
+    }
+    let ns = format!("{}.{coll}", req.db);
+
+    let view = shared.engine.read();
+    let now = view.now_cell();
+    let meta = view.collection(req.db, coll);
+    if let Some(meta) = &meta {
+        find::check_hint(meta, cmd.get("hint"))?;
+    }
+    let mut stages = parsed.into_iter().peekable();
+    let rows: Rows = match (stages.peek(), &meta) {
+        (
+            Some(Stage::CollStats {
+                storage_scale,
+                count,
+            }),
+            _,
+        ) => {
+            let row = coll_stats_row(shared, &view, meta.as_deref(), &ns, *storage_scale, *count)?;
+            stages.next();
+            Box::new(std::iter::once(Ok(Row {
+                doc: row,
+                size: None,
+                expires_at: None,
+            })))
+        }
+        (_, None) => Box::new(std::iter::empty()),
+        (Some(Stage::Match { .. }), Some(meta)) => {
+            let Some(Stage::Match { filter, spec }) = stages.next() else {
+                return Err(Error::internal("pipeline changed while reading it"));
+            };
+            source(
+                plan::matching(&view, meta, filter, &spec, now.clone()),
+                meta,
+            )
+        }
+        (_, Some(meta)) => source(Box::new(view.scan(meta, now.clone())), meta),
+    };
+    let mut rows = rows;
+    for stage in stages {
+        rows = stage.apply(rows)?;
+    }
+    let cursor = Cursor::new(ns, sized(rows), now, None);
+    first_batch_reply(
+        shared,
+        cursor,
+        view.now,
+        Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
+        false,
+    )
+}
+
+/// `cursor: {batchSize}`: required unless explaining.
+fn cursor_batch_size(cmd: &Document, explain: bool) -> Result<Option<usize>> {
+    let cursor =
+        match cmd.get("cursor") {
+            None if explain => return Ok(None),
+            None => return Err(Error::failed_to_parse(
+                "The 'cursor' option is required, except for aggregate with the explain argument",
+            )),
+            Some(Bson::Document(c)) => c,
+            Some(other) => return Err(wrong_type("aggregate", "cursor", other, "object")),
+        };
+    let mut named = doc! {"cursor": 1};
+    named.extend(cursor.clone());
+    check_fields(&named, "aggregate.cursor", &["batchSize"])?;
+    match optional_i64(cursor, "aggregate.cursor", "batchSize")? {
+        Some(n) if n < 0 => Err(Error::bad_value(format!(
+            "BatchSize value must be non-negative, but received: {n}"
+        ))),
+        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+        None => Ok(None),
+    }
+}
+
+type StoredDocs = Box<dyn Iterator<Item = Result<crate::engine::StoredDoc>> + Send>;
+
+/// Stored documents as pipeline rows, remembering each one's expiry.
+fn source(docs: StoredDocs, meta: &CollectionMeta) -> Rows {
+    let ttl = meta.ttl();
+    Box::new(docs.map(move |d| {
+        d.map(|d| Row {
+            expires_at: d.record.expires_at(ttl),
+            size: Some(d.record.body.len()),
+            doc: d.doc,
+        })
+    }))
+}
+
+/// The pipeline's output for a cursor. Each row keeps when its source document expires, so the
+/// cursor drops rows whose document has expired by the time a batch takes them (TTL-18).
+fn sized(rows: Rows) -> super::cursor::SizedDocs {
+    Box::new(rows.map(|r| {
+        r.map(|row| {
+            let size = row.size.unwrap_or_else(|| stats::document_size(&row.doc));
+            Item {
+                doc: row.doc,
+                size,
+                expires_at: row.expires_at,
+            }
+        })
+    }))
+}
+
+/// The one document `$collStats` produces.
+fn coll_stats_row(
+    shared: &Shared,
+    view: &ReadView,
+    meta: Option<&CollectionMeta>,
+    ns: &str,
+    storage_scale: Option<u64>,
+    count: bool,
+) -> Result<Document> {
+    let mut row = doc! {
+        "ns": ns,
+        "host": format!("{}:{}", crate::host::hostname(), shared.config.port),
+        "localTime": shared.clock.now_datetime(),
+    };
+    if storage_scale.is_none() && !count {
+        return Ok(row);
+    }
+    let Some(meta) = meta else {
+        let what = if storage_scale.is_some() {
+            "storageStats"
+        } else {
+            "count"
+        };
+        return Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!("Unable to retrieve {what} in $collStats stage :: caused by :: Collection [{ns}] not found."),
+        ));
+    };
+    let sizes = stats::measure(view, meta)?;
+    if let Some(scale) = storage_scale {
+        row.insert("storageStats", stats::storage_stats(&sizes, scale));
+    }
+    if count {
+        row.insert("count", stats::number(sizes.count));
+    }
+    Ok(row)
+}

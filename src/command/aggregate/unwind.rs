@@ -1,0 +1,162 @@
+//! `$unwind`: one row per element of an array field, reading and writing paths through
+//! documents only (no implicit array traversal), as mongod's stage does.
+
+use super::expr::field_path;
+use super::stages::Row;
+use crate::command::args::type_name;
+use crate::error::{Error, ErrorCode, Result};
+use bson::{Bson, Document};
+
+/// `$unwind`: one output row per element of the array at `path`.
+pub struct Unwind {
+    path: Vec<String>,
+    index_field: Option<String>,
+    preserve: bool,
+}
+
+impl Unwind {
+    pub fn compile(arg: &Bson) -> Result<Unwind> {
+        let (path, index_field, preserve) = match arg {
+            Bson::String(p) => (p.clone(), None, false),
+            Bson::Document(spec) => {
+                let mut path = None;
+                let mut index_field = None;
+                let mut preserve = false;
+                for (k, v) in spec {
+                    match (k.as_str(), v) {
+                        ("path", Bson::String(p)) => path = Some(p.clone()),
+                        ("path", other) => {
+                            return Err(Error::new(ErrorCode::Location28808, format!("expected a string as the path for $unwind stage, got {}", type_name(other))))
+                        }
+                        ("includeArrayIndex", Bson::String(f)) if !f.is_empty() => {
+                            if f.starts_with('$') {
+                                return Err(Error::new(ErrorCode::Location28822, format!("includeArrayIndex option to $unwind stage should not be prefixed with a '$': {f}")));
+                            }
+                            index_field = Some(f.clone());
+                        }
+                        ("includeArrayIndex", _) => {
+                            return Err(Error::new(ErrorCode::Location28810, "expected a non-empty string for the includeArrayIndex option to $unwind stage"))
+                        }
+                        ("preserveNullAndEmptyArrays", Bson::Boolean(b)) => preserve = *b,
+                        ("preserveNullAndEmptyArrays", _) => {
+                            return Err(Error::new(ErrorCode::Location28809, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage"))
+                        }
+                        (other, _) => {
+                            return Err(Error::new(ErrorCode::Location28811, format!("unrecognized option to $unwind stage: {other}")))
+                        }
+                    }
+                }
+                let path = path.ok_or_else(|| Error::new(ErrorCode::Location28812, "no path specified to $unwind stage"))?;
+                (path, index_field, preserve)
+            }
+            other => {
+                return Err(Error::new(
+                    ErrorCode::Location15981,
+                    format!("expected either a string or an object as specification for $unwind stage, got {}", type_name(other)),
+                ))
+            }
+        };
+        if !path.starts_with('$') {
+            return Err(Error::new(
+                ErrorCode::Location28818,
+                format!("path option to $unwind stage should be prefixed with a '$': {path}"),
+            ));
+        }
+        Ok(Unwind {
+            path: field_path(&path)?,
+            index_field,
+            preserve,
+        })
+    }
+
+    pub fn apply(&self, row: Row) -> Vec<Row> {
+        let value = doc_path_get(&row.doc, &self.path).cloned();
+        let with_index = |doc: &mut Document, index: Bson| {
+            if let Some(field) = &self.index_field {
+                doc_path_set(doc, &path_parts(field), index);
+            }
+        };
+        match value {
+            Some(Bson::Array(items)) if !items.is_empty() => items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| {
+                    let mut doc = row.doc.clone();
+                    doc_path_set(&mut doc, &self.path, item);
+                    with_index(&mut doc, Bson::Int64(i as i64));
+                    row.derived(doc)
+                })
+                .collect(),
+            Some(Bson::Array(_)) | Some(Bson::Null) | None => {
+                if !self.preserve {
+                    return Vec::new();
+                }
+                let mut doc = row.doc.clone();
+                if matches!(value, Some(Bson::Array(_))) {
+                    // A preserved empty array leaves the field out, as mongod does.
+                    doc_path_remove(&mut doc, &self.path);
+                }
+                with_index(&mut doc, Bson::Null);
+                vec![row.derived(doc)]
+            }
+            // A non-array value unwinds to itself.
+            Some(_) => {
+                let mut doc = row.doc.clone();
+                with_index(&mut doc, Bson::Null);
+                vec![Row {
+                    doc,
+                    size: row.size.filter(|_| self.index_field.is_none()),
+                    expires_at: row.expires_at,
+                }]
+            }
+        }
+    }
+}
+
+fn path_parts(field: &str) -> Vec<String> {
+    field.split('.').map(str::to_owned).collect()
+}
+
+/// The value at a path through documents only (no array traversal, as `$unwind` reads it).
+fn doc_path_get<'a>(doc: &'a Document, path: &[String]) -> Option<&'a Bson> {
+    let (first, rest) = path.split_first()?;
+    let mut current = doc.get(first)?;
+    for part in rest {
+        current = match current {
+            Bson::Document(d) => d.get(part)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+fn doc_path_remove(doc: &mut Document, path: &[String]) {
+    match path.split_first() {
+        Some((last, [])) => {
+            doc.remove(last);
+        }
+        Some((first, rest)) => {
+            if let Some(Bson::Document(sub)) = doc.get_mut(first) {
+                doc_path_remove(sub, rest);
+            }
+        }
+        None => {}
+    }
+}
+
+/// Sets a value at a path, creating (or replacing non-document values with) documents on the way.
+fn doc_path_set(doc: &mut Document, path: &[String], value: Bson) {
+    let Some((first, rest)) = path.split_first() else {
+        return;
+    };
+    if rest.is_empty() {
+        doc.insert(first.clone(), value);
+        return;
+    }
+    if !matches!(doc.get(first), Some(Bson::Document(_))) {
+        doc.insert(first.clone(), Document::new());
+    }
+    if let Some(Bson::Document(sub)) = doc.get_mut(first) {
+        doc_path_set(sub, rest, value);
+    }
+}

@@ -1,0 +1,114 @@
+//! Cursor replies: the first batch of a command's cursor, `getMore` and `killCursors`.
+
+use super::args::{check_fields, optional_array, optional_i64, wrong_type};
+use super::{Request, Shared};
+use crate::engine::catalog::collection_arg;
+use crate::engine::cursor::{Cursor, Item};
+use crate::error::{Error, ErrorCode, Result};
+use crate::status::OpKind;
+use bson::{doc, Bson, Document};
+
+pub type SizedDocs = Box<dyn Iterator<Item = Result<Item>> + Send>;
+
+/// Replies `{cursor: {id, ns, firstBatch}, ok: 1}`, keeping the cursor open if documents remain.
+pub fn first_batch_reply(
+    shared: &Shared,
+    mut cursor: Cursor,
+    now: i64,
+    batch_size: Option<usize>,
+    single_batch: bool,
+) -> Result<Document> {
+    let (batch, exhausted) = cursor.next_batch(now, batch_size)?;
+    let ns = cursor.ns.clone();
+    let id = if exhausted || single_batch {
+        0
+    } else {
+        shared.engine.cursors.register(cursor)
+    };
+    Ok(cursor_reply(id, &ns, "firstBatch", batch))
+}
+
+pub fn cursor_reply(id: i64, ns: &str, field: &str, batch: Vec<Document>) -> Document {
+    let batch: Vec<Bson> = batch.into_iter().map(Bson::Document).collect();
+    doc! {"cursor": {"id": id, "ns": ns, field: batch}, "ok": 1.0}
+}
+
+const GET_MORE_FIELDS: &[&str] = &[
+    "collection",
+    "batchSize",
+    "maxTimeMS",
+    "term",
+    "lastKnownCommittedOpTime",
+];
+
+pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "getMore", GET_MORE_FIELDS)?;
+    let id = match cmd.get("getMore") {
+        Some(Bson::Int64(id)) => *id,
+        Some(other) => return Err(wrong_type("getMore", "getMore", other, "long")),
+        None => return Err(Error::failed_to_parse("getMore requires a cursor id")),
+    };
+    let coll = collection_arg(cmd.get("collection"), "getMore")?;
+    let batch_size = match optional_i64(cmd, "getMore", "batchSize")? {
+        Some(n) if n < 0 => {
+            return Err(Error::bad_value(format!(
+                "BatchSize value must be non-negative, but received: {n}"
+            )))
+        }
+        Some(0) | None => None,
+        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+    };
+    shared.counters.count(OpKind::GetMore, 1);
+    let ns = format!("{}.{coll}", req.db);
+    let Some(mut cursor) = shared.engine.cursors.take(id) else {
+        return Err(Error::new(
+            ErrorCode::CursorNotFound,
+            format!("cursor id {id} not found"),
+        ));
+    };
+    if cursor.ns != ns {
+        let owner = cursor.ns.clone();
+        shared.engine.cursors.put_back(id, cursor);
+        return Err(Error::new(
+            ErrorCode::Unauthorized,
+            format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"),
+        ));
+    }
+    let (batch, exhausted) = cursor.next_batch(shared.engine.now(), batch_size)?;
+    let reply_id = if exhausted {
+        0
+    } else {
+        shared.engine.cursors.put_back(id, cursor);
+        id
+    };
+    Ok(cursor_reply(reply_id, &ns, "nextBatch", batch))
+}
+
+pub fn kill_cursors(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "killCursors", &["cursors"])?;
+    collection_arg(cmd.get("killCursors"), "killCursors")?;
+    let ids = optional_array(cmd, "killCursors", "cursors")?.ok_or_else(|| {
+        Error::failed_to_parse("BSON field 'killCursors.cursors' is missing but a required field")
+    })?;
+    let mut killed = Vec::new();
+    let mut not_found = Vec::new();
+    for id in ids {
+        let Bson::Int64(id) = id else {
+            return Err(wrong_type("killCursors", "cursors", id, "long"));
+        };
+        if shared.engine.cursors.kill(*id) {
+            killed.push(Bson::Int64(*id));
+        } else {
+            not_found.push(Bson::Int64(*id));
+        }
+    }
+    Ok(doc! {
+        "cursorsKilled": killed,
+        "cursorsNotFound": not_found,
+        "cursorsAlive": Bson::Array(Vec::new()),
+        "cursorsUnknown": Bson::Array(Vec::new()),
+        "ok": 1.0,
+    })
+}

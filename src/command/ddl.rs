@@ -1,0 +1,400 @@
+//! Collection and database commands: `create`, `drop`, `dropDatabase`, `renameCollection`,
+//! `listCollections` and `listDatabases`.
+//!
+//! Owns: their arguments, which `create` options mayfly accepts (options that would change
+//! semantics it does not implement — capped collections, views, time series, validation,
+//! clustered collections, collations — are refused with 115, never ignored), and the reply
+//! shapes. Does not own: catalog changes (`engine::ddl`), indexes (`index`).
+
+use super::args::{
+    check_fields, durable, optional_bool, optional_doc, optional_i64, optional_str, wrong_type,
+};
+use super::cursor::first_batch_reply;
+use super::index::{id_index_entry, is_simple_collation};
+use super::{Request, Shared};
+use crate::engine::catalog::{collection_arg, validate_collection_name, validate_db_name};
+use crate::engine::cursor::Cursor;
+use crate::engine::cursor::Item;
+use crate::engine::ddl;
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::filter::Filter;
+use bson::{doc, Bson, Document};
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+
+// ---------------------------------------------------------------------------------------------
+// create
+
+const CREATE_FIELDS: &[&str] = &[
+    "capped",
+    "size",
+    "max",
+    "validator",
+    "validationLevel",
+    "validationAction",
+    "viewOn",
+    "pipeline",
+    "collation",
+    "timeseries",
+    "clusteredIndex",
+    "idIndex",
+    "expireAfterSeconds",
+    "storageEngine",
+    "indexOptionDefaults",
+    "changeStreamPreAndPostImages",
+    "encryptedFields",
+    "temp",
+    "flags",
+];
+
+pub async fn create(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "create", CREATE_FIELDS)?;
+    let coll = collection_arg(cmd.get("create"), "create")?.to_owned();
+    validate_collection_name(req.db, &coll)?;
+    let options = create_options(cmd)?;
+    let db = req.db.to_owned();
+    shared
+        .engine
+        .write(durable(cmd), move |txn, _now| {
+            ddl::create_collection(txn, &db, &coll, options).map(|_| ())
+        })
+        .await??;
+    Ok(doc! {"ok": 1.0})
+}
+
+/// The options `listCollections` will show; refuses what mayfly does not implement.
+fn create_options(cmd: &Document) -> Result<Document> {
+    let refuse = |what: &str| {
+        Err(Error::new(
+            ErrorCode::CommandNotSupported,
+            format!("{what} not supported by mayfly"),
+        ))
+    };
+    if optional_bool(cmd, "create", "capped")? == Some(true) {
+        return refuse("capped collections are");
+    }
+    if cmd.contains_key("viewOn") || cmd.contains_key("pipeline") {
+        return refuse("views ('viewOn', 'pipeline') are");
+    }
+    if cmd.contains_key("timeseries") {
+        return refuse("time series collections ('timeseries') are");
+    }
+    if cmd.contains_key("clusteredIndex") {
+        return refuse("clustered collections ('clusteredIndex') are");
+    }
+    if cmd.contains_key("encryptedFields") {
+        return refuse("queryable encryption ('encryptedFields') is");
+    }
+    if optional_bool(cmd, "create", "temp")? == Some(true) {
+        return refuse("temporary collections ('temp') are");
+    }
+    if optional_doc(cmd, "create", "validator")?.is_some_and(|v| !v.is_empty()) {
+        return refuse("document validation ('validator') is");
+    }
+    if let Some(collation) = cmd.get("collation") {
+        if !is_simple_collation(collation) {
+            return refuse("collations other than {locale: 'simple'} are");
+        }
+    }
+    if let Some(Bson::Document(images)) = cmd.get("changeStreamPreAndPostImages") {
+        if images.get("enabled").is_some_and(super::args::is_truthy) {
+            return refuse("change stream pre- and post-images are");
+        }
+    }
+    if cmd.contains_key("expireAfterSeconds") {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "'expireAfterSeconds' requires clustering to be enabled; a collection's TTL is set by a TTL index on '_ts' (createIndexes with key {_ts: 1} and expireAfterSeconds)",
+        ));
+    }
+    if let Some(id_index) = optional_doc(cmd, "create", "idIndex")? {
+        let key_ok =
+            matches!(id_index.get("key"), Some(Bson::Document(k)) if k == &doc! {"_id": 1});
+        let name_ok = matches!(id_index.get_str("name"), Ok("_id_") | Err(_));
+        if !key_ok || !name_ok {
+            return Err(Error::bad_value(
+                "The _id index must have key pattern {_id: 1} and name '_id_'",
+            ));
+        }
+    }
+    // Accepted without effect on a collection that is not capped.
+    optional_i64(cmd, "create", "size")?;
+    optional_i64(cmd, "create", "max")?;
+    optional_i64(cmd, "create", "flags")?;
+    let mut options = Document::new();
+    for (field, allowed) in [
+        ("validationLevel", &["off", "strict", "moderate"][..]),
+        ("validationAction", &["error", "warn"][..]),
+    ] {
+        if let Some(value) = optional_str(cmd, "create", field)? {
+            if !allowed.contains(&value) {
+                return Err(Error::bad_value(format!(
+                    "Enumeration value '{value}' for field 'create.{field}' is not a valid value."
+                )));
+            }
+            options.insert(field, value);
+        }
+    }
+    for field in ["storageEngine", "indexOptionDefaults"] {
+        if let Some(value) = optional_doc(cmd, "create", field)? {
+            if !value.is_empty() {
+                options.insert(field, value.clone());
+            }
+        }
+    }
+    Ok(options)
+}
+
+// ---------------------------------------------------------------------------------------------
+// drop, dropDatabase, renameCollection
+
+pub async fn drop(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "drop", &[])?;
+    let coll = collection_arg(cmd.get("drop"), "drop")?.to_owned();
+    validate_collection_name(req.db, &coll)?;
+    let db = req.db.to_owned();
+    let ns = format!("{db}.{coll}");
+    let dropped = shared
+        .engine
+        .write(durable(cmd), move |txn, _now| {
+            ddl::drop_collection(txn, &db, &coll)
+        })
+        .await??;
+    // mongod 7.0 (SERVER-43894): dropping a collection that does not exist succeeds, `{ok: 1}`.
+    Ok(match dropped {
+        Some(meta) => doc! {
+            "nIndexesWas": i32::try_from(1 + meta.indexes.len()).unwrap_or(i32::MAX),
+            "ns": ns,
+            "ok": 1.0,
+        },
+        None => doc! {"ok": 1.0},
+    })
+}
+
+pub async fn drop_database(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "dropDatabase", &[])?;
+    if !matches!(cmd.get("dropDatabase"), Some(v) if crate::query::compare::values_equal(v, &Bson::Int32(1)))
+    {
+        return Err(Error::failed_to_parse("have to pass 1 as db parameter"));
+    }
+    validate_db_name(req.db)?;
+    let db = req.db.to_owned();
+    let dropped = shared
+        .engine
+        .write(durable(cmd), move |txn, _now| -> Result<bool> {
+            let names = ddl::collection_names(txn, &db);
+            for name in &names {
+                ddl::drop_collection(txn, &db, name)?;
+            }
+            Ok(!names.is_empty())
+        })
+        .await??;
+    // As mongod: `dropped` only when the database existed.
+    Ok(if dropped {
+        doc! {"dropped": req.db, "ok": 1.0}
+    } else {
+        doc! {"ok": 1.0}
+    })
+}
+
+pub async fn rename_collection(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "renameCollection", &["to", "dropTarget", "stayTemp"])?;
+    let from = namespace_arg(cmd, "renameCollection", "source")?;
+    let to = namespace_arg(cmd, "to", "target")?;
+    let drop_target = optional_bool(cmd, "renameCollection", "dropTarget")?.unwrap_or(false);
+    optional_bool(cmd, "renameCollection", "stayTemp")?;
+    validate_collection_name(&to.0, &to.1).map_err(|_| {
+        Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid target namespace: {}.{}", to.0, to.1),
+        )
+    })?;
+    let source = format!("{}.{}", from.0, from.1);
+    shared
+        .engine
+        .write(durable(cmd), move |txn, _now| {
+            ddl::rename_collection(txn, (&from.0, &from.1), (&to.0, &to.1), drop_target)
+        })
+        .await?
+        .map_err(|e| match e.code {
+            ErrorCode::NamespaceNotFound => Error::new(
+                ErrorCode::NamespaceNotFound,
+                format!("Source collection {source} does not exist"),
+            ),
+            _ => e,
+        })?;
+    Ok(doc! {"ok": 1.0})
+}
+
+/// `"db.coll"` as (db, coll); 73 InvalidNamespace when it is not one.
+fn namespace_arg(cmd: &Document, field: &str, role: &str) -> Result<(String, String)> {
+    let ns = match cmd.get(field) {
+        Some(Bson::String(ns)) => ns,
+        Some(other) => return Err(wrong_type("renameCollection", field, other, "string")),
+        None => {
+            return Err(Error::new(
+                ErrorCode::Location40414,
+                format!("BSON field 'renameCollection.{field}' is missing but a required field"),
+            ))
+        }
+    };
+    let invalid = || {
+        Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid {role} namespace: {ns}"),
+        )
+    };
+    let (db, coll) = ns.split_once('.').ok_or_else(invalid)?;
+    if coll.is_empty() || validate_db_name(db).is_err() {
+        return Err(invalid());
+    }
+    Ok((db.to_owned(), coll.to_owned()))
+}
+
+// ---------------------------------------------------------------------------------------------
+// listCollections, listDatabases
+
+const LIST_COLLECTIONS_FIELDS: &[&str] = &[
+    "filter",
+    "nameOnly",
+    "authorizedCollections",
+    "cursor",
+    "includePendingDrops",
+];
+
+pub fn list_collections(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "listCollections", LIST_COLLECTIONS_FIELDS)?;
+    let filter = compile_filter(cmd, "listCollections")?;
+    let name_only = optional_bool(cmd, "listCollections", "nameOnly")?.unwrap_or(false);
+    optional_bool(cmd, "listCollections", "authorizedCollections")?;
+    optional_bool(cmd, "listCollections", "includePendingDrops")?;
+    let batch_size = cursor_batch_size(cmd, "listCollections")?;
+    let catalog = shared.engine.catalog();
+    let mut entries = Vec::new();
+    for meta in catalog.collections_in(req.db) {
+        let entry = doc! {
+            "name": meta.name.as_str(),
+            "type": "collection",
+            "options": meta.options.clone(),
+            "info": {"readOnly": false, "uuid": meta.uuid},
+            "idIndex": id_index_entry(),
+        };
+        // The filter sees the full entry, also with nameOnly (a superset of what mongod allows).
+        if filter.as_ref().is_some_and(|f| !f.matches(&entry)) {
+            continue;
+        }
+        entries.push(if name_only {
+            doc! {"name": meta.name.as_str(), "type": "collection"}
+        } else {
+            entry
+        });
+    }
+    listing_cursor(
+        shared,
+        format!("{}.$cmd.listCollections", req.db),
+        entries,
+        batch_size,
+    )
+}
+
+pub fn list_databases(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(
+        cmd,
+        "listDatabases",
+        &["filter", "nameOnly", "authorizedDatabases"],
+    )?;
+    let filter = compile_filter(cmd, "listDatabases")?;
+    let name_only = optional_bool(cmd, "listDatabases", "nameOnly")?.unwrap_or(false);
+    optional_bool(cmd, "listDatabases", "authorizedDatabases")?;
+    let view = shared.engine.read();
+    let mut databases = Vec::new();
+    let mut total: i64 = 0;
+    for name in view.catalog.databases() {
+        let entry = if name_only {
+            doc! {"name": name.as_str()}
+        } else {
+            // sizeOnDisk: the stored bytes of the database's visible documents (TTL-18 hides
+            // expired ones), not the engine's files, which databases share.
+            let mut size: i64 = 0;
+            for meta in view.catalog.collections_in(&name) {
+                for stored in view.scan(meta, view.now_cell()) {
+                    let len = stored?.record.body.len();
+                    size = size.saturating_add(i64::try_from(len).unwrap_or(i64::MAX));
+                }
+            }
+            doc! {"name": name.as_str(), "sizeOnDisk": size, "empty": size == 0}
+        };
+        if filter.as_ref().is_some_and(|f| !f.matches(&entry)) {
+            continue;
+        }
+        total = total.saturating_add(entry.get_i64("sizeOnDisk").unwrap_or(0));
+        databases.push(Bson::Document(entry));
+    }
+    Ok(if name_only {
+        doc! {"databases": databases, "ok": 1.0}
+    } else {
+        doc! {
+            "databases": databases,
+            "totalSize": total,
+            "totalSizeMb": total / (1024 * 1024),
+            "ok": 1.0,
+        }
+    })
+}
+
+fn compile_filter(cmd: &Document, command: &str) -> Result<Option<Filter>> {
+    match optional_doc(cmd, command, "filter")? {
+        Some(f) if !f.is_empty() => Filter::compile(f).map(Some),
+        _ => Ok(None),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cursors over catalog listings (also used by `listIndexes`)
+
+/// `cursor: {batchSize: n}`: the first batch's size, `None` for all.
+pub(super) fn cursor_batch_size(cmd: &Document, command: &str) -> Result<Option<usize>> {
+    let Some(cursor) = optional_doc(cmd, command, "cursor")? else {
+        return Ok(None);
+    };
+    for field in cursor.keys() {
+        if field != "batchSize" {
+            return Err(Error::new(
+                ErrorCode::IDLUnknownField,
+                format!("BSON field 'cursor.{field}' is an unknown field."),
+            ));
+        }
+    }
+    match optional_i64(cursor, "cursor", "batchSize")? {
+        None => Ok(None),
+        Some(n) if n < 0 => Err(Error::bad_value(format!(
+            "BatchSize value must be non-negative, but received: {n}"
+        ))),
+        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
+    }
+}
+
+/// A cursor over catalog entries already in memory; `getMore` continues it when a batch size
+/// leaves some behind.
+pub(super) fn listing_cursor(
+    shared: &Shared,
+    ns: String,
+    entries: Vec<Document>,
+    batch_size: Option<usize>,
+) -> Result<Document> {
+    let sized = entries.into_iter().map(|entry| {
+        let size = bson::to_vec(&entry)
+            .map(|bytes| bytes.len())
+            .map_err(|e| Error::internal(format!("cannot encode a listing entry: {e}")))?;
+        Ok(Item::lasting(entry, size))
+    });
+    let now = shared.engine.now();
+    let cursor = Cursor::new(ns, Box::new(sized), Arc::new(AtomicI64::new(now)), None);
+    first_batch_reply(shared, cursor, now, batch_size, false)
+}

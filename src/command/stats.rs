@@ -1,0 +1,284 @@
+//! `dbStats`, `collStats` and the storage statistics `$collStats` reports, from the visible
+//! documents of a snapshot (TTL-18: an expired document counts nowhere, reaped or not).
+//!
+//! Owns: measuring a collection (count, data size, estimated index sizes), scaling, and the reply
+//! shapes mongod 7.0 gives. Measuring scans every visible document of the collection: O(n) in its
+//! documents, reading only each record's stored size (and `_id`/index fields for the index
+//! estimates). Does not own: the size of the data directory (`Engine::disk_space`).
+
+use super::args::{check_fields, optional_bool, optional_i64};
+use super::{Request, Shared};
+use crate::engine::catalog::{collection_arg, validate_db_name, CollectionMeta};
+use crate::engine::ReadView;
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::path;
+use bson::{doc, Bson, Document};
+
+/// Bytes an index entry costs beyond its key values: the collection/index id prefix, the
+/// encoded `_id` it points to is counted separately, and the storage framing.
+const INDEX_ENTRY_OVERHEAD: u64 = 16;
+
+/// What one collection holds, unscaled.
+#[derive(Debug, Default, Clone)]
+pub struct CollectionSizes {
+    pub count: u64,
+    /// Sum of the BSON sizes of the visible documents.
+    pub data_size: u64,
+    /// Estimated bytes per index, `_id_` first, then the catalog's order.
+    pub index_sizes: Vec<(String, u64)>,
+}
+
+impl CollectionSizes {
+    /// Data is stored uncompressed as one value per document, so the storage a collection takes
+    /// is reported as its data size (the LSM tree's compaction and compression make any finer
+    /// per-collection share of `disk_space()` a guess).
+    pub fn storage_size(&self) -> u64 {
+        self.data_size
+    }
+
+    pub fn total_index_size(&self) -> u64 {
+        self.index_sizes.iter().map(|(_, s)| s).sum()
+    }
+
+    pub fn avg_obj_size(&self) -> u64 {
+        self.data_size.checked_div(self.count).unwrap_or(0)
+    }
+}
+
+/// Counts and sizes the visible documents of `meta`. Index sizes are estimates: each visible
+/// document adds, per index, the BSON size of its indexed values (null when missing), the size of
+/// its `_id` and [`INDEX_ENTRY_OVERHEAD`]; the `_id_` index adds its `_id` and the overhead.
+pub fn measure(view: &ReadView, meta: &CollectionMeta) -> Result<CollectionSizes> {
+    let key_paths: Vec<Vec<Vec<String>>> = meta
+        .indexes
+        .iter()
+        .map(|i| i.key.keys().map(|k| path::split(k)).collect())
+        .collect();
+    let mut sizes = CollectionSizes::default();
+    let mut id_index = 0u64;
+    let mut secondary = vec![0u64; meta.indexes.len()];
+    for stored in view.scan(meta, view.now_cell()) {
+        let stored = stored?;
+        sizes.count += 1;
+        sizes.data_size += stored.record.body.len() as u64;
+        let id_size = stored.doc.get("_id").map_or(0, value_size) as u64;
+        id_index += id_size + INDEX_ENTRY_OVERHEAD;
+        for (total, paths) in secondary.iter_mut().zip(&key_paths) {
+            let keys: usize = paths
+                .iter()
+                .map(|p| path::get(&stored.doc, p).map_or(0, value_size))
+                .sum();
+            *total += keys as u64 + id_size + INDEX_ENTRY_OVERHEAD;
+        }
+    }
+    sizes.index_sizes.push(("_id_".to_owned(), id_index));
+    for (index, size) in meta.indexes.iter().zip(secondary) {
+        sizes.index_sizes.push((index.name.clone(), size));
+    }
+    Ok(sizes)
+}
+
+/// The `scale` argument: a whole number >= 1 (51024 otherwise, as mongod's IDL validator says).
+pub fn parse_scale(cmd: &Document, command: &str) -> Result<u64> {
+    match optional_i64(cmd, command, "scale")? {
+        None => Ok(1),
+        Some(n) if n >= 1 => Ok(n.unsigned_abs()),
+        Some(n) => Err(Error::new(
+            ErrorCode::Location51024,
+            format!("BSON field 'scale' value must be >= 1, actual value '{n}'"),
+        )),
+    }
+}
+
+/// A count or size as mongod's `appendNumber` writes it: int32 when it fits, else int64.
+pub fn number(n: u64) -> Bson {
+    match i32::try_from(n) {
+        Ok(small) => Bson::Int32(small),
+        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+    }
+}
+
+/// The storage statistics of one collection (`collStats`, `$collStats.storageStats`).
+pub fn storage_stats(sizes: &CollectionSizes, scale: u64) -> Document {
+    let storage = sizes.storage_size();
+    let total_index = sizes.total_index_size();
+    let mut out = doc! {
+        "size": number(sizes.data_size / scale),
+        "count": number(sizes.count),
+    };
+    if sizes.count > 0 {
+        out.insert("avgObjSize", number(sizes.avg_obj_size()));
+    }
+    let mut index_sizes = Document::new();
+    for (name, size) in &sizes.index_sizes {
+        index_sizes.insert(name.clone(), number(size / scale));
+    }
+    out.extend(doc! {
+        "numOrphanDocs": 0,
+        "storageSize": number(storage / scale),
+        "freeStorageSize": 0,
+        "capped": false,
+        "nindexes": number(sizes.index_sizes.len() as u64),
+        "indexDetails": {},
+        "indexBuilds": [],
+        "totalIndexSize": number(total_index / scale),
+        "totalSize": number((storage + total_index) / scale),
+        "indexSizes": index_sizes,
+        "scaleFactor": number(scale),
+    });
+    out
+}
+
+const COLL_STATS_FIELDS: &[&str] = &["scale", "verbose", "waitForLock", "numericOnly"];
+
+/// `collStats`. On a missing collection mongod 7.0 answers ok with zeros (its `CmdCollStats`
+/// swallows NamespaceNotFound), and so does mayfly; `$collStats` is the one that fails.
+pub fn coll_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "collStats", COLL_STATS_FIELDS)?;
+    let coll = collection_arg(cmd.get("collStats"), "collStats")?;
+    super::read::validate_read_namespace(req.db, coll)?;
+    let scale = parse_scale(cmd, "collStats")?;
+    for flag in ["verbose", "waitForLock", "numericOnly"] {
+        optional_bool(cmd, "collStats", flag)?;
+    }
+    let view = shared.engine.read();
+    let mut reply = doc! {"ns": format!("{}.{coll}", req.db)};
+    match view.collection(req.db, coll) {
+        Some(meta) => reply.extend(storage_stats(&measure(&view, &meta)?, scale)),
+        None => reply.extend(doc! {
+            "size": 0, "count": 0, "numOrphanDocs": 0, "storageSize": 0, "totalSize": 0,
+            "nindexes": 0, "totalIndexSize": 0, "indexDetails": {}, "indexSizes": {},
+            "scaleFactor": number(scale),
+        }),
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+/// `dbStats` / `dbstats`. Counts are int64 and sizes doubles, as mongod 7.0's reply types are.
+/// `fsUsedSize`/`fsTotalSize` are left out: reading the file system's totals needs `statvfs`,
+/// which the standard library does not offer, and a made-up number would be a wrong one.
+pub fn db_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    let command = req.name.name();
+    check_fields(cmd, command, &["scale", "freeStorage"])?;
+    validate_db_name(req.db)?;
+    let scale = parse_scale(cmd, command)?;
+    let free_storage = optional_bool(cmd, command, "freeStorage")?.unwrap_or(false);
+    let view = shared.engine.read();
+    let (mut collections, mut objects, mut data, mut storage, mut indexes, mut index_size) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    for meta in view.catalog.collections_in(req.db) {
+        let sizes = measure(&view, meta)?;
+        collections += 1;
+        objects += sizes.count;
+        data += sizes.data_size;
+        storage += sizes.storage_size();
+        indexes += sizes.index_sizes.len() as u64;
+        index_size += sizes.total_index_size();
+    }
+    let long = |n: u64| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX));
+    let scaled = |n: u64| Bson::Double(n as f64 / scale as f64);
+    let avg = if objects == 0 {
+        0.0
+    } else {
+        data as f64 / objects as f64
+    };
+    let mut reply = doc! {
+        "db": req.db,
+        "collections": long(collections),
+        "views": long(0),
+        "objects": long(objects),
+        "avgObjSize": avg,
+        "dataSize": scaled(data),
+        "storageSize": scaled(storage),
+        "indexes": long(indexes),
+        "indexSize": scaled(index_size),
+        "totalSize": scaled(storage + index_size),
+        "scaleFactor": long(scale),
+    };
+    if free_storage {
+        reply.extend(doc! {
+            "freeStorageSize": 0.0, "indexFreeStorageSize": 0.0, "totalFreeStorageSize": 0.0,
+        });
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+/// The encoded BSON size of a document, computed without encoding it.
+pub fn document_size(doc: &Document) -> usize {
+    // int32 length + (type byte + key + NUL + value) per element + trailing NUL.
+    4 + doc
+        .iter()
+        .map(|(k, v)| 1 + k.len() + 1 + value_size(v))
+        .sum::<usize>()
+        + 1
+}
+
+/// The encoded size of a BSON value (its payload, without type byte and field name).
+pub fn value_size(value: &Bson) -> usize {
+    let string = |s: &str| 4 + s.len() + 1;
+    match value {
+        Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) | Bson::Timestamp(_) => 8,
+        Bson::Int32(_) => 4,
+        Bson::Decimal128(_) => 16,
+        Bson::Boolean(_) => 1,
+        Bson::ObjectId(_) => 12,
+        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
+        Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => string(s),
+        Bson::Document(d) => document_size(d),
+        Bson::Array(items) => {
+            4 + items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| 1 + decimal_len(i) + 1 + value_size(v))
+                .sum::<usize>()
+                + 1
+        }
+        Bson::Binary(b) => 4 + 1 + b.bytes.len() + if u8::from(b.subtype) == 2 { 4 } else { 0 },
+        Bson::RegularExpression(r) => r.pattern.len() + 1 + r.options.len() + 1,
+        Bson::JavaScriptCodeWithScope(c) => 4 + string(&c.code) + document_size(&c.scope),
+        // The namespace string is private in `bson`; 12 bytes of ObjectId plus a short name.
+        Bson::DbPointer(_) => 4 + 32 + 1 + 12,
+    }
+}
+
+fn decimal_len(mut n: usize) -> usize {
+    let mut len = 1;
+    while n >= 10 {
+        n /= 10;
+        len += 1;
+    }
+    len
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{oid::ObjectId, Binary, Regex};
+
+    #[test]
+    fn computed_sizes_match_encoded_sizes() {
+        let docs = [
+            doc! {},
+            doc! {"_id": ObjectId::new(), "a": 1, "b": 2i64, "c": 1.5, "s": "héllo"},
+            doc! {"arr": (0..25).map(Bson::Int32).collect::<Vec<_>>(), "n": null, "t": true},
+            doc! {"d": {"x": [1, {"y": "z"}]}, "r": Regex { pattern: "a+".into(), options: "i".into() }},
+            doc! {"bin": Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2, 3] }},
+            doc! {"dt": bson::DateTime::from_millis(5), "ts": bson::Timestamp { time: 1, increment: 2 }},
+        ];
+        for d in docs {
+            let mut bytes = Vec::new();
+            d.to_writer(&mut bytes).unwrap();
+            assert_eq!(document_size(&d), bytes.len(), "{d}");
+        }
+    }
+
+    #[test]
+    fn numbers_are_int32_when_they_fit() {
+        assert_eq!(number(5), Bson::Int32(5));
+        assert_eq!(number(1 << 40), Bson::Int64(1 << 40));
+    }
+}

@@ -1,0 +1,130 @@
+//! `delete`: a batch of `{q, limit: 0 | 1, hint, collation}` statements, ordered or not,
+//! replying `{n, [writeErrors], ok}`.
+
+use super::{
+    check_collation, check_statement_fields, count, hint_arg, missing, required_doc, statements,
+    write_errors, Query,
+};
+use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
+use crate::command::find::check_hint;
+use crate::command::{Request, Shared};
+use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::{collection, plan, Txn};
+use crate::error::{Error, Result};
+use crate::status::OpKind;
+use bson::{doc, Bson, Document};
+
+const FIELDS: &[&str] = &[
+    "deletes",
+    "ordered",
+    "bypassDocumentValidation",
+    "let",
+    "stmtId",
+    "stmtIds",
+];
+const PREFIX: &str = "delete.deletes";
+const STATEMENT_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId"];
+
+/// One delete statement, parsed.
+struct Statement {
+    query: Query,
+    /// Delete only the first match (`limit: 1`) instead of all (`limit: 0`).
+    just_one: bool,
+    hint: Option<Bson>,
+}
+
+pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "delete", FIELDS)?;
+    let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
+    validate_collection_name(req.db, &coll)?;
+    let ordered = optional_bool(cmd, "delete", "ordered")?.unwrap_or(true);
+    optional_bool(cmd, "delete", "bypassDocumentValidation")?;
+    optional_doc(cmd, "delete", "let")?;
+    let raw = statements(cmd, "delete", "deletes")?;
+    let parsed: Vec<Result<Statement>> = raw
+        .into_iter()
+        .map(Statement::parse)
+        .collect::<Result<_>>()?;
+    shared.counters.count(OpKind::Delete, parsed.len() as u64);
+
+    let db = req.db.to_owned();
+    let (n, errors) = shared
+        .engine
+        .write(durable(cmd), move |txn, now| {
+            let mut n = 0usize;
+            let mut errors: Vec<(usize, Error)> = Vec::new();
+            for (i, stmt) in parsed.into_iter().enumerate() {
+                match stmt.and_then(|s| s.run(txn, &db, &coll, now)) {
+                    Ok(deleted) => n += deleted,
+                    Err(e) => {
+                        errors.push((i, e));
+                        if ordered {
+                            break;
+                        }
+                    }
+                }
+            }
+            (n, errors)
+        })
+        .await?;
+
+    let mut reply = doc! {"n": count(n)};
+    if !errors.is_empty() {
+        reply.insert("writeErrors", write_errors(&errors));
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+impl Statement {
+    /// The outer `Result` is the command's (structure); the inner one the statement's.
+    fn parse(stmt: &Document) -> Result<Result<Statement>> {
+        check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;
+        let q = required_doc(stmt, PREFIX, "q")?;
+        let just_one = match stmt.get("limit") {
+            None => return Err(missing(PREFIX, "limit")),
+            Some(Bson::Int32(0)) | Some(Bson::Int64(0)) => false,
+            Some(Bson::Int32(1)) | Some(Bson::Int64(1)) => true,
+            Some(Bson::Double(l)) if *l == 0.0 || *l == 1.0 => *l == 1.0,
+            Some(l @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {
+                return Err(Error::failed_to_parse(format!(
+                    "The limit field in delete objects must be 0 or 1. Got {}",
+                    crate::query::path::render(l)
+                )))
+            }
+            Some(other) => {
+                return Err(wrong_type(
+                    PREFIX,
+                    "limit",
+                    other,
+                    "[long, int, decimal, double]",
+                ))
+            }
+        };
+        let hint = hint_arg(stmt)?;
+        let collation = optional_doc(stmt, PREFIX, "collation")?;
+        Ok(check_collation(collation).and_then(|()| {
+            Ok(Statement {
+                query: Query::compile(q)?,
+                just_one,
+                hint,
+            })
+        }))
+    }
+
+    /// Deletes the statement's matches; returns how many. A missing collection has none.
+    fn run(&self, txn: &mut Txn<'_>, db: &str, coll: &str, now: i64) -> Result<usize> {
+        let Some(meta) = collection::existing_collection(txn, db, coll) else {
+            return Ok(0);
+        };
+        check_hint(&meta, self.hint.as_ref())?;
+        let limit = self.just_one.then_some(1);
+        let doomed =
+            plan::matching_in_txn(txn, &meta, &self.query.filter, &self.query.doc, now, limit)?;
+        for doc in &doomed {
+            collection::delete(txn, &meta, doc)?;
+        }
+        Ok(doomed.len())
+    }
+}

@@ -1,0 +1,208 @@
+//! `findAndModify` (and `findandmodify`): update, replace, upsert or remove the first matching
+//! document and return it, `{lastErrorObject: {n, [updatedExisting], [upserted]}, value, ok}`.
+//! Unlike the batch commands, every failure — a duplicate key included — is a command error.
+
+use super::{
+    apply_update, array_filter_docs, check_collation, hint_arg, parse_update, targets,
+    upsert_document, Query,
+};
+use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
+use crate::command::find::check_hint;
+use crate::command::{Request, Shared};
+use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::{collection, ddl, Txn};
+use crate::error::{Error, Result};
+use crate::query::projection::Projection;
+use crate::query::sort::SortSpec;
+use crate::query::update::{ArrayFilters, Update};
+use bson::{doc, Bson, DateTime, Document};
+use std::sync::Arc;
+
+const COMMAND: &str = "findAndModify";
+const FIELDS: &[&str] = &[
+    "query",
+    "sort",
+    "remove",
+    "update",
+    "new",
+    "fields",
+    "upsert",
+    "arrayFilters",
+    "hint",
+    "collation",
+    "let",
+    "bypassDocumentValidation",
+    "stmtId",
+];
+
+/// What to do with the document found.
+enum Action {
+    Remove,
+    Update {
+        update: Update,
+        array_filters: ArrayFilters,
+        upsert: bool,
+        /// Return the document as it is after the update (`new: true`).
+        return_new: bool,
+    },
+}
+
+/// A parsed findAndModify.
+struct FindAndModify {
+    query: Query,
+    sort: SortSpec,
+    hint: Option<Bson>,
+    action: Action,
+}
+
+pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, COMMAND, FIELDS)?;
+    let coll = collection_arg(cmd.get(req.name.name()), COMMAND)?.to_owned();
+    validate_collection_name(req.db, &coll)?;
+    let op = FindAndModify::parse(cmd)?;
+    let projection = match optional_doc(cmd, COMMAND, "fields")? {
+        Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
+        _ => None,
+    };
+
+    let db = req.db.to_owned();
+    let clock = Arc::clone(shared.engine.clock());
+    let (last_error, value) = shared
+        .engine
+        .write(durable(cmd), move |txn, now| {
+            op.run(txn, &db, &coll, now, clock.now_datetime())
+        })
+        .await??;
+    let value = match (value, &projection) {
+        (Some(doc), Some(p)) => Bson::Document(p.apply(&doc)),
+        (Some(doc), None) => Bson::Document(doc),
+        (None, _) => Bson::Null,
+    };
+    Ok(doc! {"lastErrorObject": last_error, "value": value, "ok": 1.0})
+}
+
+impl FindAndModify {
+    fn parse(cmd: &Document) -> Result<FindAndModify> {
+        let query = optional_doc(cmd, COMMAND, "query")?
+            .cloned()
+            .unwrap_or_default();
+        let sort = optional_doc(cmd, COMMAND, "sort")?
+            .cloned()
+            .unwrap_or_default();
+        let remove = optional_bool(cmd, COMMAND, "remove")?.unwrap_or(false);
+        let return_new = optional_bool(cmd, COMMAND, "new")?.unwrap_or(false);
+        let upsert = optional_bool(cmd, COMMAND, "upsert")?.unwrap_or(false);
+        let filters = array_filter_docs(cmd, COMMAND)?;
+        let hint = hint_arg(cmd)?;
+        optional_bool(cmd, COMMAND, "bypassDocumentValidation")?;
+        optional_doc(cmd, COMMAND, "let")?;
+        check_collation(optional_doc(cmd, COMMAND, "collation")?)?;
+        let update = cmd.get("update");
+        let action = if remove {
+            let conflict = if update.is_some() {
+                Some("Cannot specify both an update and remove=true")
+            } else if upsert {
+                Some("Cannot specify both upsert=true and remove=true ")
+            } else if return_new {
+                Some("Cannot specify both new=true and remove=true; 'remove' always returns the deleted document")
+            } else if filters.is_some() {
+                Some("Cannot specify arrayFilters and remove=true")
+            } else {
+                None
+            };
+            if let Some(message) = conflict {
+                return Err(Error::failed_to_parse(message));
+            }
+            Action::Remove
+        } else {
+            let Some(update) = update else {
+                return Err(Error::failed_to_parse(
+                    "Either an update or remove=true must be specified",
+                ));
+            };
+            let update = parse_update(update)?;
+            let array_filters =
+                ArrayFilters::compile(filters.as_deref().unwrap_or_default(), &update)?;
+            Action::Update {
+                update,
+                array_filters,
+                upsert,
+                return_new,
+            }
+        };
+        Ok(FindAndModify {
+            query: Query::compile(&query)?,
+            sort: SortSpec::compile(&sort)?,
+            hint,
+            action,
+        })
+    }
+
+    /// Runs inside the writer job: `(lastErrorObject, the document to return)`.
+    fn run(
+        &self,
+        txn: &mut Txn<'_>,
+        db: &str,
+        coll: &str,
+        now: i64,
+        at: DateTime,
+    ) -> Result<(Document, Option<Document>)> {
+        let meta = collection::existing_collection(txn, db, coll);
+        let found = match &meta {
+            Some(meta) => {
+                check_hint(meta, self.hint.as_ref())?;
+                targets(txn, meta, &self.query, &self.sort, false, now)?
+                    .into_iter()
+                    .next()
+            }
+            None => None,
+        };
+        let found = found.and_then(|d| meta.map(|m| (m, d)));
+        match (&self.action, found) {
+            (Action::Remove, Some((meta, old))) => {
+                collection::delete(txn, &meta, &old)?;
+                Ok((doc! {"n": 1}, Some(old.doc)))
+            }
+            (Action::Remove, None) => Ok((doc! {"n": 0}, None)),
+            (
+                Action::Update {
+                    update,
+                    array_filters,
+                    return_new,
+                    ..
+                },
+                Some((meta, old)),
+            ) => {
+                let new = match apply_update(&old, update, array_filters, &self.query.filter, at)? {
+                    Some(new) => {
+                        collection::replace(txn, &meta, &old, &new, now)?;
+                        new
+                    }
+                    None => old.doc.clone(),
+                };
+                let value = if *return_new { new } else { old.doc };
+                Ok((doc! {"n": 1, "updatedExisting": true}, Some(value)))
+            }
+            (Action::Update { upsert: false, .. }, None) => {
+                Ok((doc! {"n": 0, "updatedExisting": false}, None))
+            }
+            (
+                Action::Update {
+                    update,
+                    array_filters,
+                    return_new,
+                    upsert: true,
+                },
+                None,
+            ) => {
+                let doc = upsert_document(&self.query, update, array_filters, at)?;
+                let (meta, _) = ddl::ensure_collection(txn, db, coll)?;
+                collection::insert(txn, &meta, &doc, now)?;
+                let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+                let last_error = doc! {"n": 1, "updatedExisting": false, "upserted": id};
+                Ok((last_error, return_new.then_some(doc)))
+            }
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Write commands that change or remove stored documents: `update`, `delete` and
+//! `findAndModify`. Each parses its arguments once — a structural mistake (unknown field, missing
+//! or mistyped field) fails the whole command, as mongod's IDL parser does, while a statement
+//! whose filter or update is invalid becomes a write error at its index — then runs every
+//! statement in one writer job, so a batch applies in statement order and sees its own earlier
+//! statements.
+//!
+//! Owns: argument parsing, statement execution on top of `engine::plan` and
+//! `engine::collection`, and the reply shapes. Does not own: filter and update semantics
+//! (`query`) or visibility (`engine`: only visible documents are matched, TTL-18/TTL-19).
+
+mod delete;
+mod find_and_modify;
+mod update;
+
+pub use delete::delete;
+pub use find_and_modify::find_and_modify;
+pub use update::update;
+
+use super::args::{documents_of, wrong_type};
+use super::handshake::MAX_WRITE_BATCH_SIZE;
+use crate::engine::catalog::CollectionMeta;
+use crate::engine::{collection, plan, StoredDoc, Txn};
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::filter::{equality_fields, Filter};
+use crate::query::sort::SortSpec;
+use crate::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
+use bson::{Bson, DateTime, Document};
+
+/// Refuses statement fields mongod does not know: `BSON field 'update.updates.x' is an unknown
+/// field.` (40415). `prefix` is the statement's path, e.g. `update.updates`.
+fn check_statement_fields(stmt: &Document, prefix: &str, known: &[&str]) -> Result<()> {
+    match stmt.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(field) => Err(Error::new(
+            ErrorCode::IDLUnknownField,
+            format!("BSON field '{prefix}.{field}' is an unknown field."),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `BSON field 'update.updates.q' is missing but a required field` (40414).
+fn missing(prefix: &str, field: &str) -> Error {
+    Error::new(
+        ErrorCode::Location40414,
+        format!("BSON field '{prefix}.{field}' is missing but a required field"),
+    )
+}
+
+/// A required document field of a statement.
+fn required_doc<'a>(stmt: &'a Document, prefix: &str, field: &str) -> Result<&'a Document> {
+    match stmt.get(field) {
+        None => Err(missing(prefix, field)),
+        Some(Bson::Document(d)) => Ok(d),
+        Some(other) => Err(wrong_type(prefix, field, other, "object")),
+    }
+}
+
+/// The statements of a batch (`updates`, `deletes`): required, documents, and between 1 and
+/// `maxWriteBatchSize` of them.
+fn statements<'a>(cmd: &'a Document, command: &str, field: &str) -> Result<Vec<&'a Document>> {
+    if !cmd.contains_key(field) {
+        return Err(missing(command, field));
+    }
+    let stmts = documents_of(cmd, command, field)?;
+    let max = usize::try_from(MAX_WRITE_BATCH_SIZE).unwrap_or(usize::MAX);
+    if stmts.is_empty() || stmts.len() > max {
+        return Err(Error::new(
+            ErrorCode::InvalidLength,
+            format!(
+                "Write batch sizes must be between 1 and {max}. Got {} operations.",
+                stmts.len()
+            ),
+        ));
+    }
+    Ok(stmts)
+}
+
+/// `hint` must be a string or a document when present (its index is checked at run time).
+fn hint_arg(stmt: &Document) -> Result<Option<Bson>> {
+    match stmt.get("hint") {
+        None => Ok(None),
+        Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
+        Some(_) => Err(Error::failed_to_parse(
+            "Hint must be either a string or nested object",
+        )),
+    }
+}
+
+/// mayfly compares strings by code point only: the simple collation is accepted, any other is
+/// refused rather than silently ignored.
+fn check_collation(collation: Option<&Document>) -> Result<()> {
+    match collation {
+        Some(c) if !c.is_empty() && !is_simple(c) => Err(Error::new(
+            ErrorCode::NotImplemented,
+            "collation is not supported by this server (only {locale: \"simple\"})",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn is_simple(collation: &Document) -> bool {
+    collation.len() == 1
+        && matches!(collation.get("locale"), Some(Bson::String(l)) if l == "simple")
+}
+
+/// The `u` of an update statement or the `update` of findAndModify: a document (replacement or
+/// operators) or a pipeline.
+fn parse_update(value: &Bson) -> Result<Update> {
+    match value {
+        Bson::Document(d) => Update::parse(d),
+        Bson::Array(stages) => {
+            let stages: Vec<Document> = stages
+                .iter()
+                .map(|s| match s {
+                    Bson::Document(d) => Ok(d.clone()),
+                    _ => Err(Error::type_mismatch(
+                        "Each element of the 'pipeline' array must be an object",
+                    )),
+                })
+                .collect::<Result<_>>()?;
+            Update::parse_pipeline(&stages)
+        }
+        _ => Err(Error::failed_to_parse(
+            "Update argument must be either an object or an array",
+        )),
+    }
+}
+
+/// `arrayFilters`: an array of documents.
+fn array_filter_docs(stmt: &Document, prefix: &str) -> Result<Option<Vec<Document>>> {
+    match stmt.get("arrayFilters") {
+        None => Ok(None),
+        Some(Bson::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Bson::Document(d) => Ok(d.clone()),
+                other => Err(wrong_type(
+                    prefix,
+                    &format!("arrayFilters.{i}"),
+                    other,
+                    "object",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(other) => Err(wrong_type(prefix, "arrayFilters", other, "array")),
+    }
+}
+
+/// A filter compiled once, with its source (the access plan and upsert seeds read it).
+struct Query {
+    filter: Filter,
+    doc: Document,
+}
+
+impl Query {
+    fn compile(doc: &Document) -> Result<Query> {
+        Ok(Query {
+            filter: Filter::compile(doc)?,
+            doc: doc.clone(),
+        })
+    }
+}
+
+/// The documents a statement acts on: every match (`multi`), or the first one — in `sort`
+/// order when there is a sort, else in `_id` order.
+fn targets(
+    txn: &Txn<'_>,
+    meta: &CollectionMeta,
+    query: &Query,
+    sort: &SortSpec,
+    multi: bool,
+    now: i64,
+) -> Result<Vec<StoredDoc>> {
+    if multi || sort.is_empty() {
+        let limit = (!multi).then_some(1);
+        return plan::matching_in_txn(txn, meta, &query.filter, &query.doc, now, limit);
+    }
+    let all = plan::matching_in_txn(txn, meta, &query.filter, &query.doc, now, None)?;
+    // `min_by` keeps the first of equal minimums, so ties fall back to `_id` order.
+    let first = all
+        .into_iter()
+        .map(|d| (sort.keys_of(&d.doc), d))
+        .min_by(|a, b| sort.compare_keys(&a.0, &b.0))
+        .map(|(_, d)| d);
+    Ok(first.into_iter().collect())
+}
+
+/// Applies `update` to a matched document. `Some(new)` only when the result differs byte for
+/// byte from what is stored: a document the update leaves as it was is not rewritten, so its
+/// `_ts` stays (TTL-15) and it does not count in `nModified`.
+fn apply_update(
+    stored: &StoredDoc,
+    update: &Update,
+    filters: &ArrayFilters,
+    filter: &Filter,
+    at: DateTime,
+) -> Result<Option<Document>> {
+    let mut doc = stored.doc.clone();
+    let ctx = UpdateContext {
+        now: at,
+        is_upsert_insert: false,
+        array_filters: filters,
+        positional_match: filter.positional_match(&stored.doc),
+    };
+    update.apply(&mut doc, &ctx)?;
+    // Compare bytes, not `Document`s: `Document` equality ignores field order, and a
+    // replacement that only reorders fields is a change.
+    let mut bytes = Vec::with_capacity(stored.record.body.len());
+    doc.to_writer(&mut bytes)
+        .map_err(|e| Error::internal(format!("cannot encode document: {e}")))?;
+    Ok((bytes != stored.record.body).then_some(doc))
+}
+
+/// The document an upsert inserts when nothing matched: the query's equality fields with the
+/// update applied as an insert (`$setOnInsert` fires), `_id` first and generated when absent.
+fn upsert_document(
+    query: &Query,
+    update: &Update,
+    filters: &ArrayFilters,
+    at: DateTime,
+) -> Result<Document> {
+    let ctx = UpdateContext {
+        now: at,
+        is_upsert_insert: true,
+        array_filters: filters,
+        positional_match: None,
+    };
+    let seed = match update {
+        // A replacement takes only `_id` from the query, and may not change it (66, as mongod).
+        Update::Replacement(_) => {
+            let mut seed = Document::new();
+            if let Ok(equalities) = equality_fields(&query.doc) {
+                if let Some(id) = equalities.get("_id") {
+                    seed.insert("_id", id.clone());
+                }
+            }
+            update.apply(&mut seed, &ctx)?;
+            seed
+        }
+        _ => upsert_seed(&equality_fields(&query.doc)?, update, &ctx)?,
+    };
+    collection::prepare_for_insert(seed)
+}
+
+/// A count as mongod sends it: an int, a long only when it does not fit.
+fn count(n: usize) -> Bson {
+    match i32::try_from(n) {
+        Ok(n) => Bson::Int32(n),
+        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+    }
+}
+
+/// The `writeErrors` array of a batch reply.
+fn write_errors(errors: &[(usize, Error)]) -> Bson {
+    Bson::Array(
+        errors
+            .iter()
+            .map(|(i, e)| Bson::Document(e.to_write_error(*i)))
+            .collect(),
+    )
+}

@@ -1,0 +1,244 @@
+//! `update`: a batch of `{q, u, upsert, multi, arrayFilters, hint, collation, sort}` statements,
+//! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
+
+use super::{
+    apply_update, array_filter_docs, check_collation, check_statement_fields, count, hint_arg,
+    missing, parse_update, required_doc, statements, targets, upsert_document, write_errors, Query,
+};
+use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
+use crate::command::find::check_hint;
+use crate::command::{Request, Shared};
+use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::{collection, ddl, Txn};
+use crate::error::{Error, Result};
+use crate::query::sort::SortSpec;
+use crate::query::update::{ArrayFilters, Update};
+use crate::status::OpKind;
+use bson::{doc, Bson, DateTime, Document};
+use std::sync::Arc;
+
+const FIELDS: &[&str] = &[
+    "updates",
+    "ordered",
+    "bypassDocumentValidation",
+    "let",
+    "stmtId",
+    "stmtIds",
+];
+const PREFIX: &str = "update.updates";
+const STATEMENT_FIELDS: &[&str] = &[
+    "q",
+    "u",
+    "c",
+    "upsert",
+    "multi",
+    "arrayFilters",
+    "hint",
+    "collation",
+    "sort",
+    "upsertSupplied",
+    "sampleId",
+    "allowShardKeyUpdatesWithoutFullShardKeyInQuery",
+];
+
+/// One update statement, parsed.
+struct Statement {
+    query: Query,
+    update: Update,
+    array_filters: ArrayFilters,
+    sort: SortSpec,
+    upsert: bool,
+    multi: bool,
+    hint: Option<Bson>,
+}
+
+/// What one statement did.
+#[derive(Default)]
+struct Done {
+    matched: usize,
+    modified: usize,
+    upserted: Option<Bson>,
+}
+
+pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "update", FIELDS)?;
+    let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
+    validate_collection_name(req.db, &coll)?;
+    let ordered = optional_bool(cmd, "update", "ordered")?.unwrap_or(true);
+    optional_bool(cmd, "update", "bypassDocumentValidation")?;
+    optional_doc(cmd, "update", "let")?;
+    let raw = statements(cmd, "update", "updates")?;
+    // Structural errors fail the command; invalid filters and updates are write errors.
+    let parsed: Vec<Result<Statement>> = raw
+        .into_iter()
+        .map(Statement::parse)
+        .collect::<Result<_>>()?;
+    shared.counters.count(OpKind::Update, parsed.len() as u64);
+
+    let db = req.db.to_owned();
+    let clock = Arc::clone(shared.engine.clock());
+    let (matched, modified, upserted, errors) = shared
+        .engine
+        .write(durable(cmd), move |txn, now| {
+            let at = clock.now_datetime();
+            let (mut matched, mut modified) = (0usize, 0usize);
+            let mut upserted: Vec<(usize, Bson)> = Vec::new();
+            let mut errors: Vec<(usize, Error)> = Vec::new();
+            for (i, stmt) in parsed.into_iter().enumerate() {
+                match stmt.and_then(|s| s.run(txn, &db, &coll, now, at)) {
+                    Ok(done) => {
+                        matched += done.matched;
+                        modified += done.modified;
+                        if let Some(id) = done.upserted {
+                            upserted.push((i, id));
+                        }
+                    }
+                    Err(e) => {
+                        errors.push((i, e));
+                        if ordered {
+                            break;
+                        }
+                    }
+                }
+            }
+            (matched + upserted.len(), modified, upserted, errors)
+        })
+        .await?;
+
+    let mut reply = doc! {"n": count(matched), "nModified": count(modified)};
+    if !upserted.is_empty() {
+        let entries: Vec<Bson> = upserted
+            .into_iter()
+            .map(|(i, id)| Bson::Document(doc! {"index": count(i), "_id": id}))
+            .collect();
+        reply.insert("upserted", entries);
+    }
+    if !errors.is_empty() {
+        reply.insert("writeErrors", write_errors(&errors));
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+/// A statement's fields, type-checked but not yet compiled.
+struct RawStatement<'a> {
+    q: &'a Document,
+    u: &'a Bson,
+    upsert: bool,
+    multi: bool,
+    sort: Document,
+    filters: Option<Vec<Document>>,
+    hint: Option<Bson>,
+    collation: Option<&'a Document>,
+}
+
+impl RawStatement<'_> {
+    fn compile(self) -> Result<Statement> {
+        check_collation(self.collation)?;
+        let query = Query::compile(self.q)?;
+        let update = parse_update(self.u)?;
+        if self.multi && update.is_replacement() {
+            return Err(Error::failed_to_parse(
+                "multi update is not supported for replacement-style update",
+            ));
+        }
+        if self.multi && !self.sort.is_empty() {
+            return Err(Error::failed_to_parse(
+                "Cannot specify sort with multi=true",
+            ));
+        }
+        let sort = SortSpec::compile(&self.sort)?;
+        let array_filters =
+            ArrayFilters::compile(self.filters.as_deref().unwrap_or_default(), &update)?;
+        Ok(Statement {
+            query,
+            update,
+            array_filters,
+            sort,
+            upsert: self.upsert,
+            multi: self.multi,
+            hint: self.hint,
+        })
+    }
+}
+
+impl Statement {
+    /// The outer `Result` is the command's (structure); the inner one the statement's.
+    fn parse(stmt: &Document) -> Result<Result<Statement>> {
+        check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;
+        let collation = optional_doc(stmt, PREFIX, "collation")?;
+        optional_doc(stmt, PREFIX, "c")?;
+        let raw = RawStatement {
+            q: required_doc(stmt, PREFIX, "q")?,
+            u: stmt.get("u").ok_or_else(|| missing(PREFIX, "u"))?,
+            upsert: optional_bool(stmt, PREFIX, "upsert")?.unwrap_or(false),
+            multi: optional_bool(stmt, PREFIX, "multi")?.unwrap_or(false),
+            sort: optional_doc(stmt, PREFIX, "sort")?
+                .cloned()
+                .unwrap_or_default(),
+            filters: array_filter_docs(stmt, PREFIX)?,
+            hint: hint_arg(stmt)?,
+            collation,
+        };
+        Ok(raw.compile())
+    }
+
+    /// Runs the statement inside the batch's writer job. Every matched document is updated in
+    /// memory first, so an update error (14, 66, ...) leaves all of them untouched; only a
+    /// storage-level refusal (a duplicate key) can stop a multi-update part way, as in mongod.
+    fn run(&self, txn: &mut Txn<'_>, db: &str, coll: &str, now: i64, at: DateTime) -> Result<Done> {
+        let meta = collection::existing_collection(txn, db, coll);
+        let matched = match &meta {
+            Some(meta) => {
+                check_hint(meta, self.hint.as_ref())?;
+                targets(txn, meta, &self.query, &self.sort, self.multi, now)?
+            }
+            None => Vec::new(),
+        };
+        let Some(meta) = meta.filter(|_| !matched.is_empty()) else {
+            return self.upsert_if_asked(txn, db, coll, now, at);
+        };
+        let mut changes = Vec::new();
+        for old in &matched {
+            if let Some(new) = apply_update(
+                old,
+                &self.update,
+                &self.array_filters,
+                &self.query.filter,
+                at,
+            )? {
+                changes.push((old, new));
+            }
+        }
+        for (old, new) in &changes {
+            collection::replace(txn, &meta, old, new, now)?;
+        }
+        Ok(Done {
+            matched: matched.len(),
+            modified: changes.len(),
+            upserted: None,
+        })
+    }
+
+    fn upsert_if_asked(
+        &self,
+        txn: &mut Txn<'_>,
+        db: &str,
+        coll: &str,
+        now: i64,
+        at: DateTime,
+    ) -> Result<Done> {
+        if !self.upsert {
+            return Ok(Done::default());
+        }
+        let doc = upsert_document(&self.query, &self.update, &self.array_filters, at)?;
+        let (meta, _) = ddl::ensure_collection(txn, db, coll)?;
+        collection::insert(txn, &meta, &doc, now)?;
+        Ok(Done {
+            matched: 0,
+            modified: 0,
+            upserted: Some(doc.get("_id").cloned().unwrap_or(Bson::Null)),
+        })
+    }
+}

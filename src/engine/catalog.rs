@@ -1,0 +1,299 @@
+//! The catalog: databases, collections (with a stable id, a UUID and their options) and their
+//! indexes, stored in the engine's `Catalog` keyspace and loaded at start.
+//!
+//! A database exists while it has a collection. The collection TTL is not stored on its own: it
+//! is the `expireAfterSeconds` of the collection's `_ts` index (TTL-1), so the two can never
+//! disagree.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::storage::{Keyspace, Snapshot};
+use crate::ttl;
+use bson::{doc, Bson, Document, Uuid};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const COLLECTION_KEY_PREFIX: &[u8] = b"coll\0";
+
+/// A secondary index (the `_id` index is implicit and not stored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexMeta {
+    /// Unique within its collection; part of every index entry's key.
+    pub id: u64,
+    pub name: String,
+    pub key: Document,
+    #[serde(default)]
+    pub unique: bool,
+    #[serde(default)]
+    pub sparse: bool,
+    #[serde(default, rename = "expireAfterSeconds")]
+    pub expire_after_seconds: Option<i32>,
+}
+
+impl IndexMeta {
+    /// The `_ts` TTL index: not an index of document fields but the collection's TTL setting.
+    pub fn is_ttl(&self) -> bool {
+        self.expire_after_seconds.is_some() && ttl::is_ts_key_pattern(&self.key)
+    }
+
+    /// Whether entries of this index are kept in the `Indexes` keyspace. The `_ts` key names the
+    /// system property, which documents' expiry keys already order (TTL-16, TTL-20).
+    pub fn is_stored(&self) -> bool {
+        !ttl::is_ts_key_pattern(&self.key)
+    }
+
+    /// The entry `listIndexes` shows.
+    pub fn to_list_entry(&self) -> Document {
+        let mut entry = doc! {"v": 2, "key": self.key.clone(), "name": self.name.as_str()};
+        if self.unique {
+            entry.insert("unique", true);
+        }
+        if self.sparse {
+            entry.insert("sparse", true);
+        }
+        if let Some(seconds) = self.expire_after_seconds {
+            entry.insert("expireAfterSeconds", seconds);
+        }
+        entry
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CollectionMeta {
+    /// Stable id: the prefix of every key of this collection.
+    pub id: u64,
+    pub db: String,
+    pub name: String,
+    pub uuid: Uuid,
+    #[serde(default)]
+    pub options: Document,
+    #[serde(default)]
+    pub indexes: Vec<IndexMeta>,
+    #[serde(default)]
+    pub next_index_id: u64,
+}
+
+impl CollectionMeta {
+    pub fn namespace(&self) -> String {
+        format!("{}.{}", self.db, self.name)
+    }
+
+    /// The collection TTL (Cosmos "DefaultTimeToLive"): set by the `_ts` TTL index (TTL-1).
+    pub fn ttl(&self) -> Option<i32> {
+        self.indexes
+            .iter()
+            .find(|i| i.is_ttl())
+            .and_then(|i| i.expire_after_seconds)
+    }
+
+    pub fn index(&self, name: &str) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|i| i.name == name)
+    }
+
+    pub fn stored_indexes(&self) -> impl Iterator<Item = &IndexMeta> {
+        self.indexes.iter().filter(|i| i.is_stored())
+    }
+
+    pub fn storage_key(&self) -> Vec<u8> {
+        collection_key(&self.db, &self.name)
+    }
+}
+
+fn collection_key(db: &str, name: &str) -> Vec<u8> {
+    let mut key = COLLECTION_KEY_PREFIX.to_vec();
+    key.extend_from_slice(db.as_bytes());
+    key.push(0);
+    key.extend_from_slice(name.as_bytes());
+    key
+}
+
+/// All collections, by (database, name). Cheap to clone for publishing to readers.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    collections: BTreeMap<(String, String), Arc<CollectionMeta>>,
+    next_collection_id: u64,
+}
+
+impl Catalog {
+    /// Loads every collection stored in `snapshot`.
+    pub fn load<S: Snapshot>(snapshot: &S) -> Result<Catalog> {
+        let mut catalog = Catalog {
+            collections: BTreeMap::new(),
+            next_collection_id: 1,
+        };
+        for entry in snapshot.prefix(Keyspace::Catalog, COLLECTION_KEY_PREFIX, false) {
+            let (_, value) = entry?;
+            let meta: CollectionMeta = bson::from_slice(&value)
+                .map_err(|e| Error::internal(format!("corrupt catalog entry: {e}")))?;
+            catalog.next_collection_id = catalog.next_collection_id.max(meta.id + 1);
+            catalog
+                .collections
+                .insert((meta.db.clone(), meta.name.clone()), Arc::new(meta));
+        }
+        Ok(catalog)
+    }
+
+    pub fn get(&self, db: &str, name: &str) -> Option<&Arc<CollectionMeta>> {
+        self.collections.get(&(db.to_owned(), name.to_owned()))
+    }
+
+    pub fn by_id(&self, id: u64) -> Option<&Arc<CollectionMeta>> {
+        self.collections.values().find(|m| m.id == id)
+    }
+
+    /// Collections of `db`, in name order.
+    pub fn collections_in<'a>(
+        &'a self,
+        db: &'a str,
+    ) -> impl Iterator<Item = &'a Arc<CollectionMeta>> + 'a {
+        self.collections
+            .range((db.to_owned(), String::new())..)
+            .take_while(move |((d, _), _)| d == db)
+            .map(|(_, m)| m)
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &Arc<CollectionMeta>> {
+        self.collections.values()
+    }
+
+    /// Database names, in order.
+    pub fn databases(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.collections.keys().map(|(d, _)| d.clone()).collect();
+        names.dedup();
+        names
+    }
+
+    /// A new collection's metadata (not yet inserted).
+    pub fn new_collection(&mut self, db: &str, name: &str, options: Document) -> CollectionMeta {
+        let id = self.next_collection_id;
+        self.next_collection_id += 1;
+        CollectionMeta {
+            id,
+            db: db.to_owned(),
+            name: name.to_owned(),
+            uuid: Uuid::new(),
+            options,
+            indexes: Vec::new(),
+            next_index_id: 1,
+        }
+    }
+
+    /// Inserts or replaces a collection; returns the catalog entry to store.
+    pub fn put(&mut self, meta: CollectionMeta) -> Result<(Vec<u8>, Vec<u8>)> {
+        let value = bson::to_vec(&meta)
+            .map_err(|e| Error::internal(format!("cannot encode catalog entry: {e}")))?;
+        let key = meta.storage_key();
+        self.collections
+            .insert((meta.db.clone(), meta.name.clone()), Arc::new(meta));
+        Ok((key, value))
+    }
+
+    /// Removes a collection; returns its storage key.
+    pub fn remove(&mut self, db: &str, name: &str) -> Option<(Arc<CollectionMeta>, Vec<u8>)> {
+        self.collections
+            .remove(&(db.to_owned(), name.to_owned()))
+            .map(|m| (m, collection_key(db, name)))
+    }
+}
+
+/// mongod's rules for database names (73 InvalidNamespace).
+pub fn validate_db_name(db: &str) -> Result<()> {
+    let bad = db.is_empty()
+        || db.len() >= 64
+        || db
+            .chars()
+            .any(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
+    if bad {
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid database name: '{db}'"),
+        ));
+    }
+    Ok(())
+}
+
+/// mongod's rules for collection names a client may write to (73 InvalidNamespace).
+pub fn validate_collection_name(db: &str, name: &str) -> Result<()> {
+    validate_db_name(db)?;
+    if name.is_empty() {
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid namespace specified '{db}.'"),
+        ));
+    }
+    if name.contains('$')
+        || name.contains('\0')
+        || name.starts_with('.')
+        || name.starts_with("system.")
+    {
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid collection name: {name}"),
+        ));
+    }
+    if db.len() + 1 + name.len() > 255 {
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Fully qualified namespace is too long. Namespace: {db}.{name} Max: 255"),
+        ));
+    }
+    Ok(())
+}
+
+/// A collection name as a command argument: `{find: "c"}` (a string is required).
+pub fn collection_arg<'a>(value: Option<&'a Bson>, command: &str) -> Result<&'a str> {
+    match value {
+        Some(Bson::String(s)) => Ok(s),
+        Some(other) => Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!(
+                "collection name has invalid type {}",
+                crate::query::path::type_name(other)
+            ),
+        )),
+        None => Err(Error::failed_to_parse(format!(
+            "{command} requires a collection name"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespace_rules() {
+        assert!(validate_collection_name("test", "users").is_ok());
+        for (db, coll) in [
+            ("", "c"),
+            ("a.b", "c"),
+            ("a b", "c"),
+            ("t", ""),
+            ("t", "a$b"),
+            ("t", "system.x"),
+        ] {
+            let err = validate_collection_name(db, coll).unwrap_err();
+            assert_eq!(err.code, ErrorCode::InvalidNamespace, "{db}.{coll}");
+        }
+    }
+
+    #[test]
+    fn ttl_comes_from_the_ts_index() {
+        let mut catalog = Catalog::default();
+        let mut meta = catalog.new_collection("d", "c", Document::new());
+        assert_eq!(meta.ttl(), None);
+        meta.indexes.push(IndexMeta {
+            id: 1,
+            name: "_ts_1".into(),
+            key: doc! {"_ts": 1},
+            unique: false,
+            sparse: false,
+            expire_after_seconds: Some(10),
+        });
+        assert_eq!(meta.ttl(), Some(10));
+        assert!(!meta.indexes[0].is_stored());
+        catalog.put(meta).unwrap();
+        assert_eq!(catalog.databases(), vec!["d".to_string()]);
+        assert_eq!(catalog.collections_in("d").count(), 1);
+    }
+}

@@ -1,0 +1,337 @@
+//! Document writes inside a [`Txn`]: insert, replace and delete, each keeping the document, its
+//! expiry key and its secondary index entries consistent in the same commit.
+//!
+//! Every lookup here goes through [`Record::is_visible`]: an expired document is neither
+//! matched nor a duplicate; inserting its `_id`, or a unique key it holds, deletes it first
+//! (TTL-19).
+
+use super::catalog::{CollectionMeta, IndexMeta};
+use super::expiry;
+use super::index_keys;
+use super::record::Record;
+use super::txn::Txn;
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::path::render;
+use crate::storage::keys::{self, Direction};
+use crate::storage::{Keyspace, MAX_KEY_LEN};
+use crate::wire::MAX_BSON_OBJECT_SIZE;
+use bson::{doc, oid::ObjectId, Bson, Document};
+
+/// A visible document with its storage key and record.
+#[derive(Debug, Clone)]
+pub struct StoredDoc {
+    pub key: Vec<u8>,
+    pub record: Record,
+    pub doc: Document,
+}
+
+/// The visible document with `_id` `id`, if any.
+pub fn get_by_id(
+    txn: &Txn<'_>,
+    meta: &CollectionMeta,
+    id: &Bson,
+    now: i64,
+) -> Result<Option<StoredDoc>> {
+    let key = keys::document_key(meta.id, id);
+    load_visible(txn, meta, key, now)
+}
+
+fn load_visible(
+    txn: &Txn<'_>,
+    meta: &CollectionMeta,
+    key: Vec<u8>,
+    now: i64,
+) -> Result<Option<StoredDoc>> {
+    let Some(bytes) = txn.get(Keyspace::Documents, &key)? else {
+        return Ok(None);
+    };
+    let record = Record::decode(&bytes)?;
+    if !record.is_visible(meta.ttl(), now) {
+        return Ok(None);
+    }
+    let doc = record.document()?;
+    Ok(Some(StoredDoc { key, record, doc }))
+}
+
+/// Visible documents of the collection, in `_id` order, as of this point in the group.
+pub fn scan<'t>(
+    txn: &'t Txn<'t>,
+    meta: &'t CollectionMeta,
+    prefix: &'t [u8],
+    now: i64,
+) -> impl Iterator<Item = Result<StoredDoc>> + 't {
+    let ttl = meta.ttl();
+    txn.scan_prefix(Keyspace::Documents, prefix)
+        .filter_map(move |entry| {
+            let result = entry.and_then(|(key, bytes)| {
+                let record = Record::decode(&bytes)?;
+                if !record.is_visible(ttl, now) {
+                    return Ok(None);
+                }
+                let doc = record.document()?;
+                Ok(Some(StoredDoc { key, record, doc }))
+            });
+            result.transpose()
+        })
+}
+
+/// Gives `doc` an ObjectId `_id` placed first when it has none, and checks it may be stored.
+pub fn prepare_for_insert(mut doc: Document) -> Result<Document> {
+    if !doc.contains_key("_id") {
+        let mut with_id = doc! {"_id": ObjectId::new()};
+        with_id.extend(doc);
+        doc = with_id;
+    }
+    check_id(doc.get("_id").unwrap_or(&Bson::Null))?;
+    Ok(doc)
+}
+
+fn check_id(id: &Bson) -> Result<()> {
+    let kind = match id {
+        Bson::Array(_) => "an array",
+        Bson::RegularExpression(_) => "a regex",
+        Bson::Undefined => "a undefined",
+        _ => return Ok(()),
+    };
+    Err(Error::new(
+        ErrorCode::BadValue,
+        format!("can't use {kind} for _id"),
+    ))
+}
+
+fn check_size(doc: &Document, body_len: usize) -> Result<()> {
+    if body_len > MAX_BSON_OBJECT_SIZE {
+        let _ = doc;
+        return Err(Error::new(
+            ErrorCode::BadValue,
+            format!("object to insert too large. size in bytes: {body_len}, max size: {MAX_BSON_OBJECT_SIZE}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Inserts `doc` (already prepared) written at `now`.
+pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64) -> Result<()> {
+    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+    let key = keys::document_key(meta.id, &id);
+    if key.len() > MAX_KEY_LEN {
+        return Err(Error::new(
+            ErrorCode::BadValue,
+            "_id is too large to be stored",
+        ));
+    }
+    if let Some(bytes) = txn.get(Keyspace::Documents, &key)? {
+        let old = Record::decode(&bytes)?;
+        if old.is_visible(meta.ttl(), now) {
+            return Err(duplicate_key(
+                meta,
+                "_id_",
+                &doc! {"_id": 1},
+                &doc! {"_id": id},
+            ));
+        }
+        // TTL-19: the expired document's `_id` is free; remove what is left of it.
+        let old_doc = old.document()?;
+        remove_entries(txn, meta, &key, &old, &old_doc)?;
+    }
+    let record = Record::new(now, doc)?;
+    check_size(doc, record.body.len())?;
+    add_entries(txn, meta, key, record, doc, now)
+}
+
+/// Replaces the visible document `old` with `new` (same `_id`), written at `now` (TTL-15).
+pub fn replace(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    old: &StoredDoc,
+    new: &Document,
+    now: i64,
+) -> Result<()> {
+    let record = Record::new(now, new)?;
+    check_size(new, record.body.len())?;
+    remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
+    if let Err(e) = add_entries(txn, meta, old.key.clone(), record, new, now) {
+        // `add_entries` writes nothing when it fails; restore `old`'s entries so a refused
+        // replace (e.g. a duplicate key) leaves the document exactly as it was.
+        add_entries(
+            txn,
+            meta,
+            old.key.clone(),
+            old.record.clone(),
+            &old.doc,
+            now,
+        )?;
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The collection `db.name` as of this point in the group, without creating it (writes that
+/// must not create a missing collection, e.g. an update without upsert).
+pub fn existing_collection(
+    txn: &Txn<'_>,
+    db: &str,
+    name: &str,
+) -> Option<std::sync::Arc<CollectionMeta>> {
+    txn.catalog.get(db, name).cloned()
+}
+
+/// Writes the index entries of the stored document `doc` under `meta`'s index list (used when
+/// an index is added), keeping its `_ts`.
+pub fn reindex(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &StoredDoc, now: i64) -> Result<()> {
+    add_entries(
+        txn,
+        meta,
+        doc.key.clone(),
+        doc.record.clone(),
+        &doc.doc,
+        now,
+    )
+}
+
+/// Deletes the visible document `old`.
+pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &StoredDoc) -> Result<()> {
+    remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
+    txn.delete(Keyspace::Documents, old.key.clone());
+    Ok(())
+}
+
+/// Deletes whatever is stored under `key` if it is still expired at `now` (the reaper's
+/// re-check, TTL-20). Returns whether it deleted.
+pub fn delete_if_expired(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    key: &[u8],
+    now: i64,
+) -> Result<bool> {
+    let Some(bytes) = txn.get(Keyspace::Documents, key)? else {
+        return Ok(false);
+    };
+    let record = Record::decode(&bytes)?;
+    if record.is_visible(meta.ttl(), now) {
+        return Ok(false);
+    }
+    let doc = record.document()?;
+    remove_entries(txn, meta, key, &record, &doc)?;
+    txn.delete(Keyspace::Documents, key.to_vec());
+    Ok(true)
+}
+
+fn add_entries(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    key: Vec<u8>,
+    record: Record,
+    doc: &Document,
+    now: i64,
+) -> Result<()> {
+    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+    let encoded_id = key
+        .get(keys::COLLECTION_PREFIX_LEN..)
+        .unwrap_or_default()
+        .to_vec();
+    let mut index_puts = Vec::new();
+    for index in meta.stored_indexes() {
+        for tuple in index_keys::entries(index, doc)? {
+            if index.unique {
+                check_unique(txn, meta, index, &tuple, &id, now)?;
+            }
+            let entry = keys::index_key(meta.id, index.id, &tuple, &id);
+            if entry.len() > MAX_KEY_LEN {
+                return Err(Error::new(
+                    ErrorCode::KeyTooLong,
+                    format!("index key too large for index {}", index.name),
+                ));
+            }
+            index_puts.push(entry);
+        }
+    }
+    for entry in index_puts {
+        txn.put(Keyspace::Indexes, entry, encoded_id.clone());
+    }
+    if let Some(expiry_key) = expiry::key_for(&key, &record) {
+        txn.put(Keyspace::Expiry, expiry_key, Vec::new());
+    }
+    txn.put(Keyspace::Documents, key, record.encode());
+    Ok(())
+}
+
+fn remove_entries(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    key: &[u8],
+    record: &Record,
+    doc: &Document,
+) -> Result<()> {
+    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+    for index in meta.stored_indexes() {
+        // A stored document always produced valid entries when it was written.
+        for tuple in index_keys::entries(index, doc).unwrap_or_default() {
+            txn.delete(
+                Keyspace::Indexes,
+                keys::index_key(meta.id, index.id, &tuple, &id),
+            );
+        }
+    }
+    if let Some(expiry_key) = expiry::key_for(key, record) {
+        txn.delete(Keyspace::Expiry, expiry_key);
+    }
+    Ok(())
+}
+
+/// Fails with 11000 if a visible document other than `id` holds `tuple` in the unique `index`;
+/// an expired holder is deleted instead (TTL-19).
+fn check_unique(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    index: &IndexMeta,
+    tuple: &[(Bson, Direction)],
+    id: &Bson,
+    now: i64,
+) -> Result<()> {
+    let mut prefix = keys::index_prefix(meta.id, index.id);
+    for (value, direction) in tuple {
+        keys::encode_value_directed(value, *direction, &mut prefix);
+    }
+    let own = keys::document_key(meta.id, id);
+    let holders: Vec<Vec<u8>> = txn
+        .scan_prefix(Keyspace::Indexes, &prefix)
+        .map(|entry| {
+            entry.map(|(_, encoded_id)| {
+                let mut k = keys::collection_prefix(meta.id).to_vec();
+                k.extend_from_slice(&encoded_id);
+                k
+            })
+        })
+        .collect::<Result<_>>()?;
+    for holder in holders.into_iter().filter(|k| *k != own) {
+        if load_visible(txn, meta, holder.clone(), now)?.is_some() {
+            let key_value = index_keys::key_value(index, tuple);
+            return Err(duplicate_key(meta, &index.name, &index.key, &key_value));
+        }
+        delete_if_expired(txn, meta, &holder, now)?;
+    }
+    Ok(())
+}
+
+/// mongod's duplicate-key error, with `keyPattern` and `keyValue`.
+pub fn duplicate_key(
+    meta: &CollectionMeta,
+    index_name: &str,
+    pattern: &Document,
+    value: &Document,
+) -> Error {
+    let rendered: Vec<String> = value
+        .iter()
+        .map(|(k, v)| format!("{k}: {}", render(v)))
+        .collect();
+    Error::new(
+        ErrorCode::DuplicateKey,
+        format!(
+            "E11000 duplicate key error collection: {} index: {index_name} dup key: {{ {} }}",
+            meta.namespace(),
+            rendered.join(", ")
+        ),
+    )
+    .with_extra(doc! {"keyPattern": pattern.clone(), "keyValue": value.clone()})
+}

@@ -1,0 +1,270 @@
+//! Open cursors: their remaining documents, when they were last used, and batching.
+//!
+//! A cursor keeps the lazy iterator its command built (over a snapshot, so it returns each
+//! matching document at most once) and the clock cell that iterator judges expiry by; before each
+//! batch the cell is moved to the current server time (TTL-18). Idle cursors expire after
+//! ten minutes; an exhausted cursor is released at once.
+
+use super::read::NowCell;
+use crate::clock::Clock;
+use crate::error::Result;
+use bson::Document;
+use std::collections::HashMap;
+use std::iter::Peekable;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Idle time after which a cursor is closed (mongod's `cursorTimeoutMillis`).
+pub const CURSOR_TIMEOUT_MILLIS: i64 = 10 * 60 * 1000;
+/// Documents in a first batch when the client sets no `batchSize`.
+pub const DEFAULT_FIRST_BATCH: usize = 101;
+/// A batch stops growing once it holds this many bytes (a reply stays under 16 MiB + 16 KiB).
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// A document ready to return.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Item {
+    pub doc: Document,
+    /// Its encoded size, or an upper bound of it.
+    pub size: usize,
+    /// When the stored document it comes from expires, if ever: the cursor drops the item if
+    /// that time has come when a batch takes it, even if it was read ahead earlier (TTL-18).
+    pub expires_at: Option<i64>,
+}
+
+impl Item {
+    /// An item that does not come from an expiring document (listings, computed results).
+    pub fn lasting(doc: Document, size: usize) -> Item {
+        Item {
+            doc,
+            size,
+            expires_at: None,
+        }
+    }
+}
+
+pub type Docs = Box<dyn Iterator<Item = Result<Item>> + Send>;
+
+pub struct Cursor {
+    /// `"db.collection"` as getMore must name it.
+    pub ns: String,
+    docs: Peekable<Docs>,
+    now: NowCell,
+    last_used_ms: i64,
+    pub no_timeout: bool,
+    /// Documents the cursor may still return (`limit`), if limited.
+    pub remaining: Option<u64>,
+}
+
+impl Cursor {
+    pub fn new(ns: String, docs: Docs, now: NowCell, remaining: Option<u64>) -> Cursor {
+        Cursor {
+            ns,
+            docs: docs.peekable(),
+            now,
+            last_used_ms: 0,
+            no_timeout: false,
+            remaining,
+        }
+    }
+
+    /// The next batch: at most `max_docs` documents (if given) and about 16 MiB, and at least
+    /// one document when any remain. Returns whether the cursor is exhausted afterwards.
+    pub fn next_batch(
+        &mut self,
+        now_secs: i64,
+        max_docs: Option<usize>,
+    ) -> Result<(Vec<Document>, bool)> {
+        self.now.store(now_secs, Ordering::Relaxed);
+        let mut batch = Vec::new();
+        let mut bytes = 0usize;
+        let mut cap = max_docs.unwrap_or(usize::MAX);
+        if let Some(remaining) = self.remaining {
+            cap = cap.min(usize::try_from(remaining).unwrap_or(usize::MAX));
+        }
+        while batch.len() < cap {
+            let Some(peeked) = self.docs.peek() else {
+                break;
+            };
+            let (size, expired) = match peeked {
+                Ok(item) => (item.size, item.expires_at.is_some_and(|at| now_secs >= at)),
+                Err(_) => (0, false),
+            };
+            if expired {
+                self.docs.next();
+                continue;
+            }
+            if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
+                break;
+            }
+            let Some(next) = self.docs.next() else { break };
+            let item = next?;
+            bytes += item.size;
+            batch.push(item.doc);
+        }
+        if let Some(remaining) = self.remaining.as_mut() {
+            *remaining = remaining.saturating_sub(batch.len() as u64);
+        }
+        let exhausted = self.remaining == Some(0) || self.docs.peek().is_none();
+        Ok((batch, exhausted))
+    }
+}
+
+pub struct CursorRegistry {
+    clock: Arc<dyn Clock>,
+    cursors: Mutex<HashMap<i64, Cursor>>,
+    next_id: AtomicI64,
+}
+
+impl CursorRegistry {
+    pub fn new(clock: Arc<dyn Clock>) -> Self {
+        // Ids start from the clock so they are not reused across restarts.
+        let seed = (clock.now_millis() & 0x7fff_ffff_ffff) << 16;
+        CursorRegistry {
+            clock,
+            cursors: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(seed.max(1)),
+        }
+    }
+
+    /// Keeps `cursor` open and returns its id (a positive int64).
+    pub fn register(&self, mut cursor: Cursor) -> i64 {
+        cursor.last_used_ms = self.clock.now_millis();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut map) = self.cursors.lock() {
+            self.sweep(&mut map);
+            map.insert(id, cursor);
+        }
+        id
+    }
+
+    /// Takes cursor `id` out for a getMore; `None` if unknown or timed out.
+    pub fn take(&self, id: i64) -> Option<Cursor> {
+        let mut map = self.cursors.lock().ok()?;
+        self.sweep(&mut map);
+        map.remove(&id)
+    }
+
+    /// Returns a cursor after a getMore that did not exhaust it.
+    pub fn put_back(&self, id: i64, mut cursor: Cursor) {
+        cursor.last_used_ms = self.clock.now_millis();
+        if let Ok(mut map) = self.cursors.lock() {
+            map.insert(id, cursor);
+        }
+    }
+
+    /// Closes cursor `id`; whether it was open.
+    pub fn kill(&self, id: i64) -> bool {
+        self.cursors
+            .lock()
+            .map(|mut m| m.remove(&id).is_some())
+            .unwrap_or(false)
+    }
+
+    /// The namespace of an open cursor.
+    pub fn namespace_of(&self, id: i64) -> Option<String> {
+        self.cursors.lock().ok()?.get(&id).map(|c| c.ns.clone())
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.cursors.lock().map(|m| m.len()).unwrap_or(0)
+    }
+
+    fn sweep(&self, map: &mut HashMap<i64, Cursor>) {
+        let now = self.clock.now_millis();
+        map.retain(|_, c| c.no_timeout || now - c.last_used_ms < CURSOR_TIMEOUT_MILLIS);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use bson::doc;
+
+    fn docs(n: i32, size: usize) -> Docs {
+        Box::new((0..n).map(move |i| Ok(Item::lasting(doc! {"_id": i}, size))))
+    }
+
+    #[test]
+    fn an_item_read_ahead_is_dropped_if_it_expired_before_its_batch() {
+        let items = vec![
+            Item {
+                doc: doc! {"_id": 1},
+                size: 1,
+                expires_at: None,
+            },
+            Item {
+                doc: doc! {"_id": 2},
+                size: 1,
+                expires_at: Some(10),
+            },
+            Item {
+                doc: doc! {"_id": 3},
+                size: 1,
+                expires_at: None,
+            },
+        ];
+        let mut c = Cursor::new(
+            "d.c".into(),
+            Box::new(items.into_iter().map(Ok)),
+            Arc::new(AtomicI64::new(0)),
+            None,
+        );
+        let (first, done) = c.next_batch(5, Some(1)).unwrap();
+        assert_eq!((first, done), (vec![doc! {"_id": 1}], false));
+        let (rest, done) = c.next_batch(10, None).unwrap();
+        assert_eq!((rest, done), (vec![doc! {"_id": 3}], true));
+    }
+
+    #[test]
+    fn batches_respect_counts_bytes_and_limits() {
+        let mut c = Cursor::new(
+            "d.c".into(),
+            docs(250, 10),
+            Arc::new(AtomicI64::new(0)),
+            None,
+        );
+        let (first, done) = c.next_batch(0, Some(DEFAULT_FIRST_BATCH)).unwrap();
+        assert_eq!((first.len(), done), (101, false));
+        let (rest, done) = c.next_batch(0, None).unwrap();
+        assert_eq!((rest.len(), done), (149, true));
+
+        let mut big = Cursor::new(
+            "d.c".into(),
+            docs(10, 6 * 1024 * 1024),
+            Arc::new(AtomicI64::new(0)),
+            None,
+        );
+        assert_eq!(big.next_batch(0, None).unwrap().0.len(), 2, "16 MiB bound");
+
+        let mut limited = Cursor::new(
+            "d.c".into(),
+            docs(10, 1),
+            Arc::new(AtomicI64::new(0)),
+            Some(3),
+        );
+        let (b, done) = limited.next_batch(0, Some(2)).unwrap();
+        assert_eq!((b.len(), done), (2, false));
+        let (b, done) = limited.next_batch(0, None).unwrap();
+        assert_eq!((b.len(), done), (1, true));
+    }
+
+    #[test]
+    fn idle_cursors_time_out_after_ten_minutes() {
+        let clock = Arc::new(ManualClock::starting_at_secs(1_000));
+        let registry = CursorRegistry::new(clock.clone());
+        let id = registry.register(Cursor::new(
+            "d.c".into(),
+            docs(5, 1),
+            Arc::new(AtomicI64::new(0)),
+            None,
+        ));
+        assert!(id > 0);
+        clock.advance(std::time::Duration::from_secs(599));
+        let c = registry.take(id).unwrap();
+        registry.put_back(id, c);
+        clock.advance(std::time::Duration::from_secs(600));
+        assert!(registry.take(id).is_none());
+    }
+}

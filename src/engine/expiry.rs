@@ -1,0 +1,90 @@
+//! Expiry-ordered keys (TTL-20): every document has at most one entry in the `Expiry` keyspace,
+//! so the reaper finds due documents by range scans instead of scanning collections, and
+//! creating or dropping a TTL index never rewrites documents.
+//!
+//! - `T` entries order documents that follow the collection TTL by `_ts`; with collection TTL
+//!   `n`, those with `_ts <= now - n` are due.
+//! - `E` entries order documents with their own valid positive `ttl` by `_ts + ttl`; those at
+//!   or before `now` are due (only while the collection has a TTL, TTL-10).
+//! - Documents whose own `ttl` is `-1` never expire and have no entry.
+//!
+//! Key: `collection prefix ++ kind ++ time (i64, sign-flipped BE) ++ encoded _id`; the document's
+//! key is `collection prefix ++ encoded _id`, so it is recovered from the expiry key.
+
+use super::record::Record;
+use crate::storage::keys::{collection_prefix, COLLECTION_PREFIX_LEN};
+
+pub const FOLLOWS_COLLECTION: u8 = b'T';
+pub const OWN_TTL: u8 = b'E';
+
+/// The expiry key of a document stored as `record` under `doc_key`, if it can ever expire.
+pub fn key_for(doc_key: &[u8], record: &Record) -> Option<Vec<u8>> {
+    let (prefix, encoded_id) = doc_key.split_at_checked(COLLECTION_PREFIX_LEN)?;
+    let (kind, time) = match record.own_ttl {
+        Some(ttl) if ttl > 0 => (OWN_TTL, record.ts.saturating_add(i64::from(ttl))),
+        Some(_) => return None,
+        None => (FOLLOWS_COLLECTION, record.ts),
+    };
+    let mut key = Vec::with_capacity(doc_key.len() + 9);
+    key.extend_from_slice(prefix);
+    key.push(kind);
+    key.extend_from_slice(&encode_time(time));
+    key.extend_from_slice(encoded_id);
+    Some(key)
+}
+
+/// The document key an expiry key points at.
+pub fn document_key_of(expiry_key: &[u8]) -> Option<Vec<u8>> {
+    let prefix = expiry_key.get(..COLLECTION_PREFIX_LEN)?;
+    let id = expiry_key.get(COLLECTION_PREFIX_LEN + 9..)?;
+    let mut key = prefix.to_vec();
+    key.extend_from_slice(id);
+    Some(key)
+}
+
+/// The range start of one kind of entries of a collection.
+pub fn kind_prefix(collection_id: u64, kind: u8) -> Vec<u8> {
+    let mut key = collection_prefix(collection_id).to_vec();
+    key.push(kind);
+    key
+}
+
+/// Exclusive range end: entries of `kind` whose time is `<= time`.
+pub fn due_end(collection_id: u64, kind: u8, time: i64) -> Vec<u8> {
+    let mut key = kind_prefix(collection_id, kind);
+    key.extend_from_slice(&encode_time(time.saturating_add(1)));
+    key
+}
+
+fn encode_time(time: i64) -> [u8; 8] {
+    ((time as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::keys::document_key;
+    use bson::{doc, Bson};
+
+    #[test]
+    fn kinds_and_round_trip() {
+        let dk = document_key(7, &Bson::Int32(1));
+        let plain = Record::new(100, &doc! {"_id": 1}).unwrap();
+        let k = key_for(&dk, &plain).unwrap();
+        assert_eq!(k[8], FOLLOWS_COLLECTION);
+        assert_eq!(document_key_of(&k).unwrap(), dk);
+        let own = Record::new(100, &doc! {"_id": 1, "ttl": 5}).unwrap();
+        assert_eq!(key_for(&dk, &own).unwrap()[8], OWN_TTL);
+        let never = Record::new(100, &doc! {"_id": 1, "ttl": -1}).unwrap();
+        assert!(key_for(&dk, &never).is_none());
+    }
+
+    #[test]
+    fn times_order_and_due_end_is_inclusive() {
+        let dk = document_key(7, &Bson::Int32(1));
+        let at = |ts| key_for(&dk, &Record::new(ts, &doc! {"_id": 1}).unwrap()).unwrap();
+        assert!(at(-5) < at(0) && at(0) < at(100));
+        assert!(at(100) < due_end(7, FOLLOWS_COLLECTION, 100));
+        assert!(at(101) >= due_end(7, FOLLOWS_COLLECTION, 100));
+    }
+}

@@ -1,0 +1,149 @@
+//! The storage engine: the catalog, documents and their indexes on top of the storage backend,
+//! the group-commit writer, snapshot reads and the cursor registry.
+//!
+//! Owns every access to documents: reads go through [`ReadView`], writes through
+//! [`Engine::write`], and both apply the one visibility rule ([`Record::is_visible`]), so an
+//! expired document is invisible on every path (TTL-18, TTL-19). Does not own reply shapes or
+//! command arguments (`command`).
+
+pub mod catalog;
+pub mod collection;
+pub mod cursor;
+pub mod ddl;
+pub mod expiry;
+pub mod index_keys;
+pub mod plan;
+pub mod read;
+pub mod reaper;
+pub mod record;
+pub mod txn;
+pub mod writer;
+
+pub use catalog::{Catalog, CollectionMeta, IndexMeta};
+pub use collection::StoredDoc;
+pub use cursor::CursorRegistry;
+pub use read::{DocScan, ReadView};
+pub use record::Record;
+pub use txn::Txn;
+pub use writer::{Writer, WriterStats};
+
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::storage::fjall_backend::{FjallBackend, FjallSnapshot};
+use crate::storage::Backend;
+use std::path::Path;
+use std::sync::{Arc, Mutex, RwLock};
+
+/// The backend mayfly runs on. The engine uses it only through the `storage` traits.
+pub type Db = FjallBackend;
+pub type Snap = FjallSnapshot;
+
+pub struct Engine {
+    backend: Arc<Db>,
+    pub reaper: Arc<reaper::Reaper>,
+    reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    catalog: Arc<RwLock<Arc<Catalog>>>,
+    writer: Writer,
+    writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    clock: Arc<dyn Clock>,
+    pub cursors: CursorRegistry,
+    pub writer_stats: Arc<WriterStats>,
+}
+
+impl Engine {
+    /// Opens (or creates) the data directory and loads the catalog.
+    pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Engine> {
+        let backend = Arc::new(FjallBackend::open(dir)?);
+        let catalog = Catalog::load(&backend.snapshot())?;
+        let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
+        let writer_stats = Arc::new(WriterStats::default());
+        let (writer, thread) = Writer::start(
+            Arc::clone(&backend),
+            catalog,
+            Arc::clone(&published),
+            Arc::clone(&writer_stats),
+        )?;
+        let reaper = reaper::Reaper::new(
+            Arc::clone(&backend),
+            Arc::clone(&published),
+            writer.clone(),
+            Arc::clone(&clock),
+        );
+        let reaper_thread = reaper.spawn()?;
+        Ok(Engine {
+            reaper,
+            reaper_thread: Mutex::new(Some(reaper_thread)),
+            backend,
+            catalog: published,
+            writer,
+            writer_thread: Mutex::new(Some(thread)),
+            cursors: CursorRegistry::new(Arc::clone(&clock)),
+            clock,
+            writer_stats,
+        })
+    }
+
+    /// Server time in epoch seconds: `_ts` and expiry use it.
+    pub fn now(&self) -> i64 {
+        self.clock.now_secs()
+    }
+
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.clock
+    }
+
+    /// The catalog as of the last commit.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog
+            .read()
+            .map(|c| Arc::clone(&c))
+            .unwrap_or_default()
+    }
+
+    /// A consistent view for reading: the catalog, a snapshot, and the time to judge expiry by.
+    pub fn read(&self) -> ReadView {
+        let catalog = self.catalog();
+        ReadView::new(self.backend.snapshot(), catalog, self.now())
+    }
+
+    /// Runs `job` in the writer's next commit group with the server time of the moment it runs;
+    /// returns once the group is committed, and synced to disk when `durable`.
+    pub async fn write<R, F>(&self, durable: bool, job: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Txn<'_>, i64) -> R + Send + 'static,
+    {
+        let clock = Arc::clone(&self.clock);
+        self.writer
+            .run(durable, move |txn| job(txn, clock.now_secs()))
+            .await
+    }
+
+    /// Bytes the data directory takes on disk.
+    pub fn disk_space(&self) -> u64 {
+        self.backend.disk_space().unwrap_or(0)
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        // The reaper goes first: it holds a writer handle until its current batch is done.
+        self.reaper.shutdown();
+        if let Ok(mut slot) = self.reaper_thread.lock() {
+            if let Some(thread) = slot.take() {
+                let _ = thread.join();
+            }
+        }
+        // Closing the queue lets the writer finish its last group and exit.
+        let (closed, _) = tokio::sync::mpsc::channel(1);
+        drop(std::mem::replace(
+            &mut self.writer,
+            Writer::from_sender(closed),
+        ));
+        if let Ok(mut slot) = self.writer_thread.lock() {
+            if let Some(thread) = slot.take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}

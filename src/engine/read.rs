@@ -1,0 +1,110 @@
+//! Snapshot reads. A [`ReadView`] is one consistent point in time: the catalog, a storage
+//! snapshot and the server time that decides expiry. [`DocScan`] walks a collection's visible
+//! documents lazily and judges visibility when each document is pulled, against a clock cell
+//! a cursor advances between batches (TTL-18: a cursor opened earlier never returns a document
+//! that has expired since).
+
+use super::catalog::{Catalog, CollectionMeta};
+use super::collection::StoredDoc;
+use super::record::Record;
+use super::Snap;
+use crate::error::Result;
+use crate::storage::keys;
+use crate::storage::{Keyspace, Snapshot};
+use bson::Bson;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+/// The time a scan judges expiry by; a cursor moves it forward before each batch.
+pub type NowCell = Arc<AtomicI64>;
+
+pub struct ReadView {
+    pub snapshot: Snap,
+    pub catalog: Arc<Catalog>,
+    pub now: i64,
+}
+
+impl ReadView {
+    pub fn new(snapshot: Snap, catalog: Arc<Catalog>, now: i64) -> Self {
+        ReadView {
+            snapshot,
+            catalog,
+            now,
+        }
+    }
+
+    pub fn collection(&self, db: &str, name: &str) -> Option<Arc<CollectionMeta>> {
+        self.catalog.get(db, name).cloned()
+    }
+
+    /// The visible document with this `_id`.
+    pub fn get_by_id(&self, meta: &CollectionMeta, id: &Bson) -> Result<Option<StoredDoc>> {
+        let key = keys::document_key(meta.id, id);
+        let Some(bytes) = self.snapshot.get(Keyspace::Documents, &key)? else {
+            return Ok(None);
+        };
+        let record = Record::decode(&bytes)?;
+        if !record.is_visible(meta.ttl(), self.now) {
+            return Ok(None);
+        }
+        let doc = record.document()?;
+        Ok(Some(StoredDoc { key, record, doc }))
+    }
+
+    /// Every visible document of the collection in `_id` order.
+    pub fn scan(&self, meta: &CollectionMeta, now: NowCell) -> DocScan {
+        let prefix = keys::collection_prefix(meta.id);
+        DocScan {
+            entries: Box::new(self.snapshot.prefix(Keyspace::Documents, &prefix, false)),
+            ttl: meta.ttl(),
+            now,
+        }
+    }
+
+    /// A clock cell starting at this view's time.
+    pub fn now_cell(&self) -> NowCell {
+        Arc::new(AtomicI64::new(self.now))
+    }
+}
+
+type Entries = Box<
+    dyn Iterator<Item = std::result::Result<(Vec<u8>, Vec<u8>), crate::storage::StorageError>>
+        + Send,
+>;
+
+/// Visible documents of one collection, decoded as they are pulled.
+pub struct DocScan {
+    entries: Entries,
+    ttl: Option<i32>,
+    now: NowCell,
+}
+
+impl Iterator for DocScan {
+    type Item = Result<StoredDoc>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let (key, bytes) = match self.entries.next()? {
+                Ok(entry) => entry,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let record = match Record::decode(&bytes) {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            if !record.is_visible(self.ttl, self.now.load(Ordering::Relaxed)) {
+                continue;
+            }
+            return Some(record.document().map(|doc| StoredDoc { key, record, doc }));
+        }
+    }
+}
+
+/// Keeps only documents still visible at the cell's time when pulled (for buffered results).
+pub fn still_visible(
+    docs: impl Iterator<Item = StoredDoc> + Send + 'static,
+    ttl: Option<i32>,
+    now: NowCell,
+) -> impl Iterator<Item = StoredDoc> + Send + 'static {
+    docs.filter(move |d| d.record.is_visible(ttl, now.load(Ordering::Relaxed)))
+}

@@ -1,0 +1,133 @@
+//! The stored form of a document: its `_ts` and its own valid `ttl` beside the BSON body, so
+//! visibility can be decided without parsing the body.
+//!
+//! Layout: `[version u8 = 1][_ts i64 BE][own ttl i32 BE, i32::MIN when absent][BSON body]`.
+//! `_ts` lives only here, never inside the body a client sees (TTL-16).
+
+use crate::error::{Error, Result};
+use crate::ttl;
+use bson::Document;
+
+const VERSION: u8 = 1;
+const HEADER_LEN: usize = 13;
+/// Never a valid `ttl` (valid ones are -1 or >= 1), so it can mean "none".
+const NO_TTL: i32 = i32::MIN;
+
+/// A stored document as read from the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    /// Last-modified time, epoch seconds (TTL-15).
+    pub ts: i64,
+    /// The document's own valid `ttl` (TTL-11), if any.
+    pub own_ttl: Option<i32>,
+    /// The raw BSON body.
+    pub body: Vec<u8>,
+}
+
+impl Record {
+    /// Builds the record for `doc` written at `ts`.
+    pub fn new(ts: i64, doc: &Document) -> Result<Record> {
+        let mut body = Vec::new();
+        doc.to_writer(&mut body)
+            .map_err(|e| Error::internal(format!("cannot encode document: {e}")))?;
+        Ok(Record {
+            ts,
+            own_ttl: ttl::document_ttl(doc),
+            body,
+        })
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(HEADER_LEN + self.body.len());
+        out.push(VERSION);
+        out.extend_from_slice(&self.ts.to_be_bytes());
+        out.extend_from_slice(&self.own_ttl.unwrap_or(NO_TTL).to_be_bytes());
+        out.extend_from_slice(&self.body);
+        out
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Record> {
+        let corrupt = || Error::internal("corrupt document record");
+        let (header, body) = bytes.split_at_checked(HEADER_LEN).ok_or_else(corrupt)?;
+        let (version, rest) = header.split_first().ok_or_else(corrupt)?;
+        if *version != VERSION {
+            return Err(Error::internal(format!(
+                "unknown document record version {version}"
+            )));
+        }
+        let (ts, ttl) = rest.split_at_checked(8).ok_or_else(corrupt)?;
+        let ts = i64::from_be_bytes(ts.try_into().map_err(|_| corrupt())?);
+        let own = i32::from_be_bytes(ttl.try_into().map_err(|_| corrupt())?);
+        Ok(Record {
+            ts,
+            own_ttl: (own != NO_TTL).then_some(own),
+            body: body.to_vec(),
+        })
+    }
+
+    pub fn document(&self) -> Result<Document> {
+        Document::from_reader(self.body.as_slice())
+            .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))
+    }
+
+    /// When this document expires under `collection_ttl`, if ever (TTL-10, TTL-13, TTL-14).
+    pub fn expires_at(&self, collection_ttl: Option<i32>) -> Option<i64> {
+        ttl::expires_at(
+            self.ts,
+            ttl::effective_lifetime(self.own_ttl, collection_ttl),
+        )
+    }
+
+    /// The one visibility rule every read and write path applies (TTL-18, TTL-19).
+    pub fn is_visible(&self, collection_ttl: Option<i32>, now: i64) -> bool {
+        self.expires_at(collection_ttl).is_none_or(|at| now < at)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn round_trips_with_and_without_own_ttl() {
+        for d in [
+            doc! {"_id": 1},
+            doc! {"_id": 2, "ttl": 20},
+            doc! {"_id": 3, "ttl": 20.5},
+        ] {
+            let r = Record::new(1_000, &d).unwrap();
+            let back = Record::decode(&r.encode()).unwrap();
+            assert_eq!(back, r);
+            assert_eq!(back.document().unwrap(), d);
+        }
+        assert_eq!(Record::new(0, &doc! {"ttl": 20}).unwrap().own_ttl, Some(20));
+        assert_eq!(
+            Record::new(0, &doc! {"ttl": 20.5}).unwrap().own_ttl,
+            None,
+            "TTL-12"
+        );
+    }
+
+    #[test]
+    fn visibility_follows_the_ttl_rules() {
+        let plain = Record::new(100, &doc! {"_id": 1}).unwrap();
+        assert!(plain.is_visible(None, i64::MAX), "TTL-10");
+        assert!(plain.is_visible(Some(10), 109));
+        assert!(!plain.is_visible(Some(10), 110), "TTL-14");
+        let own = Record::new(100, &doc! {"_id": 1, "ttl": 2}).unwrap();
+        assert!(
+            own.is_visible(None, 1_000),
+            "TTL-10: no collection TTL, own ttl ignored"
+        );
+        assert!(!own.is_visible(Some(10), 102), "TTL-13");
+        let never = Record::new(100, &doc! {"_id": 1, "ttl": -1}).unwrap();
+        assert!(never.is_visible(Some(10), i64::MAX));
+    }
+
+    #[test]
+    fn short_or_unknown_records_are_errors() {
+        assert!(Record::decode(&[1, 2, 3]).is_err());
+        assert!(Record::decode(&[9; 20]).is_err());
+    }
+}

@@ -1,0 +1,163 @@
+//! A write transaction inside one commit group: every operation of the group reads the
+//! committed snapshot overlaid with the writes of the operations before it, so a group behaves
+//! exactly like its operations run one after another.
+//!
+//! Owns: the overlay, the write batch and the catalog changes of one group. Does not own:
+//! commit and durability (`writer`), document rules (`collection`).
+
+use super::catalog::Catalog;
+use super::Snap;
+use crate::error::Result;
+use crate::storage::{Keyspace, Snapshot, StorageError, WriteBatch};
+use std::collections::BTreeMap;
+use std::iter::Peekable;
+use std::ops::Bound;
+
+type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// Pending writes of one group, per keyspace; `None` is a delete.
+#[derive(Default)]
+struct Overlays {
+    catalog: Overlay,
+    documents: Overlay,
+    indexes: Overlay,
+    expiry: Overlay,
+}
+
+impl Overlays {
+    fn of(&self, keyspace: Keyspace) -> &Overlay {
+        match keyspace {
+            Keyspace::Catalog => &self.catalog,
+            Keyspace::Documents => &self.documents,
+            Keyspace::Indexes => &self.indexes,
+            Keyspace::Expiry => &self.expiry,
+        }
+    }
+
+    fn of_mut(&mut self, keyspace: Keyspace) -> &mut Overlay {
+        match keyspace {
+            Keyspace::Catalog => &mut self.catalog,
+            Keyspace::Documents => &mut self.documents,
+            Keyspace::Indexes => &mut self.indexes,
+            Keyspace::Expiry => &mut self.expiry,
+        }
+    }
+}
+
+pub struct Txn<'a> {
+    snapshot: &'a Snap,
+    overlay: Overlays,
+    batch: WriteBatch,
+    pub(super) catalog: &'a mut Catalog,
+    catalog_changed: bool,
+}
+
+impl<'a> Txn<'a> {
+    pub(super) fn new(snapshot: &'a Snap, catalog: &'a mut Catalog) -> Self {
+        Txn {
+            snapshot,
+            overlay: Default::default(),
+            batch: WriteBatch::new(),
+            catalog,
+            catalog_changed: false,
+        }
+    }
+
+    pub fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(pending) = self.overlay_of(keyspace).get(key) {
+            return Ok(pending.clone());
+        }
+        Ok(self.snapshot.get(keyspace, key)?)
+    }
+
+    pub fn put(&mut self, keyspace: Keyspace, key: Vec<u8>, value: Vec<u8>) {
+        self.batch.put(keyspace, key.clone(), value.clone());
+        self.overlay_mut(keyspace).insert(key, Some(value));
+    }
+
+    pub fn delete(&mut self, keyspace: Keyspace, key: Vec<u8>) {
+        self.batch.delete(keyspace, key.clone());
+        self.overlay_mut(keyspace).insert(key, None);
+    }
+
+    /// Entries whose key starts with `prefix`, in key order, as of this point in the group.
+    pub fn scan_prefix<'t>(
+        &'t self,
+        keyspace: Keyspace,
+        prefix: &'t [u8],
+    ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 't {
+        let base = self.snapshot.prefix(keyspace, prefix, false).peekable();
+        let pending = self
+            .overlay_of(keyspace)
+            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .peekable();
+        Merged { base, pending }
+    }
+
+    /// Records a catalog change made through `catalog` so the writer publishes it.
+    pub(super) fn catalog_changed(&mut self) {
+        self.catalog_changed = true;
+    }
+
+    pub(super) fn finish(self) -> (WriteBatch, bool) {
+        (self.batch, self.catalog_changed)
+    }
+
+    pub fn pending_bytes(&self) -> usize {
+        self.batch.approximate_size()
+    }
+
+    fn overlay_of(&self, keyspace: Keyspace) -> &Overlay {
+        self.overlay.of(keyspace)
+    }
+
+    fn overlay_mut(&mut self, keyspace: Keyspace) -> &mut Overlay {
+        self.overlay.of_mut(keyspace)
+    }
+}
+
+/// The snapshot's entries merged with the group's pending writes (pending wins).
+struct Merged<B: Iterator, P: Iterator> {
+    base: Peekable<B>,
+    pending: Peekable<P>,
+}
+
+impl<'t, B, P> Iterator for Merged<B, P>
+where
+    B: Iterator<Item = Result<(Vec<u8>, Vec<u8>), StorageError>>,
+    P: Iterator<Item = (&'t Vec<u8>, &'t Option<Vec<u8>>)>,
+{
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let take_pending = match (self.base.peek(), self.pending.peek()) {
+                (None, None) => return None,
+                (Some(Err(_)), _) => {
+                    return self.base.next().map(|r| r.map_err(Into::into));
+                }
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (Some(Ok((bk, _))), Some((pk, _))) => {
+                    if *pk == bk {
+                        // The pending write replaces the committed entry.
+                        self.base.next();
+                        true
+                    } else {
+                        pk.as_slice() < bk.as_slice()
+                    }
+                }
+            };
+            if take_pending {
+                let (key, value) = self.pending.next()?;
+                if let Some(value) = value {
+                    return Some(Ok((key.clone(), value.clone())));
+                }
+                // A pending delete hides the entry; keep going.
+            } else {
+                return self.base.next().map(|r| r.map_err(Into::into));
+            }
+        }
+    }
+}
