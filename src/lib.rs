@@ -9,7 +9,8 @@
 //!   -> session   one task per connection: request loop, compression, tracing span
 //!   -> command   one `match` on the command name -> a module per family
 //!   -> (engine, storage: the catalog, documents, cursors, the group-commit writer)
-//!   side roads:  clock (the only place that reads wall time), host (facts about the machine)
+//!   side roads:  clock (the only place that reads wall time), host (facts about the machine),
+//!                protocol (limits and compressor names every layer shares), query, ttl
 //! ```
 //!
 //! A module imports only from layers below it. `server` owns the listener, the connection limit
@@ -31,6 +32,7 @@ pub mod config;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod protocol;
 pub mod query;
 pub mod server;
 pub mod session;

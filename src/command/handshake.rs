@@ -6,7 +6,7 @@
 use super::args::{optional_array, optional_str};
 use super::{CommandName, Connection, Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
-use crate::wire::{Compressor, MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE};
+use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE};
 use bson::{Bson, Document};
 
 pub const MIN_WIRE_VERSION: i32 = 0;

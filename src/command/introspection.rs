@@ -3,8 +3,8 @@
 
 use super::{CommandName, Scope, Shared};
 use crate::host;
+use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE};
 use crate::status::Counters;
-use crate::wire::{Compressor, MAX_BSON_OBJECT_SIZE};
 use bson::{doc, Bson, Document};
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -11,10 +11,10 @@ use super::index_keys;
 use super::record::Record;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::path::render;
 use crate::storage::keys::{self, Direction};
 use crate::storage::{Keyspace, MAX_KEY_LEN};
-use crate::wire::MAX_BSON_OBJECT_SIZE;
 use bson::{doc, oid::ObjectId, Bson, Document};
 
 /// A visible document with its storage key and record.

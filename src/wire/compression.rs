@@ -4,36 +4,9 @@
 use super::{Reader, WireError, HEADER_LEN, MAX_MESSAGE_SIZE};
 use std::io::{Read, Write};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Compressor {
-    Snappy,
-    Zlib,
-    Zstd,
-}
+pub use crate::protocol::Compressor;
 
 impl Compressor {
-    pub const ALL: [Compressor; 3] = [Compressor::Snappy, Compressor::Zlib, Compressor::Zstd];
-
-    pub fn id(self) -> u8 {
-        match self {
-            Compressor::Snappy => 1,
-            Compressor::Zlib => 2,
-            Compressor::Zstd => 3,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Compressor::Snappy => "snappy",
-            Compressor::Zlib => "zlib",
-            Compressor::Zstd => "zstd",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Compressor> {
-        Compressor::ALL.into_iter().find(|c| c.name() == name)
-    }
-
     /// `None` for the noop compressor (id 0).
     fn from_id(id: u8) -> Result<Option<Compressor>, WireError> {
         match id {

@@ -19,12 +19,7 @@ pub use header::{Header, OpCode, HEADER_LEN};
 pub use op_msg::{MsgFlags, OpMsg};
 pub use op_query::OpQuery;
 
-/// Largest message a client may send or the server may reply with (`maxMessageSizeBytes`).
-pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
-/// Largest user document (`maxBsonObjectSize`).
-pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
-/// Largest command document: a user document plus room for the command's own fields.
-pub const MAX_COMMAND_SIZE: usize = MAX_BSON_OBJECT_SIZE + 16 * 1024;
+pub use crate::protocol::{MAX_BSON_OBJECT_SIZE, MAX_COMMAND_SIZE, MAX_MESSAGE_SIZE};
 
 /// A framing error: the byte stream can no longer be trusted, so the connection is closed.
 #[derive(Debug, thiserror::Error)]

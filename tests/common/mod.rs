@@ -37,6 +37,10 @@ impl TestServer {
         let mut config = Config::for_tests(dir.path());
         adjust(&mut config);
         let clock = Arc::new(ManualClock::starting_at_secs(SystemClock::new().now_secs()));
+        TestServer::launch(config, clock, dir).await
+    }
+
+    async fn launch(config: Config, clock: Arc<ManualClock>, dir: tempfile::TempDir) -> TestServer {
         let server = Server::bind(config.clone(), clock.clone())
             .await
             .unwrap()
@@ -62,18 +66,7 @@ impl TestServer {
             ..
         } = self;
         server.shutdown().await;
-        let server = Server::bind(config.clone(), clock.clone())
-            .await
-            .unwrap()
-            .spawn();
-        let addr = server.addr().unwrap();
-        TestServer {
-            server,
-            addr,
-            clock,
-            dir,
-            config,
-        }
+        TestServer::launch(config, clock, dir).await
     }
 
     pub fn uri(&self) -> String {

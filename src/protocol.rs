@@ -1,0 +1,42 @@
+//! Protocol vocabulary every layer shares: the size limits a server advertises and enforces, and
+//! the names and ids of the wire compressors. Owns no bytes and no I/O: framing and the
+//! compression codecs themselves live in `wire`.
+
+/// Largest message a client may send or the server may reply with (`maxMessageSizeBytes`).
+pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
+/// Largest user document (`maxBsonObjectSize`).
+pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+/// Largest command document: a user document plus room for the command's own fields.
+pub const MAX_COMMAND_SIZE: usize = MAX_BSON_OBJECT_SIZE + 16 * 1024;
+
+/// A wire compressor, by the name `hello.compression` negotiates and the id OP_COMPRESSED carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Compressor {
+    Snappy,
+    Zlib,
+    Zstd,
+}
+
+impl Compressor {
+    pub const ALL: [Compressor; 3] = [Compressor::Snappy, Compressor::Zlib, Compressor::Zstd];
+
+    pub fn id(self) -> u8 {
+        match self {
+            Compressor::Snappy => 1,
+            Compressor::Zlib => 2,
+            Compressor::Zstd => 3,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Compressor::Snappy => "snappy",
+            Compressor::Zlib => "zlib",
+            Compressor::Zstd => "zstd",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Compressor> {
+        Compressor::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
