@@ -9,6 +9,7 @@ start-up check, then stops the server with SIGTERM and requires a clean exit. A 
 cannot connect fails its scenario. Ends with the line "N passed, N failed".
 """
 import json
+import re
 import os
 import signal
 import subprocess
@@ -59,11 +60,13 @@ def run(cmd, env, stdin=None):
 
 
 def mongosh_startup(uri, env):
-    """mongosh connects interactively and its greeting shows no error or warning."""
+    """mongosh connects interactively, its greeting shows no error or warning, and the shell's
+    own `show dbs` / `show collections` work."""
     code, out = run(
         [str(NODE), str(MONGOSH), uri],
         env,
-        stdin="db.runCommand({ping: 1}).ok\ndb.version()\n",
+        stdin="db.runCommand({ping: 1}).ok\ndb.version()\n"
+        "db.shown.insertOne({_id: 1}).acknowledged\nshow dbs\nshow collections\n",
     )
     problems = []
     if code != 0:
@@ -76,6 +79,12 @@ def mongosh_startup(uri, env):
             problems.append(f"unexpected line: {line}")
     if "test> 1" not in out or "test> 7.0.0" not in out:
         problems.append("ping/version answers missing")
+    if "test> true" not in out:
+        problems.append("insertOne was not acknowledged")
+    if not re.search(r"(^|> )test\s+\d", out, re.MULTILINE):
+        problems.append("show dbs does not list the test database")
+    if "shown" not in out:
+        problems.append("show collections does not list the collection")
     return (1 if problems else 0), out + "\n".join(problems)
 
 
