@@ -8,9 +8,12 @@
 //!   -> wire      frame, decode OP_MSG / OP_QUERY / OP_COMPRESSED, encode replies
 //!   -> session   one task per connection: request loop, compression, tracing span
 //!   -> command   one `match` on the command name -> a module per family
-//!   -> (engine, storage: the catalog, documents, cursors, the group-commit writer)
-//!   side roads:  clock (the only place that reads wall time), host (facts about the machine),
-//!                protocol (limits and compressor names every layer shares), query, ttl
+//!   -> engine    catalog, documents, indexes, cursors, TTL visibility, group-commit writer, reaper
+//!   -> storage   ordered keyspaces with snapshots and atomic write batches (fjall)
+//!   side roads:  query (filter, update, projection, sort, BSON order: pure)
+//!                ttl (the Cosmos TTL rules: pure)
+//!                clock (the only place that reads wall time), host (facts about the machine),
+//!                protocol (limits and compressor names every layer shares), status (counters)
 //! ```
 //!
 //! A module imports only from layers below it. `server` owns the listener, the connection limit
