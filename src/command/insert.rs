@@ -2,12 +2,12 @@
 //! once durable (unless the write concern opts out).
 
 use super::args::{check_fields, documents_of, durable, optional_bool};
-use super::{Request, Shared};
+use super::{batch, Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::{collection, ddl};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::status::OpKind;
-use bson::{doc, Bson, Document};
+use bson::{doc, Document};
 
 const FIELDS: &[&str] = &["documents", "ordered", "bypassDocumentValidation", "let"];
 
@@ -28,43 +28,23 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let (n, errors) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
-            let mut n = 0i32;
-            let mut errors: Vec<(usize, Error)> = Vec::new();
             let meta = match ddl::ensure_collection(txn, &db, &coll) {
                 Ok((meta, _)) => meta,
                 Err(e) => return (0, vec![(0, e)]),
             };
-            for (i, doc) in prepared.into_iter().enumerate() {
-                let result = doc.and_then(|d| collection::insert(txn, &meta, &d, now));
-                match result {
-                    Ok(()) => n += 1,
-                    Err(e) => {
-                        errors.push((i, e));
-                        if ordered {
-                            break;
-                        }
-                    }
-                }
-            }
+            let mut n = 0usize;
+            let errors = batch::run(prepared, ordered, |_, d| {
+                collection::insert(txn, &meta, &d, now)?;
+                n += 1;
+                Ok(())
+            });
             (n, errors)
         })
         .await?;
-    Ok(write_reply(n, &errors, None))
-}
-
-/// `{n, [nModified], [writeErrors], ok: 1}`.
-pub fn write_reply(n: i32, errors: &[(usize, Error)], n_modified: Option<i32>) -> Document {
-    let mut reply = doc! {"n": n};
-    if let Some(m) = n_modified {
-        reply.insert("nModified", m);
-    }
+    let mut reply = doc! {"n": batch::count(n)};
     if !errors.is_empty() {
-        let entries: Vec<Bson> = errors
-            .iter()
-            .map(|(i, e)| Bson::Document(e.to_write_error(*i)))
-            .collect();
-        reply.insert("writeErrors", entries);
+        reply.insert("writeErrors", batch::write_errors(&errors));
     }
     reply.insert("ok", 1.0);
-    reply
+    Ok(reply)
 }

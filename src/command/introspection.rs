@@ -6,7 +6,7 @@ use crate::host;
 use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE};
 use crate::status::Counters;
 use bson::{doc, Bson, Document};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 /// The MongoDB version mayfly answers as; its wire versions are those of 7.0.
 pub const MONGODB_VERSION: &str = "7.0.0";
@@ -121,18 +121,14 @@ pub fn server_status(shared: &Shared) -> Document {
         "ttl": ttl_status(shared),
         "metrics": {
             "ttl": {
-                "deletedDocuments": count(&shared.engine.reaper.stats.deleted),
-                "passes": count(&shared.engine.reaper.stats.passes),
+                "deletedDocuments": Counters::get(&shared.engine.reaper.stats.deleted),
+                "passes": Counters::get(&shared.engine.reaper.stats.passes),
             },
             "cursor": {"open": {"total": shared.engine.cursors.open_count() as i64}},
         },
         "writer": writer_status(shared),
         "ok": 1.0,
     }
-}
-
-fn count(n: &AtomicU64) -> i64 {
-    i64::try_from(n.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
 }
 
 /// TTL-24: what the reaper has done and how far behind it is.
@@ -145,12 +141,12 @@ fn ttl_status(shared: &Shared) -> Document {
         .and_then(|e| e.clone())
         .map_or(Bson::Null, Bson::String);
     doc! {
-        "deletedDocuments": count(&stats.deleted),
-        "passes": count(&stats.passes),
+        "deletedDocuments": Counters::get(&stats.deleted),
+        "passes": Counters::get(&stats.passes),
         "backlog": i64::try_from(shared.engine.reaper.backlog()).unwrap_or(i64::MAX),
         "lastPassMillis": stats.last_pass_micros.load(Ordering::Relaxed) as f64 / 1000.0,
         "paused": stats.paused.load(Ordering::Relaxed),
-        "errors": count(&stats.errors),
+        "errors": Counters::get(&stats.errors),
         "lastError": last_error,
     }
 }
@@ -159,9 +155,9 @@ fn ttl_status(shared: &Shared) -> Document {
 fn writer_status(shared: &Shared) -> Document {
     let w = &shared.engine.writer_stats;
     doc! {
-        "groups": count(&w.groups),
-        "jobs": count(&w.jobs),
-        "syncs": count(&w.syncs),
+        "groups": Counters::get(&w.groups),
+        "jobs": Counters::get(&w.jobs),
+        "syncs": Counters::get(&w.syncs),
     }
 }
 

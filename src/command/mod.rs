@@ -10,6 +10,7 @@ mod admin;
 mod aggregate;
 mod args;
 mod auth;
+mod batch;
 mod context;
 mod cursor;
 mod ddl;

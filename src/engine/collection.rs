@@ -153,14 +153,7 @@ pub fn replace(
     if let Err(e) = add_entries(txn, meta, old.key.clone(), record, new, now) {
         // `add_entries` writes nothing when it fails; restore `old`'s entries so a refused
         // replace (e.g. a duplicate key) leaves the document exactly as it was.
-        add_entries(
-            txn,
-            meta,
-            old.key.clone(),
-            old.record.clone(),
-            &old.doc,
-            now,
-        )?;
+        reindex(txn, meta, old, now)?;
         return Err(e);
     }
     Ok(())

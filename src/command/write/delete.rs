@@ -2,10 +2,10 @@
 //! replying `{n, [writeErrors], ok}`.
 
 use super::{
-    check_collation, check_statement_fields, count, hint_arg, missing, required_doc, statements,
-    write_errors, Query,
+    check_collation, check_statement_fields, hint_arg, missing, required_doc, statements, Query,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
+use crate::command::batch;
 use crate::command::find::check_hint;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
@@ -53,25 +53,17 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .engine
         .write(durable(cmd), move |txn, now| {
             let mut n = 0usize;
-            let mut errors: Vec<(usize, Error)> = Vec::new();
-            for (i, stmt) in parsed.into_iter().enumerate() {
-                match stmt.and_then(|s| s.run(txn, &db, &coll, now)) {
-                    Ok(deleted) => n += deleted,
-                    Err(e) => {
-                        errors.push((i, e));
-                        if ordered {
-                            break;
-                        }
-                    }
-                }
-            }
+            let errors = batch::run(parsed, ordered, |_, s| {
+                n += s.run(txn, &db, &coll, now)?;
+                Ok(())
+            });
             (n, errors)
         })
         .await?;
 
-    let mut reply = doc! {"n": count(n)};
+    let mut reply = doc! {"n": batch::count(n)};
     if !errors.is_empty() {
-        reply.insert("writeErrors", write_errors(&errors));
+        reply.insert("writeErrors", batch::write_errors(&errors));
     }
     reply.insert("ok", 1.0);
     Ok(reply)

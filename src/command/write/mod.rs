@@ -244,21 +244,3 @@ fn upsert_document(
     };
     collection::prepare_for_insert(seed)
 }
-
-/// A count as mongod sends it: an int, a long only when it does not fit.
-fn count(n: usize) -> Bson {
-    match i32::try_from(n) {
-        Ok(n) => Bson::Int32(n),
-        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-    }
-}
-
-/// The `writeErrors` array of a batch reply.
-fn write_errors(errors: &[(usize, Error)]) -> Bson {
-    Bson::Array(
-        errors
-            .iter()
-            .map(|(i, e)| Bson::Document(e.to_write_error(*i)))
-            .collect(),
-    )
-}

@@ -2,10 +2,11 @@
 //! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
 
 use super::{
-    apply_update, array_filter_docs, check_collation, check_statement_fields, count, hint_arg,
-    missing, parse_update, required_doc, statements, targets, upsert_document, write_errors, Query,
+    apply_update, array_filter_docs, check_collation, check_statement_fields, hint_arg, missing,
+    parse_update, required_doc, statements, targets, upsert_document, Query,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
+use crate::command::batch;
 use crate::command::find::check_hint;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
@@ -84,38 +85,29 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             let at = clock.now_datetime();
             let (mut matched, mut modified) = (0usize, 0usize);
             let mut upserted: Vec<(usize, Bson)> = Vec::new();
-            let mut errors: Vec<(usize, Error)> = Vec::new();
-            for (i, stmt) in parsed.into_iter().enumerate() {
-                match stmt.and_then(|s| s.run(txn, &db, &coll, now, at)) {
-                    Ok(done) => {
-                        matched += done.matched;
-                        modified += done.modified;
-                        if let Some(id) = done.upserted {
-                            upserted.push((i, id));
-                        }
-                    }
-                    Err(e) => {
-                        errors.push((i, e));
-                        if ordered {
-                            break;
-                        }
-                    }
+            let errors = batch::run(parsed, ordered, |i, s| {
+                let done = s.run(txn, &db, &coll, now, at)?;
+                matched += done.matched;
+                modified += done.modified;
+                if let Some(id) = done.upserted {
+                    upserted.push((i, id));
                 }
-            }
+                Ok(())
+            });
             (matched + upserted.len(), modified, upserted, errors)
         })
         .await?;
 
-    let mut reply = doc! {"n": count(matched), "nModified": count(modified)};
+    let mut reply = doc! {"n": batch::count(matched), "nModified": batch::count(modified)};
     if !upserted.is_empty() {
         let entries: Vec<Bson> = upserted
             .into_iter()
-            .map(|(i, id)| Bson::Document(doc! {"index": count(i), "_id": id}))
+            .map(|(i, id)| Bson::Document(doc! {"index": batch::count(i), "_id": id}))
             .collect();
         reply.insert("upserted", entries);
     }
     if !errors.is_empty() {
-        reply.insert("writeErrors", write_errors(&errors));
+        reply.insert("writeErrors", batch::write_errors(&errors));
     }
     reply.insert("ok", 1.0);
     Ok(reply)
