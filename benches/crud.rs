@@ -9,19 +9,18 @@
 //! A phase whose command fails (say, not implemented yet) prints `skipped: <error>`.
 //! Measures only: nothing here asserts on time.
 
+mod common;
+
 use clap::Parser;
-use futures::TryStreamExt;
-use mayfly::clock::SystemClock;
-use mayfly::config::Config;
-use mayfly::server::Server;
+use common::{
+    full_scan, load, millis, per_op, percentile, pick, BoxError, Outcome, PhaseResult, Target,
+    BATCH,
+};
 use mongodb::bson::{doc, Document};
-use mongodb::options::ClientOptions;
-use mongodb::{Client, Collection};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use mongodb::Client;
+use std::time::Duration;
 
 const DB: &str = "mayfly_bench";
-const BATCH: usize = 1000;
 
 #[derive(Debug, Parser)]
 struct Args {
@@ -46,41 +45,11 @@ struct Args {
     bench: bool,
 }
 
-/// One phase's result: operations (or documents) done, the time taken, per-operation latencies.
-struct Outcome {
-    name: &'static str,
-    unit: &'static str,
-    count: u64,
-    elapsed: Duration,
-    latencies: Vec<Duration>,
-    /// The server's group-commit counters over the phase (`serverStatus.writer` deltas):
-    /// groups, jobs, syncs. `None` when the server does not report them.
-    writer: Option<[i64; 3]>,
-}
-
-type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
     let args = Args::parse();
-    let (_server, _dir, uri) = match &args.uri {
-        Some(uri) => (None, None, uri.clone()),
-        None => {
-            let dir = tempfile::tempdir()?;
-            let mut config = Config::for_tests(dir.path());
-            config.enable_test_commands = false;
-            let server = Server::bind(config, Arc::new(SystemClock::new()))
-                .await?
-                .spawn();
-            let addr = server.addr().ok_or("the server has no address")?;
-            let uri = format!("mongodb://{addr}/?directConnection=true");
-            (Some(server), Some(dir), uri)
-        }
-    };
-    let mut options = ClientOptions::parse(&uri).await?;
-    options.max_pool_size = Some(args.connections as u32);
-    options.min_pool_size = Some(args.connections as u32);
-    let client = Client::with_options(options)?;
+    let target = Target::start(args.uri.as_deref(), false, args.connections).await?;
+    let client = target.client.clone();
     let db = client.database(DB);
     db.drop().await?;
     let phase = Duration::from_secs_f64(args.seconds);
@@ -89,14 +58,10 @@ async fn main() -> Result<(), BoxError> {
         args.connections,
         args.seconds,
         args.docs,
-        if args.uri.is_some() {
-            uri.as_str()
-        } else {
-            "in-process server"
-        }
+        target.describe()
     );
 
-    let mut results: Vec<Result<Outcome, (&'static str, String)>> = Vec::new();
+    let mut results: Vec<Measured> = Vec::new();
     let wants = |phase: &str| args.phases.is_empty() || args.phases.iter().any(|p| p == phase);
     if wants("insert_one") {
         let small = db.collection::<Document>("insert_one");
@@ -139,7 +104,11 @@ async fn main() -> Result<(), BoxError> {
     }
     let scan = db.collection::<Document>("scan");
     if ["find_one", "update_one", "scan"].iter().any(|p| wants(p)) {
-        load(&scan, args.docs, args.connections).await?;
+        let seconds = load(&scan, args.docs, scan_doc).await?;
+        println!(
+            "loaded {} documents for the read phases in {seconds:.1} s",
+            args.docs
+        );
     }
     let docs = args.docs.max(1) as u64;
     if wants("find_one") {
@@ -187,7 +156,7 @@ async fn main() -> Result<(), BoxError> {
         );
     }
     if wants("scan") {
-        results.push(measured(&client, full_scan(&scan, phase)).await);
+        results.push(measured(&client, full_scan("full scan (docs)", &scan, phase)).await);
     }
 
     print_table(&results);
@@ -204,138 +173,9 @@ fn small_doc(task: usize, i: u64) -> Document {
     }
 }
 
-/// A pseudo-random `_id` in `0..docs` (xorshift on the task and step; no RNG crate needed).
-fn pick(task: usize, i: u64, docs: u64) -> i64 {
-    let mut x = (task as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ i.wrapping_add(1);
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    (x % docs) as i64
-}
-
-/// Fills the scan collection with `_id` 0..docs in batches of 1,000 from several tasks.
-async fn load(coll: &Collection<Document>, docs: i64, tasks: usize) -> Result<(), BoxError> {
-    let started = Instant::now();
-    let batches = (docs + BATCH as i64 - 1) / BATCH as i64;
-    let mut handles = Vec::new();
-    for t in 0..tasks.clamp(1, 8) as i64 {
-        let coll = coll.clone();
-        handles.push(tokio::spawn(async move {
-            let mut b = t;
-            while b < batches {
-                let start = b * BATCH as i64;
-                let end = (start + BATCH as i64).min(docs);
-                let batch: Vec<Document> = (start..end)
-                    .map(|id| doc! {"_id": id, "n": 0, "s": format!("scan-document-{id:012}")})
-                    .collect();
-                coll.insert_many(batch).await?;
-                b += tasks.clamp(1, 8) as i64;
-            }
-            Ok::<(), mongodb::error::Error>(())
-        }));
-    }
-    for h in handles {
-        h.await??;
-    }
-    println!(
-        "loaded {docs} documents for the read phases in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-/// Runs `op(task, i)` from `tasks` concurrent tasks until `phase` has passed; each operation
-/// returns how many units (operations or documents) it did. The first error skips the phase.
-async fn per_op<F, Fut>(
-    name: &'static str,
-    tasks: usize,
-    phase: Duration,
-    op: F,
-) -> Result<Outcome, (&'static str, String)>
-where
-    F: Fn(usize, u64) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = mongodb::error::Result<u64>> + Send + 'static,
-{
-    let op = Arc::new(op);
-    let started = Instant::now();
-    let deadline = started + phase;
-    let mut handles = Vec::new();
-    for task in 0..tasks {
-        let op = op.clone();
-        handles.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            let mut units = 0u64;
-            let mut i = 0u64;
-            while Instant::now() < deadline {
-                let t = Instant::now();
-                units += op(task, i).await.map_err(|e| e.to_string())?;
-                latencies.push(t.elapsed());
-                i += 1;
-            }
-            Ok::<_, String>((units, latencies))
-        }));
-    }
-    let mut count = 0;
-    let mut latencies = Vec::new();
-    let mut failure = None;
-    for h in handles {
-        match h.await {
-            Ok(Ok((units, lat))) => {
-                count += units;
-                latencies.extend(lat);
-            }
-            Ok(Err(e)) => failure = failure.or(Some(e)),
-            Err(e) => failure = failure.or(Some(e.to_string())),
-        }
-    }
-    let elapsed = started.elapsed();
-    if let Some(e) = failure {
-        return Err((name, e));
-    }
-    latencies.sort_unstable();
-    Ok(Outcome {
-        name,
-        unit: if name.contains("docs") {
-            "docs/s"
-        } else {
-            "ops/s"
-        },
-        count,
-        elapsed,
-        latencies,
-        writer: None,
-    })
-}
-
-/// Reads the whole scan collection with one cursor, again and again until `phase` has passed.
-async fn full_scan(
-    coll: &Collection<Document>,
-    phase: Duration,
-) -> Result<Outcome, (&'static str, String)> {
-    let name = "full scan (docs)";
-    let started = Instant::now();
-    let mut count = 0u64;
-    let mut latencies = Vec::new();
-    loop {
-        let t = Instant::now();
-        let docs: Vec<Document> = async { coll.find(doc! {}).await?.try_collect().await }
-            .await
-            .map_err(|e: mongodb::error::Error| (name, e.to_string()))?;
-        count += docs.len() as u64;
-        latencies.push(t.elapsed());
-        if started.elapsed() >= phase {
-            break;
-        }
-    }
-    latencies.sort_unstable();
-    Ok(Outcome {
-        name,
-        unit: "docs/s",
-        count,
-        elapsed: started.elapsed(),
-        latencies,
-        writer: None,
-    })
+/// A document of the read, update and scan collection.
+fn scan_doc(id: i64) -> Document {
+    doc! {"_id": id, "n": 0, "s": format!("scan-document-{id:012}")}
 }
 
 /// `serverStatus.writer` {groups, jobs, syncs}, if the server reports it.
@@ -353,32 +193,25 @@ async fn writer_counters(client: &Client) -> Option<[i64; 3]> {
     ])
 }
 
+/// A phase's outcome with the server's group-commit counters over it (`serverStatus.writer`
+/// deltas: groups, jobs, syncs), `None` when the server does not report them.
+type Measured = Result<(Outcome, Option<[i64; 3]>), (&'static str, String)>;
+
 /// Runs a phase and attaches the server's group-commit counters over it.
 async fn measured(
     client: &Client,
-    phase: impl std::future::Future<Output = Result<Outcome, (&'static str, String)>>,
-) -> Result<Outcome, (&'static str, String)> {
+    phase: impl std::future::Future<Output = PhaseResult>,
+) -> Measured {
     let before = writer_counters(client).await;
-    let mut outcome = phase.await?;
-    if let (Some(b), Some(a)) = (before, writer_counters(client).await) {
-        outcome.writer = Some([a[0] - b[0], a[1] - b[1], a[2] - b[2]]);
-    }
-    Ok(outcome)
+    let outcome = phase.await?;
+    let writer = match (before, writer_counters(client).await) {
+        (Some(b), Some(a)) => Some([a[0] - b[0], a[1] - b[1], a[2] - b[2]]),
+        _ => None,
+    };
+    Ok((outcome, writer))
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-fn millis(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn print_table(results: &[Result<Outcome, (&'static str, String)>]) {
+fn print_table(results: &[Measured]) {
     println!();
     println!(
         "| {:<26} | {:>14} | {:>10} | {:>10} | {:>10} | {:>8} | {:>10} |",
@@ -390,9 +223,9 @@ fn print_table(results: &[Result<Outcome, (&'static str, String)>]) {
     );
     for result in results {
         match result {
-            Ok(o) => {
-                let rate = o.count as f64 / o.elapsed.as_secs_f64();
-                let (syncs, per_group) = match o.writer {
+            Ok((o, writer)) => {
+                let rate = o.rate();
+                let (syncs, per_group) = match *writer {
                     Some([groups, jobs, syncs]) if groups > 0 => (
                         syncs.to_string(),
                         format!("{:.1}", jobs as f64 / groups as f64),

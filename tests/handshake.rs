@@ -284,6 +284,22 @@ async fn server_status_reports_connections_and_counters() {
         .unwrap()
         .get_i64("resident")
         .is_ok());
+    assert!(status.get_document("ttl").is_ok());
+}
+
+#[tokio::test]
+async fn server_status_leaves_out_sections_set_to_zero() {
+    let server = TestServer::start().await;
+    let status = admin_command(
+        &server,
+        doc! {"serverStatus": 1, "ttl": 0, "opcounters": false, "connections": 1},
+    )
+    .await;
+    assert!(!status.contains_key("ttl"));
+    assert!(!status.contains_key("opcounters"));
+    assert!(status.get_document("connections").is_ok());
+    assert!(status.get_document("metrics").is_ok());
+    assert_eq!(status.get_f64("ok").unwrap(), 1.0);
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! What the server says about itself: `buildInfo`, `hostInfo`, `serverStatus`,
 //! `getCmdLineOpts`, `listCommands`.
 
-use super::{CommandName, Scope, Shared};
+use super::{args, CommandName, Scope, Shared};
 use crate::host;
 use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE};
 use crate::status::Counters;
@@ -81,7 +81,26 @@ pub fn host_info(shared: &Shared) -> Document {
     }
 }
 
-pub fn server_status(shared: &Shared) -> Document {
+/// `serverStatus`. As in mongod, `{<section>: 0}` (any falsy value) leaves a top-level section
+/// out; leaving out `ttl` also skips counting the reaper's backlog, which reads the due expiry
+/// ranges.
+pub fn server_status(shared: &Shared, cmd: &Document) -> Document {
+    let mut status = all_sections(shared, cmd);
+    let excluded: Vec<String> = cmd
+        .iter()
+        .skip(1)
+        .filter(|(name, value)| status.contains_key(name.as_str()) && !args::is_truthy(value))
+        .map(|(name, _)| name.clone())
+        .collect();
+    for name in excluded {
+        if name != "ok" {
+            status.remove(&name);
+        }
+    }
+    status
+}
+
+fn all_sections(shared: &Shared, cmd: &Document) -> Document {
     let c = &shared.counters;
     let uptime = shared.started.elapsed();
     let current = Counters::get(&c.connections_current);
@@ -118,7 +137,11 @@ pub fn server_status(shared: &Shared) -> Document {
         },
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "storageEngine": {"name": "mayfly", "persistent": true, "supportsCommittedReads": true},
-        "ttl": ttl_status(shared),
+        "ttl": if cmd.get("ttl").is_none_or(args::is_truthy) {
+            Bson::Document(ttl_status(shared))
+        } else {
+            Bson::Null
+        },
         "metrics": {
             "ttl": {
                 "deletedDocuments": Counters::get(&shared.engine.reaper.stats.deleted),

@@ -166,7 +166,7 @@ async fn dispatch(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> 
         C::GetLog => admin::get_log(req),
         C::GetCmdLineOpts => Ok(introspection::cmd_line_opts(shared)),
         C::HostInfo => Ok(introspection::host_info(shared)),
-        C::ServerStatus => Ok(introspection::server_status(shared)),
+        C::ServerStatus => Ok(introspection::server_status(shared, req.body)),
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn)),
         C::ConnectionStatus => Ok(admin::connection_status(req)),
         C::ListCommands => Ok(introspection::list_commands(shared)),

@@ -204,9 +204,34 @@ pub fn delete_if_expired(
     if record.is_visible(meta.ttl(), now) {
         return Ok(false);
     }
-    let doc = record.document()?;
-    remove_entries(txn, meta, key, &record, &doc)?;
+    // Only secondary index entries need the body; most TTL collections have none.
+    if meta.stored_indexes().next().is_some() {
+        remove_index_entries(txn, meta, &record.document()?);
+    }
+    remove_expiry_entry(txn, key, &record);
     txn.delete(Keyspace::Documents, key.to_vec());
+    Ok(true)
+}
+
+/// Deletes the document behind `expiry_key`, an entry the caller found in its collection's due
+/// expiry range in this same group (the reaper, TTL-20). An expiry entry exists exactly while
+/// its document is stored with that expiry time (every write that changes `_ts` replaces the
+/// entry), so finding it due is the re-check at delete time. Without secondary indexes the
+/// document is not even read. Returns whether a document was deleted.
+pub fn delete_due(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    expiry_key: &[u8],
+    now: i64,
+) -> Result<bool> {
+    let Some(doc_key) = expiry::document_key_of(expiry_key) else {
+        return Ok(false);
+    };
+    if meta.stored_indexes().next().is_some() {
+        return delete_if_expired(txn, meta, &doc_key, now);
+    }
+    txn.delete(Keyspace::Documents, doc_key);
+    txn.delete(Keyspace::Expiry, expiry_key.to_vec());
     Ok(true)
 }
 
@@ -256,6 +281,12 @@ fn remove_entries(
     record: &Record,
     doc: &Document,
 ) -> Result<()> {
+    remove_index_entries(txn, meta, doc);
+    remove_expiry_entry(txn, key, record);
+    Ok(())
+}
+
+fn remove_index_entries(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document) {
     let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
     for index in meta.stored_indexes() {
         // A stored document always produced valid entries when it was written.
@@ -266,10 +297,12 @@ fn remove_entries(
             );
         }
     }
+}
+
+fn remove_expiry_entry(txn: &mut Txn<'_>, key: &[u8], record: &Record) {
     if let Some(expiry_key) = expiry::key_for(key, record) {
         txn.delete(Keyspace::Expiry, expiry_key);
     }
-    Ok(())
 }
 
 /// Fails with 11000 if a visible document other than `id` holds `tuple` in the unique `index`;

@@ -3,8 +3,10 @@
 //!
 //! A pass walks, per collection with a TTL, the due part of the two expiry-ordered ranges
 //! (`expiry.rs`), from a watermark so the tombstones of earlier batches are not read again, and
-//! deletes in batches of [`BATCH`] through the same writer as clients. Each delete re-checks
-//! expiry (a document rewritten since it was found survives). Between batches it yields when
+//! deletes in batches of [`BATCH`] through the same writer as clients. Each batch reads its part
+//! of the range inside the writer, so what it deletes is due at delete time (a document
+//! rewritten since it became due has left the range and survives). Batches are small so a
+//! client's write never waits long behind one, and between batches the reaper yields when
 //! clients have writes queued. Failures are logged at error level and counted in
 //! `serverStatus.ttl`; the thread stops with the engine.
 
@@ -23,7 +25,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Duration;
 
 /// Documents deleted per writer job.
-pub const BATCH: usize = 1_000;
+pub const BATCH: usize = 64;
 /// Time between background passes.
 const INTERVAL: Duration = Duration::from_secs(1);
 
@@ -140,9 +142,7 @@ impl Reaper {
             Ordering::Relaxed,
         );
         match &result {
-            Ok(n) => {
-                self.stats.deleted.fetch_add(*n, Ordering::Relaxed);
-            }
+            Ok(_) => {}
             Err(e) => {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
                 tracing::error!(error = %e, "TTL reaper pass failed");
@@ -190,47 +190,37 @@ impl Reaper {
         due: i64,
         now: i64,
     ) -> Result<u64> {
-        let start = self.watermark(collection_id, kind, ttl);
+        let mut from = self.watermark(collection_id, kind, ttl);
         let end = expiry::due_end(collection_id, kind, due);
-        let mut from = start;
         let mut deleted = 0u64;
         loop {
-            let snapshot = self.backend.snapshot();
-            let mut batch = Vec::with_capacity(BATCH);
-            for entry in snapshot.range(
-                Keyspace::Expiry,
-                Bound::Included(&from),
-                Bound::Excluded(&end),
-                false,
-            ) {
-                let (key, _) = entry?;
-                batch.push(key);
-                if batch.len() == BATCH {
-                    break;
-                }
-            }
-            let Some(last) = batch.last().cloned() else {
-                break;
-            };
-            let full = batch.len() == BATCH;
             let Some(writer) = self.writer.lock().ok().and_then(|w| w.clone()) else {
                 break;
             };
             let clock = Arc::clone(&self.clock);
-            let (n, stuck_at) = writer
+            let range = (from, end.clone());
+            let step = writer
                 .run(false, move |txn| {
-                    delete_batch(txn, collection_id, &batch, clock.now_secs())
+                    reap_batch(txn, collection_id, kind, ttl, range, clock.now_secs())
                 })
                 .await??;
-            deleted += n;
-            // An entry that was not expired at delete time stays; do not pass it.
-            let stuck = stuck_at.is_some();
-            let handled_below = stuck_at.unwrap_or_else(|| successor(&last));
-            self.set_watermark(collection_id, kind, ttl, handled_below.clone(), now, due);
-            if !full || stuck {
+            deleted += step.deleted;
+            // Counted per batch, so `serverStatus` shows a long pass's progress.
+            self.stats
+                .deleted
+                .fetch_add(step.deleted, Ordering::Relaxed);
+            self.set_watermark(
+                collection_id,
+                kind,
+                ttl,
+                step.handled_below.clone(),
+                now,
+                due,
+            );
+            if !step.more {
                 break;
             }
-            from = handled_below;
+            from = step.handled_below;
             if writer.has_queued_jobs() {
                 // Clients are writing: let their groups go first.
                 pause_briefly().await;
@@ -297,36 +287,73 @@ impl Reaper {
     }
 }
 
-/// Deletes the documents behind `keys` that are still expired; returns how many, and the first
-/// key whose document was still there but not expired.
-fn delete_batch(
+/// What one reaping batch did.
+struct Step {
+    deleted: u64,
+    /// Every entry of the range below this key was handled.
+    handled_below: Vec<u8>,
+    /// Whether the batch stopped at [`BATCH`] entries (the range may hold more).
+    more: bool,
+}
+
+/// Inside the writer: deletes the documents of up to [`BATCH`] entries of the expiry range
+/// `from..end`, read as of this point in the group, that are due at `now` under the
+/// collection's current TTL. Reading the range here, not before, is the re-check at delete
+/// time (TTL-20): a document rewritten since it became due has left the range.
+fn reap_batch(
     txn: &mut super::Txn<'_>,
     collection_id: u64,
-    keys: &[Vec<u8>],
+    kind: u8,
+    ttl: Option<i32>,
+    (from, end): (Vec<u8>, Vec<u8>),
     now: i64,
-) -> Result<(u64, Option<Vec<u8>>)> {
-    let Some(meta) = txn.catalog.by_id(collection_id).cloned() else {
-        return Ok((0, None));
+) -> Result<Step> {
+    let done = |below: Vec<u8>| Step {
+        deleted: 0,
+        handled_below: below,
+        more: false,
     };
+    let Some(meta) = txn.catalog.by_id(collection_id).cloned() else {
+        return Ok(done(end));
+    };
+    let Some(current_ttl) = meta.ttl().filter(|t| Some(*t) == ttl) else {
+        // The TTL changed since the pass began: the next pass works from the new one.
+        return Ok(done(from));
+    };
+    // A clock that went back since the pass began shortens the range, never lengthens it.
+    let due_now = if kind == FOLLOWS_COLLECTION {
+        now - i64::from(current_ttl)
+    } else {
+        now
+    };
+    let end = end.min(expiry::due_end(collection_id, kind, due_now));
+    let keys = txn
+        .scan_range(Keyspace::Expiry, &from, &end)
+        .take(BATCH)
+        .map(|entry| entry.map(|(key, _)| key))
+        .collect::<Result<Vec<_>>>()?;
+    let more = keys.len() == BATCH;
     let mut deleted = 0;
-    let mut stuck = None;
-    for key in keys {
-        let Some(doc_key) = expiry::document_key_of(key) else {
-            continue;
-        };
-        if collection::delete_if_expired(txn, &meta, &doc_key, now)? {
+    for key in &keys {
+        if collection::delete_due(txn, &meta, key, now)? {
             deleted += 1;
-        } else if stuck.is_none() && txn.get(Keyspace::Expiry, key)?.is_some() {
-            stuck = Some(key.clone());
         }
     }
-    Ok((deleted, stuck))
+    let handled_below = match keys.last() {
+        Some(last) if more => successor(last),
+        _ => end,
+    };
+    Ok(Step {
+        deleted,
+        handled_below,
+        more,
+    })
 }
 
 /// Yields to client writes: a tokio sleep inside the runtime (`runOnce`), a thread sleep on the
 /// reaper's own thread, which has no runtime.
 async fn pause_briefly() {
-    const PAUSE: Duration = Duration::from_millis(2);
+    const PAUSE: Duration = Duration::from_micros(200);
     if tokio::runtime::Handle::try_current().is_ok() {
         tokio::time::sleep(PAUSE).await;
     } else {
@@ -339,4 +366,82 @@ fn successor(key: &[u8]) -> Vec<u8> {
     let mut next = key.to_vec();
     next.push(0);
     next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::engine::catalog::IndexMeta;
+    use crate::engine::{ddl, Engine};
+    use crate::storage::keys::collection_prefix;
+    use bson::doc;
+
+    /// Entries of collection `id` left in `keyspace`.
+    fn entries(engine: &Engine, keyspace: Keyspace, id: u64) -> usize {
+        engine
+            .backend
+            .snapshot()
+            .prefix(keyspace, &collection_prefix(id), false)
+            .count()
+    }
+
+    /// A pass over several batches removes each expired document with all its entries: the
+    /// document, its expiry entry and, when the collection has one, its secondary index entry.
+    #[tokio::test]
+    async fn a_pass_leaves_no_entry_of_a_reaped_document_ttl_20() {
+        for with_index in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let clock = Arc::new(ManualClock::starting_at_secs(1_000));
+            let engine = Engine::open(dir.path(), clock.clone()).unwrap();
+            engine.reaper.pause();
+            let count = BATCH * 3 + 5;
+            let id = engine
+                .write(true, move |txn, now| {
+                    let (meta, _) = ddl::ensure_collection(txn, "db", "c").unwrap();
+                    let ttl = IndexMeta {
+                        id: 0,
+                        name: "_ts_1".into(),
+                        key: doc! {"_ts": 1},
+                        unique: false,
+                        sparse: false,
+                        expire_after_seconds: Some(10),
+                    };
+                    let mut meta = ddl::create_index(txn, &meta, ttl, now).unwrap();
+                    if with_index {
+                        let email = IndexMeta {
+                            id: 0,
+                            name: "email_1".into(),
+                            key: doc! {"email": 1},
+                            unique: true,
+                            sparse: false,
+                            expire_after_seconds: None,
+                        };
+                        meta = ddl::create_index(txn, &meta, email, now).unwrap();
+                    }
+                    for i in 0..count {
+                        let d = doc! {"_id": i as i64, "email": format!("{i}@x")};
+                        collection::insert(txn, &meta, &d, now).unwrap();
+                    }
+                    let keep = doc! {"_id": "keep", "email": "keep@x", "ttl": -1};
+                    collection::insert(txn, &meta, &keep, now).unwrap();
+                    meta.id
+                })
+                .await
+                .unwrap();
+            assert_eq!(
+                engine.reaper.run_pass().await.unwrap(),
+                0,
+                "nothing due yet"
+            );
+            clock.advance(Duration::from_secs(10));
+            assert_eq!(engine.reaper.backlog(), count as u64);
+            assert_eq!(engine.reaper.run_pass().await.unwrap(), count as u64);
+            assert_eq!(engine.reaper.backlog(), 0);
+            assert_eq!(entries(&engine, Keyspace::Documents, id), 1);
+            assert_eq!(entries(&engine, Keyspace::Expiry, id), 0);
+            let index_entries = if with_index { 1 } else { 0 };
+            assert_eq!(entries(&engine, Keyspace::Indexes, id), index_entries);
+        }
+    }
 }

@@ -95,6 +95,24 @@ impl<'a> Txn<'a> {
         Merged { base, pending }
     }
 
+    /// Entries with `from <= key < to`, in key order, as of this point in the group.
+    pub fn scan_range<'t>(
+        &'t self,
+        keyspace: Keyspace,
+        from: &'t [u8],
+        to: &'t [u8],
+    ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 't {
+        let base = self
+            .snapshot
+            .range(keyspace, Bound::Included(from), Bound::Excluded(to), false)
+            .peekable();
+        let pending = self
+            .overlay_of(keyspace)
+            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+            .peekable();
+        Merged { base, pending }
+    }
+
     /// Records a catalog change made through `catalog` so the writer publishes it.
     pub(super) fn catalog_changed(&mut self) {
         self.catalog_changed = true;
