@@ -2,7 +2,7 @@
 //! directory) or any server given with `--uri` (started with `--enable-test-commands` for the
 //! reaping part).
 //!
-//! `cargo bench --bench ttl -- [--part reads|reaping] [--seconds 3] [--rounds 3] [--docs 100000]
+//! `cargo bench --bench ttl -- [--part reads|engine|reaping] [--seconds 3] [--rounds 3] [--docs 100000]
 //! [--reap-docs 1000000] [--clients 16] [--connections 32] [--uri URI]`
 //!
 //! - **reads**: two collections holding the same `--docs` documents (every other one with its
@@ -11,6 +11,10 @@
 //!   four times per round in the order off-on-on-off (on-off-off-on the next round), for
 //!   `--rounds` rounds. Prints every run and each side's rate over all its runs, with the
 //!   TTL-on/TTL-off difference.
+//! - **engine**: the same two collections read straight through the storage engine in this
+//!   process (no driver, no network): full scans and `get_by_id` at pseudo-random `_id`s,
+//!   alternating off and on for `--rounds` × 10 passes. It isolates what TTL adds on the
+//!   server (the visibility check) from the driver and scheduling noise of the two above.
 //! - **reaping**: `--reap-docs` documents in a collection with a one-hour TTL, and `--clients`
 //!   tasks each alternating a `find_one` and a durable `update_one` by `_id` on another
 //!   collection. After `--seconds` of that (the baseline), `advanceClock` moves the server's
@@ -27,7 +31,10 @@ use clap::Parser;
 use common::{
     full_scan, load, millis, per_op, percentile, pick, BoxError, PhaseResult, Target, BATCH,
 };
-use mongodb::bson::{doc, Document};
+use mayfly::clock::SystemClock;
+use mayfly::engine::catalog::IndexMeta;
+use mayfly::engine::{collection, ddl, Engine};
+use mongodb::bson::{doc, Bson, Document};
 use mongodb::{Client, Collection};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,7 +46,7 @@ const REAP_TTL_SECS: i32 = 3600;
 
 #[derive(Debug, Parser)]
 struct Args {
-    /// `reads`, `reaping`, or both (the default).
+    /// `reads`, `engine` or `reaping`; all three by default.
     #[arg(long)]
     part: Option<String>,
     /// Seconds per read phase, and of the reaping part's baseline.
@@ -83,6 +90,9 @@ async fn main() -> Result<(), BoxError> {
     println!("mayfly ttl bench: {}", target.describe());
     if wants("reads") {
         reads(&target.client, &args).await?;
+    }
+    if wants("engine") {
+        engine_reads(&args).await?;
     }
     if wants("reaping") {
         reaping(&target.client, &args).await?;
@@ -208,6 +218,106 @@ async fn find_by_id(
         }
     })
     .await
+}
+
+/// The read collections loaded straight into an engine; times full scans and point reads of
+/// each, alternating (ABBA) so a drift in the machine's speed weighs on both alike.
+async fn engine_reads(args: &Args) -> Result<(), BoxError> {
+    let dir = tempfile::tempdir()?;
+    let engine = Engine::open(dir.path(), Arc::new(SystemClock::new()))?;
+    let mut metas = Vec::new();
+    for (name, ttl) in [("ttl_off", None), ("ttl_on", Some(86_400))] {
+        let meta = engine
+            .write(true, move |txn, now| {
+                let (meta, _) = ddl::ensure_collection(txn, DB, name)?;
+                match ttl {
+                    Some(seconds) => {
+                        let index = IndexMeta {
+                            id: 0,
+                            name: "_ts_1".into(),
+                            key: doc! {"_ts": 1},
+                            unique: false,
+                            sparse: false,
+                            expire_after_seconds: Some(seconds),
+                        };
+                        ddl::create_index(txn, &meta, index, now)
+                    }
+                    None => Ok(meta),
+                }
+            })
+            .await??;
+        metas.push(meta);
+    }
+    // Loaded batch by batch in turn, so both collections share the same memtables and tables.
+    for start in (0..args.docs).step_by(BATCH) {
+        for meta in &metas {
+            let meta = meta.clone();
+            let end = (start + BATCH as i64).min(args.docs);
+            engine
+                .write(false, move |txn, now| {
+                    (start..end)
+                        .try_for_each(|id| collection::insert(txn, &meta, &read_doc(id), now))
+                })
+                .await??;
+        }
+    }
+    let ids: Vec<Bson> = (0..args.docs as u64)
+        .map(|i| Bson::Int64(pick(0, i, args.docs as u64)))
+        .collect();
+    // [scan, get][0 = off, 1 = on]: seconds per pass.
+    let mut times: [[Vec<f64>; 2]; 2] = Default::default();
+    for pass in 0..args.rounds * 10 {
+        let order = if pass % 2 == 0 {
+            [0, 1, 1, 0]
+        } else {
+            [1, 0, 0, 1]
+        };
+        for which in order {
+            let meta = &metas[which];
+            let view = engine.read();
+            let t = Instant::now();
+            let mut seen = 0usize;
+            for stored in view.scan(meta, view.now_cell()) {
+                seen += stored?.doc.len();
+            }
+            times[0][which].push(t.elapsed().as_secs_f64());
+            let t = Instant::now();
+            for id in &ids {
+                seen += view.get_by_id(meta, id)?.map_or(0, |d| d.doc.len());
+            }
+            times[1][which].push(t.elapsed().as_secs_f64());
+            std::hint::black_box(seen);
+        }
+    }
+    println!(
+        "\nengine reads ({} passes of each, {} documents per pass; ns per document):\n",
+        args.rounds * 20,
+        args.docs
+    );
+    println!(
+        "| {:<22} | {:>16} | {:>16} | {:>10} |",
+        "median (min)", "TTL off", "TTL on", "on vs off"
+    );
+    println!("|{:-<24}|{:->18}|{:->18}|{:->12}|", "", "", "", "");
+    for (p, name) in ["full scan", "get_by_id"].into_iter().enumerate() {
+        let per_doc = |t: f64| t * 1e9 / args.docs as f64;
+        let off = median(&mut times[p][0]);
+        let on = median(&mut times[p][1]);
+        println!(
+            "| {:<22} | {:>16} | {:>16} | {:>9.1}% |",
+            name,
+            format!("{:.0} ({:.0})", per_doc(off), per_doc(times[p][0][0])),
+            format!("{:.0} ({:.0})", per_doc(on), per_doc(times[p][1][0])),
+            (on / off - 1.0) * 100.0
+        );
+    }
+    Ok(())
+}
+
+/// Sorts `values` and returns their median.
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 /// A document of the reaping part's collections.
