@@ -4,7 +4,7 @@
 mod common;
 
 use common::bson::{doc, Document};
-use common::ttl::{advance, reaper, set_collection_ttl, ttl_status, visible};
+use common::ttl::{advance, reaper, set_collection_ttl, ttl_collection, ttl_status, visible};
 use common::TestServer;
 use mayfly::clock::Clock;
 
@@ -13,9 +13,7 @@ async fn run_once_reaps_what_expired_and_nothing_else_ttl_20() {
     let server = TestServer::start().await;
     let client = server.client().await;
     reaper(&client, "pause").await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     let docs: Vec<Document> = (0..2500).map(|i| doc! {"_id": i}).collect();
     coll.insert_many(docs).await.unwrap();
     coll.insert_one(doc! {"_id": "own", "ttl": 3})
@@ -64,9 +62,7 @@ async fn a_document_rewritten_after_it_was_due_survives_ttl_20() {
     let server = TestServer::start().await;
     let client = server.client().await;
     reaper(&client, "pause").await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     coll.insert_one(doc! {"_id": 1}).await.unwrap();
     advance(&client, 10).await;
     // Expired and invisible; inserting its _id again rewrites it (TTL-19) with a new _ts.
@@ -109,9 +105,7 @@ async fn the_background_reaper_deletes_expired_documents_on_its_own() {
 async fn expiry_survives_a_restart_ttl_21() {
     let server = TestServer::start().await;
     let client = server.client().await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2, "ttl": 100}])
         .await
         .unwrap();

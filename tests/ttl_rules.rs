@@ -4,7 +4,7 @@
 mod common;
 
 use common::bson::{doc, Bson, Decimal128, Document};
-use common::ttl::{advance, set_collection_ttl, visible};
+use common::ttl::{advance, set_collection_ttl, ttl_collection, visible};
 use common::{error_code, TestServer};
 use std::str::FromStr;
 
@@ -155,9 +155,7 @@ async fn every_examples_row_expires_exactly_when_ttl_md_says() {
 async fn an_update_restarts_the_lifetime_examples_last_row() {
     let server = TestServer::start().await;
     let client = server.client().await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     coll.insert_one(doc! {"_id": 1, "n": 0}).await.unwrap();
     advance(&client, 8).await;
     coll.update_one(doc! {"_id": 1}, doc! {"$set": {"n": 1}})
@@ -173,9 +171,7 @@ async fn an_update_restarts_the_lifetime_examples_last_row() {
 async fn an_update_that_changes_nothing_keeps_ts() {
     let server = TestServer::start().await;
     let client = server.client().await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     coll.insert_one(doc! {"_id": 1, "n": 1}).await.unwrap();
     advance(&client, 5).await;
     let r = coll
@@ -194,9 +190,7 @@ async fn an_update_that_changes_nothing_keeps_ts() {
 async fn setting_or_removing_ttl_resets_the_clock_ttl_17() {
     let server = TestServer::start().await;
     let client = server.client().await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     coll.insert_many([doc! {"_id": 1}, doc! {"_id": 2, "ttl": 3}])
         .await
         .unwrap();

@@ -5,7 +5,7 @@
 mod common;
 
 use common::bson::{doc, Bson, Document};
-use common::ttl::{advance, reaper, set_collection_ttl, visible};
+use common::ttl::{advance, reaper, set_collection_ttl, ttl_collection, visible};
 use common::{error_code, TestServer};
 use futures::TryStreamExt;
 use mongodb::{Client, Collection};
@@ -14,9 +14,7 @@ use mongodb::{Client, Collection};
 async fn setup(server: &TestServer) -> (Client, Collection<Document>) {
     let client = server.client().await;
     reaper(&client, "pause").await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     coll.insert_many([
         doc! {"_id": 1, "k": "dead", "tag": "a", "u": 1},
         doc! {"_id": 2, "k": "dead", "tag": "b", "u": 2},
@@ -152,9 +150,7 @@ async fn a_cursor_skips_documents_that_expire_between_batches_ttl_18() {
     let server = TestServer::start().await;
     let client = server.client().await;
     reaper(&client, "pause").await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     let old: Vec<Document> = (0..150).map(|i| doc! {"_id": i, "gen": "old"}).collect();
     coll.insert_many(old).await.unwrap();
     advance(&client, 5).await;
@@ -241,9 +237,7 @@ async fn ts_never_reaches_a_client_ttl_16() {
 async fn a_clients_own_ts_field_is_ordinary_data_ttl_16() {
     let server = TestServer::start().await;
     let client = server.client().await;
-    let db = client.database("ttl");
-    set_collection_ttl(&db, "c", 10).await;
-    let coll = db.collection::<Document>("c");
+    let coll = ttl_collection(&client, 10).await;
     coll.insert_one(doc! {"_id": 1, "_ts": 5}).await.unwrap();
     assert_eq!(
         coll.find_one(doc! {"_ts": 5}).await.unwrap().unwrap(),

@@ -2,7 +2,7 @@
 //! order, stopping at the first error when `ordered`, and the reply fields for the results.
 
 use crate::error::{Error, Result};
-use bson::Bson;
+use bson::{Bson, Document};
 
 /// Runs `apply` on each statement in order. A statement that failed to parse, or whose `apply`
 /// fails, becomes a write error at its index; with `ordered` the batch stops there.
@@ -23,20 +23,20 @@ pub fn run<T>(
     errors
 }
 
-/// The `writeErrors` array of a batch reply.
-pub fn write_errors(errors: &[(usize, Error)]) -> Bson {
-    Bson::Array(
-        errors
+/// Completes a batch reply holding its counts: `writeErrors` when there are any, then `ok`.
+pub fn reply(mut counts: Document, errors: &[(usize, Error)]) -> Document {
+    if !errors.is_empty() {
+        let errors = errors
             .iter()
             .map(|(i, e)| Bson::Document(e.to_write_error(*i)))
-            .collect(),
-    )
+            .collect();
+        counts.insert("writeErrors", Bson::Array(errors));
+    }
+    counts.insert("ok", 1.0);
+    counts
 }
 
 /// A count as mongod sends it: an int, a long only when it does not fit.
 pub fn count(n: usize) -> Bson {
-    match i32::try_from(n) {
-        Ok(n) => Bson::Int32(n),
-        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-    }
+    super::stats::number(n as u64)
 }

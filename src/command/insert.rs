@@ -41,10 +41,5 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             (n, errors)
         })
         .await?;
-    let mut reply = doc! {"n": batch::count(n)};
-    if !errors.is_empty() {
-        reply.insert("writeErrors", batch::write_errors(&errors));
-    }
-    reply.insert("ok", 1.0);
-    Ok(reply)
+    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors))
 }

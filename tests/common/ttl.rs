@@ -37,6 +37,13 @@ pub async fn set_collection_ttl(db: &Database, coll: &str, seconds: impl Into<Bs
     .unwrap();
 }
 
+/// `ttl.c` with a collection TTL of `seconds` (the TTL index on `_ts`).
+pub async fn ttl_collection(client: &Client, seconds: i32) -> Collection<Document> {
+    let db = client.database("ttl");
+    set_collection_ttl(&db, "c", seconds).await;
+    db.collection("c")
+}
+
 pub async fn visible(coll: &Collection<Document>, id: impl Into<Bson>) -> bool {
     coll.find_one(doc! {"_id": id.into()})
         .await

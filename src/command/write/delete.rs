@@ -61,12 +61,7 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         })
         .await?;
 
-    let mut reply = doc! {"n": batch::count(n)};
-    if !errors.is_empty() {
-        reply.insert("writeErrors", batch::write_errors(&errors));
-    }
-    reply.insert("ok", 1.0);
-    Ok(reply)
+    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors))
 }
 
 impl Statement {

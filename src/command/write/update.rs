@@ -106,11 +106,7 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             .collect();
         reply.insert("upserted", entries);
     }
-    if !errors.is_empty() {
-        reply.insert("writeErrors", batch::write_errors(&errors));
-    }
-    reply.insert("ok", 1.0);
-    Ok(reply)
+    Ok(batch::reply(reply, &errors))
 }
 
 /// A statement's fields, type-checked but not yet compiled.
