@@ -90,6 +90,21 @@ impl Stopwatch {
     }
 }
 
+/// A point in monotonic time after which an operation must stop (`maxTimeMS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Deadline(Instant);
+
+impl Deadline {
+    /// The deadline `millis` milliseconds from now.
+    pub fn after_millis(millis: u64) -> Self {
+        Deadline(Instant::now() + Duration::from_millis(millis))
+    }
+
+    pub fn has_passed(&self) -> bool {
+        Instant::now() >= self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

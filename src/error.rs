@@ -48,6 +48,7 @@ error_codes! {
     CursorNotFound = 43,
     NamespaceExists = 48,
     MaxTimeMSExpired = 50,
+    Interrupted = 11601,
     DollarPrefixedFieldName = 52,
     InvalidIdField = 53,
     NotSingleValueField = 54,

@@ -47,6 +47,8 @@ pub struct Request<'a> {
     pub name: CommandName,
     pub db: &'a str,
     pub body: &'a Document,
+    /// Checked by long-running work: `maxTimeMS`, `killOp`, a closed connection.
+    pub interrupt: std::sync::Arc<crate::engine::Interrupt>,
 }
 
 /// Commands a legacy OP_QUERY may carry (mongod's `check_allowed_op_query_cmd.cpp`).
@@ -140,6 +142,7 @@ async fn run(
         name: command,
         db,
         body,
+        interrupt: crate::engine::Interrupt::none(),
     };
     dispatch(shared, conn, &request).await
 }
