@@ -239,6 +239,8 @@ async fn engine_reads(args: &Args) -> Result<(), BoxError> {
                             unique: false,
                             sparse: false,
                             expire_after_seconds: Some(seconds),
+                            multikey: false,
+                            building: false,
                         };
                         ddl::create_index(txn, &meta, index, now)
                     }

@@ -66,6 +66,7 @@ error_codes! {
     InvalidUuid = 207,
     NotImplemented = 238,
     ChecksumMismatch = 288,
+    QueryExceededMemoryLimitNoDiskUseAllowed = 292,
     InvalidIndexSpecificationOption = 197,
     UnsupportedOpQueryCommand = 352,
     InvalidBSON = 22,

@@ -293,6 +293,9 @@ fn parse_spec(spec: &Document) -> Result<IndexMeta> {
         unique,
         sparse,
         expire_after_seconds,
+        // Until documents are tracked as they are indexed, every index is treated as multikey.
+        multikey: true,
+        building: false,
     })
 }
 

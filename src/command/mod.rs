@@ -14,6 +14,7 @@ mod batch;
 mod context;
 mod cursor;
 mod ddl;
+mod explain;
 mod find;
 mod handshake;
 mod index;
@@ -188,6 +189,7 @@ async fn dispatch(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> 
         C::Count => read::count(shared, req),
         C::Distinct => read::distinct(shared, req),
         C::Aggregate => aggregate::aggregate(shared, req),
+        C::Explain => explain::explain(shared, req),
         C::Create => ddl::create(shared, req).await,
         C::Drop => ddl::drop(shared, req).await,
         C::DropDatabase => ddl::drop_database(shared, req).await,

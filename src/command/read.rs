@@ -1,20 +1,21 @@
 //! `count` and `distinct`: one pass over the visible documents matching a filter, through the
-//! engine's access plan. A missing collection is an empty one (mongosh counts `system.profile`).
+//! executor. A missing collection is an empty one (mongosh counts `system.profile`).
 //!
 //! Owns: their arguments, counting with skip/limit, distinct values (array elements, BSON
 //! equality, sorted) and the namespace and collation rules the read commands share. Counting is
-//! O(matching documents): there is no stored count, and expired documents must not be counted.
+//! O(matching documents): there is no stored count yet, and expired documents must not be
+//! counted.
 //! Opcounters: mongod counts these under `command` only, which dispatch already does.
 
 use super::args::{check_fields, optional_doc, optional_i64, optional_str};
 use super::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_db_name};
-use crate::engine::plan;
+use crate::engine::exec::{Hint, ReadRequest};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::compare_values;
-use crate::query::filter::Filter;
 use crate::query::path;
 use bson::{doc, Bson, Document};
+use std::sync::Arc;
 
 const COUNT_FIELDS: &[&str] = &[
     "query",
@@ -28,44 +29,57 @@ const COUNT_FIELDS: &[&str] = &[
     "sampleId",
 ];
 
-pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let cmd = req.body;
-    check_fields(cmd, "count", COUNT_FIELDS)?;
-    let coll = collection_arg(cmd.get("count"), "count")?;
-    validate_read_namespace(req.db, coll)?;
-    let filter_doc = optional_doc(cmd, "count", "query")?
-        .cloned()
-        .unwrap_or_default();
-    let filter = Filter::compile(&filter_doc)?;
-    check_collation(cmd, "count")?;
-    let skip = match optional_i64(cmd, "count", "skip")? {
-        Some(n) if n < 0 => {
-            return Err(Error::new(
-                ErrorCode::Location51024,
-                format!("BSON field 'skip' value must be >= 0, actual value '{n}'"),
-            ))
-        }
-        n => n.unwrap_or(0).unsigned_abs(),
-    };
-    // A negative limit counts like its absolute value; 0 means no limit.
-    let limit = optional_i64(cmd, "count", "limit")?
-        .map(i64::unsigned_abs)
-        .filter(|l| *l != 0);
-    let view = shared.engine.read();
-    let mut n = 0u64;
-    if let Some(meta) = view.collection(req.db, coll) {
-        super::find::check_hint(&meta, cmd.get("hint"))?;
-        let matched = plan::matching(&view, &meta, filter, &filter_doc, view.now_cell());
-        let cap = limit.map_or(u64::MAX, |l| skip.saturating_add(l));
-        let mut seen = 0u64;
-        for d in matched {
-            d?;
-            seen += 1;
-            if seen >= cap {
-                break;
+/// A parsed `count`: the read request (with skip and limit) and its collection.
+pub struct CountArgs {
+    pub collection: String,
+    pub read: ReadRequest,
+}
+
+impl CountArgs {
+    pub fn parse(db: &str, cmd: &Document) -> Result<CountArgs> {
+        check_fields(cmd, "count", COUNT_FIELDS)?;
+        let coll = collection_arg(cmd.get("count"), "count")?;
+        validate_read_namespace(db, coll)?;
+        let filter_doc = optional_doc(cmd, "count", "query")?
+            .cloned()
+            .unwrap_or_default();
+        let mut read = ReadRequest::new(filter_doc)?;
+        check_collation(cmd, "count")?;
+        read.skip = match optional_i64(cmd, "count", "skip")? {
+            Some(n) if n < 0 => {
+                return Err(Error::new(
+                    ErrorCode::Location51024,
+                    format!("BSON field 'skip' value must be >= 0, actual value '{n}'"),
+                ))
             }
-        }
-        n = seen.saturating_sub(skip);
+            n => n.unwrap_or(0).unsigned_abs(),
+        };
+        // A negative limit counts like its absolute value; 0 means no limit.
+        read.limit = optional_i64(cmd, "count", "limit")?
+            .map(i64::unsigned_abs)
+            .filter(|l| *l != 0);
+        read.hint = Hint::parse(cmd.get("hint"))?;
+        Ok(CountArgs {
+            collection: coll.to_owned(),
+            read,
+        })
+    }
+}
+
+pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let args = CountArgs::parse(req.db, req.body)?;
+    let view = shared.engine.read();
+    let meta = view.collection(req.db, &args.collection);
+    let execution = view.execute(
+        meta.as_deref(),
+        &args.read,
+        view.now_cell(),
+        Arc::clone(&req.interrupt),
+    )?;
+    let mut n = 0u64;
+    for d in execution.docs {
+        d?;
+        n += 1;
     }
     Ok(doc! {"n": super::stats::number(n), "ok": 1.0})
 }
@@ -75,47 +89,68 @@ const DISTINCT_FIELDS: &[&str] = &["key", "query", "collation", "hint", "sampleI
 /// mongod's cap on the `values` array of a distinct reply.
 const DISTINCT_MAX_BYTES: usize = 16 * 1024 * 1024;
 
-pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let cmd = req.body;
-    check_fields(cmd, "distinct", DISTINCT_FIELDS)?;
-    let coll = collection_arg(cmd.get("distinct"), "distinct")?;
-    validate_read_namespace(req.db, coll)?;
-    let key = optional_str(cmd, "distinct", "key")?.ok_or_else(|| {
-        Error::new(
-            ErrorCode::Location40414,
-            "BSON field 'distinct.key' is missing but a required field",
-        )
-    })?;
-    if key.is_empty() || key.split('.').any(str::is_empty) {
-        return Err(Error::bad_value(format!(
-            "FieldPath field names may not be empty strings: '{key}'"
-        )));
+/// A parsed `distinct`: the field path and the read request of the documents it looks at.
+pub struct DistinctArgs {
+    pub collection: String,
+    pub key: Vec<String>,
+    pub read: ReadRequest,
+}
+
+impl DistinctArgs {
+    pub fn parse(db: &str, cmd: &Document) -> Result<DistinctArgs> {
+        check_fields(cmd, "distinct", DISTINCT_FIELDS)?;
+        let coll = collection_arg(cmd.get("distinct"), "distinct")?;
+        validate_read_namespace(db, coll)?;
+        let key = optional_str(cmd, "distinct", "key")?.ok_or_else(|| {
+            Error::new(
+                ErrorCode::Location40414,
+                "BSON field 'distinct.key' is missing but a required field",
+            )
+        })?;
+        if key.is_empty() || key.split('.').any(str::is_empty) {
+            return Err(Error::bad_value(format!(
+                "FieldPath field names may not be empty strings: '{key}'"
+            )));
+        }
+        let filter_doc = optional_doc(cmd, "distinct", "query")?
+            .cloned()
+            .unwrap_or_default();
+        let mut read = ReadRequest::new(filter_doc)?;
+        check_collation(cmd, "distinct")?;
+        read.hint = Hint::parse(cmd.get("hint"))?;
+        Ok(DistinctArgs {
+            collection: coll.to_owned(),
+            key: path::split(key),
+            read,
+        })
     }
-    let key_path = path::split(key);
-    let filter_doc = optional_doc(cmd, "distinct", "query")?
-        .cloned()
-        .unwrap_or_default();
-    let filter = Filter::compile(&filter_doc)?;
-    check_collation(cmd, "distinct")?;
+}
+
+pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let args = DistinctArgs::parse(req.db, req.body)?;
     let view = shared.engine.read();
+    let meta = view.collection(req.db, &args.collection);
+    let execution = view.execute(
+        meta.as_deref(),
+        &args.read,
+        view.now_cell(),
+        Arc::clone(&req.interrupt),
+    )?;
     let mut values: Vec<Bson> = Vec::new();
     let mut compact_at = 4096;
-    if let Some(meta) = view.collection(req.db, coll) {
-        super::find::check_hint(&meta, cmd.get("hint"))?;
-        for d in plan::matching(&view, &meta, filter, &filter_doc, view.now_cell()) {
-            let d = d?;
-            // Each value the path reaches; an array contributes its elements, not itself.
-            for value in path::lookup(&d.doc, &key_path).whole() {
-                match value {
-                    Bson::Array(items) => values.extend(items.iter().cloned()),
-                    other => values.push(other.clone()),
-                }
+    for d in execution.docs {
+        let d = d?;
+        // Each value the path reaches; an array contributes its elements, not itself.
+        for value in path::lookup(&d.doc, &args.key).whole() {
+            match value {
+                Bson::Array(items) => values.extend(items.iter().cloned()),
+                other => values.push(other.clone()),
             }
-            if values.len() > compact_at {
-                // Memory stays proportional to the distinct values, not the documents scanned.
-                dedup_sorted(&mut values);
-                compact_at = compact_at.max(values.len() * 2);
-            }
+        }
+        if values.len() > compact_at {
+            // Memory stays proportional to the distinct values, not the documents scanned.
+            dedup_sorted(&mut values);
+            compact_at = compact_at.max(values.len() * 2);
         }
     }
     dedup_sorted(&mut values);

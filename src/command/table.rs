@@ -93,6 +93,7 @@ command_table! {
     Count = "count", Any, "Counts documents.";
     Distinct = "distinct", Any, "Lists the distinct values of a field.";
     Aggregate = "aggregate", Any, "Runs an aggregation pipeline.";
+    Explain = "explain", Any, "Describes how a find, count, distinct, aggregate, update, delete or findAndModify is (or would be) executed.";
     Create = "create", Any, "Creates a collection.";
     Drop = "drop", Any, "Drops a collection.";
     DropDatabase = "dropDatabase", Any, "Drops a database.";

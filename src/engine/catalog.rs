@@ -28,6 +28,19 @@ pub struct IndexMeta {
     pub sparse: bool,
     #[serde(default, rename = "expireAfterSeconds")]
     pub expire_after_seconds: Option<i32>,
+    /// Whether a document ever gave this index an array (several entries): bounds on its fields
+    /// cannot be intersected and it provides no sort order. Never cleared. An entry written
+    /// before the flag existed is assumed multikey.
+    #[serde(default = "assume_multikey")]
+    pub multikey: bool,
+    /// Entries are still being built for existing documents: writes maintain it, queries do not
+    /// use it.
+    #[serde(default)]
+    pub building: bool,
+}
+
+fn assume_multikey() -> bool {
+    true
 }
 
 impl IndexMeta {
@@ -289,6 +302,8 @@ mod tests {
             unique: false,
             sparse: false,
             expire_after_seconds: Some(10),
+            multikey: false,
+            building: false,
         });
         assert_eq!(meta.ttl(), Some(10));
         assert!(!meta.indexes[0].is_stored());

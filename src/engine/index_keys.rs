@@ -101,6 +101,8 @@ mod tests {
             unique: false,
             sparse,
             expire_after_seconds: None,
+            multikey: false,
+            building: false,
         }
     }
 

@@ -61,6 +61,18 @@ impl ReadView {
         }
     }
 
+    /// Plans `req` on `meta` (none: a missing collection) and starts it on this view's
+    /// snapshot, judging expiry against `now` as documents are pulled.
+    pub fn execute(
+        &self,
+        meta: Option<&CollectionMeta>,
+        req: &super::exec::ReadRequest,
+        now: NowCell,
+        interrupt: Arc<super::interrupt::Interrupt>,
+    ) -> Result<super::exec::Execution<'static>> {
+        super::exec::execute(self.snapshot.clone(), meta, req, now, interrupt)
+    }
+
     /// A clock cell starting at this view's time.
     pub fn now_cell(&self) -> NowCell {
         Arc::new(AtomicI64::new(self.now))
@@ -98,13 +110,4 @@ impl Iterator for DocScan {
             return Some(record.document().map(|doc| StoredDoc { key, record, doc }));
         }
     }
-}
-
-/// Keeps only documents still visible at the cell's time when pulled (for buffered results).
-pub fn still_visible(
-    docs: impl Iterator<Item = StoredDoc> + Send + 'static,
-    ttl: Option<i32>,
-    now: NowCell,
-) -> impl Iterator<Item = StoredDoc> + Send + 'static {
-    docs.filter(move |d| d.record.is_visible(ttl, now.load(Ordering::Relaxed)))
 }

@@ -406,6 +406,8 @@ mod tests {
                         unique: false,
                         sparse: false,
                         expire_after_seconds: Some(10),
+                        multikey: false,
+                        building: false,
                     };
                     let mut meta = ddl::create_index(txn, &meta, ttl, now).unwrap();
                     if with_index {
@@ -416,6 +418,8 @@ mod tests {
                             unique: true,
                             sparse: false,
                             expire_after_seconds: None,
+                            multikey: false,
+                            building: false,
                         };
                         meta = ddl::create_index(txn, &meta, email, now).unwrap();
                     }

@@ -92,7 +92,38 @@ impl<'a> Txn<'a> {
             .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(move |(k, _)| k.starts_with(prefix))
             .peekable();
-        Merged { base, pending }
+        Merged {
+            base,
+            pending,
+            reverse: false,
+        }
+    }
+
+    /// Entries between `start` and `end` in key order (or reverse key order), as of this point
+    /// in the group. Owns its bounds, so the iterator borrows only the transaction.
+    pub fn range(
+        &self,
+        keyspace: Keyspace,
+        start: Bound<Vec<u8>>,
+        end: Bound<Vec<u8>>,
+        reverse: bool,
+    ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + '_ {
+        let base = self
+            .snapshot
+            .range(keyspace, as_ref(&start), as_ref(&end), reverse)
+            .peekable();
+        let pending: PendingEntries<'_> = if range_is_empty(&start, &end) {
+            Box::new(std::iter::empty())
+        } else if reverse {
+            Box::new(self.overlay_of(keyspace).range((start, end)).rev())
+        } else {
+            Box::new(self.overlay_of(keyspace).range((start, end)))
+        };
+        Merged {
+            base,
+            pending: pending.peekable(),
+            reverse,
+        }
     }
 
     /// Entries with `from <= key < to`, in key order, as of this point in the group.
@@ -110,7 +141,11 @@ impl<'a> Txn<'a> {
             .overlay_of(keyspace)
             .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
             .peekable();
-        Merged { base, pending }
+        Merged {
+            base,
+            pending,
+            reverse: false,
+        }
     }
 
     /// Records a catalog change made through `catalog` so the writer publishes it.
@@ -135,10 +170,33 @@ impl<'a> Txn<'a> {
     }
 }
 
-/// The snapshot's entries merged with the group's pending writes (pending wins).
+/// The group's pending writes in a range: `None` is a delete.
+type PendingEntries<'t> = Box<dyn Iterator<Item = (&'t Vec<u8>, &'t Option<Vec<u8>>)> + Send + 't>;
+
+fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(k) => Bound::Included(k.as_slice()),
+        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+/// `BTreeMap::range` panics on an inverted range; an empty one simply has no entries.
+fn range_is_empty(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+        | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+        _ => false,
+    }
+}
+
+/// The snapshot's entries merged with the group's pending writes (pending wins), in key order
+/// or, when `reverse`, in reverse key order.
 struct Merged<B: Iterator, P: Iterator> {
     base: Peekable<B>,
     pending: Peekable<P>,
+    reverse: bool,
 }
 
 impl<'t, B, P> Iterator for Merged<B, P>
@@ -162,6 +220,8 @@ where
                         // The pending write replaces the committed entry.
                         self.base.next();
                         true
+                    } else if self.reverse {
+                        pk.as_slice() > bk.as_slice()
                     } else {
                         pk.as_slice() < bk.as_slice()
                     }

@@ -56,6 +56,11 @@ impl SortSpec {
         Ok(SortSpec { keys })
     }
 
+    /// The fields sorted by (`a.b` joined) and whether each is ascending, in order.
+    pub fn fields(&self) -> impl Iterator<Item = (String, bool)> + '_ {
+        self.keys.iter().map(|k| (k.path.join("."), k.ascending))
+    }
+
     /// Whether there is nothing to sort by.
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()

@@ -167,6 +167,23 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
     None
 }
 
+/// The type-bracket byte every encoding of `value`'s bracket starts with (ascending): all
+/// values of one bracket lie between it and the next tag.
+pub fn type_tag(value: &Bson) -> u8 {
+    tag(value)
+}
+
+/// Appends the bytes every encoded string starting with `prefix` starts with: the escaped
+/// prefix without the terminator. Callers put the string tag first.
+pub fn encode_string_prefix(prefix: &str, out: &mut Vec<u8>) {
+    for &byte in prefix.as_bytes() {
+        out.push(byte);
+        if byte == 0 {
+            out.push(0xFF);
+        }
+    }
+}
+
 fn tag(value: &Bson) -> u8 {
     match value {
         Bson::MinKey => TAG_MIN_KEY,

@@ -18,14 +18,17 @@ use super::args::{
     check_fields, documents_of, optional_bool, optional_doc, optional_i64, wrong_type,
 };
 use super::cursor::first_batch_reply;
+use super::explain::{explain_read, Root, Verbosity};
 use super::read::{check_collation, validate_read_namespace};
-use super::{find, stats, Request, Shared};
+use super::{stats, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, DEFAULT_FIRST_BATCH};
-use crate::engine::{plan, CollectionMeta, ReadView};
+use crate::engine::exec::{Hint, ReadRequest};
+use crate::engine::{CollectionMeta, Interrupt, ReadView};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 use stages::{Row, Rows, Stage};
+use std::sync::Arc;
 
 const FIELDS: &[&str] = &[
     "pipeline",
@@ -41,11 +44,22 @@ const FIELDS: &[&str] = &[
     "isMapReduceCommand",
 ];
 
-pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let cmd = req.body;
-    check_fields(cmd, "aggregate", FIELDS)?;
-    let coll =
-        match cmd.get("aggregate") {
+/// A parsed aggregate command.
+struct AggregateArgs {
+    collection: String,
+    /// The pipeline as sent, for explain.
+    pipeline: Vec<Document>,
+    stages: Vec<Stage>,
+    explain: bool,
+    batch_size: Option<usize>,
+    hint: Option<Hint>,
+    allow_disk_use: bool,
+}
+
+impl AggregateArgs {
+    fn parse(db: &str, cmd: &Document) -> Result<AggregateArgs> {
+        check_fields(cmd, "aggregate", FIELDS)?;
+        let coll = match cmd.get("aggregate") {
             Some(Bson::String(name)) => Some(name.as_str()),
             Some(v)
                 if crate::query::compare::values_equal(v, &Bson::Int32(1))
@@ -58,49 +72,107 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 "Invalid command format: the 'aggregate' field must specify a collection name or 1",
             )),
         };
-    if !cmd.contains_key("pipeline") {
-        return Err(Error::new(
-            ErrorCode::Location40414,
-            "BSON field 'aggregate.pipeline' is missing but a required field",
-        ));
+        if !cmd.contains_key("pipeline") {
+            return Err(Error::new(
+                ErrorCode::Location40414,
+                "BSON field 'aggregate.pipeline' is missing but a required field",
+            ));
+        }
+        let pipeline = documents_of(cmd, "aggregate", "pipeline")?;
+        let explain = optional_bool(cmd, "aggregate", "explain")?.unwrap_or(false);
+        let batch_size = cursor_batch_size(cmd, explain)?;
+        optional_bool(cmd, "aggregate", "bypassDocumentValidation")?;
+        let allow_disk_use = optional_bool(cmd, "aggregate", "allowDiskUse")?.unwrap_or(false);
+        check_collation(cmd, "aggregate")?;
+        let vars = expr::let_variables(optional_doc(cmd, "aggregate", "let")?)?;
+        let mut stages = Vec::new();
+        for (i, spec) in pipeline.iter().enumerate() {
+            stages.extend(Stage::parse(spec, i == 0, &vars)?);
+        }
+        let Some(coll) = coll else {
+            let what = pipeline
+                .first()
+                .and_then(|s| s.keys().next())
+                .map_or("an empty pipeline".to_owned(), |name| format!("'{name}'"));
+            return Err(Error::new(
+                ErrorCode::InvalidNamespace,
+                format!("{{aggregate: 1}} is not valid for {what}; a collection is required."),
+            ));
+        };
+        validate_read_namespace(db, coll)?;
+        Ok(AggregateArgs {
+            collection: coll.to_owned(),
+            pipeline: pipeline.into_iter().cloned().collect(),
+            stages,
+            explain,
+            batch_size,
+            hint: Hint::parse(cmd.get("hint"))?,
+            allow_disk_use,
+        })
     }
-    let pipeline = documents_of(cmd, "aggregate", "pipeline")?;
-    let explain = optional_bool(cmd, "aggregate", "explain")?.unwrap_or(false);
-    let batch_size = cursor_batch_size(cmd, explain)?;
-    for flag in ["allowDiskUse", "bypassDocumentValidation"] {
-        optional_bool(cmd, "aggregate", flag)?;
-    }
-    check_collation(cmd, "aggregate")?;
-    let vars = expr::let_variables(optional_doc(cmd, "aggregate", "let")?)?;
-    let mut parsed = Vec::new();
-    for (i, spec) in pipeline.iter().enumerate() {
-        parsed.extend(Stage::parse(spec, i == 0, &vars)?);
-    }
-    let Some(coll) = coll else {
-        let what = pipeline
-            .first()
-            .and_then(|s| s.keys().next())
-            .map_or("an empty pipeline".to_owned(), |name| format!("'{name}'"));
-        return Err(Error::new(
-            ErrorCode::InvalidNamespace,
-            format!("{{aggregate: 1}} is not valid for {what}; a collection is required."),
-        ));
-    };
-    validate_read_namespace(req.db, coll)?;
-    if explain {
+}
+
+/// Explains the pipeline: the executor's plan for its leading stages, under `$cursor`, then the
+/// stages that run on its output (mongod's shape when a pipeline is not pushed down whole).
+pub fn explain(
+    shared: &Shared,
+    db: &str,
+    cmd: &Document,
+    verbosity: Verbosity,
+    interrupt: Arc<Interrupt>,
+) -> Result<Document> {
+    let args = AggregateArgs::parse(db, cmd)?;
+    let mut stages = args.stages.into_iter().peekable();
+    if matches!(stages.peek(), Some(Stage::CollStats { .. })) {
         return Err(Error::new(
             ErrorCode::NotImplemented,
-            "explain of an aggregation is not supported by this server",
+            "explain of a $collStats pipeline is not supported by this server",
         ));
     }
+    let (mut read, taken) = leading_read(&mut stages, args.hint)?;
+    read.allow_disk_use = args.allow_disk_use;
+    let coll = args.collection.as_str();
+    let mut cursor = explain_read(
+        shared,
+        (db, coll),
+        &read,
+        verbosity,
+        Root::Documents,
+        interrupt,
+    )?;
+    let rest: Vec<&Document> = args.pipeline.iter().skip(taken).collect();
+    if rest.is_empty() {
+        return Ok(cursor);
+    }
+    let version = cursor.remove("explainVersion").unwrap_or(Bson::from("1"));
+    let mut out = vec![Bson::Document(doc! {"$cursor": cursor})];
+    out.extend(rest.into_iter().map(|s| Bson::Document(s.clone())));
+    Ok(doc! {"explainVersion": version, "stages": out})
+}
+
+pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let args = AggregateArgs::parse(req.db, req.body)?;
+    if args.explain {
+        let mut reply = explain(
+            shared,
+            req.db,
+            req.body,
+            Verbosity::QueryPlanner,
+            Arc::clone(&req.interrupt),
+        )?;
+        reply.insert("ok", 1.0);
+        return Ok(reply);
+    }
+    let coll = args.collection.as_str();
+    let batch_size = args.batch_size;
+    let hint = args.hint;
+    let allow_disk_use = args.allow_disk_use;
+    let parsed = args.stages;
     let ns = format!("{}.{coll}", req.db);
 
     let view = shared.engine.read();
     let now = view.now_cell();
     let meta = view.collection(req.db, coll);
-    if let Some(meta) = &meta {
-        find::check_hint(meta, cmd.get("hint"))?;
-    }
     let mut stages = parsed.into_iter().peekable();
     let rows: Rows = match (stages.peek(), &meta) {
         (
@@ -119,16 +191,13 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             })))
         }
         (_, None) => Box::new(std::iter::empty()),
-        (Some(Stage::Match { .. }), Some(meta)) => {
-            let Some(Stage::Match { filter, spec }) = stages.next() else {
-                return Err(Error::internal("pipeline changed while reading it"));
-            };
-            source(
-                plan::matching(&view, meta, filter, &spec, now.clone()),
-                meta,
-            )
+        (_, Some(meta)) => {
+            let (mut read, _) = leading_read(&mut stages, hint)?;
+            read.allow_disk_use = allow_disk_use;
+            let execution =
+                view.execute(Some(meta), &read, now.clone(), Arc::clone(&req.interrupt))?;
+            source(execution.docs, meta)
         }
-        (_, Some(meta)) => source(Box::new(view.scan(meta, now.clone())), meta),
     };
     let mut rows = rows;
     for stage in stages {
@@ -142,6 +211,39 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
         false,
     )
+}
+
+/// The pipeline's leading `$match`, `$sort`, `$skip` and `$limit` (each optional, in that
+/// order) as the executor's read request, so that an index can serve them; returns it and how
+/// many stages it took from the pipeline.
+fn leading_read(
+    stages: &mut std::iter::Peekable<impl Iterator<Item = Stage>>,
+    hint: Option<Hint>,
+) -> Result<(ReadRequest, usize)> {
+    let mut taken = 0;
+    let mut read = match stages.next_if(|s| matches!(s, Stage::Match { .. })) {
+        Some(Stage::Match { spec, .. }) => {
+            taken += 1;
+            ReadRequest::new(spec)?
+        }
+        _ => ReadRequest::new(Document::new())?,
+    };
+    if let Some(Stage::Sort { spec, pattern }) = stages.next_if(|s| matches!(s, Stage::Sort { .. }))
+    {
+        taken += 1;
+        read.sort = spec;
+        read.sort_pattern = pattern;
+    }
+    if let Some(Stage::Skip(n)) = stages.next_if(|s| matches!(s, Stage::Skip(_))) {
+        taken += 1;
+        read.skip = n;
+    }
+    if let Some(Stage::Limit(n)) = stages.next_if(|s| matches!(s, Stage::Limit(_))) {
+        taken += 1;
+        read.limit = Some(n);
+    }
+    read.hint = hint;
+    Ok((read, taken))
 }
 
 /// `cursor: {batchSize}`: required unless explaining.

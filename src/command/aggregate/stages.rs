@@ -49,7 +49,10 @@ pub enum Stage {
         filter: Filter,
         spec: Document,
     },
-    Sort(SortSpec),
+    Sort {
+        spec: SortSpec,
+        pattern: Document,
+    },
     Skip(u64),
     Limit(u64),
     Project(Project),
@@ -133,7 +136,10 @@ impl Stage {
                         "$sort stage must have at least one sort key",
                     ))
                 }
-                Bson::Document(d) => Stage::Sort(SortSpec::compile(d)?),
+                Bson::Document(d) => Stage::Sort {
+                    spec: SortSpec::compile(d)?,
+                    pattern: d.clone(),
+                },
                 _ => {
                     return Err(Error::new(
                         ErrorCode::Location15973,
@@ -167,7 +173,10 @@ impl Stage {
                 let group = doc! {"_id": arg.clone(), "count": {"$sum": 1}};
                 return Ok(vec![
                     Stage::Group(Group::compile(&Bson::Document(group), vars)?),
-                    Stage::Sort(SortSpec::compile(&doc! {"count": -1})?),
+                    Stage::Sort {
+                        spec: SortSpec::compile(&doc! {"count": -1})?,
+                        pattern: doc! {"count": -1},
+                    },
                 ]);
             }
             "$count" => Stage::Count(count_field(arg)?),
@@ -204,7 +213,7 @@ impl Stage {
                 Ok(row) => filter.matches(&row.doc),
                 Err(_) => true,
             })),
-            Stage::Sort(sort) => {
+            Stage::Sort { spec: sort, .. } => {
                 let mut keyed = Vec::new();
                 for row in rows {
                     let row = row?;

@@ -2,17 +2,19 @@
 //! replying `{n, [writeErrors], ok}`.
 
 use super::{
-    check_collation, check_statement_fields, hint_arg, missing, required_doc, statements, Query,
+    check_collation, check_statement_fields, hint_arg, missing, required_doc, selection,
+    statements, targets,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
 use crate::command::batch;
-use crate::command::find::check_hint;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
-use crate::engine::{collection, plan, Txn};
+use crate::engine::exec::ReadRequest;
+use crate::engine::{collection, Interrupt, Txn};
 use crate::error::{Error, Result};
 use crate::status::OpKind;
 use bson::{doc, Bson, Document};
+use std::sync::Arc;
 
 const FIELDS: &[&str] = &[
     "deletes",
@@ -27,10 +29,17 @@ const STATEMENT_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId
 
 /// One delete statement, parsed.
 struct Statement {
-    query: Query,
-    /// Delete only the first match (`limit: 1`) instead of all (`limit: 0`).
-    just_one: bool,
-    hint: Option<Bson>,
+    /// With a limit of one when only the first match is deleted (`limit: 1`).
+    query: ReadRequest,
+}
+
+/// The collection and selection of a delete's one statement, for explain.
+pub(super) fn explained(db: &str, cmd: &Document) -> Result<(String, ReadRequest)> {
+    check_fields(cmd, "delete", FIELDS)?;
+    let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
+    validate_collection_name(db, &coll)?;
+    let stmt = super::single_statement(statements(cmd, "delete", "deletes")?)?;
+    Ok((coll, Statement::parse(stmt)??.query))
 }
 
 pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -49,12 +58,13 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     shared.counters.count(OpKind::Delete, parsed.len() as u64);
 
     let db = req.db.to_owned();
+    let interrupt = Arc::clone(&req.interrupt);
     let (n, errors) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
             let mut n = 0usize;
             let errors = batch::run(parsed, ordered, |_, s| {
-                n += s.run(txn, &db, &coll, now)?;
+                n += s.run(txn, (&db, &coll), now, &interrupt)?;
                 Ok(())
             });
             (n, errors)
@@ -93,22 +103,23 @@ impl Statement {
         let collation = optional_doc(stmt, PREFIX, "collation")?;
         Ok(check_collation(collation).and_then(|()| {
             Ok(Statement {
-                query: Query::compile(q)?,
-                just_one,
-                hint,
+                query: selection(q, Document::new(), hint.as_ref(), just_one)?,
             })
         }))
     }
 
     /// Deletes the statement's matches; returns how many. A missing collection has none.
-    fn run(&self, txn: &mut Txn<'_>, db: &str, coll: &str, now: i64) -> Result<usize> {
-        let Some(meta) = collection::existing_collection(txn, db, coll) else {
+    fn run(
+        &self,
+        txn: &mut Txn<'_>,
+        target: (&str, &str),
+        now: i64,
+        interrupt: &Arc<Interrupt>,
+    ) -> Result<usize> {
+        let Some(meta) = collection::existing_collection(txn, target.0, target.1) else {
             return Ok(0);
         };
-        check_hint(&meta, self.hint.as_ref())?;
-        let limit = self.just_one.then_some(1);
-        let doomed =
-            plan::matching_in_txn(txn, &meta, &self.query.filter, &self.query.doc, now, limit)?;
+        let doomed = targets(txn, &meta, &self.query, now, interrupt)?;
         for doc in &doomed {
             collection::delete(txn, &meta, doc)?;
         }

@@ -3,17 +3,16 @@
 //! Unlike the batch commands, every failure — a duplicate key included — is a command error.
 
 use super::{
-    apply_update, array_filter_docs, check_collation, hint_arg, parse_update, targets,
-    upsert_document, Query,
+    apply_update, array_filter_docs, check_collation, hint_arg, parse_update, selection, targets,
+    upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
-use crate::command::find::check_hint;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
-use crate::engine::{collection, ddl, Txn};
+use crate::engine::exec::ReadRequest;
+use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, Result};
 use crate::query::projection::Projection;
-use crate::query::sort::SortSpec;
 use crate::query::update::{ArrayFilters, Update};
 use bson::{doc, Bson, DateTime, Document};
 use std::sync::Arc;
@@ -49,10 +48,20 @@ enum Action {
 
 /// A parsed findAndModify.
 struct FindAndModify {
-    query: Query,
-    sort: SortSpec,
-    hint: Option<Bson>,
+    /// The first match in `sort` order: a limit of one.
+    query: ReadRequest,
     action: Action,
+}
+
+/// The collection and selection of a findAndModify, and whether it removes, for explain.
+pub(super) fn explained(db: &str, cmd: &Document) -> Result<(String, ReadRequest, bool)> {
+    check_fields(cmd, COMMAND, FIELDS)?;
+    let name = cmd.keys().next().map(String::as_str).unwrap_or(COMMAND);
+    let coll = collection_arg(cmd.get(name), COMMAND)?.to_owned();
+    validate_collection_name(db, &coll)?;
+    let op = FindAndModify::parse(cmd)?;
+    let removes = matches!(op.action, Action::Remove);
+    Ok((coll, op.query, removes))
 }
 
 pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -68,10 +77,11 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
 
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
+    let interrupt = Arc::clone(&req.interrupt);
     let (last_error, value) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
-            op.run(txn, &db, &coll, now, clock.now_datetime())
+            op.run(txn, (&db, &coll), now, clock.now_datetime(), &interrupt)
         })
         .await??;
     let value = match (value, &projection) {
@@ -132,9 +142,7 @@ impl FindAndModify {
             }
         };
         Ok(FindAndModify {
-            query: Query::compile(&query)?,
-            sort: SortSpec::compile(&sort)?,
-            hint,
+            query: selection(&query, sort, hint.as_ref(), true)?,
             action,
         })
     }
@@ -143,19 +151,17 @@ impl FindAndModify {
     fn run(
         &self,
         txn: &mut Txn<'_>,
-        db: &str,
-        coll: &str,
+        target: (&str, &str),
         now: i64,
         at: DateTime,
+        interrupt: &Arc<Interrupt>,
     ) -> Result<(Document, Option<Document>)> {
+        let (db, coll) = target;
         let meta = collection::existing_collection(txn, db, coll);
         let found = match &meta {
-            Some(meta) => {
-                check_hint(meta, self.hint.as_ref())?;
-                targets(txn, meta, &self.query, &self.sort, false, now)?
-                    .into_iter()
-                    .next()
-            }
+            Some(meta) => targets(txn, meta, &self.query, now, interrupt)?
+                .into_iter()
+                .next(),
             None => None,
         };
         let found = found.and_then(|d| meta.map(|m| (m, d)));

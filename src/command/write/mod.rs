@@ -18,14 +18,53 @@ pub use find_and_modify::find_and_modify;
 pub use update::update;
 
 use super::args::{documents_of, wrong_type};
+use super::explain::Root;
 use super::handshake::MAX_WRITE_BATCH_SIZE;
 use crate::engine::catalog::CollectionMeta;
-use crate::engine::{collection, plan, StoredDoc, Txn};
+use crate::engine::exec::{self, Hint, ReadRequest};
+use crate::engine::{collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::{equality_fields, Filter};
-use crate::query::sort::SortSpec;
 use crate::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
 use bson::{Bson, DateTime, Document};
+use std::sync::Arc;
+
+/// What an explained write selects: its collection, the read request and the stage above it.
+pub fn explained_selection(
+    name: &str,
+    db: &str,
+    cmd: &Document,
+) -> Result<(String, ReadRequest, Root)> {
+    Ok(match name {
+        "update" => {
+            let (coll, read) = update::explained(db, cmd)?;
+            (coll, read, Root::Update)
+        }
+        "delete" => {
+            let (coll, read) = delete::explained(db, cmd)?;
+            (coll, read, Root::Delete)
+        }
+        _ => {
+            let (coll, read, removes) = find_and_modify::explained(db, cmd)?;
+            (
+                coll,
+                read,
+                if removes { Root::Delete } else { Root::Update },
+            )
+        }
+    })
+}
+
+/// mongod explains one write statement at a time.
+fn single_statement(stmts: Vec<&Document>) -> Result<&Document> {
+    match stmts.as_slice() {
+        [one] => Ok(one),
+        _ => Err(Error::new(
+            ErrorCode::InvalidLength,
+            "explained write batches must be of size 1",
+        )),
+    }
+}
 
 /// Refuses statement fields mongod does not know: `BSON field 'update.updates.x' is an unknown
 /// field.` (40415). `prefix` is the statement's path, e.g. `update.updates`.
@@ -149,43 +188,31 @@ fn array_filter_docs(stmt: &Document, prefix: &str) -> Result<Option<Vec<Documen
     }
 }
 
-/// A filter compiled once, with its source (the access plan and upsert seeds read it).
-struct Query {
-    filter: Filter,
-    doc: Document,
-}
-
-impl Query {
-    fn compile(doc: &Document) -> Result<Query> {
-        Ok(Query {
-            filter: Filter::compile(doc)?,
-            doc: doc.clone(),
-        })
+/// What a statement selects: its filter, and for a single-document statement its sort, hint and
+/// limit of one. The filter's source is kept for upsert seeds.
+fn selection(
+    filter: &Document,
+    sort: Document,
+    hint: Option<&Bson>,
+    just_one: bool,
+) -> Result<ReadRequest> {
+    let mut query = ReadRequest::new(filter.clone())?.sorted(sort)?;
+    query.hint = Hint::parse(hint)?;
+    if just_one {
+        query.limit = Some(1);
     }
+    Ok(query)
 }
 
-/// The documents a statement acts on: every match (`multi`), or the first one — in `sort`
-/// order when there is a sort, else in `_id` order.
+/// The documents a statement acts on, selected by the executor as of this point in the group.
 fn targets(
     txn: &Txn<'_>,
     meta: &CollectionMeta,
-    query: &Query,
-    sort: &SortSpec,
-    multi: bool,
+    query: &ReadRequest,
     now: i64,
+    interrupt: &Arc<Interrupt>,
 ) -> Result<Vec<StoredDoc>> {
-    if multi || sort.is_empty() {
-        let limit = (!multi).then_some(1);
-        return plan::matching_in_txn(txn, meta, &query.filter, &query.doc, now, limit);
-    }
-    let all = plan::matching_in_txn(txn, meta, &query.filter, &query.doc, now, None)?;
-    // `min_by` keeps the first of equal minimums, so ties fall back to `_id` order.
-    let first = all
-        .into_iter()
-        .map(|d| (sort.keys_of(&d.doc), d))
-        .min_by(|a, b| sort.compare_keys(&a.0, &b.0))
-        .map(|(_, d)| d);
-    Ok(first.into_iter().collect())
+    exec::select_in_txn(txn, meta, query, now, Arc::clone(interrupt))
 }
 
 /// Applies `update` to a matched document. `Some(new)` only when the result differs byte for
@@ -217,7 +244,7 @@ fn apply_update(
 /// The document an upsert inserts when nothing matched: the query's equality fields with the
 /// update applied as an insert (`$setOnInsert` fires), `_id` first and generated when absent.
 fn upsert_document(
-    query: &Query,
+    query: &ReadRequest,
     update: &Update,
     filters: &ArrayFilters,
     at: DateTime,
@@ -232,7 +259,7 @@ fn upsert_document(
         // A replacement takes only `_id` from the query, and may not change it (66, as mongod).
         Update::Replacement(_) => {
             let mut seed = Document::new();
-            if let Ok(equalities) = equality_fields(&query.doc) {
+            if let Ok(equalities) = equality_fields(&query.filter_doc) {
                 if let Some(id) = equalities.get("_id") {
                     seed.insert("_id", id.clone());
                 }
@@ -240,7 +267,7 @@ fn upsert_document(
             update.apply(&mut seed, &ctx)?;
             seed
         }
-        _ => upsert_seed(&equality_fields(&query.doc)?, update, &ctx)?,
+        _ => upsert_seed(&equality_fields(&query.filter_doc)?, update, &ctx)?,
     };
     collection::prepare_for_insert(seed)
 }

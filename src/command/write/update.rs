@@ -3,16 +3,15 @@
 
 use super::{
     apply_update, array_filter_docs, check_collation, check_statement_fields, hint_arg, missing,
-    parse_update, required_doc, statements, targets, upsert_document, Query,
+    parse_update, required_doc, selection, statements, targets, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::batch;
-use crate::command::find::check_hint;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
-use crate::engine::{collection, ddl, Txn};
+use crate::engine::exec::ReadRequest;
+use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, Result};
-use crate::query::sort::SortSpec;
 use crate::query::update::{ArrayFilters, Update};
 use crate::status::OpKind;
 use bson::{doc, Bson, DateTime, Document};
@@ -44,13 +43,10 @@ const STATEMENT_FIELDS: &[&str] = &[
 
 /// One update statement, parsed.
 struct Statement {
-    query: Query,
+    query: ReadRequest,
     update: Update,
     array_filters: ArrayFilters,
-    sort: SortSpec,
     upsert: bool,
-    multi: bool,
-    hint: Option<Bson>,
 }
 
 /// What one statement did.
@@ -59,6 +55,15 @@ struct Done {
     matched: usize,
     modified: usize,
     upserted: Option<Bson>,
+}
+
+/// The collection and selection of an update's one statement, for explain.
+pub(super) fn explained(db: &str, cmd: &Document) -> Result<(String, ReadRequest)> {
+    check_fields(cmd, "update", FIELDS)?;
+    let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
+    validate_collection_name(db, &coll)?;
+    let stmt = super::single_statement(statements(cmd, "update", "updates")?)?;
+    Ok((coll, Statement::parse(stmt)??.query))
 }
 
 pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -79,6 +84,7 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
+    let interrupt = Arc::clone(&req.interrupt);
     let (matched, modified, upserted, errors) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
@@ -86,7 +92,7 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             let (mut matched, mut modified) = (0usize, 0usize);
             let mut upserted: Vec<(usize, Bson)> = Vec::new();
             let errors = batch::run(parsed, ordered, |i, s| {
-                let done = s.run(txn, &db, &coll, now, at)?;
+                let done = s.run(txn, (&db, &coll), now, at, &interrupt)?;
                 matched += done.matched;
                 modified += done.modified;
                 if let Some(id) = done.upserted {
@@ -124,7 +130,6 @@ struct RawStatement<'a> {
 impl RawStatement<'_> {
     fn compile(self) -> Result<Statement> {
         check_collation(self.collation)?;
-        let query = Query::compile(self.q)?;
         let update = parse_update(self.u)?;
         if self.multi && update.is_replacement() {
             return Err(Error::failed_to_parse(
@@ -136,17 +141,14 @@ impl RawStatement<'_> {
                 "Cannot specify sort with multi=true",
             ));
         }
-        let sort = SortSpec::compile(&self.sort)?;
+        let query = selection(self.q, self.sort, self.hint.as_ref(), !self.multi)?;
         let array_filters =
             ArrayFilters::compile(self.filters.as_deref().unwrap_or_default(), &update)?;
         Ok(Statement {
             query,
             update,
             array_filters,
-            sort,
             upsert: self.upsert,
-            multi: self.multi,
-            hint: self.hint,
         })
     }
 }
@@ -175,13 +177,18 @@ impl Statement {
     /// Runs the statement inside the batch's writer job. Every matched document is updated in
     /// memory first, so an update error (14, 66, ...) leaves all of them untouched; only a
     /// storage-level refusal (a duplicate key) can stop a multi-update part way, as in mongod.
-    fn run(&self, txn: &mut Txn<'_>, db: &str, coll: &str, now: i64, at: DateTime) -> Result<Done> {
+    fn run(
+        &self,
+        txn: &mut Txn<'_>,
+        target: (&str, &str),
+        now: i64,
+        at: DateTime,
+        interrupt: &Arc<Interrupt>,
+    ) -> Result<Done> {
+        let (db, coll) = target;
         let meta = collection::existing_collection(txn, db, coll);
         let matched = match &meta {
-            Some(meta) => {
-                check_hint(meta, self.hint.as_ref())?;
-                targets(txn, meta, &self.query, &self.sort, self.multi, now)?
-            }
+            Some(meta) => targets(txn, meta, &self.query, now, interrupt)?,
             None => Vec::new(),
         };
         let Some(meta) = meta.filter(|_| !matched.is_empty()) else {

@@ -46,6 +46,11 @@ impl Filter {
         self.root.positional_match(doc)
     }
 
+    /// The compiled tree, for the planner to derive index bounds from.
+    pub(crate) fn expr(&self) -> &Expr {
+        &self.root
+    }
+
     /// Whether the filter is empty (matches everything without looking).
     pub fn is_empty(&self) -> bool {
         matches!(&self.root, Expr::And(children) if children.is_empty())

@@ -1,0 +1,213 @@
+//! A plan described as mongod 7.0's explain describes it: `winningPlan`/`rejectedPlans` stage
+//! trees (`stage`, `inputStage`, `indexName`, `keyPattern`, `indexBounds`, `direction`…) and,
+//! with counters, the `executionStages` tree (`nReturned`, `works`, `keysExamined`,
+//! `docsExamined`…). The command layer puts these into the explain reply.
+
+use super::plan::{IndexScan, Node};
+use super::stages::{Counters, StageStats, MAX_BLOCKING_SORT_BYTES};
+use bson::{doc, Bson, Document};
+
+/// Totals of a run, for `executionStats`.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub keys_examined: u64,
+    pub docs_examined: u64,
+}
+
+/// The stage tree of `node`; with `stats`, each stage carries its counters. `filter` is shown on
+/// the stage that applies it (the leaf).
+pub fn describe(node: &Node, stats: Option<&StageStats>, filter: &Document) -> Document {
+    let counters = stats.map(|s| s.counters.as_ref());
+    let child = stats.and_then(|s| s.child.as_deref());
+    let mut out = match node {
+        Node::Eof => doc! {"stage": "EOF"},
+        Node::IdHack { .. } => doc! {"stage": "IDHACK"},
+        Node::CollScan { reverse } => {
+            let mut d = doc! {"stage": "COLLSCAN"};
+            if !filter.is_empty() {
+                d.insert("filter", filter.clone());
+            }
+            d.insert("direction", direction(*reverse));
+            d
+        }
+        Node::IxScan(scan) => return describe_index_scan(scan, stats, filter),
+        Node::Sort {
+            input,
+            pattern,
+            limit,
+            ..
+        } => {
+            let mut d = doc! {
+                "stage": "SORT",
+                "sortPattern": pattern.clone(),
+                "memLimit": MAX_BLOCKING_SORT_BYTES as i64,
+            };
+            if let Some(l) = limit {
+                d.insert("limitAmount", to_i64(*l));
+            }
+            d.insert("type", "simple");
+            d.insert("inputStage", describe(input, child, filter));
+            d
+        }
+        Node::Skip { input, n } => doc! {
+            "stage": "SKIP",
+            "skipAmount": to_i64(*n),
+            "inputStage": describe(input, child, filter),
+        },
+        Node::Limit { input, n } => doc! {
+            "stage": "LIMIT",
+            "limitAmount": to_i64(*n),
+            "inputStage": describe(input, child, filter),
+        },
+    };
+    if let Some(c) = counters {
+        add_counters(&mut out, c, leaf_kind(node));
+    }
+    out
+}
+
+/// FETCH (when the index is not the documents themselves, or a filter remains) over IXSCAN.
+fn describe_index_scan(
+    scan: &IndexScan,
+    stats: Option<&StageStats>,
+    filter: &Document,
+) -> Document {
+    let bounds: Document = scan
+        .bounds
+        .iter()
+        .map(|(field, intervals)| {
+            let shown: Vec<Bson> = intervals.iter().map(|i| Bson::String(i.render())).collect();
+            (field.clone(), Bson::Array(shown))
+        })
+        .collect();
+    let multikey_paths: Document = scan
+        .index
+        .key
+        .keys()
+        .map(|k| (k.clone(), Bson::Array(Vec::new())))
+        .collect();
+    let mut ixscan = doc! {
+        "stage": "IXSCAN",
+        "keyPattern": scan.index.key.clone(),
+        "indexName": scan.index.name.as_str(),
+        "isMultiKey": scan.index.multikey,
+        "multiKeyPaths": multikey_paths,
+        "isUnique": scan.index.unique,
+        "isSparse": scan.index.sparse,
+        "isPartial": false,
+        "indexVersion": 2,
+        "direction": direction(scan.reverse),
+        "indexBounds": bounds,
+    };
+    let mut fetch = doc! {"stage": "FETCH"};
+    if !filter.is_empty() {
+        fetch.insert("filter", filter.clone());
+    }
+    if let Some(stats) = stats {
+        // The `_id` index's entries are the documents: one set of counters serves both stages.
+        let scan_counters = stats
+            .child
+            .as_deref()
+            .map_or(&stats.counters, |c| &c.counters);
+        add_counters(&mut ixscan, scan_counters, LeafKind::IndexScan);
+        add_counters(&mut fetch, &stats.counters, LeafKind::Fetch);
+    }
+    fetch.insert("inputStage", ixscan);
+    fetch
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeafKind {
+    Inner,
+    CollScan,
+    IdHack,
+    IndexScan,
+    Fetch,
+}
+
+fn leaf_kind(node: &Node) -> LeafKind {
+    match node {
+        Node::CollScan { .. } => LeafKind::CollScan,
+        Node::IdHack { .. } => LeafKind::IdHack,
+        _ => LeafKind::Inner,
+    }
+}
+
+fn add_counters(out: &mut Document, c: &Counters, kind: LeafKind) {
+    let advanced = to_i64(Counters::get(&c.advanced));
+    out.insert("nReturned", advanced);
+    out.insert("executionTimeMillisEstimate", 0i64);
+    let works = Counters::get(&c.works).max(Counters::get(&c.advanced));
+    out.insert("works", to_i64(works + 1));
+    out.insert("advanced", advanced);
+    out.insert(
+        "needTime",
+        to_i64(works.saturating_sub(Counters::get(&c.advanced))),
+    );
+    out.insert("needYield", 0i64);
+    out.insert("saveState", 0i64);
+    out.insert("restoreState", 0i64);
+    out.insert("isEOF", 1i64);
+    match kind {
+        LeafKind::CollScan => {
+            out.insert("docsExamined", to_i64(Counters::get(&c.docs_examined)));
+        }
+        LeafKind::IdHack => {
+            out.insert("keysExamined", to_i64(Counters::get(&c.keys_examined)));
+            out.insert("docsExamined", to_i64(Counters::get(&c.docs_examined)));
+        }
+        LeafKind::IndexScan => {
+            out.insert("keysExamined", to_i64(Counters::get(&c.keys_examined)));
+            out.insert("seeks", 1i64);
+            out.insert("dupsTested", to_i64(Counters::get(&c.keys_examined)));
+            out.insert("dupsDropped", to_i64(Counters::get(&c.dups_dropped)));
+        }
+        LeafKind::Fetch => {
+            out.insert("docsExamined", to_i64(Counters::get(&c.docs_examined)));
+            out.insert("alreadyHasObj", 0i64);
+        }
+        LeafKind::Inner => {}
+    }
+}
+
+/// Keys and documents examined over the whole run.
+pub fn totals(node: &Node, stats: &StageStats) -> Totals {
+    let leaf_stats = {
+        let mut s = stats;
+        let mut n = node;
+        while let Node::Sort { input, .. } | Node::Skip { input, .. } | Node::Limit { input, .. } =
+            n
+        {
+            match s.child.as_deref() {
+                Some(c) => s = c,
+                None => break,
+            }
+            n = input;
+        }
+        s
+    };
+    let docs = Counters::get(&leaf_stats.counters.docs_examined);
+    let keys = match node.leaf() {
+        Node::IxScan(scan) if scan.index.id.is_some() => leaf_stats
+            .child
+            .as_deref()
+            .map_or(0, |c| Counters::get(&c.counters.keys_examined)),
+        _ => Counters::get(&leaf_stats.counters.keys_examined),
+    };
+    Totals {
+        keys_examined: keys,
+        docs_examined: docs,
+    }
+}
+
+fn direction(reverse: bool) -> &'static str {
+    if reverse {
+        "backward"
+    } else {
+        "forward"
+    }
+}
+
+fn to_i64(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}

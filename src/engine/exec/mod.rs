@@ -1,0 +1,185 @@
+//! The executor: the one read path. Every command that reads or selects documents — find and
+//! getMore, count, distinct, aggregate's leading stages, and the targets of update, delete and
+//! findAndModify — hands it one [`ReadRequest`] (compiled filter, sort, skip, limit, hint) and
+//! gets a lazy stream of visible, matching documents, planned over the collection's indexes.
+//!
+//! ```text
+//! ReadRequest ─ planner (bounds from the filter, candidates, race) ─> plan tree (Node)
+//!             ─ stages::run over a Source (snapshot or writer txn) ─> documents + counters
+//!             ─ explain: the tree, the rejected candidates and the counters, as mongod shows them
+//! ```
+//!
+//! TTL visibility is applied inside the leaves and nowhere else (TTL-18/TTL-19). Long work
+//! checks the operation's [`Interrupt`].
+
+pub mod bounds;
+pub mod explain;
+pub mod plan;
+pub mod planner;
+pub mod source;
+pub mod stages;
+
+pub use plan::Node;
+pub use planner::Choice;
+pub use source::Source;
+pub use stages::{DocIter, StageStats};
+
+use super::catalog::CollectionMeta;
+use super::collection::StoredDoc;
+use super::interrupt::Interrupt;
+use super::read::NowCell;
+use super::txn::Txn;
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::filter::Filter;
+use crate::query::sort::SortSpec;
+use bson::{Bson, Document};
+use std::sync::atomic::AtomicI64;
+use std::sync::Arc;
+
+/// An index the client asked for (`hint`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Hint {
+    /// `{$natural: 1}` or `{$natural: -1}`: a collection scan in that direction.
+    Natural {
+        reverse: bool,
+    },
+    Name(String),
+    Key(Document),
+}
+
+impl Hint {
+    /// The `hint` argument of a command: an index name, a key pattern or `{$natural: ±1}`; an
+    /// empty document means none.
+    pub fn parse(value: Option<&Bson>) -> Result<Option<Hint>> {
+        match value {
+            None => Ok(None),
+            Some(Bson::String(name)) => Ok(Some(Hint::Name(name.clone()))),
+            Some(Bson::Document(d)) if d.is_empty() => Ok(None),
+            Some(Bson::Document(d)) => match d.get("$natural") {
+                Some(direction) => Ok(Some(Hint::Natural {
+                    reverse: natural_reverse(direction)?,
+                })),
+                None => Ok(Some(Hint::Key(d.clone()))),
+            },
+            Some(_) => Err(Error::failed_to_parse(
+                "Hint must be either a string or nested object",
+            )),
+        }
+    }
+}
+
+fn natural_reverse(direction: &Bson) -> Result<bool> {
+    match crate::query::filter::integral_value(direction) {
+        Some(1) => Ok(false),
+        Some(-1) => Ok(true),
+        _ => Err(Error::new(
+            ErrorCode::BadValue,
+            "$natural hint must be 1 or -1",
+        )),
+    }
+}
+
+/// What a command asks of the executor.
+#[derive(Debug, Clone)]
+pub struct ReadRequest {
+    pub filter: Filter,
+    /// The filter as the client sent it (explain's `parsedQuery`).
+    pub filter_doc: Document,
+    pub sort: SortSpec,
+    pub sort_pattern: Document,
+    /// `sort: {$natural: ±1}`: scan order instead of a sort.
+    pub natural_sort: Option<bool>,
+    pub skip: u64,
+    pub limit: Option<u64>,
+    pub hint: Option<Hint>,
+    /// A blocking sort may use more than 100 MB.
+    pub allow_disk_use: bool,
+}
+
+impl ReadRequest {
+    /// Every document matching `filter`, in no particular order.
+    pub fn new(filter_doc: Document) -> Result<ReadRequest> {
+        Ok(ReadRequest {
+            filter: Filter::compile(&filter_doc)?,
+            filter_doc,
+            sort: SortSpec::default(),
+            sort_pattern: Document::new(),
+            natural_sort: None,
+            skip: 0,
+            limit: None,
+            hint: None,
+            allow_disk_use: false,
+        })
+    }
+
+    /// In `pattern`'s order; `{$natural: ±1}` asks for scan order.
+    pub fn sorted(mut self, pattern: Document) -> Result<ReadRequest> {
+        if let (1, Some(direction)) = (pattern.len(), pattern.get("$natural")) {
+            self.natural_sort = Some(natural_reverse(direction)?);
+        } else {
+            self.sort = SortSpec::compile(&pattern)?;
+        }
+        self.sort_pattern = pattern;
+        Ok(self)
+    }
+}
+
+/// A running plan: its documents, the choice that produced it and the counters it fills.
+pub struct Execution<'r> {
+    pub docs: DocIter<'r>,
+    pub choice: Choice,
+    pub stats: StageStats,
+}
+
+/// Plans `req` over `meta` (none: the collection does not exist) and starts it on `source`.
+/// Documents are judged visible against `now` as they are pulled.
+pub fn execute<'r, S: Source<'r>>(
+    source: S,
+    meta: Option<&CollectionMeta>,
+    req: &ReadRequest,
+    now: NowCell,
+    interrupt: Arc<Interrupt>,
+) -> Result<Execution<'r>> {
+    let Some(meta) = meta else {
+        return Ok(Execution {
+            docs: Box::new(std::iter::empty()),
+            choice: Choice {
+                winner: Node::Eof,
+                winner_trial: None,
+                rejected: Vec::new(),
+            },
+            stats: StageStats::default(),
+        });
+    };
+    let ctx = stages::RunContext {
+        source,
+        collection_id: meta.id,
+        ttl: meta.ttl(),
+        now,
+        filter: req.filter.clone(),
+        interrupt,
+        budget: None,
+        allow_disk_use: req.allow_disk_use,
+    };
+    let choice = planner::choose(meta, req, &ctx)?;
+    let (docs, stats) = stages::run(&choice.winner, &ctx);
+    Ok(Execution {
+        docs,
+        choice,
+        stats,
+    })
+}
+
+/// Inside a write: the documents `req` selects as of this point in the group, judged at `now`.
+pub fn select_in_txn(
+    txn: &Txn<'_>,
+    meta: &CollectionMeta,
+    req: &ReadRequest,
+    now: i64,
+    interrupt: Arc<Interrupt>,
+) -> Result<Vec<StoredDoc>> {
+    let now = Arc::new(AtomicI64::new(now));
+    execute(txn, Some(meta), req, now, interrupt)?
+        .docs
+        .collect()
+}

@@ -1,0 +1,324 @@
+//! Choosing a plan: a `hint` decides alone; an `_id` pinned to values is a point lookup
+//! (IDHACK); otherwise every ready index whose leading field the filter bounds, or that provides
+//! the requested sort, is a candidate, and when several are, they race as in mongod's
+//! multi-planner: each runs until it has produced a first batch (101 documents), reached its
+//! end, or done 10,000 units of work, and the most productive wins (results per unit of work,
+//! with a bonus for finishing and for needing no blocking sort). No candidate means a
+//! collection scan.
+
+use super::bounds::{self, FieldBounds, Interval};
+use super::plan::{scan_ranges, IndexScan, Node, ScannedIndex};
+use super::source::Source;
+use super::stages::{self, RunContext, StageStats, WorkBudget};
+use super::{Hint, ReadRequest};
+use crate::engine::catalog::CollectionMeta;
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::filter::Pred;
+use crate::storage::keys::{self, Direction};
+use bson::{Bson, Document};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// mongod's `internalQueryPlanEvaluationWorks`.
+const TRIAL_WORKS: u64 = 10_000;
+/// mongod's `internalQueryPlanEvaluationMaxResults`.
+const TRIAL_RESULTS: u64 = 101;
+
+/// The chosen plan, and the candidates it beat with what they did in the race.
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub winner: Node,
+    /// What the winner did in the race, when there was one.
+    pub winner_trial: Option<StageStats>,
+    pub rejected: Vec<(Node, StageStats)>,
+}
+
+/// Chooses the plan for `req` on `meta`, racing candidates over `ctx`'s source.
+pub fn choose<'r, S: Source<'r>>(
+    meta: &CollectionMeta,
+    req: &ReadRequest,
+    ctx: &RunContext<S>,
+) -> Result<Choice> {
+    let mut candidates = candidates(meta, req)?;
+    if candidates.len() <= 1 {
+        let winner = candidates.pop().unwrap_or(Node::Eof);
+        return Ok(Choice {
+            winner: wrap(winner, req),
+            winner_trial: None,
+            rejected: Vec::new(),
+        });
+    }
+    let mut scored: Vec<(f64, Node, StageStats)> = Vec::with_capacity(candidates.len());
+    for candidate in candidates {
+        let node = wrap(candidate, req);
+        let (score, stats) = trial(&node, req, ctx)?;
+        scored.push((score, node, stats));
+    }
+    // Highest score first; among equals the earlier candidate (fewer key fields) stays first.
+    let best = scored
+        .iter()
+        .enumerate()
+        .fold(0usize, |best, (i, (score, ..))| match scored.get(best) {
+            Some((top, ..)) if score > top => i,
+            _ => best,
+        });
+    let (_, winner, winner_stats) = scored.remove(best);
+    Ok(Choice {
+        winner,
+        winner_trial: Some(winner_stats),
+        rejected: scored.into_iter().map(|(_, n, s)| (n, s)).collect(),
+    })
+}
+
+/// Runs `node` for a bounded amount of work; its productivity and what it did.
+fn trial<'r, S: Source<'r>>(
+    node: &Node,
+    req: &ReadRequest,
+    ctx: &RunContext<S>,
+) -> Result<(f64, StageStats)> {
+    let budget = WorkBudget::new(TRIAL_WORKS);
+    let mut trial_ctx = ctx.clone();
+    trial_ctx.budget = Some(Arc::clone(&budget));
+    let (docs, stats) = stages::run(node, &trial_ctx);
+    let wanted = req
+        .limit
+        .map_or(TRIAL_RESULTS, |l| l.min(TRIAL_RESULTS))
+        .max(1);
+    let mut produced = 0u64;
+    let mut finished = true;
+    for doc in docs {
+        match doc {
+            Ok(_) => produced += 1,
+            Err(_) if budget.is_exhausted() => {
+                finished = false;
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+        if produced >= wanted {
+            finished = false;
+            break;
+        }
+    }
+    let works = budget.used().max(1) as f64;
+    let mut score = 1.0 + produced as f64 / works;
+    if finished || produced >= wanted {
+        score += 1.0;
+    }
+    if !node.has_sort() {
+        score += 0.0001;
+    }
+    Ok((score, stats))
+}
+
+/// Adds the blocking sort (when the leaf does not provide the order), skip and limit.
+fn wrap(leaf: Node, req: &ReadRequest) -> Node {
+    let mut node = leaf;
+    let sorted_by_leaf = match &node {
+        Node::IxScan(scan) => provided_order(scan, req).is_some(),
+        _ => false,
+    };
+    if !req.sort.is_empty() && !sorted_by_leaf && !matches!(node, Node::Eof) {
+        node = Node::Sort {
+            input: Box::new(node),
+            spec: req.sort.clone(),
+            pattern: req.sort_pattern.clone(),
+            limit: req.limit.map(|l| l.saturating_add(req.skip)),
+        };
+    }
+    if req.skip > 0 {
+        node = Node::Skip {
+            input: Box::new(node),
+            n: req.skip,
+        };
+    }
+    if let Some(n) = req.limit {
+        node = Node::Limit {
+            input: Box::new(node),
+            n,
+        };
+    }
+    node
+}
+
+/// The leaf plans worth considering for `req`.
+fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
+    let conjuncts = bounds::conjuncts(req.filter.expr());
+    if let Some(hint) = &req.hint {
+        return hinted(meta, req, hint, &conjuncts).map(|n| vec![n]);
+    }
+    if let Some(reverse) = req.natural_sort {
+        return Ok(vec![Node::CollScan { reverse }]);
+    }
+    if let Some(ids) = conjuncts.get("_id").and_then(|p| pinned_ids(p)) {
+        return Ok(vec![Node::IdHack { ids }]);
+    }
+    let mut out = Vec::new();
+    let mut indexes = vec![ScannedIndex::id_index()];
+    indexes.extend(
+        meta.stored_indexes()
+            .filter(|i| !i.building)
+            .map(ScannedIndex::secondary),
+    );
+    // Fewer key fields first: among equally productive plans the simpler one wins.
+    indexes.sort_by_key(|i| i.key.len());
+    for index in indexes {
+        let scan = index_scan(meta, index, &conjuncts, req);
+        let bounded = scan.bounds.first().is_some_and(|(_, b)| !is_full(b));
+        let sorts = !req.sort.is_empty() && provided_order(&scan, req).is_some();
+        if scan.index.sparse && (!bounded || contains_null(&scan)) {
+            // A sparse index lacks documents without the field, which the query may want.
+            continue;
+        }
+        if bounded || sorts {
+            if scan.ranges.is_empty() {
+                return Ok(vec![Node::Eof]);
+            }
+            out.push(Node::IxScan(scan));
+        }
+    }
+    if out.is_empty() {
+        out.push(Node::CollScan { reverse: false });
+    }
+    Ok(out)
+}
+
+fn is_full(bounds: &FieldBounds) -> bool {
+    bounds.len() == 1 && bounds.first().is_some_and(Interval::is_full)
+}
+
+fn contains_null(scan: &IndexScan) -> bool {
+    let null = Interval::point(&Bson::Null);
+    scan.bounds.first().is_some_and(|(_, b)| {
+        b.iter()
+            .any(|i| i.start() <= null.start() && i.end() >= null.end())
+    })
+}
+
+/// The plan a hint names: `{$natural: ±1}`, or an index by name or key pattern.
+fn hinted(
+    meta: &CollectionMeta,
+    req: &ReadRequest,
+    hint: &Hint,
+    conjuncts: &BTreeMap<String, Vec<&Pred>>,
+) -> Result<Node> {
+    let index = match hint {
+        Hint::Natural { reverse } => return Ok(Node::CollScan { reverse: *reverse }),
+        Hint::Name(name) if name == "_id_" => Some(ScannedIndex::id_index()),
+        Hint::Name(name) => meta
+            .index(name)
+            .filter(|i| i.is_stored() && !i.building)
+            .map(ScannedIndex::secondary),
+        Hint::Key(key) if is_id_pattern(key) => Some(ScannedIndex::id_index()),
+        Hint::Key(key) => meta
+            .stored_indexes()
+            .find(|i| &i.key == key && !i.building)
+            .map(ScannedIndex::secondary),
+    };
+    let index = index.ok_or_else(|| {
+        Error::new(
+            ErrorCode::BadValue,
+            "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index",
+        )
+    })?;
+    Ok(Node::IxScan(index_scan(meta, index, conjuncts, req)))
+}
+
+fn is_id_pattern(key: &Document) -> bool {
+    key.len() == 1
+        && key.get("_id").is_some_and(|v| {
+            matches!(v, Bson::Int32(1) | Bson::Int64(1) | Bson::Double(_))
+                && crate::engine::index_keys::direction_of(v) == Direction::Ascending
+        })
+}
+
+/// `_id` values the filter pins `_id` to: `{_id: v}`, `{_id: {$eq: v}}`, `{_id: {$in: [...]}}`
+/// with values that are not arrays, regexes, null or undefined. Sorted, without duplicates.
+fn pinned_ids(preds: &[&Pred]) -> Option<Vec<Bson>> {
+    let pinnable = |v: &Bson| {
+        !matches!(
+            v,
+            Bson::Array(_) | Bson::RegularExpression(_) | Bson::Null | Bson::Undefined
+        )
+    };
+    let mut ids = preds.iter().find_map(|p| match p {
+        Pred::Eq(v) if pinnable(v) => Some(vec![v.clone()]),
+        Pred::In { values, regexes } if regexes.is_empty() && values.iter().all(pinnable) => {
+            Some(values.clone())
+        }
+        _ => None,
+    })?;
+    ids.sort_by(crate::query::compare::compare_values);
+    ids.dedup_by(|a, b| crate::query::compare::values_equal(a, b));
+    Some(ids)
+}
+
+/// A scan of `index` with the bounds the filter gives each of its fields, in the direction
+/// that provides the requested sort when it can.
+fn index_scan(
+    meta: &CollectionMeta,
+    index: ScannedIndex,
+    conjuncts: &BTreeMap<String, Vec<&Pred>>,
+    req: &ReadRequest,
+) -> IndexScan {
+    let fields: Vec<(String, Direction, Option<FieldBounds>)> = index
+        .fields()
+        .into_iter()
+        .map(|(name, direction)| {
+            let bounds = conjuncts
+                .get(&name)
+                .and_then(|preds| bounds::field_bounds(preds, index.multikey));
+            (name, direction, bounds)
+        })
+        .collect();
+    let prefix = match index.id {
+        Some(id) => keys::index_prefix(meta.id, id),
+        None => keys::collection_prefix(meta.id).to_vec(),
+    };
+    let (ranges, shown) = scan_ranges(prefix, &fields);
+    let mut scan = IndexScan {
+        index,
+        bounds: shown,
+        ranges,
+        reverse: false,
+    };
+    scan.reverse = provided_order(&scan, req).unwrap_or(false);
+    scan
+}
+
+/// Whether scanning `scan` yields documents in `req`'s sort order: `Some(reverse)` when it
+/// does forward (`false`) or backward (`true`). The sort's fields must follow the key pattern
+/// after any fields bounded to one value, all in the pattern's directions or all opposite; a
+/// multikey index holds a document at several places and provides no order.
+fn provided_order(scan: &IndexScan, req: &ReadRequest) -> Option<bool> {
+    if req.sort.is_empty() {
+        return Some(false);
+    }
+    if scan.index.multikey {
+        return None;
+    }
+    let fields = scan.index.fields();
+    let single = |i: usize| {
+        scan.bounds
+            .get(i)
+            .is_some_and(|(_, b)| b.len() == 1 && b.iter().all(Interval::is_point))
+    };
+    let mut i = 0usize;
+    let mut reverse: Option<bool> = None;
+    for (path, ascending) in req.sort.fields() {
+        while fields.get(i).is_some_and(|(f, _)| *f != path) && single(i) {
+            i += 1;
+        }
+        let (field, direction) = fields.get(i)?;
+        if *field != path {
+            return None;
+        }
+        let backward = (*direction == Direction::Ascending) != ascending;
+        if reverse.is_some_and(|r| r != backward) {
+            return None;
+        }
+        reverse = Some(backward);
+        i += 1;
+    }
+    reverse
+}

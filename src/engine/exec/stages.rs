@@ -1,0 +1,415 @@
+//! Running a plan: each stage becomes a lazy iterator of visible, matching documents, with the
+//! counters explain reports (works, keys and documents examined, documents returned).
+//!
+//! Visibility (TTL-18/TTL-19) is judged here, in [`Leaf::load`], and nowhere else on the read
+//! path: every leaf reaches a document through it, against the clock cell the cursor moves
+//! forward before each batch. The whole filter is applied to every document a leaf reaches,
+//! so index bounds only ever need to be a superset.
+
+use super::plan::{IndexScan, Node};
+use super::source::{Entries, Source};
+use crate::engine::collection::StoredDoc;
+use crate::engine::interrupt::Interrupt;
+use crate::engine::read::NowCell;
+use crate::engine::record::Record;
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::filter::Filter;
+use crate::storage::{keys, Keyspace};
+use std::collections::HashSet;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// Documents produced by a stage.
+pub type DocIter<'r> = Box<dyn Iterator<Item = Result<StoredDoc>> + Send + 'r>;
+
+/// mongod's limit for a blocking stage's memory (`internalQueryMaxBlockingSortMemoryUsageBytes`).
+pub const MAX_BLOCKING_SORT_BYTES: usize = 100 * 1024 * 1024;
+
+/// How often (in entries examined) a leaf checks whether its operation was interrupted.
+const INTERRUPT_CHECK_EVERY: u64 = 128;
+
+/// The counters of one stage.
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub works: AtomicU64,
+    pub advanced: AtomicU64,
+    pub keys_examined: AtomicU64,
+    pub docs_examined: AtomicU64,
+    pub dups_dropped: AtomicU64,
+}
+
+impl Counters {
+    pub fn get(counter: &AtomicU64) -> u64 {
+        counter.load(Relaxed)
+    }
+}
+
+/// Counters of a plan, shaped like the plan: one per stage, the leaf's FETCH and IXSCAN
+/// separately.
+#[derive(Debug, Default, Clone)]
+pub struct StageStats {
+    pub counters: Arc<Counters>,
+    pub child: Option<Box<StageStats>>,
+}
+
+/// A bound on the work a plan may do, for racing candidate plans. A leaf that reaches it
+/// stops, and the run is not an end of results.
+#[derive(Debug)]
+pub struct WorkBudget {
+    limit: u64,
+    used: AtomicU64,
+    exhausted: AtomicBool,
+}
+
+impl WorkBudget {
+    pub fn new(limit: u64) -> Arc<WorkBudget> {
+        Arc::new(WorkBudget {
+            limit,
+            used: AtomicU64::new(0),
+            exhausted: AtomicBool::new(false),
+        })
+    }
+
+    pub fn is_exhausted(&self) -> bool {
+        self.exhausted.load(Relaxed)
+    }
+
+    pub fn used(&self) -> u64 {
+        self.used.load(Relaxed)
+    }
+
+    /// Counts one unit of work; false once the budget is spent.
+    fn spend(&self) -> bool {
+        if self.used.fetch_add(1, Relaxed) >= self.limit {
+            self.exhausted.store(true, Relaxed);
+            return false;
+        }
+        true
+    }
+}
+
+/// What every stage of one run shares.
+#[derive(Clone)]
+pub struct RunContext<S> {
+    pub source: S,
+    pub collection_id: u64,
+    pub ttl: Option<i32>,
+    pub now: NowCell,
+    pub filter: Filter,
+    pub interrupt: Arc<Interrupt>,
+    pub budget: Option<Arc<WorkBudget>>,
+    /// `allowDiskUse`: a blocking sort may exceed 100 MB.
+    pub allow_disk_use: bool,
+}
+
+/// Runs `node`: its documents, lazily, and the counters it fills as it is pulled.
+pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>, StageStats) {
+    let stats = StageStats::default();
+    let counters = Arc::clone(&stats.counters);
+    match node {
+        Node::Eof => (Box::new(std::iter::empty()), stats),
+        Node::IdHack { ids } => {
+            let leaf = Leaf::new(ctx, counters);
+            let keys: Vec<Vec<u8>> = ids
+                .iter()
+                .map(|id| keys::document_key(ctx.collection_id, id))
+                .collect();
+            let iter = keys.into_iter().filter_map(move |key| {
+                if let Err(e) = leaf.tick() {
+                    return Some(Err(e));
+                }
+                leaf.counters.keys_examined.fetch_add(1, Relaxed);
+                let bytes = match leaf.source.get(Keyspace::Documents, &key) {
+                    Ok(Some(bytes)) => bytes,
+                    Ok(None) => return None,
+                    Err(e) => return Some(Err(e)),
+                };
+                leaf.load(key, &bytes).transpose()
+            });
+            (Box::new(iter), stats)
+        }
+        Node::CollScan { reverse } => {
+            let prefix = keys::collection_prefix(ctx.collection_id).to_vec();
+            let end = keys::prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+            let entries =
+                ctx.source
+                    .range(Keyspace::Documents, Bound::Included(prefix), end, *reverse);
+            let docs = Leaf::new(ctx, counters).documents(entries, false);
+            (Box::new(docs), stats)
+        }
+        Node::IxScan(scan) => run_index_scan(scan, ctx, stats),
+        Node::Sort {
+            input, spec, limit, ..
+        } => {
+            let (inner, child) = run(input, ctx);
+            let sort = SortIter {
+                input: Some(inner),
+                spec: spec.clone(),
+                limit: limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
+                allow_disk_use: ctx.allow_disk_use,
+                budget: ctx.budget.clone(),
+                counters,
+                sorted: Vec::new().into_iter(),
+            };
+            (Box::new(sort), with_child(stats, child))
+        }
+        Node::Skip { input, n } => {
+            let (inner, child) = run(input, ctx);
+            let n = usize::try_from(*n).unwrap_or(usize::MAX);
+            let mut skipped = 0usize;
+            let c = Arc::clone(&counters);
+            let iter = inner.filter(move |r| {
+                if r.is_ok() && skipped < n {
+                    skipped += 1;
+                    return false;
+                }
+                if r.is_ok() {
+                    c.advanced.fetch_add(1, Relaxed);
+                }
+                true
+            });
+            (Box::new(iter), with_child(stats, child))
+        }
+        Node::Limit { input, n } => {
+            let (inner, child) = run(input, ctx);
+            let n = usize::try_from(*n).unwrap_or(usize::MAX);
+            let c = Arc::clone(&counters);
+            let iter = inner.take(n).inspect(move |r| {
+                if r.is_ok() {
+                    c.advanced.fetch_add(1, Relaxed);
+                }
+            });
+            (Box::new(iter), with_child(stats, child))
+        }
+    }
+}
+
+fn with_child(mut stats: StageStats, child: StageStats) -> StageStats {
+    stats.child = Some(Box::new(child));
+    stats
+}
+
+/// A blocking sort: pulls its whole input on the first call, then returns it in order.
+struct SortIter<'r> {
+    input: Option<DocIter<'r>>,
+    spec: crate::query::sort::SortSpec,
+    limit: Option<usize>,
+    allow_disk_use: bool,
+    budget: Option<Arc<WorkBudget>>,
+    counters: Arc<Counters>,
+    sorted: std::vec::IntoIter<StoredDoc>,
+}
+
+impl SortIter<'_> {
+    fn fill(&mut self, input: DocIter<'_>) -> Result<()> {
+        let mut keyed: Vec<(Vec<bson::Bson>, StoredDoc)> = Vec::new();
+        let mut bytes = 0usize;
+        let kept_bytes = |d: &StoredDoc| d.record.body.len();
+        for doc in input {
+            let doc = doc?;
+            self.counters.works.fetch_add(1, Relaxed);
+            bytes += kept_bytes(&doc);
+            keyed.push((self.spec.keys_of(&doc.doc), doc));
+            if let Some(limit) = self.limit {
+                // Top-k: keep at most twice the limit between trims, so memory follows the limit.
+                if keyed.len() >= limit.saturating_mul(2).max(64) {
+                    self.trim(&mut keyed, limit);
+                    bytes = keyed.iter().map(|(_, d)| kept_bytes(d)).sum();
+                }
+            }
+            if bytes > MAX_BLOCKING_SORT_BYTES && !self.allow_disk_use {
+                return Err(Error::new(
+                    ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+                    format!(
+                        "Executor error during find command :: caused by :: Sort exceeded memory limit of {MAX_BLOCKING_SORT_BYTES} bytes, but did not opt in to external sorting."
+                    ),
+                ));
+            }
+        }
+        // A trial run cut short by its budget has not seen all documents: it returns none.
+        if self.budget.as_ref().is_some_and(|b| b.is_exhausted()) {
+            return Ok(());
+        }
+        self.trim(&mut keyed, self.limit.unwrap_or(usize::MAX));
+        self.sorted = keyed
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect::<Vec<_>>()
+            .into_iter();
+        Ok(())
+    }
+
+    /// Sorts (stably: ties keep their input order) and keeps the first `limit`.
+    fn trim(&self, keyed: &mut Vec<(Vec<bson::Bson>, StoredDoc)>, limit: usize) {
+        keyed.sort_by(|a, b| self.spec.compare_keys(&a.0, &b.0));
+        keyed.truncate(limit);
+    }
+}
+
+impl Iterator for SortIter<'_> {
+    type Item = Result<StoredDoc>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(input) = self.input.take() {
+            if let Err(e) = self.fill(input) {
+                return Some(Err(e));
+            }
+        }
+        let doc = self.sorted.next()?;
+        self.counters.advanced.fetch_add(1, Relaxed);
+        Some(Ok(doc))
+    }
+}
+
+fn run_index_scan<'r, S: Source<'r>>(
+    scan: &IndexScan,
+    ctx: &RunContext<S>,
+    mut stats: StageStats,
+) -> (DocIter<'r>, StageStats) {
+    let Some(index_id) = scan.index.id else {
+        // The `_id` index is the documents keyspace: its entries are the documents.
+        let leaf = Leaf::new(ctx, Arc::clone(&stats.counters));
+        let entries = ranges(&ctx.source, Keyspace::Documents, scan);
+        return (Box::new(leaf.documents(entries, true)), stats);
+    };
+    // FETCH above IXSCAN: the IXSCAN's counters are the child's.
+    let ixscan = StageStats::default();
+    let keys_counter = Arc::clone(&ixscan.counters);
+    stats.child = Some(Box::new(ixscan));
+    let leaf = Leaf::new(ctx, Arc::clone(&stats.counters));
+    let prefix = keys::collection_prefix(ctx.collection_id);
+    let mut seen: Option<HashSet<Vec<u8>>> = scan.index.multikey.then(HashSet::new);
+    let _ = index_id;
+    let entries = ranges(&ctx.source, Keyspace::Indexes, scan);
+    let iter = entries.filter_map(move |entry| {
+        if let Err(e) = leaf.tick() {
+            return Some(Err(e));
+        }
+        let (_, encoded_id) = match entry {
+            Ok(e) => e,
+            Err(e) => return Some(Err(e)),
+        };
+        keys_counter.keys_examined.fetch_add(1, Relaxed);
+        keys_counter.works.fetch_add(1, Relaxed);
+        // A multikey index holds a document once per element: return it once.
+        if let Some(seen) = seen.as_mut() {
+            if !seen.insert(encoded_id.clone()) {
+                keys_counter.dups_dropped.fetch_add(1, Relaxed);
+                return None;
+            }
+        }
+        keys_counter.advanced.fetch_add(1, Relaxed);
+        let mut key = Vec::with_capacity(prefix.len() + encoded_id.len());
+        key.extend_from_slice(&prefix);
+        key.extend_from_slice(&encoded_id);
+        let bytes = match leaf.source.get(Keyspace::Documents, &key) {
+            Ok(Some(bytes)) => bytes,
+            // An entry without its document cannot be committed; skip rather than fail a read.
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        leaf.load(key, &bytes).transpose()
+    });
+    (Box::new(iter), stats)
+}
+
+/// The entries of every range of `scan`, in scan order.
+fn ranges<'r, S: Source<'r>>(source: &S, keyspace: Keyspace, scan: &IndexScan) -> Entries<'r> {
+    let source = source.clone();
+    let reverse = scan.reverse;
+    let mut ranges = scan.ranges.clone();
+    if reverse {
+        ranges.reverse();
+    }
+    Box::new(ranges.into_iter().flat_map(move |(start, end)| {
+        source.range(
+            keyspace,
+            Bound::Included(start),
+            Bound::Excluded(end),
+            reverse,
+        )
+    }))
+}
+
+/// What a leaf needs to turn stored bytes into a returned document.
+struct Leaf<S> {
+    source: S,
+    ttl: Option<i32>,
+    now: NowCell,
+    filter: Filter,
+    interrupt: Arc<Interrupt>,
+    budget: Option<Arc<WorkBudget>>,
+    counters: Arc<Counters>,
+    ticks: std::cell::Cell<u64>,
+}
+
+impl<'r, S: Source<'r>> Leaf<S> {
+    fn new(ctx: &RunContext<S>, counters: Arc<Counters>) -> Self {
+        Leaf {
+            source: ctx.source.clone(),
+            ttl: ctx.ttl,
+            now: Arc::clone(&ctx.now),
+            filter: ctx.filter.clone(),
+            interrupt: Arc::clone(&ctx.interrupt),
+            budget: ctx.budget.clone(),
+            counters,
+            ticks: std::cell::Cell::new(0),
+        }
+    }
+
+    /// One unit of work: checks the interrupt every so often and spends the trial budget.
+    fn tick(&self) -> Result<()> {
+        let ticks = self.ticks.get() + 1;
+        self.ticks.set(ticks);
+        if ticks.is_multiple_of(INTERRUPT_CHECK_EVERY) {
+            self.interrupt.check()?;
+        }
+        if let Some(budget) = &self.budget {
+            if !budget.spend() {
+                return Err(Error::new(ErrorCode::Interrupted, "trial budget spent"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The stored document under `key` if it is visible now and matches the filter (TTL-18).
+    fn load(&self, key: Vec<u8>, bytes: &[u8]) -> Result<Option<StoredDoc>> {
+        self.counters.docs_examined.fetch_add(1, Relaxed);
+        self.counters.works.fetch_add(1, Relaxed);
+        let record = Record::decode(bytes)?;
+        if !record.is_visible(self.ttl, self.now.load(Relaxed)) {
+            return Ok(None);
+        }
+        let doc = record.document()?;
+        if !self.filter.matches(&doc) {
+            return Ok(None);
+        }
+        self.counters.advanced.fetch_add(1, Relaxed);
+        Ok(Some(StoredDoc { key, record, doc }))
+    }
+
+    /// Documents read straight from `entries` of the documents keyspace.
+    /// Documents read straight from `entries` of the documents keyspace; `as_keys` when they
+    /// are the entries of the `_id` index (counted as keys examined too).
+    fn documents(
+        self,
+        entries: Entries<'r>,
+        as_keys: bool,
+    ) -> impl Iterator<Item = Result<StoredDoc>> + Send + 'r {
+        entries.filter_map(move |entry| {
+            if let Err(e) = self.tick() {
+                return Some(Err(e));
+            }
+            match entry {
+                Ok((key, bytes)) => {
+                    if as_keys {
+                        self.counters.keys_examined.fetch_add(1, Relaxed);
+                    }
+                    self.load(key, &bytes).transpose()
+                }
+                Err(e) => Some(Err(e)),
+            }
+        })
+    }
+}
