@@ -71,10 +71,14 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             .code
             .cmp(&y.code)
             .then_with(|| compare_documents(&x.scope, &y.scope)),
+        (Bson::DbPointer(_), Bson::DbPointer(_)) => {
+            // mongod: value size, then the raw value bytes.
+            let (x, y) = (raw_value_bytes(a), raw_value_bytes(b));
+            x.len().cmp(&y.len()).then_with(|| x.cmp(&y))
+        }
         _ => match (Number::of(a), Number::of(b)) {
             (Some(x), Some(y)) => compare_numbers(x, y),
-            // MinKey, MaxKey, Null, Undefined, DbPointer: one value per bracket (DbPointer's
-            // fields are private in `bson`; treating all pointers as equal is a known gap).
+            // MinKey, MaxKey, Null, Undefined: one value per bracket.
             _ => Ordering::Equal,
         },
     }
@@ -105,6 +109,21 @@ pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
             }
         }
     }
+}
+
+/// The raw BSON bytes of one value. The bson crate keeps DbPointer's fields private, so they are
+/// taken from a serialized one-field document `{"": value}`: 4-byte length, type byte, the empty
+/// name's NUL, the value, the document terminator.
+fn raw_value_bytes(value: &Bson) -> Vec<u8> {
+    let mut doc = Document::new();
+    doc.insert("", value.clone());
+    let mut raw = Vec::new();
+    if doc.to_writer(&mut raw).is_err() {
+        return Vec::new();
+    }
+    raw.get(6..raw.len().saturating_sub(1))
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
 }
 
 fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
