@@ -44,10 +44,14 @@
 //!    exponent, digits as `01..=0A`, terminator `00`), bitwise inverted if negative, so values
 //!    that round to the same double (Int64 beyond 2^53, Decimal128) still order exactly.
 //!
-//! Decimal128 is therefore exact, with one difference from mongod: mongod's query comparator
-//! rounds a double to 34 digits before comparing it with a decimal, so a double and a decimal
-//! that agree in their first 34 significant digits compare equal there and unequal here.
+//! mongod orders numbers this way in both its query comparator and its index keys, and so does
+//! `query::compare`: mongod's `compareDecimalToDouble` (`base/compare_numbers.h`) rounds the
+//! decimal toward -inf and counts an inexact conversion as greater, and its KeyString V1 stores
+//! a decimal continuation after the double, so both order by exact value: `NumberDecimal("0.1")` sorts below the double
+//! `0.1` (0.1000000000000000055511…) and `{val: 9.99}` does not match `NumberDecimal("9.99")`.
 //! Non-canonical Decimal128 coefficients (> 10^34 - 1) are zero, as the IEEE standard says.
+//! The property tests in `keys_tests.rs` check memcmp order against `compare_values` for every
+//! type; no difference from mongod's order is known.
 //!
 //! Every value encoding is prefix-free (no encoding is a proper prefix of another), so a
 //! concatenation of encodings orders as the tuple of values, and the bitwise inversion used for
