@@ -448,15 +448,19 @@ impl ExactDecimal {
         ExactDecimal::new(i < 0, &i.unsigned_abs().to_string(), 0)
     }
 
-    /// The exact decimal expansion of a finite double: every double has at most 767
-    /// significant decimal digits, so formatting with 800 digits after the point is exact.
+    /// The exact decimal expansion of a finite double. `d = m × 2^e` with `m < 2^53` has at most
+    /// `17 + 0.7·|e|` significant decimal digits (767 at most), and formatting with at least
+    /// that many digits after the point is exact.
     fn from_f64(d: f64) -> Self {
-        let formatted = format!("{:.800e}", d.abs());
+        let biased = i32::try_from((d.to_bits() >> 52) & 0x7FF).unwrap_or(0);
+        let e = if biased == 0 { -1074 } else { biased - 1075 };
+        let precision = 17 + (7 * e.abs() + 9) / 10;
+        let formatted = format!("{:.*e}", usize::try_from(precision).unwrap_or(800), d.abs());
         let (mantissa, exponent) = formatted.split_once('e').unwrap_or((&formatted, "0"));
         let exponent: i32 = exponent.parse().unwrap_or(0);
         let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-        // `mantissa` is `d.ddd…`: its integer `dddd…` is scaled by 10^-800.
-        ExactDecimal::new(d < 0.0, &digits, exponent - 800)
+        // `mantissa` is `d.ddd…`: its integer `dddd…` is scaled by 10^-precision.
+        ExactDecimal::new(d < 0.0, &digits, exponent - precision)
     }
 
     /// Sign-flipped BE `i16` exponent (clamped; decimal128 needs -6176..=6144), digits as

@@ -587,3 +587,22 @@ proptest! {
         prop_assert_eq!(key(&a).cmp(&key(&b)), expected);
     }
 }
+
+proptest! {
+    #[test]
+    fn exact_decimal_of_a_double_has_all_its_digits(d in prop_oneof![
+        any::<f64>(),
+        Just(5e-324),
+        Just(f64::MIN_POSITIVE),
+        Just(f64::MAX),
+        Just(0.1),
+    ]) {
+        prop_assume!(d.is_finite());
+        // Every double has at most 767 significant digits: 800 after the point is exact.
+        let long = format!("{:.800e}", d.abs());
+        let (mantissa, exponent) = long.split_once('e').unwrap();
+        let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+        let expected = ExactDecimal::new(d < 0.0, &digits, exponent.parse::<i32>().unwrap() - 800);
+        prop_assert_eq!(ExactDecimal::from_f64(d), expected);
+    }
+}
