@@ -1,7 +1,9 @@
 //! The BSON total order mongod uses for sorting, comparisons and equality.
 //!
 //! Owns: the canonical type brackets, cross-type numeric comparison (Int32/Int64/Double/Decimal128
-//! compared by value, exactly), and field-by-field document/array ordering. Does not own:
+//! compared by exact mathematical value, as mongod's `base/compare_numbers.h`), and
+//! field-by-field document/array ordering. `storage::keys` encodes values so that memcmp gives
+//! this same order; its property tests hold the two together. Does not own:
 //! collations (strings compare by bytes) or any notion of "missing" (callers decide where a
 //! missing field sorts; it sorts with null).
 
@@ -69,10 +71,14 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             .code
             .cmp(&y.code)
             .then_with(|| compare_documents(&x.scope, &y.scope)),
+        (Bson::DbPointer(_), Bson::DbPointer(_)) => {
+            // mongod: value size, then the raw value bytes.
+            let (x, y) = (raw_value_bytes(a), raw_value_bytes(b));
+            x.len().cmp(&y.len()).then_with(|| x.cmp(&y))
+        }
         _ => match (Number::of(a), Number::of(b)) {
             (Some(x), Some(y)) => compare_numbers(x, y),
-            // MinKey, MaxKey, Null, Undefined, DbPointer: one value per bracket (DbPointer's
-            // fields are private in `bson`; treating all pointers as equal is a known gap).
+            // MinKey, MaxKey, Null, Undefined: one value per bracket.
             _ => Ordering::Equal,
         },
     }
@@ -103,6 +109,21 @@ pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
             }
         }
     }
+}
+
+/// The raw BSON bytes of one value. The bson crate keeps DbPointer's fields private, so they are
+/// taken from a serialized one-field document `{"": value}`: 4-byte length, type byte, the empty
+/// name's NUL, the value, the document terminator.
+fn raw_value_bytes(value: &Bson) -> Vec<u8> {
+    let mut doc = Document::new();
+    doc.insert("", value.clone());
+    let mut raw = Vec::new();
+    if doc.to_writer(&mut raw).is_err() {
+        return Vec::new();
+    }
+    raw.get(6..raw.len().saturating_sub(1))
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
 }
 
 fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
@@ -144,8 +165,8 @@ fn compare_numbers(a: Number, b: Number) -> Ordering {
         (Number::Decimal(x), Number::Decimal(y)) => x.cmp_dec(&y),
         (Number::Decimal(x), Number::Int(y)) => x.cmp_dec(&Dec::from_i64(y)),
         (Number::Int(x), Number::Decimal(y)) => Dec::from_i64(x).cmp_dec(&y),
-        (Number::Decimal(x), Number::Double(y)) => x.cmp_dec(&Dec::from_f64(y)),
-        (Number::Double(x), Number::Decimal(y)) => Dec::from_f64(x).cmp_dec(&y),
+        (Number::Decimal(x), Number::Double(y)) => compare_decimal_double(&x, y),
+        (Number::Double(x), Number::Decimal(y)) => compare_decimal_double(&y, x).reverse(),
     }
 }
 
@@ -188,6 +209,82 @@ fn compare_int_double(x: i64, y: f64) -> Ordering {
         }
         other => other,
     }
+}
+
+/// Exact comparison of a decimal with a double, by mathematical value, as mongod's
+/// `compareDecimalToDouble` (it rounds the decimal toward -inf and counts an inexact conversion
+/// as greater): `NumberDecimal("0.1")` is below the double `0.1`, whose exact value is
+/// 0.1000000000000000055511151231257827….
+fn compare_decimal_double(x: &Dec, y: f64) -> Ordering {
+    let Some((negative, coefficient, exponent)) = x.finite() else {
+        // NaN or an infinity: the rank order of `cmp_dec` decides.
+        return x.cmp_dec(&Dec::from_f64(y));
+    };
+    if y.is_nan() {
+        return Ordering::Greater;
+    }
+    if y.is_infinite() {
+        return if y > 0.0 {
+            Ordering::Less
+        } else {
+            Ordering::Greater
+        };
+    }
+    let sign_x = match (coefficient == 0, negative) {
+        (true, _) => 0,
+        (false, true) => -1,
+        (false, false) => 1,
+    };
+    let sign_y = if y == 0.0 {
+        0
+    } else if y < 0.0 {
+        -1
+    } else {
+        1
+    };
+    if sign_x != sign_y || sign_x == 0 {
+        return sign_x.cmp(&sign_y);
+    }
+    let magnitude = compare_decimal_double_magnitudes(coefficient, exponent, y.abs());
+    if sign_x < 0 {
+        magnitude.reverse()
+    } else {
+        magnitude
+    }
+}
+
+/// Compares nonzero `coefficient × 10^exponent` with a finite positive double, exactly.
+fn compare_decimal_double_magnitudes(coefficient: u128, exponent: i32, y: f64) -> Ordering {
+    // Rounding to nearest is monotone, so when the decimal's nearest double differs from `y` it
+    // is on the same side of `y` as the decimal itself (this covers overflow to inf and
+    // underflow to 0).
+    let nearest = format!("{coefficient}e{exponent}")
+        .parse::<f64>()
+        .unwrap_or(f64::NAN);
+    if nearest != y {
+        return nearest.partial_cmp(&y).unwrap_or(Ordering::Equal);
+    }
+    let digits = coefficient.to_string();
+    let leading = exponent.saturating_add(i32::try_from(digits.len()).unwrap_or(0) - 1);
+    let (y_digits, y_leading) = exact_digits(y);
+    leading.cmp(&y_leading).then_with(|| {
+        digits
+            .trim_end_matches('0')
+            .cmp(y_digits.trim_end_matches('0'))
+    })
+}
+
+/// The exact decimal expansion of a finite positive double: its significant digits and the
+/// power of ten of the first one. `y = m × 2^e` with `m < 2^53` has at most `17 + 0.7·|e|`
+/// significant digits, and formatting with a given precision is exact, not approximate.
+fn exact_digits(y: f64) -> (String, i32) {
+    let biased = i32::try_from((y.to_bits() >> 52) & 0x7FF).unwrap_or(0);
+    let e = if biased == 0 { -1074 } else { biased - 1075 };
+    let precision = usize::try_from(17 + (7 * e.abs() + 9) / 10).unwrap_or(800);
+    let text = format!("{y:.precision$e}");
+    let (mantissa, leading) = text.split_once('e').unwrap_or((text.as_str(), "0"));
+    let digits = mantissa.chars().filter(char::is_ascii_digit).collect();
+    (digits, leading.parse().unwrap_or(0))
 }
 
 /// A decoded Decimal128: sign, kind and (for finite values) coefficient × 10^exponent.
@@ -245,8 +342,9 @@ impl Dec {
         }
     }
 
-    /// The double's shortest round-trip decimal form (mongod rounds doubles to 15–17 digits when
-    /// comparing with decimals too).
+    /// The double's shortest round-trip decimal form, for arithmetic that mixes a double into a
+    /// decimal. Not for comparison: it is not the double's exact value (see
+    /// `compare_decimal_double`).
     pub(crate) fn from_f64(f: f64) -> Dec {
         if f.is_nan() {
             return Dec {
@@ -478,7 +576,10 @@ mod tests {
                 Ordering::Equal,
             ),
             (dec("1.0"), Bson::Int32(1), Ordering::Equal),
-            (dec("0.1"), Bson::Double(0.1), Ordering::Equal),
+            // Exact: the double 0.1 is 0.1000000000000000055511151231257827….
+            (dec("0.1"), Bson::Double(0.1), Ordering::Less),
+            (dec("0.5"), Bson::Double(0.5), Ordering::Equal),
+            (dec("9.99"), Bson::Double(9.99), Ordering::Less),
             (
                 dec("1.00000000000000000000001"),
                 Bson::Int32(1),

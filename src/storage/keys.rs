@@ -44,10 +44,14 @@
 //!    exponent, digits as `01..=0A`, terminator `00`), bitwise inverted if negative, so values
 //!    that round to the same double (Int64 beyond 2^53, Decimal128) still order exactly.
 //!
-//! Decimal128 is therefore exact, with one difference from mongod: mongod's query comparator
-//! rounds a double to 34 digits before comparing it with a decimal, so a double and a decimal
-//! that agree in their first 34 significant digits compare equal there and unequal here.
+//! mongod orders numbers this way in both its query comparator and its index keys, and so does
+//! `query::compare`: mongod's `compareDecimalToDouble` (`base/compare_numbers.h`) rounds the
+//! decimal toward -inf and counts an inexact conversion as greater, and its KeyString V1 stores
+//! a decimal continuation after the double, so both order by exact value: `NumberDecimal("0.1")` sorts below the double
+//! `0.1` (0.1000000000000000055511…) and `{val: 9.99}` does not match `NumberDecimal("9.99")`.
 //! Non-canonical Decimal128 coefficients (> 10^34 - 1) are zero, as the IEEE standard says.
+//! The property tests in `keys_tests.rs` check memcmp order against `compare_values` for every
+//! type; no difference from mongod's order is known.
 //!
 //! Every value encoding is prefix-free (no encoding is a proper prefix of another), so a
 //! concatenation of encodings orders as the tuple of values, and the bitwise inversion used for
@@ -461,15 +465,19 @@ impl ExactDecimal {
         ExactDecimal::new(i < 0, &i.unsigned_abs().to_string(), 0)
     }
 
-    /// The exact decimal expansion of a finite double: every double has at most 767
-    /// significant decimal digits, so formatting with 800 digits after the point is exact.
+    /// The exact decimal expansion of a finite double. `d = m × 2^e` with `m < 2^53` has at most
+    /// `17 + 0.7·|e|` significant decimal digits (767 at most), and formatting with at least
+    /// that many digits after the point is exact.
     fn from_f64(d: f64) -> Self {
-        let formatted = format!("{:.800e}", d.abs());
+        let biased = i32::try_from((d.to_bits() >> 52) & 0x7FF).unwrap_or(0);
+        let e = if biased == 0 { -1074 } else { biased - 1075 };
+        let precision = 17 + (7 * e.abs() + 9) / 10;
+        let formatted = format!("{:.*e}", usize::try_from(precision).unwrap_or(800), d.abs());
         let (mantissa, exponent) = formatted.split_once('e').unwrap_or((&formatted, "0"));
         let exponent: i32 = exponent.parse().unwrap_or(0);
         let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-        // `mantissa` is `d.ddd…`: its integer `dddd…` is scaled by 10^-800.
-        ExactDecimal::new(d < 0.0, &digits, exponent - 800)
+        // `mantissa` is `d.ddd…`: its integer `dddd…` is scaled by 10^-precision.
+        ExactDecimal::new(d < 0.0, &digits, exponent - precision)
     }
 
     /// Sign-flipped BE `i16` exponent (clamped; decimal128 needs -6176..=6144), digits as

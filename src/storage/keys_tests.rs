@@ -1,12 +1,12 @@
-//! Tests of the key encoding: a table of values in ascending BSON order, and a property test
-//! against a small reference comparator.
+//! Tests of the key encoding: a table of values in ascending BSON order, and property tests that
+//! memcmp order of encodings is the query comparator's order (`query::compare::compare_values`).
 
 use super::*;
+use crate::query::compare::{compare_values, values_equal};
 use bson::oid::ObjectId;
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, DateTime, Decimal128, JavaScriptCodeWithScope, Regex, Timestamp};
 use proptest::prelude::*;
-use std::cmp::Ordering;
 
 fn enc(value: &Bson) -> Vec<u8> {
     let mut out = Vec::new();
@@ -243,6 +243,12 @@ fn encodings_follow_bson_order_across_every_bracket() {
                 rank_a.cmp(rank_b),
                 "{a:?} vs {b:?}: {ea:02x?} vs {eb:02x?}"
             );
+            // The table is the query comparator's spec too.
+            assert_eq!(
+                compare_values(a, b),
+                rank_a.cmp(rank_b),
+                "compare_values({a:?}, {b:?})"
+            );
             assert_eq!(
                 enc_desc(a).cmp(&enc_desc(b)),
                 rank_b.cmp(rank_a),
@@ -350,137 +356,196 @@ fn non_canonical_decimal_is_zero() {
     }
 }
 
-// ---- property test against a reference comparator ----
+// ---- property test: memcmp order is `query::compare::compare_values` ----
 
-fn type_rank(value: &Bson) -> u8 {
-    match value {
-        Bson::Null => 1,
-        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) => 2,
-        Bson::String(_) => 3,
-        Bson::Document(_) => 4,
-        Bson::Array(_) => 5,
-        Bson::ObjectId(_) => 6,
-        Bson::Boolean(_) => 7,
-        other => panic!("not generated: {other:?}"),
-    }
+/// A decimal from its string form (test input is always valid).
+fn dec_str(s: &str) -> Bson {
+    Bson::Decimal128(s.parse().unwrap())
 }
 
-/// Exact comparison of an integer with a non-NaN double.
-fn cmp_i64_f64(i: i64, f: f64) -> Ordering {
+/// Numbers that collide often: equal values in several types, and close neighbours.
+fn pooled_number() -> impl Strategy<Value = Bson> {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    if f >= TWO_63 {
-        return Ordering::Less;
-    }
-    if f < -TWO_63 {
-        return Ordering::Greater;
-    }
-    let whole = f.trunc() as i64; // exact: |f| < 2^63
-    i.cmp(&whole)
-        .then_with(|| 0.0.partial_cmp(&(f - f.trunc())).unwrap())
+    let pool = vec![
+        Bson::Int32(0),
+        Bson::Int64(0),
+        Bson::Double(0.0),
+        Bson::Double(-0.0),
+        dec_str("0"),
+        dec_str("-0"),
+        dec_str("0E+10"),
+        dec_str("-0.000"),
+        Bson::Double(0.5),
+        dec_str("0.5"),
+        dec_str("0.50"),
+        Bson::Double(0.1),
+        dec_str("0.1"),
+        // The double 0.1 lies strictly between these two 34-digit decimals.
+        dec_str("0.1000000000000000055511151231257827"),
+        dec_str("0.1000000000000000055511151231257828"),
+        Bson::Double(-0.1),
+        dec_str("-0.1"),
+        Bson::Double(9.99),
+        dec_str("9.99"),
+        Bson::Int32(1),
+        Bson::Double(1.0),
+        dec_str("1.000000000000000000000000000000001"),
+        dec_str("0.9999999999999999999999999999999999"),
+        Bson::Int64(TWO_53),
+        Bson::Int64(TWO_53 + 1),
+        Bson::Double(TWO_53 as f64),
+        Bson::Double((TWO_53 + 2) as f64),
+        dec_str("9007199254740993"),
+        dec_str("9007199254740992.5"),
+        Bson::Int64(-TWO_53 - 1),
+        Bson::Double(-(TWO_53 as f64)),
+        Bson::Int64(i64::MAX),
+        Bson::Int64(i64::MAX - 1),
+        Bson::Int64(i64::MIN),
+        Bson::Int64(i64::MIN + 1),
+        Bson::Double(TWO_63),
+        Bson::Double(-TWO_63),
+        Bson::Double(TWO_63 - 1024.0),
+        dec_str("9223372036854775807"),
+        dec_str("9223372036854775808"),
+        dec_str("9223372036854775807.5"),
+        dec_str("-9223372036854775808"),
+        Bson::Double(f64::MAX),
+        dec_str("1.797693134862315708145274237317043E+308"),
+        dec_str("1.797693134862315708145274237317044E+308"),
+        dec_str("1E+400"),
+        dec_str("-1E+400"),
+        dec_str("9.999999999999999999999999999999999E+6144"),
+        Bson::Double(5e-324),
+        Bson::Double(-5e-324),
+        dec_str("4.940656458412465441765687928682213E-324"),
+        dec_str("4.940656458412465441765687928682214E-324"),
+        dec_str("1E-400"),
+        dec_str("1E-6176"),
+        Bson::Double(f64::MIN_POSITIVE),
+        Bson::Double(f64::NAN),
+        Bson::Double(-f64::NAN),
+        dec_str("NaN"),
+        Bson::Double(f64::INFINITY),
+        Bson::Double(f64::NEG_INFINITY),
+        dec_str("Infinity"),
+        dec_str("-Infinity"),
+    ];
+    prop::sample::select(pool)
 }
 
-fn cmp_numbers(a: &Bson, b: &Bson) -> Ordering {
-    let as_int = |v: &Bson| match v {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        _ => None,
-    };
-    let as_f64 = |v: &Bson| match v {
-        Bson::Double(d) => *d,
-        _ => unreachable!(),
-    };
-    match (as_int(a), as_int(b)) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        (Some(x), None) => nan_low(as_f64(b)).map_or(Ordering::Greater, |f| cmp_i64_f64(x, f)),
-        (None, Some(y)) => {
-            nan_low(as_f64(a)).map_or(Ordering::Less, |f| cmp_i64_f64(y, f).reverse())
-        }
-        (None, None) => match (nan_low(as_f64(a)), nan_low(as_f64(b))) {
-            (None, None) => Ordering::Equal,
-            (None, Some(_)) => Ordering::Less,
-            (Some(_), None) => Ordering::Greater,
-            (Some(x), Some(y)) => x.partial_cmp(&y).unwrap(),
-        },
-    }
-}
-
-fn nan_low(f: f64) -> Option<f64> {
-    (!f.is_nan()).then_some(f)
-}
-
-fn reference_cmp(a: &Bson, b: &Bson) -> Ordering {
-    let by_type = type_rank(a).cmp(&type_rank(b));
-    if by_type != Ordering::Equal {
-        return by_type;
-    }
-    match (a, b) {
-        (Bson::String(x), Bson::String(y)) => x.as_bytes().cmp(y.as_bytes()),
-        (Bson::Boolean(x), Bson::Boolean(y)) => x.cmp(y),
-        (Bson::ObjectId(x), Bson::ObjectId(y)) => x.bytes().cmp(&y.bytes()),
-        (Bson::Array(x), Bson::Array(y)) => {
-            for (p, q) in x.iter().zip(y) {
-                let c = reference_cmp(p, q);
-                if c != Ordering::Equal {
-                    return c;
-                }
-            }
-            x.len().cmp(&y.len())
-        }
-        (Bson::Document(x), Bson::Document(y)) => {
-            for ((kp, p), (kq, q)) in x.iter().zip(y) {
-                let c = type_rank(p)
-                    .cmp(&type_rank(q))
-                    .then_with(|| kp.as_bytes().cmp(kq.as_bytes()))
-                    .then_with(|| reference_cmp(p, q));
-                if c != Ordering::Equal {
-                    return c;
-                }
-            }
-            x.len().cmp(&y.len())
-        }
-        (Bson::Null, Bson::Null) => Ordering::Equal,
-        _ => cmp_numbers(a, b),
+/// A dyadic rational `m / 2^j` as a double or as the decimal of the same value.
+fn dyadic(m: i32, j: u32, as_decimal: bool) -> Bson {
+    if as_decimal {
+        let coefficient = u128::from(m.unsigned_abs()) * 5u128.pow(j);
+        dec(m < 0, coefficient, -i32::try_from(j).unwrap())
+    } else {
+        Bson::Double(f64::from(m) / f64::from(1u32 << j))
     }
 }
 
 fn number() -> impl Strategy<Value = Bson> {
-    let edge = prop_oneof![
-        Just(f64::NAN),
-        Just(f64::INFINITY),
-        Just(f64::NEG_INFINITY),
-        Just(-0.0),
-        Just(f64::MAX),
-        Just(5e-324),
-        Just(9_223_372_036_854_775_808.0),
-        Just(-9_223_372_036_854_775_808.0),
-    ];
     prop_oneof![
-        (-3i32..3).prop_map(Bson::Int32),
-        (-3i64..3).prop_map(Bson::Int64),
-        (-6i32..6).prop_map(|h| Bson::Double(f64::from(h) / 2.0)),
-        any::<i32>().prop_map(Bson::Int32),
-        any::<i64>().prop_map(Bson::Int64),
-        any::<f64>().prop_map(Bson::Double),
-        (-4i64..4).prop_map(|d| Bson::Int64(TWO_53 + d)),
-        (-4i64..4).prop_map(|d| Bson::Double((TWO_53 + d) as f64)),
-        (-4i64..4).prop_map(|d| Bson::Int64(-TWO_53 + d)),
-        prop_oneof![Just(i64::MAX), Just(i64::MIN), Just(i64::MAX - 1)].prop_map(Bson::Int64),
-        edge.prop_map(Bson::Double),
+        3 => pooled_number(),
+        2 => (-8i32..8, 0u32..3, any::<bool>()).prop_map(|(m, j, d)| dyadic(m, j, d)),
+        1 => (any::<i32>(), 0u32..20, any::<bool>()).prop_map(|(m, j, d)| dyadic(m, j, d)),
+        1 => (-3i32..3).prop_map(Bson::Int32),
+        1 => (-3i64..3).prop_map(Bson::Int64),
+        1 => any::<i32>().prop_map(Bson::Int32),
+        1 => any::<i64>().prop_map(Bson::Int64),
+        1 => (TWO_53..i64::MAX).prop_map(Bson::Int64),
+        1 => (-4i64..4).prop_map(|d| Bson::Int64(TWO_53 + d)),
+        1 => (-4i64..4).prop_map(|d| Bson::Double((TWO_53 + d) as f64)),
+        1 => any::<f64>().prop_map(Bson::Double),
+        1 => (-1e20f64..1e20).prop_map(Bson::Double),
+        // Many digits, any exponent.
+        1 => (any::<bool>(), 0..10u128.pow(34), -6176i32..=6111)
+            .prop_map(|(n, c, e)| dec(n, c, e)),
+        // Few digits, exponents near doubles' range of common values.
+        1 => (any::<bool>(), 0u128..1000, -30i32..30).prop_map(|(n, c, e)| dec(n, c, e)),
+        // Many digits, near 1.
+        1 => (any::<bool>(), 10u128.pow(33)..10u128.pow(34)).prop_map(|(n, c)| dec(n, c, -33)),
+    ]
+}
+
+fn small_string() -> impl Strategy<Value = String> {
+    "[a\\x00b]{0,3}"
+}
+
+/// One strategy per kind of leaf value, so that tests can also draw pairs of one kind.
+fn leaf_kinds() -> Vec<BoxedStrategy<Bson>> {
+    vec![
+        number().boxed(),
+        prop::sample::select(vec![
+            Bson::Null,
+            Bson::Undefined,
+            Bson::MinKey,
+            Bson::MaxKey,
+        ])
+        .boxed(),
+        any::<bool>().prop_map(Bson::Boolean).boxed(),
+        prop_oneof![
+            small_string().prop_map(Bson::String),
+            small_string().prop_map(Bson::Symbol),
+        ]
+        .boxed(),
+        (0u8..3).prop_map(oid).boxed(),
+        prop_oneof![-2i64..2, any::<i64>()]
+            .prop_map(|ms| Bson::DateTime(DateTime::from_millis(ms)))
+            .boxed(),
+        prop_oneof![(0u32..3, 0u32..3), (any::<u32>(), any::<u32>())]
+            .prop_map(|(t, i)| ts(t, i))
+            .boxed(),
+        (
+            prop::sample::select(vec![0u8, 4, 0x80]),
+            prop::collection::vec(prop::sample::select(vec![0u8, 1, 0xFF]), 0..3),
+        )
+            .prop_map(|(subtype, bytes)| bin(subtype, &bytes))
+            .boxed(),
+        (small_string(), "[im]{0,2}")
+            .prop_map(|(p, o)| regex(&p, &o))
+            .boxed(),
+        (prop::sample::select(vec!["z", "bb"]), 0u8..2)
+            .prop_map(|(ns, b)| db_pointer(ns, b))
+            .boxed(),
+        small_string().prop_map(Bson::JavaScriptCode).boxed(),
+        (small_string(), -2i32..2)
+            .prop_map(|(code, x)| {
+                Bson::JavaScriptCodeWithScope(JavaScriptCodeWithScope {
+                    code,
+                    scope: doc! {"x": x},
+                })
+            })
+            .boxed(),
+    ]
+}
+
+fn leaf() -> impl Strategy<Value = Bson> {
+    let kinds = leaf_kinds();
+    // Numbers are the subtle part: draw them as often as all other kinds together.
+    let weights = std::iter::once(kinds.len() - 1).chain(std::iter::repeat(1));
+    prop::strategy::Union::new_weighted(
+        weights
+            .map(|w| u32::try_from(w).unwrap())
+            .zip(kinds)
+            .collect(),
+    )
+}
+
+/// Two leaves of the same kind (both numbers, both strings, …); half of them numbers.
+fn same_kind_pair() -> impl Strategy<Value = (Bson, Bson)> {
+    let kinds = leaf_kinds();
+    prop_oneof![
+        (number(), number()),
+        (0..kinds.len()).prop_flat_map(move |k| (kinds[k].clone(), kinds[k].clone())),
     ]
 }
 
 fn bson_value() -> impl Strategy<Value = Bson> {
-    let leaf = prop_oneof![
-        Just(Bson::Null),
-        any::<bool>().prop_map(Bson::Boolean),
-        number(),
-        "[a\\x00b]{0,3}".prop_map(Bson::String),
-        (0u8..3).prop_map(oid),
-    ];
-    leaf.prop_recursive(3, 16, 3, |inner| {
+    leaf().prop_recursive(3, 16, 3, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..3).prop_map(Bson::Array),
-            prop::collection::vec(("[ab]{1,2}", inner), 0..3)
+            prop::collection::vec(("[a\\x00b]{0,2}", inner), 0..3)
                 .prop_map(|fields| Bson::Document(fields.into_iter().collect())),
         ]
     })
@@ -490,24 +555,54 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(4096))]
 
     #[test]
-    fn memcmp_order_matches_reference(a in bson_value(), b in bson_value()) {
-        let expected = reference_cmp(&a, &b);
-        prop_assert_eq!(enc(&a).cmp(&enc(&b)), expected, "{:?} vs {:?}", a, b);
+    fn memcmp_order_matches_compare_values(a in bson_value(), b in bson_value()) {
+        let expected = compare_values(&a, &b);
+        let (ea, eb) = (enc(&a), enc(&b));
+        prop_assert_eq!(ea.cmp(&eb), expected, "{:?} vs {:?}: {:02x?} vs {:02x?}", a, b, ea, eb);
         prop_assert_eq!(enc_desc(&a).cmp(&enc_desc(&b)), expected.reverse());
+        prop_assert_eq!(values_equal(&a, &b), ea == eb);
+    }
+
+    #[test]
+    fn memcmp_order_matches_compare_values_within_a_kind((a, b) in same_kind_pair()) {
+        let expected = compare_values(&a, &b);
+        let (ea, eb) = (enc(&a), enc(&b));
+        prop_assert_eq!(ea.cmp(&eb), expected, "{:?} vs {:?}: {:02x?} vs {:02x?}", a, b, ea, eb);
+        prop_assert_eq!(enc_desc(&a).cmp(&enc_desc(&b)), expected.reverse());
+        prop_assert_eq!(values_equal(&a, &b), ea == eb);
     }
 
     #[test]
     fn index_keys_order_as_tuples(
-        a in (number(), number(), any::<bool>()),
-        b in (number(), number(), any::<bool>()),
+        a in (number(), bson_value(), any::<bool>()),
+        b in (number(), bson_value(), any::<bool>()),
     ) {
         let key = |(x, y, id): &(Bson, Bson, bool)| index_key(
             7, 1, &[(x.clone(), Direction::Ascending), (y.clone(), Direction::Descending)],
             &Bson::Boolean(*id),
         );
-        let expected = cmp_numbers(&a.0, &b.0)
-            .then_with(|| cmp_numbers(&a.1, &b.1).reverse())
+        let expected = compare_values(&a.0, &b.0)
+            .then_with(|| compare_values(&a.1, &b.1).reverse())
             .then_with(|| a.2.cmp(&b.2));
         prop_assert_eq!(key(&a).cmp(&key(&b)), expected);
+    }
+}
+
+proptest! {
+    #[test]
+    fn exact_decimal_of_a_double_has_all_its_digits(d in prop_oneof![
+        any::<f64>(),
+        Just(5e-324),
+        Just(f64::MIN_POSITIVE),
+        Just(f64::MAX),
+        Just(0.1),
+    ]) {
+        prop_assume!(d.is_finite());
+        // Every double has at most 767 significant digits: 800 after the point is exact.
+        let long = format!("{:.800e}", d.abs());
+        let (mantissa, exponent) = long.split_once('e').unwrap();
+        let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+        let expected = ExactDecimal::new(d < 0.0, &digits, exponent.parse::<i32>().unwrap() - 800);
+        prop_assert_eq!(ExactDecimal::from_f64(d), expected);
     }
 }
