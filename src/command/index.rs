@@ -293,6 +293,8 @@ fn parse_spec(spec: &Document) -> Result<IndexMeta> {
         unique,
         sparse,
         expire_after_seconds,
+        multikey: false,
+        building: false,
     })
 }
 
