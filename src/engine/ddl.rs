@@ -1,5 +1,7 @@
 //! Catalog changes inside a [`Txn`]: implicit and explicit collection creation, drop, rename,
-//! and secondary index creation (building entries for existing documents) and removal.
+//! and adding, changing and removing secondary indexes. Every change starts from the catalog
+//! entry as of this point in the group, never from a caller's copy. Building an index over
+//! existing documents in the background is `index_build`.
 //!
 //! Keys carry the collection id, not its name, so a rename (even across databases) changes only
 //! the catalog.
@@ -200,18 +202,35 @@ pub fn create_index(
 /// Records in the current catalog entry that index `index_id` of collection `collection_id` is
 /// multikey (a no-op when it already is, or is gone). Never cleared (`IndexMeta::multikey`).
 pub fn mark_multikey(txn: &mut Txn<'_>, collection_id: u64, index_id: u64) -> Result<()> {
-    let Some(current) = txn.catalog.by_id(collection_id) else {
-        return Ok(());
-    };
-    if current.index_by_id(index_id).map_or(true, |i| i.multikey) {
-        return Ok(());
+    let known = txn
+        .catalog
+        .by_id(collection_id)
+        .and_then(|m| m.index_by_id(index_id))
+        .is_none_or(|i| i.multikey);
+    if !known {
+        update_index(txn, collection_id, index_id, |i| i.multikey = true)?;
     }
-    let mut updated = (**current).clone();
-    for index in updated.indexes.iter_mut().filter(|i| i.id == index_id) {
-        index.multikey = true;
-    }
-    store(txn, updated)?;
     Ok(())
+}
+
+/// Changes index `index_id` of collection `collection_id` in the current catalog entry.
+/// Returns whether the index was there.
+pub fn update_index(
+    txn: &mut Txn<'_>,
+    collection_id: u64,
+    index_id: u64,
+    change: impl FnOnce(&mut IndexMeta),
+) -> Result<bool> {
+    let Some(current) = txn.catalog.by_id(collection_id) else {
+        return Ok(false);
+    };
+    let mut updated = (**current).clone();
+    let Some(index) = updated.indexes.iter_mut().find(|i| i.id == index_id) else {
+        return Ok(false);
+    };
+    change(index);
+    store(txn, updated)?;
+    Ok(true)
 }
 
 /// Removes index `index_id` from the current catalog entry, leaving its entries (the caller
