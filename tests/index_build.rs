@@ -150,7 +150,8 @@ async fn a_unique_build_over_a_duplicate_fails_and_leaves_nothing() {
     let client = server.client().await;
     let db = client.database("test");
     let coll = db.collection::<Document>("c");
-    // Unique values except one pair far apart, so the duplicate is found batches in.
+    // Unique values except one pair far apart, so the duplicate is found batches in. The whole
+    // request fails: the TTL index, ready at once, goes too.
     fill(
         &coll,
         5_000,
@@ -160,6 +161,7 @@ async fn a_unique_build_over_a_duplicate_fails_and_leaves_nothing() {
     let err = db
         .run_command(doc! {"createIndexes": "c", "indexes": [
             {"key": {"v": 1}, "name": "v_1"},
+            {"key": {"_ts": 1}, "name": "_ts_1", "expireAfterSeconds": 3_600},
             {"key": {"u": 1}, "name": "u_1", "unique": true},
         ]})
         .await

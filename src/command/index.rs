@@ -92,10 +92,25 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
         }
     };
     if !added.to_build.is_empty() {
-        shared
+        let built = shared
             .engine
             .build_indexes(added.collection_id, added.to_build)
-            .await?;
+            .await;
+        if let Err(e) = built {
+            // All or nothing: the request's indexes that were ready at once (a `_ts` TTL index
+            // has no entries to build) go too. The failed build removed its own.
+            let (collection_id, ready) = (added.collection_id, added.ready);
+            shared
+                .engine
+                .write(durable, move |txn, _now| -> Result<()> {
+                    for id in ready {
+                        ddl::remove_index(txn, collection_id, id)?;
+                    }
+                    Ok(())
+                })
+                .await??;
+            return Err(e);
+        }
     }
     let (before, after, created) = (added.before, added.after, added.created);
     let mut reply = doc! {
@@ -124,6 +139,8 @@ struct AddedIndexes {
     created: bool,
     /// Indexes added `building`, to be built over the existing documents.
     to_build: Vec<u64>,
+    /// Indexes added ready at once.
+    ready: Vec<u64>,
 }
 
 /// Inside the writer: adds the requested indexes to the catalog, all or nothing. On an empty
@@ -157,7 +174,7 @@ fn add_indexes(
         .is_none();
     let before = 1 + meta.indexes.len();
     let mut added: Vec<u64> = Vec::new();
-    let mut to_build = Vec::new();
+    let (mut to_build, mut ready) = (Vec::new(), Vec::new());
     for spec in specs {
         let step = conflict(&meta.indexes, &spec).and_then(|outcome| {
             if outcome == Outcome::AlreadyExists {
@@ -174,6 +191,8 @@ fn add_indexes(
                 added.push(id);
                 if building {
                     to_build.push(id);
+                } else {
+                    ready.push(id);
                 }
             }
             Ok(None) => {}
@@ -194,6 +213,7 @@ fn add_indexes(
         after: 1 + meta.indexes.len(),
         created,
         to_build,
+        ready,
     }))
 }
 
