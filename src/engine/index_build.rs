@@ -708,4 +708,51 @@ mod tests {
         let err = engine.build_indexes(id, vec![index]).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::IndexBuildAborted);
     }
+
+    /// The reaper deletes the entries a building index already has for the documents it
+    /// reaps, and the build gives expired documents none.
+    #[tokio::test]
+    async fn the_reaper_maintains_a_building_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::starting_at_secs(1_000));
+        let engine = Engine::open(dir.path(), clock.clone()).unwrap();
+        engine.reaper.pause();
+        let n = (BATCH * 2) as i64;
+        let id = collection_of(&engine, n).await;
+        engine
+            .write(true, move |txn, now| {
+                let meta = txn.catalog.by_id(id).cloned().unwrap();
+                let ttl = IndexMeta {
+                    expire_after_seconds: Some(10),
+                    ..IndexMeta::new("_ts_1", doc! {"_ts": 1})
+                };
+                ddl::create_index(txn, &meta, ttl, now).unwrap();
+            })
+            .await
+            .unwrap();
+        let index = add_building(&engine, id, IndexMeta::new("a_1", doc! {"a": 1})).await;
+        let first = engine
+            .write(false, move |txn, now| {
+                let from = keys::collection_prefix(id).to_vec();
+                build_batch(txn, id, &[index], from, now).unwrap()
+            })
+            .await
+            .unwrap();
+        assert!(matches!(first, Step::More(_)));
+        assert!(engine.index_entry_count("db", "c").unwrap() > BATCH as u64);
+        clock.advance(std::time::Duration::from_secs(10));
+        assert_eq!(engine.reaper.run_pass().await.unwrap(), n as u64);
+        assert_eq!(engine.index_entry_count("db", "c").unwrap(), 0);
+        engine
+            .write(true, |txn, now| {
+                let meta = ddl::collection(txn, "db", "c").unwrap();
+                collection::insert(txn, &meta, &doc! {"_id": "new", "a": 1}, now).unwrap();
+            })
+            .await
+            .unwrap();
+        engine.build_indexes(id, vec![index]).await.unwrap();
+        let check = engine.check_index("db", "c", "a_1").unwrap();
+        assert!(check.is_consistent(), "{check:?}");
+        assert_eq!((check.documents, check.entries), (1, 1));
+    }
 }
