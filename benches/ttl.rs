@@ -233,14 +233,8 @@ async fn engine_reads(args: &Args) -> Result<(), BoxError> {
                 match ttl {
                     Some(seconds) => {
                         let index = IndexMeta {
-                            id: 0,
-                            name: "_ts_1".into(),
-                            key: doc! {"_ts": 1},
-                            unique: false,
-                            sparse: false,
                             expire_after_seconds: Some(seconds),
-                            multikey: false,
-                            building: false,
+                            ..IndexMeta::new("_ts_1", doc! {"_ts": 1})
                         };
                         ddl::create_index(txn, &meta, index, now)
                     }

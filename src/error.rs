@@ -49,6 +49,8 @@ error_codes! {
     NamespaceExists = 48,
     MaxTimeMSExpired = 50,
     Interrupted = 11601,
+    InterruptedAtShutdown = 11600,
+    IndexBuildAborted = 276,
     DollarPrefixedFieldName = 52,
     InvalidIdField = 53,
     NotSingleValueField = 54,

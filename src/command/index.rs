@@ -73,45 +73,46 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
         }
     }
     let db = req.db.to_owned();
-    let (before, after, created) = shared
-        .engine
-        .write(
-            durable(cmd),
-            move |txn, now| -> Result<(usize, usize, bool)> {
-                let (mut meta, created) = match ddl::collection(txn, &db, &coll) {
-                    Some(meta) => (meta, false),
-                    None => ddl::ensure_collection(txn, &db, &coll)?,
-                };
-                let before = 1 + meta.indexes.len();
-                let mut built: Vec<String> = Vec::new();
-                for spec in specs {
-                    let step = conflict(&meta.indexes, &spec).and_then(|outcome| {
-                        if outcome == Outcome::AlreadyExists {
-                            return Ok(None);
-                        }
-                        check_limit(&meta, &spec)?;
-                        let name = spec.name.clone();
-                        ddl::create_index(txn, &meta, spec, now).map(|m| Some((m, name)))
-                    });
-                    match step {
-                        Ok(Some((updated, name))) => {
-                            meta = updated;
-                            built.push(name);
-                        }
-                        Ok(None) => {}
-                        Err(e) => {
-                            // All or nothing, as mongod builds a request's indexes together.
-                            for name in built.iter().rev() {
-                                meta = ddl::drop_index(txn, &meta, name)?;
-                            }
-                            return Err(e);
-                        }
+    let durable = durable(cmd);
+    let added = loop {
+        let (db, coll, specs) = (db.clone(), coll.clone(), specs.clone());
+        let step = shared
+            .engine
+            .write(durable, move |txn, _now| {
+                add_indexes(txn, &db, &coll, specs)
+            })
+            .await??;
+        match step {
+            Added::WaitFor(collection_id) => {
+                // mongod: a request for an index an unfinished build is creating waits for that
+                // build, then tries again (and finds it ready, or builds it if the build failed).
+                shared.engine.wait_for_index_builds(collection_id).await;
+            }
+            Added::Indexes(added) => break added,
+        }
+    };
+    if !added.to_build.is_empty() {
+        let built = shared
+            .engine
+            .build_indexes(added.collection_id, added.to_build)
+            .await;
+        if let Err(e) = built {
+            // All or nothing: the request's indexes that were ready at once (a `_ts` TTL index
+            // has no entries to build) go too. The failed build removed its own.
+            let (collection_id, ready) = (added.collection_id, added.ready);
+            shared
+                .engine
+                .write(durable, move |txn, _now| -> Result<()> {
+                    for id in ready {
+                        ddl::remove_index(txn, collection_id, id)?;
                     }
-                }
-                Ok((before, 1 + meta.indexes.len(), created))
-            },
-        )
-        .await??;
+                    Ok(())
+                })
+                .await??;
+            return Err(e);
+        }
+    }
+    let (before, after, created) = (added.before, added.after, added.created);
     let mut reply = doc! {
         "createdCollectionAutomatically": created,
         "numIndexesBefore": count(before),
@@ -122,6 +123,98 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     }
     reply.insert("ok", 1.0);
     Ok(reply)
+}
+
+/// What the first job of `createIndexes` did.
+enum Added {
+    /// A requested index is being created by an unfinished build of this collection.
+    WaitFor(u64),
+    Indexes(AddedIndexes),
+}
+
+struct AddedIndexes {
+    collection_id: u64,
+    before: usize,
+    after: usize,
+    created: bool,
+    /// Indexes added `building`, to be built over the existing documents.
+    to_build: Vec<u64>,
+    /// Indexes added ready at once.
+    ready: Vec<u64>,
+}
+
+/// Inside the writer: adds the requested indexes to the catalog, all or nothing. On an empty
+/// collection they are ready at once; otherwise they are added `building` (from now on every
+/// write maintains them) and the caller builds them over the existing documents.
+fn add_indexes(
+    txn: &mut crate::engine::Txn<'_>,
+    db: &str,
+    coll: &str,
+    specs: Vec<IndexMeta>,
+) -> Result<Added> {
+    let (mut meta, created) = match ddl::collection(txn, db, coll) {
+        Some(meta) => (meta, false),
+        None => ddl::ensure_collection(txn, db, coll)?,
+    };
+    let in_progress = |spec: &IndexMeta| {
+        meta.indexes.iter().any(|i| {
+            i.building
+                && (i.name == spec.name || compare_documents(&i.key, &spec.key) == Ordering::Equal)
+        })
+    };
+    if specs.iter().any(in_progress) {
+        return Ok(Added::WaitFor(meta.id));
+    }
+    let empty = txn
+        .scan_prefix(
+            crate::storage::Keyspace::Documents,
+            &crate::storage::keys::collection_prefix(meta.id),
+        )
+        .next()
+        .is_none();
+    let before = 1 + meta.indexes.len();
+    let mut added: Vec<u64> = Vec::new();
+    let (mut to_build, mut ready) = (Vec::new(), Vec::new());
+    for spec in specs {
+        let step = conflict(&meta.indexes, &spec).and_then(|outcome| {
+            if outcome == Outcome::AlreadyExists {
+                return Ok(None);
+            }
+            check_limit(&meta, &spec)?;
+            let building = !empty && spec.is_stored();
+            let index = IndexMeta { building, ..spec };
+            ddl::add_index(txn, meta.id, index).map(|(m, id)| Some((m, id, building)))
+        });
+        match step {
+            Ok(Some((updated, id, building))) => {
+                meta = updated;
+                added.push(id);
+                if building {
+                    to_build.push(id);
+                } else {
+                    ready.push(id);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                // All or nothing, as mongod builds a request's indexes together. No entries
+                // exist yet: ready ones were added to an empty collection, the others are
+                // built after this job.
+                for id in added.iter().rev() {
+                    ddl::remove_index(txn, meta.id, *id)?;
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(Added::Indexes(AddedIndexes {
+        collection_id: meta.id,
+        before,
+        after: 1 + meta.indexes.len(),
+        created,
+        to_build,
+        ready,
+    }))
 }
 
 fn count(n: usize) -> i32 {
@@ -293,8 +386,7 @@ fn parse_spec(spec: &Document) -> Result<IndexMeta> {
         unique,
         sparse,
         expire_after_seconds,
-        // Until documents are tracked as they are indexed, every index is treated as multikey.
-        multikey: true,
+        multikey: false,
         building: false,
     })
 }
@@ -470,8 +562,15 @@ pub fn list_indexes(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         ));
     };
     let mut entries = vec![id_index_entry()];
-    // TTL-8: `expireAfterSeconds` is stored and shown as Int32.
-    entries.extend(meta.indexes.iter().map(IndexMeta::to_list_entry));
+    // TTL-8: `expireAfterSeconds` is stored and shown as Int32. An index still being built is
+    // not listed: mongod lists unfinished builds only with `includeBuildUUIDs` or
+    // `includeIndexBuildInfo`, which mayfly accepts but does not implement.
+    entries.extend(
+        meta.indexes
+            .iter()
+            .filter(|i| !i.building)
+            .map(IndexMeta::to_list_entry),
+    );
     listing_cursor(shared, ns, entries, batch_size)
 }
 
@@ -520,24 +619,45 @@ pub async fn drop_indexes(shared: &Shared, req: &Request<'_>) -> Result<Document
     };
     let db = req.db.to_owned();
     let all = target == Target::All;
-    let was = shared
+    let (was, collection_id, removed) = shared
         .engine
-        .write(durable(cmd), move |txn, _now| -> Result<usize> {
-            let Some(mut meta) = ddl::collection(txn, &db, &coll) else {
-                return Err(Error::new(
-                    ErrorCode::NamespaceNotFound,
-                    format!("ns not found {db}.{coll}"),
-                ));
-            };
-            let was = 1 + meta.indexes.len();
-            // Every name is resolved before anything is dropped: all or nothing.
-            for name in doomed(&meta, &target)? {
-                // TTL-9: dropping the `_ts` TTL index turns the collection TTL off.
-                meta = ddl::drop_index(txn, &meta, &name)?;
-            }
-            Ok(was)
-        })
+        .write(
+            durable(cmd),
+            move |txn, _now| -> Result<(usize, u64, Vec<u64>)> {
+                let Some(meta) = ddl::collection(txn, &db, &coll) else {
+                    return Err(Error::new(
+                        ErrorCode::NamespaceNotFound,
+                        format!("ns not found {db}.{coll}"),
+                    ));
+                };
+                let was = 1 + meta.indexes.len();
+                // Every name is resolved before anything is dropped: all or nothing. An index
+                // still being built is dropped too, which ends its build (IndexBuildAborted).
+                let ids: Vec<u64> = doomed(&meta, &target)?
+                    .iter()
+                    .filter_map(|name| meta.index(name).map(|i| i.id))
+                    .collect();
+                let mut removed = Vec::new();
+                for id in ids {
+                    // TTL-9: dropping the `_ts` TTL index turns the collection TTL off.
+                    if let Some(index) = ddl::remove_index(txn, meta.id, id)? {
+                        if index.is_stored() {
+                            removed.push(index.id);
+                        }
+                    }
+                }
+                Ok((was, meta.id, removed))
+            },
+        )
         .await??;
+    // The indexes are gone once the job commits; their entries go in bounded batches after,
+    // so a big index never holds up other writes (leftovers of a stop are removed at start).
+    for index_id in removed {
+        shared
+            .engine
+            .purge_index_entries(collection_id, index_id)
+            .await?;
+    }
     let mut reply = doc! {"nIndexesWas": count(was)};
     if all {
         reply.insert("msg", "non-_id indexes dropped for collection");

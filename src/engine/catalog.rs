@@ -28,18 +28,20 @@ pub struct IndexMeta {
     pub sparse: bool,
     #[serde(default, rename = "expireAfterSeconds")]
     pub expire_after_seconds: Option<i32>,
-    /// Whether a document ever gave this index an array (several entries): bounds on its fields
-    /// cannot be intersected and it provides no sort order. Never cleared. An entry written
-    /// before the flag existed is assumed multikey.
-    #[serde(default = "assume_multikey")]
+    /// Whether some document ever gave this index an array (more than one entry, or the entry
+    /// of an empty array). Set in the commit that writes such entries and never cleared, as on
+    /// mongod; an entry stored before the flag existed loads as multikey (unknown = assume so).
+    /// Not shown by `listIndexes`.
+    #[serde(default = "unknown_is_multikey")]
     pub multikey: bool,
-    /// Entries are still being built for existing documents: writes maintain it, queries do not
-    /// use it.
+    /// The index is being built over existing documents (`index_build`): writes maintain and
+    /// unique-check its entries like a ready index's, but it is not complete, so queries must
+    /// not use it and `listIndexes` does not show it.
     #[serde(default)]
     pub building: bool,
 }
 
-fn assume_multikey() -> bool {
+fn unknown_is_multikey() -> bool {
     true
 }
 
@@ -53,6 +55,20 @@ impl IndexMeta {
     /// system property, which documents' expiry keys already order (TTL-16, TTL-20).
     pub fn is_stored(&self) -> bool {
         !ttl::is_ts_key_pattern(&self.key)
+    }
+
+    /// A new, ready, not (yet) multikey index; `id` is assigned when it is added.
+    pub fn new(name: impl Into<String>, key: Document) -> IndexMeta {
+        IndexMeta {
+            id: 0,
+            name: name.into(),
+            key,
+            unique: false,
+            sparse: false,
+            expire_after_seconds: None,
+            multikey: false,
+            building: false,
+        }
     }
 
     /// The entry `listIndexes` shows.
@@ -97,6 +113,10 @@ impl CollectionMeta {
             .iter()
             .find(|i| i.is_ttl())
             .and_then(|i| i.expire_after_seconds)
+    }
+
+    pub fn index_by_id(&self, id: u64) -> Option<&IndexMeta> {
+        self.indexes.iter().find(|i| i.id == id)
     }
 
     pub fn index(&self, name: &str) -> Option<&IndexMeta> {
@@ -297,18 +317,25 @@ mod tests {
         assert_eq!(meta.ttl(), None);
         meta.indexes.push(IndexMeta {
             id: 1,
-            name: "_ts_1".into(),
-            key: doc! {"_ts": 1},
-            unique: false,
-            sparse: false,
             expire_after_seconds: Some(10),
-            multikey: false,
-            building: false,
+            ..IndexMeta::new("_ts_1", doc! {"_ts": 1})
         });
         assert_eq!(meta.ttl(), Some(10));
         assert!(!meta.indexes[0].is_stored());
         catalog.put(meta).unwrap();
         assert_eq!(catalog.databases(), vec!["d".to_string()]);
         assert_eq!(catalog.collections_in("d").count(), 1);
+    }
+
+    #[test]
+    fn an_index_stored_before_the_multikey_flag_loads_as_multikey() {
+        let old = doc! {"id": 3_i64, "name": "a_1", "key": {"a": 1}, "unique": false};
+        let index: IndexMeta = bson::from_document(old).unwrap();
+        assert!(index.multikey, "unknown must be assumed multikey");
+        assert!(!index.building);
+        let new = IndexMeta::new("a_1", doc! {"a": 1});
+        let round: IndexMeta = bson::from_slice(&bson::to_vec(&new).unwrap()).unwrap();
+        assert!(!round.multikey);
+        assert!(!new.to_list_entry().contains_key("multikey"));
     }
 }

@@ -244,25 +244,19 @@ fn add_entries(
     now: i64,
 ) -> Result<()> {
     let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-    let encoded_id = key
-        .get(keys::COLLECTION_PREFIX_LEN..)
-        .unwrap_or_default()
-        .to_vec();
+    let encoded_id = encoded_id_of(&key);
     let mut index_puts = Vec::new();
+    let mut became_multikey = Vec::new();
     for index in meta.stored_indexes() {
-        for tuple in index_keys::entries(index, doc)? {
-            if index.unique {
-                check_unique(txn, meta, index, &tuple, &id, now)?;
-            }
-            let entry = keys::index_key(meta.id, index.id, &tuple, &id);
-            if entry.len() > MAX_KEY_LEN {
-                return Err(Error::new(
-                    ErrorCode::KeyTooLong,
-                    format!("index key too large for index {}", index.name),
-                ));
-            }
-            index_puts.push(entry);
+        let (entries, multikey) = entries_for(txn, meta, index, &id, doc, now)?;
+        index_puts.extend(entries);
+        if multikey && !index.multikey {
+            became_multikey.push(index.id);
         }
+    }
+    // `meta` may be older than the catalog of this group: the flag is set on the current entry.
+    for index_id in became_multikey {
+        super::ddl::mark_multikey(txn, meta.id, index_id)?;
     }
     for entry in index_puts {
         txn.put(Keyspace::Indexes, entry, encoded_id.clone());
@@ -272,6 +266,62 @@ fn add_entries(
     }
     txn.put(Keyspace::Documents, key, record.encode());
     Ok(())
+}
+
+/// Writes the entries the stored document `doc` (under `key`) has in `index` alone, checking
+/// the unique constraint, without touching the document (an index build). Returns whether
+/// they make the index multikey; the caller records that in the catalog.
+pub fn add_index_entries(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    index: &IndexMeta,
+    key: &[u8],
+    doc: &Document,
+    now: i64,
+) -> Result<bool> {
+    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+    let (entries, multikey) = entries_for(txn, meta, index, &id, doc, now)?;
+    let encoded_id = encoded_id_of(key);
+    for entry in entries {
+        txn.put(Keyspace::Indexes, entry, encoded_id.clone());
+    }
+    Ok(multikey)
+}
+
+/// The `Indexes` keys of `doc` in `index`, unique-checked against the other documents, and
+/// whether they make the index multikey. Writes nothing, except deleting an expired holder of
+/// a unique key (TTL-19).
+fn entries_for(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    index: &IndexMeta,
+    id: &Bson,
+    doc: &Document,
+    now: i64,
+) -> Result<(Vec<Vec<u8>>, bool)> {
+    let found = index_keys::keys(index, doc)?;
+    let mut entries = Vec::with_capacity(found.tuples.len());
+    for tuple in &found.tuples {
+        if index.unique {
+            check_unique(txn, meta, index, tuple, id, now)?;
+        }
+        let entry = keys::index_key(meta.id, index.id, tuple, id);
+        if entry.len() > MAX_KEY_LEN {
+            return Err(Error::new(
+                ErrorCode::KeyTooLong,
+                format!("index key too large for index {}", index.name),
+            ));
+        }
+        entries.push(entry);
+    }
+    Ok((entries, found.multikey))
+}
+
+/// The encoded `_id` of a document key: the value of its index entries.
+fn encoded_id_of(key: &[u8]) -> Vec<u8> {
+    key.get(keys::COLLECTION_PREFIX_LEN..)
+        .unwrap_or_default()
+        .to_vec()
 }
 
 fn remove_entries(

@@ -1,5 +1,7 @@
 //! Catalog changes inside a [`Txn`]: implicit and explicit collection creation, drop, rename,
-//! and secondary index creation (building entries for existing documents) and removal.
+//! and adding, changing and removing secondary indexes. Every change starts from the catalog
+//! entry as of this point in the group, never from a caller's copy. Building an index over
+//! existing documents in the background is `index_build`.
 //!
 //! Keys carry the collection id, not its name, so a rename (even across databases) changes only
 //! the catalog.
@@ -134,36 +136,120 @@ pub fn rename_collection(
     Ok(())
 }
 
-/// Adds `index` to the collection and builds its entries for the visible documents; a unique
-/// violation among them fails the build (11000) and nothing is created.
+/// The collection with id `id` as of this point in the group. Catalog changes start from it,
+/// never from a caller's copy, which may predate writes earlier in the group (a multikey flag
+/// set by them would be lost).
+fn current(txn: &Txn<'_>, id: u64) -> Result<Arc<CollectionMeta>> {
+    txn.catalog.by_id(id).cloned().ok_or_else(|| {
+        Error::new(
+            ErrorCode::NamespaceNotFound,
+            "the collection was dropped concurrently",
+        )
+    })
+}
+
+/// Adds `index` (its id assigned here) to the current entry of collection `collection_id`.
+/// Returns the updated collection and the new index's id. Ids are never reused: a failed or
+/// dropped index leaves `next_index_id` advanced, so stray entries can never join a new index.
+pub fn add_index(
+    txn: &mut Txn<'_>,
+    collection_id: u64,
+    mut index: IndexMeta,
+) -> Result<(Arc<CollectionMeta>, u64)> {
+    let mut updated = (*current(txn, collection_id)?).clone();
+    index.id = updated.next_index_id.max(1);
+    updated.next_index_id = index.id + 1;
+    let index_id = index.id;
+    updated.indexes.push(index);
+    Ok((store(txn, updated)?, index_id))
+}
+
+/// Adds `index` to the collection and builds its entries for the visible documents in this
+/// same job; a unique violation among them fails the build (11000) and leaves no index. Meant
+/// for empty or small collections (and tests): `createIndexes` on existing documents builds in
+/// the background instead (`index_build`).
 pub fn create_index(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
-    mut index: IndexMeta,
+    index: IndexMeta,
     now: i64,
 ) -> Result<Arc<CollectionMeta>> {
-    let mut updated = meta.clone();
-    index.id = updated.next_index_id.max(1);
-    updated.next_index_id = index.id + 1;
-    let stored = index.is_stored();
-    let index_id = index.id;
-    updated.indexes.push(index);
-    if stored {
-        let prefix = keys::collection_prefix(meta.id);
-        let docs: Vec<StoredDoc> =
-            collection::scan(txn, meta, &prefix, now).collect::<Result<_>>()?;
-        for doc in &docs {
-            // Rewriting a document under the new index list adds its entries and checks unique
-            // constraints, without changing its `_ts`.
-            if let Err(e) = collection::reindex(txn, &updated, doc, now) {
-                // The catalog keeps the old index list, so the next index would reuse this id:
-                // the entries already written for it must not survive the failed build.
+    let (updated, index_id) = add_index(txn, meta.id, index)?;
+    let Some(index) = updated.index_by_id(index_id).filter(|i| i.is_stored()) else {
+        return Ok(updated);
+    };
+    let index = index.clone();
+    let prefix = keys::collection_prefix(meta.id);
+    let docs: Vec<StoredDoc> =
+        collection::scan(txn, &updated, &prefix, now).collect::<Result<_>>()?;
+    let mut multikey = false;
+    for doc in &docs {
+        match collection::add_index_entries(txn, &updated, &index, &doc.key, &doc.doc, now) {
+            Ok(m) => multikey |= m,
+            Err(e) => {
+                remove_index(txn, meta.id, index_id)?;
                 delete_index_entries(txn, meta.id, index_id)?;
                 return Err(e);
             }
         }
     }
-    store(txn, updated)
+    if multikey {
+        mark_multikey(txn, meta.id, index_id)?;
+    }
+    current(txn, meta.id)
+}
+
+/// Records in the current catalog entry that index `index_id` of collection `collection_id` is
+/// multikey (a no-op when it already is, or is gone). Never cleared (`IndexMeta::multikey`).
+pub fn mark_multikey(txn: &mut Txn<'_>, collection_id: u64, index_id: u64) -> Result<()> {
+    let known = txn
+        .catalog
+        .by_id(collection_id)
+        .and_then(|m| m.index_by_id(index_id))
+        .is_none_or(|i| i.multikey);
+    if !known {
+        update_index(txn, collection_id, index_id, |i| i.multikey = true)?;
+    }
+    Ok(())
+}
+
+/// Changes index `index_id` of collection `collection_id` in the current catalog entry.
+/// Returns whether the index was there.
+pub fn update_index(
+    txn: &mut Txn<'_>,
+    collection_id: u64,
+    index_id: u64,
+    change: impl FnOnce(&mut IndexMeta),
+) -> Result<bool> {
+    let Some(current) = txn.catalog.by_id(collection_id) else {
+        return Ok(false);
+    };
+    let mut updated = (**current).clone();
+    let Some(index) = updated.indexes.iter_mut().find(|i| i.id == index_id) else {
+        return Ok(false);
+    };
+    change(index);
+    store(txn, updated)?;
+    Ok(true)
+}
+
+/// Removes index `index_id` from the current catalog entry, leaving its entries (the caller
+/// deletes them). Returns the index, if it was there.
+pub fn remove_index(
+    txn: &mut Txn<'_>,
+    collection_id: u64,
+    index_id: u64,
+) -> Result<Option<IndexMeta>> {
+    let Some(current) = txn.catalog.by_id(collection_id) else {
+        return Ok(None);
+    };
+    let mut updated = (**current).clone();
+    let Some(pos) = updated.indexes.iter().position(|i| i.id == index_id) else {
+        return Ok(None);
+    };
+    let index = updated.indexes.remove(pos);
+    store(txn, updated)?;
+    Ok(Some(index))
 }
 
 /// Removes the index named `name` and its entries.
@@ -172,18 +258,19 @@ pub fn drop_index(
     meta: &CollectionMeta,
     name: &str,
 ) -> Result<Arc<CollectionMeta>> {
-    let mut updated = meta.clone();
-    let Some(pos) = updated.indexes.iter().position(|i| i.name == name) else {
+    let current = current(txn, meta.id)?;
+    let Some(index) = current.index(name) else {
         return Err(Error::new(
             ErrorCode::IndexNotFound,
             format!("index not found with name [{name}]"),
         ));
     };
-    let index = updated.indexes.remove(pos);
-    if index.is_stored() {
-        delete_index_entries(txn, meta.id, index.id)?;
+    let (index_id, stored) = (index.id, index.is_stored());
+    remove_index(txn, meta.id, index_id)?;
+    if stored {
+        delete_index_entries(txn, meta.id, index_id)?;
     }
-    store(txn, updated)
+    self::current(txn, meta.id)
 }
 
 fn delete_index_entries(txn: &mut Txn<'_>, collection_id: u64, index_id: u64) -> Result<()> {
@@ -196,4 +283,108 @@ fn delete_index_entries(txn: &mut Txn<'_>, collection_id: u64, index_id: u64) ->
         txn.delete(Keyspace::Indexes, key);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::engine::Engine;
+    use bson::{doc, Document};
+
+    fn open(dir: &std::path::Path) -> Engine {
+        Engine::open(dir, Arc::new(ManualClock::starting_at_secs(1_000))).unwrap()
+    }
+
+    /// `c` with indexes `a_1` and `a.b_1` and the documents `docs`, each inserted in its own
+    /// job through the collection as it was when the indexes were made.
+    async fn insert_through_stale_meta(engine: &Engine, docs: Vec<Document>) {
+        let meta = engine
+            .write(true, |txn, now| {
+                let (meta, _) = ensure_collection(txn, "db", "c").unwrap();
+                let meta =
+                    create_index(txn, &meta, IndexMeta::new("a_1", doc! {"a": 1}), now).unwrap();
+                create_index(txn, &meta, IndexMeta::new("a.b_1", doc! {"a.b": 1}), now).unwrap()
+            })
+            .await
+            .unwrap();
+        for d in docs {
+            let meta = Arc::clone(&meta);
+            engine
+                .write(true, move |txn, now| {
+                    collection::insert(txn, &meta, &d, now).unwrap()
+                })
+                .await
+                .unwrap();
+        }
+    }
+
+    fn multikey(engine: &Engine, name: &str) -> bool {
+        let catalog = engine.catalog();
+        catalog
+            .get("db", "c")
+            .unwrap()
+            .index(name)
+            .unwrap()
+            .multikey
+    }
+
+    #[tokio::test]
+    async fn scalars_leave_an_index_not_multikey() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(dir.path());
+        let docs = vec![doc! {"_id": 1, "a": 1}, doc! {"_id": 2, "a": {"b": 2}}];
+        insert_through_stale_meta(&engine, docs).await;
+        assert!(!multikey(&engine, "a_1"));
+        assert!(!multikey(&engine, "a.b_1"));
+    }
+
+    #[tokio::test]
+    async fn an_array_makes_an_index_multikey_and_the_flag_survives_a_restart() {
+        for (d, a, ab) in [
+            (doc! {"_id": 1, "a": [1, 2]}, true, true),
+            (doc! {"_id": 1, "a": []}, true, true),
+            (doc! {"_id": 1, "a": [{"b": 1}]}, true, true),
+            (doc! {"_id": 1, "a": {"b": [1, 2]}}, false, true),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let engine = open(dir.path());
+            let docs = vec![doc! {"_id": 0, "a": 0}, d.clone()];
+            insert_through_stale_meta(&engine, docs).await;
+            assert_eq!(
+                (multikey(&engine, "a_1"), multikey(&engine, "a.b_1")),
+                (a, ab),
+                "{d}"
+            );
+            drop(engine);
+            let engine = open(dir.path());
+            assert_eq!(
+                (multikey(&engine, "a_1"), multikey(&engine, "a.b_1")),
+                (a, ab),
+                "{d}"
+            );
+        }
+    }
+
+    /// A caller's copy of the collection taken before the flag was set cannot write the old
+    /// index list back: catalog changes start from the current entry.
+    #[tokio::test]
+    async fn catalog_changes_from_a_stale_copy_keep_the_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(dir.path());
+        insert_through_stale_meta(&engine, vec![]).await;
+        let stale = engine.catalog().get("db", "c").cloned().unwrap();
+        engine
+            .write(true, move |txn, now| {
+                collection::insert(txn, &stale, &doc! {"_id": 1, "a": [1, 2]}, now).unwrap();
+                // The same job goes on with its stale copy.
+                let meta = drop_index(txn, &stale, "a.b_1").unwrap();
+                create_index(txn, &stale, IndexMeta::new("b_1", doc! {"b": 1}), now).unwrap();
+                assert!(meta.index("a_1").unwrap().multikey);
+            })
+            .await
+            .unwrap();
+        assert!(multikey(&engine, "a_1"));
+        assert!(!multikey(&engine, "b_1"));
+    }
 }

@@ -1,5 +1,6 @@
 //! Which entries a document has in a secondary index: one per element of the (at most one)
-//! array field of the key pattern, as MongoDB's multikey indexes do.
+//! array field of the key pattern, as MongoDB's multikey indexes do, and whether the document
+//! makes the index multikey.
 
 use super::catalog::IndexMeta;
 use crate::error::{Error, ErrorCode, Result};
@@ -8,14 +9,34 @@ use crate::query::path;
 use crate::storage::keys::Direction;
 use bson::{Bson, Document};
 
+/// One key tuple: a value and its direction per field of the key pattern.
+pub type KeyTuple = Vec<(Bson, Direction)>;
+
+/// A document's entries in one index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexKeys {
+    /// Empty when a sparse index skips the document.
+    pub tuples: Vec<KeyTuple>,
+    /// Some path of the key pattern met an array in the document (an empty one included), so
+    /// the index is multikey from now on (`IndexMeta::multikey`).
+    pub multikey: bool,
+}
+
 /// The key tuples of `doc` in `index`; empty when a sparse index skips the document.
-pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<Vec<(Bson, Direction)>>> {
+pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<KeyTuple>> {
+    keys(index, doc).map(|k| k.tuples)
+}
+
+/// The key tuples of `doc` in `index`, and whether they make the index multikey.
+pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
+    let mut multikey = false;
     let mut per_field: Vec<(Vec<Bson>, Direction)> = Vec::with_capacity(index.key.len());
     let mut all_missing = true;
     let mut array_field: Option<&str> = None;
     for (field, spec) in &index.key {
         let direction = direction_of(spec);
         let components = path::split(field);
+        multikey |= crosses_array(doc, &components);
         let found = path::lookup(doc, &components);
         let whole: Vec<&Bson> = found.whole().collect();
         let values: Vec<Bson> = if whole.is_empty() {
@@ -46,9 +67,12 @@ pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<Vec<(Bson, Direc
         per_field.push((values, direction));
     }
     if index.sparse && all_missing {
-        return Ok(Vec::new());
+        return Ok(IndexKeys {
+            tuples: Vec::new(),
+            multikey,
+        });
     }
-    let mut tuples: Vec<Vec<(Bson, Direction)>> = vec![Vec::new()];
+    let mut tuples: Vec<KeyTuple> = vec![Vec::new()];
     for (values, direction) in per_field {
         let mut next = Vec::with_capacity(tuples.len() * values.len());
         for tuple in &tuples {
@@ -60,7 +84,21 @@ pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<Vec<(Bson, Direc
         }
         tuples = next;
     }
-    Ok(tuples)
+    Ok(IndexKeys { tuples, multikey })
+}
+
+/// Whether `path` meets an array anywhere in `doc`: at its end, or on the way through (`a.b`
+/// over an array of documents), as mongod's multikey tracking counts it.
+fn crosses_array(doc: &Document, path: &[String]) -> bool {
+    let mut current = doc;
+    for component in path {
+        match current.get(component) {
+            Some(Bson::Array(_)) => return true,
+            Some(Bson::Document(inner)) => current = inner,
+            _ => return false,
+        }
+    }
+    false
 }
 
 /// `{a: -1}` is descending; any other numeric or string spec orders ascending.
@@ -136,5 +174,23 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn multikey_when_a_path_meets_an_array() {
+        let a = index(doc! {"a": 1, "c": 1}, false);
+        let ab = index(doc! {"a.b": 1}, false);
+        for (i, d, multikey) in [
+            (&a, doc! {"a": 1, "c": "x"}, false),
+            (&a, doc! {"a": {"b": [1]}}, false),
+            (&a, doc! {"c": [1]}, true),
+            (&a, doc! {"a": []}, true),
+            (&ab, doc! {"a": {"b": 1}}, false),
+            (&ab, doc! {"a": [{"b": 1}]}, true),
+            (&ab, doc! {"a": {"b": [1, 2]}}, true),
+            (&ab, doc! {"a": []}, true),
+        ] {
+            assert_eq!(keys(i, &d).unwrap().multikey, multikey, "{d}");
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod cursor;
 pub mod ddl;
 pub mod exec;
 pub mod expiry;
+pub mod index_build;
 pub mod index_keys;
 pub mod interrupt;
 pub mod read;
@@ -50,13 +51,16 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     pub cursors: CursorRegistry,
     pub writer_stats: Arc<WriterStats>,
+    index_builds: Arc<index_build::IndexBuilds>,
 }
 
 impl Engine {
     /// Opens (or creates) the data directory and loads the catalog.
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Engine> {
         let backend = Arc::new(FjallBackend::open(dir)?);
-        let catalog = Catalog::load(&backend.snapshot())?;
+        let mut catalog = Catalog::load(&backend.snapshot())?;
+        // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
+        index_build::discard_unfinished(&backend, &mut catalog)?;
         let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
         let writer_stats = Arc::new(WriterStats::default());
         let (writer, thread) = Writer::start(
@@ -82,6 +86,7 @@ impl Engine {
             cursors: CursorRegistry::new(Arc::clone(&clock)),
             clock,
             writer_stats,
+            index_builds: Default::default(),
         })
     }
 
@@ -129,6 +134,8 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        // Builds stop after their current job; what they leave is discarded at the next start.
+        self.index_builds.shutdown();
         // The reaper goes first: it holds a writer handle until its current batch is done.
         self.reaper.shutdown();
         if let Ok(mut slot) = self.reaper_thread.lock() {

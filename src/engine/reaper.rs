@@ -400,26 +400,14 @@ mod tests {
                 .write(true, move |txn, now| {
                     let (meta, _) = ddl::ensure_collection(txn, "db", "c").unwrap();
                     let ttl = IndexMeta {
-                        id: 0,
-                        name: "_ts_1".into(),
-                        key: doc! {"_ts": 1},
-                        unique: false,
-                        sparse: false,
                         expire_after_seconds: Some(10),
-                        multikey: false,
-                        building: false,
+                        ..IndexMeta::new("_ts_1", doc! {"_ts": 1})
                     };
                     let mut meta = ddl::create_index(txn, &meta, ttl, now).unwrap();
                     if with_index {
                         let email = IndexMeta {
-                            id: 0,
-                            name: "email_1".into(),
-                            key: doc! {"email": 1},
                             unique: true,
-                            sparse: false,
-                            expire_after_seconds: None,
-                            multikey: false,
-                            building: false,
+                            ..IndexMeta::new("email_1", doc! {"email": 1})
                         };
                         meta = ddl::create_index(txn, &meta, email, now).unwrap();
                     }

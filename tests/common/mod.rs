@@ -4,6 +4,7 @@
 
 use bson::Document;
 use mayfly::clock::{Clock, ManualClock, SystemClock};
+use mayfly::command::Shared;
 use mayfly::config::Config;
 use mayfly::server::{RunningServer, Server};
 use mayfly::wire::client::{self, Reply};
@@ -25,6 +26,8 @@ pub struct TestServer {
     pub clock: Arc<ManualClock>,
     dir: tempfile::TempDir,
     config: Config,
+    /// The server's state, not kept alive by the test (a restart must close the engine).
+    shared: std::sync::Weak<Shared>,
 }
 
 impl TestServer {
@@ -41,10 +44,9 @@ impl TestServer {
     }
 
     async fn launch(config: Config, clock: Arc<ManualClock>, dir: tempfile::TempDir) -> TestServer {
-        let server = Server::bind(config.clone(), clock.clone())
-            .await
-            .unwrap()
-            .spawn();
+        let bound = Server::bind(config.clone(), clock.clone()).await.unwrap();
+        let shared = Arc::downgrade(&bound.shared());
+        let server = bound.spawn();
         let addr = server.addr().unwrap();
         TestServer {
             server,
@@ -52,6 +54,7 @@ impl TestServer {
             clock,
             dir,
             config,
+            shared,
         }
     }
 
@@ -67,6 +70,11 @@ impl TestServer {
         } = self;
         server.shutdown().await;
         TestServer::launch(config, clock, dir).await
+    }
+
+    /// The running server's state, to look at its engine directly (index consistency checks).
+    pub fn shared(&self) -> Arc<Shared> {
+        self.shared.upgrade().expect("the server is running")
     }
 
     pub fn uri(&self) -> String {
