@@ -190,12 +190,10 @@ fn index_meta(i: usize) -> IndexMeta {
         unique: false,
         sparse: false,
         expire_after_seconds: None,
-        multikey: MULTIKEY,
+        multikey: false,
         building: false,
     }
 }
-
-const MULTIKEY: bool = true;
 
 fn unique_index() -> IndexMeta {
     IndexMeta {
