@@ -170,6 +170,8 @@ impl PeerWatch<'_> {
                 self.closed = true;
                 break;
             }
+            // Reserved only once the client sent something: most commands see no pipelining.
+            self.pipelined.reserve(8 * 1024);
             match self.stream.try_read_buf(&mut self.pipelined) {
                 Ok(0) => self.closed = true,
                 Ok(_) => {}
