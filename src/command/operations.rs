@@ -109,8 +109,9 @@ impl OpRegistry {
         }
     }
 
-    /// The `inprog` entries of every running operation, oldest first.
-    fn report(&self) -> Vec<Document> {
+    /// The `inprog` entries of every running operation, oldest first (also what a
+    /// `$currentOp` stage would produce).
+    pub fn report(&self) -> Vec<Document> {
         let Ok(ops) = self.ops.lock() else {
             return Vec::new();
         };
