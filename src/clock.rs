@@ -97,7 +97,17 @@ pub struct Deadline(Instant);
 impl Deadline {
     /// The deadline `millis` milliseconds from now.
     pub fn after_millis(millis: u64) -> Self {
-        Deadline(Instant::now() + Duration::from_millis(millis))
+        Deadline::after(Duration::from_millis(millis))
+    }
+
+    /// The deadline `span` from now.
+    pub fn after(span: Duration) -> Self {
+        Deadline(Instant::now() + span)
+    }
+
+    /// Time left before the deadline (zero once it passed).
+    pub fn remaining(&self) -> Duration {
+        self.0.saturating_duration_since(Instant::now())
     }
 
     pub fn has_passed(&self) -> bool {

@@ -144,6 +144,7 @@ error_codes! {
     Location51270 = 51270,
     AuthenticationFailed = 18,
     Location40571 = 40571,
+    Location26823 = 26823,
     Location5739101 = 5739101,
 }
 

@@ -24,6 +24,7 @@ fn main() -> ExitCode {
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(blocking_threads())
         .build()
     {
         Ok(rt) => rt,
@@ -33,6 +34,15 @@ fn main() -> ExitCode {
         }
     };
     runtime.block_on(run(config))
+}
+
+/// Threads of the blocking pool, where commands that read storage run: four per core, at least
+/// 16. Reads mostly wait on the disk, so a few per core keep it busy; the bound keeps a burst of
+/// heavy queries from starting hundreds of threads (they queue instead), while pings and other
+/// protocol work stay on the async workers and are never queued behind them.
+fn blocking_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.saturating_mul(4).max(16)
 }
 
 async fn run(config: Config) -> ExitCode {

@@ -5,13 +5,19 @@
 //! request has `moreToCome`), OP_REPLY answers to OP_QUERY, and compressing replies the way the
 //! request was compressed. Shutdown waits for the command in flight: cancellation is only
 //! observed between requests.
+//!
+//! While a command runs, the session keeps watching the socket: bytes a client pipelines are
+//! read into a side buffer and handed back to the decoder afterwards (none is lost), and end of
+//! stream kills the operation (`KillReason::Disconnected`) so its work stops.
 
 use crate::clock::Stopwatch;
 use crate::command::{self, Connection, Shared};
+use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode};
 use crate::status::CompressionCounters;
 use crate::wire::{Compressor, Incoming, MessageCodec, Outgoing, ReplyBody, Request};
 use bson::{doc, Bson, Document};
+use bytes::BytesMut;
 use futures::{SinkExt, StreamExt};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,6 +25,10 @@ use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+
+/// Pipelined bytes the watcher keeps while a command runs; past this it stops reading (and so
+/// stops noticing a disconnect) until the command ends.
+const MAX_PIPELINED_BYTES: usize = 1024 * 1024;
 
 /// Commands whose replies are never compressed (the compression spec's list).
 const NEVER_COMPRESSED: &[&str] = &[
@@ -65,7 +75,7 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: Cancellatio
 
 async fn request_loop(
     framed: &mut Framed<TcpStream, MessageCodec>,
-    shared: &Shared,
+    shared: &Arc<Shared>,
     conn: &mut Connection,
     shutdown: &CancellationToken,
 ) -> &'static str {
@@ -98,7 +108,30 @@ async fn request_loop(
             c.decompressor_bytes_out
                 .fetch_add(incoming.original_length as u64, Ordering::Relaxed);
         }
-        let Some(reply) = handle(shared, conn, incoming).await else {
+        let interrupt = Interrupt::none();
+        let mut peer = PeerWatch {
+            stream: framed.get_ref(),
+            pipelined: BytesMut::new(),
+            closed: false,
+        };
+        let reply = {
+            let work = handle(shared, conn, incoming, Arc::clone(&interrupt));
+            tokio::pin!(work);
+            tokio::select! {
+                biased;
+                reply = &mut work => reply,
+                () = peer.closed() => {
+                    interrupt.kill(KillReason::Disconnected);
+                    work.await
+                }
+            }
+        };
+        // Bytes read while the command ran come after those the decoder already holds. After
+        // end of stream the loop still answers what was received (a half-closed client reads
+        // its replies), then ends when the decoder reaches the end.
+        let pipelined = peer.pipelined;
+        framed.read_buffer_mut().extend_from_slice(&pipelined);
+        let Some(reply) = reply else {
             continue;
         };
         let compressor = reply.compressor;
@@ -120,13 +153,50 @@ async fn request_loop(
     }
 }
 
+/// The socket seen while a command runs.
+struct PeerWatch<'a> {
+    stream: &'a TcpStream,
+    /// Bytes of later requests, read off the socket while the command ran.
+    pipelined: BytesMut,
+    closed: bool,
+}
+
+impl PeerWatch<'_> {
+    /// Completes when the client has closed the connection (end of stream or a read error);
+    /// otherwise keeps what the client sends and never completes.
+    async fn closed(&mut self) {
+        while !self.closed && self.pipelined.len() < MAX_PIPELINED_BYTES {
+            if self.stream.readable().await.is_err() {
+                self.closed = true;
+                break;
+            }
+            // Reserved only once the client sent something: most commands see no pipelining.
+            self.pipelined.reserve(8 * 1024);
+            match self.stream.try_read_buf(&mut self.pipelined) {
+                Ok(0) => self.closed = true,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                Err(_) => self.closed = true,
+            }
+        }
+        if !self.closed {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
 /// Runs one request; `None` when no reply may be sent (`moreToCome`).
-async fn handle(shared: &Shared, conn: &mut Connection, incoming: Incoming) -> Option<Outgoing> {
+async fn handle(
+    shared: &Arc<Shared>,
+    conn: &mut Connection,
+    incoming: Incoming,
+    interrupt: Arc<Interrupt>,
+) -> Option<Outgoing> {
     let response_to = incoming.header.request_id;
     match incoming.request {
         Request::Msg(msg) => {
             let (name, reply) = match msg.body {
-                Ok(body) => run_logged(shared, conn, body, None).await,
+                Ok(body) => run_logged(shared, conn, body, None, interrupt).await,
                 Err(e) => (String::new(), e.to_reply()),
             };
             if msg.flags.more_to_come() {
@@ -144,7 +214,7 @@ async fn handle(shared: &Shared, conn: &mut Connection, incoming: Incoming) -> O
                 (None, _) => legacy_query_refused(),
                 (Some(_), Err(e)) => e.to_reply(),
                 (Some(db), Ok(body)) => {
-                    run_logged(shared, conn, unwrap_query(body), Some(&db))
+                    run_logged(shared, conn, unwrap_query(body), Some(&db), interrupt)
                         .await
                         .1
                 }
@@ -160,13 +230,14 @@ async fn handle(shared: &Shared, conn: &mut Connection, incoming: Incoming) -> O
 
 /// Runs a command, logging it if it failed or was slow.
 async fn run_logged(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     conn: &mut Connection,
     body: Document,
     legacy_db: Option<&str>,
+    interrupt: Arc<Interrupt>,
 ) -> (String, Document) {
     let timer = Stopwatch::start();
-    let (name, reply) = command::execute(shared, conn, body, legacy_db).await;
+    let (name, reply) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
     if reply.get("ok") == Some(&Bson::Double(0.0)) {
         tracing::info!(

@@ -1,6 +1,7 @@
 //! What the batch write commands (`insert`, `update`, `delete`) share: running statements in
 //! order, stopping at the first error when `ordered`, and the reply fields for the results.
 
+use crate::engine::Interrupt;
 use crate::error::{Error, Result};
 use bson::{Bson, Document};
 
@@ -23,6 +24,29 @@ pub fn run<T>(
     errors
 }
 
+/// [`run`], checking `interrupt` before each statement. An interruption (`maxTimeMS`, `killOp`,
+/// a closed connection) is not a write error: it ends the batch and fails the whole command, as
+/// in mongod, after the statements before it were applied.
+pub fn run_interruptible<T>(
+    statements: impl IntoIterator<Item = Result<T>>,
+    ordered: bool,
+    interrupt: &Interrupt,
+    mut apply: impl FnMut(usize, T) -> Result<()>,
+) -> std::result::Result<Vec<(usize, Error)>, Error> {
+    let mut stopped = None;
+    let errors = run(statements, ordered, |i, s| match interrupt.check() {
+        Ok(()) => apply(i, s),
+        Err(e) => {
+            stopped = Some(e.clone());
+            Err(e)
+        }
+    });
+    match stopped {
+        Some(e) => Err(e),
+        None => Ok(errors),
+    }
+}
+
 /// Completes a batch reply holding its counts: `writeErrors` when there are any, then `ok`.
 pub fn reply(mut counts: Document, errors: &[(usize, Error)]) -> Document {
     if !errors.is_empty() {
@@ -39,4 +63,36 @@ pub fn reply(mut counts: Document, errors: &[(usize, Error)]) -> Document {
 /// A count as mongod sends it: an int, a long only when it does not fit.
 pub fn count(n: usize) -> Bson {
     super::stats::number(n as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::KillReason;
+    use crate::error::ErrorCode;
+
+    #[test]
+    fn an_interruption_fails_the_batch_instead_of_becoming_a_write_error() {
+        let interrupt = Interrupt::none();
+        let mut applied = Vec::new();
+        let result = run_interruptible((0..5).map(Ok), false, &interrupt, |_, s| {
+            applied.push(s);
+            if s == 1 {
+                interrupt.kill(KillReason::Killed);
+            }
+            Ok(())
+        });
+        assert_eq!(result.unwrap_err().code, ErrorCode::Interrupted);
+        assert_eq!(applied, vec![0, 1], "the statements before it stay applied");
+
+        let free = Interrupt::none();
+        let errors = run_interruptible(
+            vec![Ok(1), Err(Error::bad_value("x")), Ok(3)],
+            false,
+            &free,
+            |_, _| Ok(()),
+        )
+        .unwrap();
+        assert_eq!(errors.len(), 1);
+    }
 }

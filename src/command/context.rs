@@ -20,6 +20,8 @@ pub struct Shared {
     pub counters: Counters,
     pub started: Stopwatch,
     pub start_millis: i64,
+    /// The operations running now (`currentOp`, `killOp`).
+    pub ops: super::operations::OpRegistry,
     next_connection_id: AtomicI32,
 }
 
@@ -35,6 +37,7 @@ impl Shared {
             counters: Counters::default(),
             started: Stopwatch::start(),
             start_millis,
+            ops: Default::default(),
             next_connection_id: AtomicI32::new(1),
         })
     }

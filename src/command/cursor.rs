@@ -75,6 +75,15 @@ pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"),
         ));
     }
+    if cmd.contains_key("maxTimeMS") {
+        // No mayfly cursor is tailable: the find's own maxTimeMS budget carries over instead.
+        shared.engine.cursors.put_back(id, cursor);
+        return Err(Error::bad_value(
+            "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
+        ));
+    }
+    cursor.resume(&req.interrupt);
+    // A failed batch (including MaxTimeMSExpired and Interrupted) drops the cursor, as in mongod.
     let (batch, exhausted) = cursor.next_batch(shared.engine.now(), batch_size)?;
     let reply_id = if exhausted {
         0

@@ -8,6 +8,7 @@ use crate::engine::{collection, ddl};
 use crate::error::Result;
 use crate::status::OpKind;
 use bson::{doc, Document};
+use std::sync::Arc;
 
 const FIELDS: &[&str] = &["documents", "ordered", "bypassDocumentValidation", "let"];
 
@@ -25,15 +26,16 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .map(|d| collection::prepare_for_insert(d.clone()))
         .collect();
     let db = req.db.to_owned();
+    let interrupt = Arc::clone(&req.interrupt);
     let (n, errors) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
             let meta = match ddl::ensure_collection(txn, &db, &coll) {
                 Ok((meta, _)) => meta,
-                Err(e) => return (0, vec![(0, e)]),
+                Err(e) => return (0, Ok(vec![(0, e)])),
             };
             let mut n = 0usize;
-            let errors = batch::run(prepared, ordered, |_, d| {
+            let errors = batch::run_interruptible(prepared, ordered, &interrupt, |_, d| {
                 collection::insert(txn, &meta, &d, now)?;
                 n += 1;
                 Ok(())
@@ -41,5 +43,5 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             (n, errors)
         })
         .await?;
-    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors))
+    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors?))
 }

@@ -2,9 +2,11 @@
 //! reads its typed arguments from the command document and returns its reply document (or an
 //! [`Error`], turned into `{ok: 0, ...}` in exactly one place, [`execute`]).
 //!
-//! Owns: envelope rules shared by all commands (`$db`, admin-only and test-only commands,
-//! transaction fields on a standalone, the legacy OP_QUERY allow-list). Does not own: sockets,
-//! framing or compression (`session`, `wire`).
+//! Owns: envelope rules shared by all commands (`$db`, `maxTimeMS`, admin-only and test-only
+//! commands, transaction fields on a standalone, the legacy OP_QUERY allow-list), the list of
+//! running operations, and where a command runs: commands that read storage run on tokio's
+//! blocking pool, never on an async worker; commands that wait for the writer stay async and stop
+//! waiting when interrupted. Does not own: sockets, framing or compression (`session`, `wire`).
 
 mod admin;
 mod aggregate;
@@ -20,6 +22,7 @@ mod handshake;
 mod index;
 mod insert;
 mod introspection;
+mod operations;
 mod read;
 mod sessions;
 mod stats;
@@ -30,9 +33,13 @@ mod write;
 pub use context::{Connection, Shared};
 pub use table::{CommandName, Scope};
 
+use crate::clock::Deadline;
+use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use crate::status::OpKind;
-use bson::Document;
+use bson::{Bson, Document};
+use std::future::Future;
+use std::sync::Arc;
 
 /// How a command reached the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +56,7 @@ pub struct Request<'a> {
     pub db: &'a str,
     pub body: &'a Document,
     /// Checked by long-running work: `maxTimeMS`, `killOp`, a closed connection.
-    pub interrupt: std::sync::Arc<crate::engine::Interrupt>,
+    pub interrupt: Arc<Interrupt>,
 }
 
 /// Commands a legacy OP_QUERY may carry (mongod's `check_allowed_op_query_cmd.cpp`).
@@ -66,15 +73,17 @@ const OP_QUERY_COMMANDS: &[&str] = &[
 ];
 
 /// Runs one command and returns its reply: success or `{ok: 0, errmsg, code, codeName}`.
-/// `legacy_db` is the database of an OP_QUERY namespace, `None` for OP_MSG.
+/// `legacy_db` is the database of an OP_QUERY namespace, `None` for OP_MSG. `interrupt` is the
+/// operation's: the caller may kill it (the client went away); `maxTimeMS` sets its deadline.
 pub async fn execute(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     conn: &mut Connection,
     body: Document,
     legacy_db: Option<&str>,
+    interrupt: Arc<Interrupt>,
 ) -> (String, Document) {
     let name = body.keys().next().cloned().unwrap_or_default();
-    let reply = match run(shared, conn, &name, &body, legacy_db).await {
+    let reply = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
         Ok(reply) => reply,
         Err(err) => err.to_reply(),
     };
@@ -82,11 +91,12 @@ pub async fn execute(
 }
 
 async fn run(
-    shared: &Shared,
+    shared: &Arc<Shared>,
     conn: &mut Connection,
     name: &str,
     body: &Document,
     legacy_db: Option<&str>,
+    interrupt: Arc<Interrupt>,
 ) -> Result<Document> {
     let db = match legacy_db {
         Some(db) => {
@@ -138,14 +148,83 @@ async fn run(
             "Transaction numbers are only allowed on a replica set member or mongos",
         ));
     }
+    if let Some(millis) = max_time_ms(body)? {
+        interrupt.set_deadline(Some(Deadline::after_millis(millis)));
+    }
     shared.counters.count(OpKind::Command, 1);
     let request = Request {
         name: command,
         db,
         body,
-        interrupt: crate::engine::Interrupt::none(),
+        interrupt,
     };
+    let _op = shared.ops.register(shared, conn, &request);
     dispatch(shared, conn, &request).await
+}
+
+/// The command's `maxTimeMS` in milliseconds; `None` when absent or 0 (no limit). mongod's
+/// `parseMaxTimeMS`: a number, integral, between 0 and 2^31 - 1, else 2 BadValue.
+fn max_time_ms(body: &Document) -> Result<Option<u64>> {
+    let Some(value) = body.get("maxTimeMS") else {
+        return Ok(None);
+    };
+    let (millis, integral) = match value {
+        Bson::Int32(n) => (i64::from(*n), true),
+        Bson::Int64(n) => (*n, true),
+        // mongod's safeNumberLong: saturating, NaN as 0.
+        Bson::Double(d) => (*d as i64, d.is_nan() || d.floor() == *d),
+        Bson::Decimal128(d) => {
+            let d: f64 = d.to_string().parse().unwrap_or(0.0);
+            (d as i64, true)
+        }
+        _ => return Err(Error::bad_value("maxTimeMS must be a number")),
+    };
+    if !(0..=i64::from(i32::MAX)).contains(&millis) {
+        return Err(Error::bad_value(format!(
+            "{millis} value for maxTimeMS is out of range"
+        )));
+    }
+    if !integral {
+        return Err(Error::bad_value("maxTimeMS has non-integral value"));
+    }
+    Ok(u64::try_from(millis).ok().filter(|ms| *ms > 0))
+}
+
+/// Runs a command that reads storage on the blocking pool. The closure owns what it uses: the
+/// shared state, a copy of the body and the database name.
+async fn blocking(
+    shared: &Arc<Shared>,
+    req: &Request<'_>,
+    command: fn(&Shared, &Request<'_>) -> Result<Document>,
+) -> Result<Document> {
+    req.interrupt.check()?;
+    let shared = Arc::clone(shared);
+    let (name, db, body) = (req.name, req.db.to_owned(), req.body.clone());
+    let interrupt = Arc::clone(&req.interrupt);
+    tokio::task::spawn_blocking(move || {
+        let req = Request {
+            name,
+            db: &db,
+            body: &body,
+            interrupt,
+        };
+        command(&shared, &req)
+    })
+    .await
+    .map_err(|e| Error::internal(format!("a command's thread failed: {e}")))?
+}
+
+/// Runs a command that waits for the writer, giving up the wait when the operation is
+/// interrupted. A job already queued may still commit, as a write mongod started may.
+async fn awaiting_writer(
+    req: &Request<'_>,
+    command: impl Future<Output = Result<Document>>,
+) -> Result<Document> {
+    req.interrupt.check()?;
+    tokio::select! {
+        reply = command => reply,
+        err = req.interrupt.interrupted() => Err(err),
+    }
 }
 
 /// The command a name refers to, if this server has it (test commands only when enabled).
@@ -160,7 +239,11 @@ pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
         })
 }
 
-async fn dispatch(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
+async fn dispatch(
+    shared: &Arc<Shared>,
+    conn: &mut Connection,
+    req: &Request<'_>,
+) -> Result<Document> {
     use CommandName as C;
     match req.name {
         C::Hello | C::IsMaster | C::IsMasterLower => handshake::hello(shared, conn, req),
@@ -170,7 +253,12 @@ async fn dispatch(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> 
         C::GetLog => admin::get_log(req),
         C::GetCmdLineOpts => Ok(introspection::cmd_line_opts(shared)),
         C::HostInfo => Ok(introspection::host_info(shared)),
-        C::ServerStatus => Ok(introspection::server_status(shared, req.body)),
+        C::ServerStatus => {
+            blocking(shared, req, |s, r| {
+                Ok(introspection::server_status(s, r.body))
+            })
+            .await
+        }
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn)),
         C::ConnectionStatus => Ok(admin::connection_status(req)),
         C::ListCommands => Ok(introspection::list_commands(shared)),
@@ -179,31 +267,74 @@ async fn dispatch(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> 
             sessions::acknowledge(req)
         }
         C::SaslStart | C::SaslContinue => auth::sasl(req),
-        C::Insert => insert::insert(shared, req).await,
-        C::Find => find::find(shared, req),
-        C::GetMore => cursor::get_more(shared, req),
+        C::Insert => awaiting_writer(req, insert::insert(shared, req)).await,
+        C::Find => blocking(shared, req, find::find).await,
+        C::GetMore => blocking(shared, req, cursor::get_more).await,
         C::KillCursors => cursor::kill_cursors(shared, req),
-        C::Update => write::update(shared, req).await,
-        C::Delete => write::delete(shared, req).await,
-        C::FindAndModify | C::FindAndModifyLower => write::find_and_modify(shared, req).await,
-        C::Count => read::count(shared, req),
-        C::Distinct => read::distinct(shared, req),
-        C::Aggregate => aggregate::aggregate(shared, req),
-        C::Explain => explain::explain(shared, req),
-        C::Create => ddl::create(shared, req).await,
-        C::Drop => ddl::drop(shared, req).await,
-        C::DropDatabase => ddl::drop_database(shared, req).await,
-        C::RenameCollection => ddl::rename_collection(shared, req).await,
-        C::ListCollections => ddl::list_collections(shared, req),
-        C::ListDatabases => ddl::list_databases(shared, req),
-        C::DbStats | C::DbStatsLower => stats::db_stats(shared, req),
-        C::CollStats => stats::coll_stats(shared, req),
-        C::CreateIndexes => index::create_indexes(shared, req).await,
-        C::ListIndexes => index::list_indexes(shared, req),
-        C::DropIndexes => index::drop_indexes(shared, req).await,
+        C::Update => awaiting_writer(req, write::update(shared, req)).await,
+        C::Delete => awaiting_writer(req, write::delete(shared, req)).await,
+        C::FindAndModify | C::FindAndModifyLower => {
+            awaiting_writer(req, write::find_and_modify(shared, req)).await
+        }
+        C::Count => blocking(shared, req, read::count).await,
+        C::Distinct => blocking(shared, req, read::distinct).await,
+        C::Aggregate => blocking(shared, req, aggregate::aggregate).await,
+        C::Explain => blocking(shared, req, explain::explain).await,
+        C::Create => awaiting_writer(req, ddl::create(shared, req)).await,
+        C::Drop => awaiting_writer(req, ddl::drop(shared, req)).await,
+        C::DropDatabase => awaiting_writer(req, ddl::drop_database(shared, req)).await,
+        C::RenameCollection => awaiting_writer(req, ddl::rename_collection(shared, req)).await,
+        C::ListCollections => blocking(shared, req, ddl::list_collections).await,
+        C::ListDatabases => blocking(shared, req, ddl::list_databases).await,
+        C::DbStats | C::DbStatsLower => blocking(shared, req, stats::db_stats).await,
+        C::CollStats => blocking(shared, req, stats::coll_stats).await,
+        C::CreateIndexes => awaiting_writer(req, index::create_indexes(shared, req)).await,
+        C::ListIndexes => blocking(shared, req, index::list_indexes).await,
+        C::DropIndexes => awaiting_writer(req, index::drop_indexes(shared, req)).await,
         C::AdvanceClock => testing::advance_clock(shared, req),
-        C::Reaper => testing::reaper(shared, req).await,
-        C::CollMod => index::coll_mod(shared, req).await,
-        C::Sleep => testing::sleep(req).await,
+        C::Reaper => awaiting_writer(req, testing::reaper(shared, req)).await,
+        C::CollMod => awaiting_writer(req, index::coll_mod(shared, req)).await,
+        C::Sleep => blocking(shared, req, testing::sleep).await,
+        C::CurrentOp => operations::current_op(shared, req),
+        C::KillOp => operations::kill_op(shared, req),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn max_time_ms_is_read_as_mongod_reads_it() {
+        let parse = |v: Bson| max_time_ms(&doc! {"find": "c", "maxTimeMS": v});
+        assert_eq!(max_time_ms(&doc! {"ping": 1}).unwrap(), None);
+        assert_eq!(parse(Bson::Int32(0)).unwrap(), None, "0 is no limit");
+        assert_eq!(parse(Bson::Int32(250)).unwrap(), Some(250));
+        assert_eq!(
+            parse(Bson::Int64(i64::from(i32::MAX))).unwrap(),
+            Some(2_147_483_647)
+        );
+        assert_eq!(parse(Bson::Double(1000.0)).unwrap(), Some(1000));
+        for (value, message) in [
+            (Bson::String("1".into()), "maxTimeMS must be a number"),
+            (Bson::Boolean(true), "maxTimeMS must be a number"),
+            (Bson::Null, "maxTimeMS must be a number"),
+            (Bson::Int32(-1), "-1 value for maxTimeMS is out of range"),
+            (
+                Bson::Int64(1 << 31),
+                "2147483648 value for maxTimeMS is out of range",
+            ),
+            (Bson::Double(-0.5), "maxTimeMS has non-integral value"),
+            (Bson::Double(2.5), "maxTimeMS has non-integral value"),
+            (
+                Bson::Double(1e300),
+                "9223372036854775807 value for maxTimeMS is out of range",
+            ),
+        ] {
+            let err = parse(value.clone()).unwrap_err();
+            assert_eq!(err.code, ErrorCode::BadValue, "{value}");
+            assert_eq!(err.message, message, "{value}");
+        }
     }
 }

@@ -109,5 +109,7 @@ command_table! {
     AdvanceClock = "advanceClock", TestAdmin, "Test command: moves the server clock forward by {advanceClock: <seconds>} and reports it.";
     Reaper = "reaper", TestAdmin, "Test command: {reaper: 'pause' | 'resume' | 'runOnce'} controls the TTL reaper.";
     CollMod = "collMod", Any, "Refused (Cosmos DB does not support collMod), except {collMod: c} alone, which changes nothing.";
+    CurrentOp = "currentOp", Admin, "Lists the operations running now: {currentOp: 1, <field>: <condition>...}.";
+    KillOp = "killOp", Admin, "Asks a running operation to stop: {killOp: 1, op: <opid>}.";
     Sleep = "sleep", Test, "Test command: sleeps for {millis: N} (or {secs: N}) milliseconds.";
 }

@@ -2,13 +2,19 @@
 
 use super::args::{optional_i64, optional_str, type_name};
 use super::{Request, Shared};
+use crate::clock::Deadline;
 use crate::error::{Error, Result};
 use bson::{doc, Bson, Document};
 use std::time::Duration;
 
+/// How long `sleep` sleeps between two checks of its interrupt.
+const SLEEP_STEP: Duration = Duration::from_millis(5);
+
 /// `{sleep: 1, millis: N}` or `{sleep: 1, secs: N}` (mongod's test command): holds this
-/// connection for that long, e.g. to test shutdown with a command in flight.
-pub async fn sleep(req: &Request<'_>) -> Result<Document> {
+/// connection and a blocking thread for that long, as a long scan would, e.g. to test shutdown
+/// with a command in flight. It checks its interrupt every few milliseconds, so `maxTimeMS`,
+/// `killOp` and a closed connection end it early.
+pub fn sleep(_shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let millis = match (
         optional_i64(req.body, "sleep", "millis")?,
         optional_i64(req.body, "sleep", "secs")?,
@@ -19,8 +25,15 @@ pub async fn sleep(req: &Request<'_>) -> Result<Document> {
     };
     let millis = u64::try_from(millis)
         .map_err(|_| Error::bad_value("sleep duration must not be negative"))?;
-    tokio::time::sleep(Duration::from_millis(millis)).await;
-    Ok(doc! {"ok": 1.0})
+    let end = Deadline::after_millis(millis);
+    loop {
+        req.interrupt.check()?;
+        let left = end.remaining();
+        if left.is_zero() {
+            return Ok(doc! {"ok": 1.0});
+        }
+        std::thread::sleep(left.min(SLEEP_STEP));
+    }
 }
 
 /// `{advanceClock: <seconds>}` (TTL-23): moves the server's one clock forward by a non-negative

@@ -4,15 +4,24 @@
 //! matching document at most once) and the clock cell that iterator judges expiry by; before each
 //! batch the cell is moved to the current server time (TTL-18). Idle cursors expire after
 //! ten minutes; an exhausted cursor is released at once.
+//!
+//! A cursor also keeps the [`Interrupt`] its iterators check. The `maxTimeMS` of the command that
+//! opened it is a budget for all its batches, as in mongod: the time left is kept while the
+//! cursor is idle and becomes the deadline of the next `getMore`.
 
+use super::interrupt::Interrupt;
 use super::read::NowCell;
-use crate::clock::Clock;
+use crate::clock::{Clock, Deadline};
 use crate::error::Result;
 use bson::Document;
 use std::collections::HashMap;
 use std::iter::Peekable;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Documents a batch takes between two checks of the cursor's interrupt.
+const CHECK_EVERY: usize = 256;
 
 /// Idle time after which a cursor is closed (mongod's `cursorTimeoutMillis`).
 pub const CURSOR_TIMEOUT_MILLIS: i64 = 10 * 60 * 1000;
@@ -54,6 +63,9 @@ pub struct Cursor {
     pub no_timeout: bool,
     /// Documents the cursor may still return (`limit`), if limited.
     pub remaining: Option<u64>,
+    interrupt: Arc<Interrupt>,
+    /// The `maxTimeMS` budget left while the cursor is idle; `None` when unlimited.
+    time_left: Option<Duration>,
 }
 
 impl Cursor {
@@ -65,7 +77,35 @@ impl Cursor {
             last_used_ms: 0,
             no_timeout: false,
             remaining,
+            interrupt: Interrupt::none(),
+            time_left: None,
         }
+    }
+
+    /// The interrupt the cursor's iterators check (the one of the command that built them).
+    pub fn with_interrupt(mut self, interrupt: Arc<Interrupt>) -> Cursor {
+        self.interrupt = interrupt;
+        self
+    }
+
+    pub fn interrupt(&self) -> &Arc<Interrupt> {
+        &self.interrupt
+    }
+
+    /// Prepares a `getMore` run by operation `op`: the time budget left becomes the deadline,
+    /// and killing `op` kills the cursor's work.
+    pub fn resume(&mut self, op: &Interrupt) {
+        self.interrupt
+            .set_deadline(self.time_left.map(Deadline::after));
+        op.link(&self.interrupt);
+    }
+
+    /// Keeps the time budget left while the cursor waits for its next `getMore`.
+    fn suspend(&mut self) {
+        if let Some(left) = self.interrupt.remaining() {
+            self.time_left = Some(left);
+        }
+        self.interrupt.set_deadline(None);
     }
 
     /// The next batch: at most `max_docs` documents (if given) and about 16 MiB, and at least
@@ -83,6 +123,9 @@ impl Cursor {
             cap = cap.min(usize::try_from(remaining).unwrap_or(usize::MAX));
         }
         while batch.len() < cap {
+            if batch.len() % CHECK_EVERY == CHECK_EVERY - 1 {
+                self.interrupt.check()?;
+            }
             let Some(peeked) = self.docs.peek() else {
                 break;
             };
@@ -130,6 +173,7 @@ impl CursorRegistry {
     /// Keeps `cursor` open and returns its id (a positive int64).
     pub fn register(&self, mut cursor: Cursor) -> i64 {
         cursor.last_used_ms = self.clock.now_millis();
+        cursor.suspend();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut map) = self.cursors.lock() {
             self.sweep(&mut map);
@@ -148,6 +192,7 @@ impl CursorRegistry {
     /// Returns a cursor after a getMore that did not exhaust it.
     pub fn put_back(&self, id: i64, mut cursor: Cursor) {
         cursor.last_used_ms = self.clock.now_millis();
+        cursor.suspend();
         if let Ok(mut map) = self.cursors.lock() {
             map.insert(id, cursor);
         }
@@ -248,6 +293,40 @@ mod tests {
         assert_eq!((b.len(), done), (2, false));
         let (b, done) = limited.next_batch(0, None).unwrap();
         assert_eq!((b.len(), done), (1, true));
+    }
+
+    #[test]
+    fn a_batch_stops_when_its_interrupt_fires_and_the_budget_survives_idle_time() {
+        let mut c = Cursor::new(
+            "d.c".into(),
+            docs(1000, 1),
+            Arc::new(AtomicI64::new(0)),
+            None,
+        )
+        .with_interrupt(Interrupt::with_deadline(Some(Deadline::after_millis(0))));
+        let err = c.next_batch(0, None).unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::MaxTimeMSExpired);
+
+        let mut c = Cursor::new(
+            "d.c".into(),
+            docs(1000, 1),
+            Arc::new(AtomicI64::new(0)),
+            None,
+        )
+        .with_interrupt(Interrupt::with_deadline(Some(Deadline::after_millis(
+            60_000,
+        ))));
+        c.suspend();
+        assert!(
+            c.interrupt().deadline().is_none(),
+            "no clock runs while idle"
+        );
+        let op = Interrupt::none();
+        c.resume(&op);
+        assert!(c.interrupt().remaining().unwrap() > Duration::from_secs(50));
+        op.kill(crate::engine::KillReason::Killed);
+        let err = c.next_batch(0, None).unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::Interrupted);
     }
 
     #[test]

@@ -2,13 +2,16 @@
 //! MaxTimeMSExpired), `killOp` and a client that went away (11601 Interrupted).
 //!
 //! Owns: the flag and deadline one operation is checked against. Long loops of the engine (scans,
-//! sorts, index builds) call [`Interrupt::check`] every so often; whoever wants the operation to
-//! stop calls [`Interrupt::kill`]. Does not own the list of running operations (`command`).
+//! sorts, index builds) call [`Interrupt::check`] every so often; async waits (the writer's
+//! acknowledgement) race [`Interrupt::interrupted`]; whoever wants the operation to stop calls
+//! [`Interrupt::kill`]. Does not own the list of running operations (`command`).
 
 use crate::clock::Deadline;
 use crate::error::{Error, ErrorCode, Result};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use tokio::sync::Notify;
 
 /// Why an operation was killed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +28,11 @@ pub struct Interrupt {
     killed: AtomicBool,
     reason: AtomicU8,
     deadline: Mutex<Option<Deadline>>,
+    /// Wakes async waiters when the operation is killed or its deadline changes.
+    changed: Notify,
+    /// Interrupts killed along with this one: a `getMore` links the cursor's, so `killOp` of
+    /// the `getMore` reaches the iterators the cursor keeps.
+    linked: Mutex<Vec<Weak<Interrupt>>>,
 }
 
 impl Interrupt {
@@ -47,12 +55,65 @@ impl Interrupt {
         if let Ok(mut slot) = self.deadline.lock() {
             *slot = deadline;
         }
+        self.changed.notify_waiters();
     }
 
-    /// Asks the operation to stop at its next check.
+    pub fn deadline(&self) -> Option<Deadline> {
+        self.deadline.lock().ok().and_then(|d| *d)
+    }
+
+    /// Time left before the deadline; `None` when there is none.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline().map(|d| d.remaining())
+    }
+
+    /// Asks the operation (and every interrupt linked to it) to stop at its next check.
     pub fn kill(&self, reason: KillReason) {
         self.reason.store(reason as u8, Ordering::Relaxed);
         self.killed.store(true, Ordering::Release);
+        self.changed.notify_waiters();
+        let linked = self
+            .linked
+            .lock()
+            .map(|mut l| std::mem::take(&mut *l))
+            .unwrap_or_default();
+        for other in linked.iter().filter_map(Weak::upgrade) {
+            other.kill(reason);
+        }
+    }
+
+    /// Kills `other` too whenever this operation is killed (at once if it already was).
+    pub fn link(&self, other: &Arc<Interrupt>) {
+        if let Ok(mut linked) = self.linked.lock() {
+            linked.retain(|w| w.strong_count() > 0);
+            linked.push(Arc::downgrade(other));
+        }
+        if let Some(reason) = self.kill_reason() {
+            other.kill(reason);
+        }
+    }
+
+    /// Completes with the error [`Interrupt::check`] gives, once the operation is killed or its
+    /// deadline passes; never completes otherwise.
+    pub async fn interrupted(&self) -> Error {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            // Registered before checking, so a kill between the check and the wait is seen.
+            changed.as_mut().enable();
+            if let Err(e) = self.check() {
+                return e;
+            }
+            match self.remaining() {
+                Some(left) => {
+                    tokio::select! {
+                        () = &mut changed => {}
+                        () = tokio::time::sleep(left) => {}
+                    }
+                }
+                None => changed.await,
+            }
+        }
     }
 
     pub fn is_killed(&self) -> bool {
@@ -109,5 +170,35 @@ mod tests {
         assert_eq!(timed.check().unwrap_err().code, ErrorCode::MaxTimeMSExpired);
         timed.set_deadline(None);
         assert!(timed.check().is_ok());
+    }
+
+    #[test]
+    fn a_kill_reaches_linked_interrupts() {
+        let op = Interrupt::none();
+        let cursor = Interrupt::none();
+        op.link(&cursor);
+        op.kill(KillReason::Disconnected);
+        assert_eq!(cursor.kill_reason(), Some(KillReason::Disconnected));
+
+        let late = Interrupt::none();
+        op.link(&late);
+        assert!(
+            late.is_killed(),
+            "linking to a killed operation kills at once"
+        );
+    }
+
+    #[tokio::test]
+    async fn interrupted_completes_on_kill_and_on_deadline() {
+        let timed = Interrupt::with_deadline(Some(Deadline::after_millis(20)));
+        assert_eq!(timed.interrupted().await.code, ErrorCode::MaxTimeMSExpired);
+
+        let op = Interrupt::none();
+        let killer = Arc::clone(&op);
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            killer.kill(KillReason::Killed);
+        });
+        assert_eq!(op.interrupted().await.code, ErrorCode::Interrupted);
     }
 }

@@ -24,7 +24,7 @@ pub mod writer;
 pub use catalog::{Catalog, CollectionMeta, IndexMeta};
 pub use collection::StoredDoc;
 pub use cursor::CursorRegistry;
-pub use interrupt::Interrupt;
+pub use interrupt::{Interrupt, KillReason};
 pub use read::{DocScan, ReadView};
 pub use record::Record;
 pub use txn::Txn;

@@ -1,0 +1,323 @@
+//! The operations running right now, and the commands that show and stop them: `currentOp` and
+//! `killOp`.
+//!
+//! Owns: the registry every command is entered in for as long as it runs (an [`OpGuard`] removes
+//! it), op ids, and the `inprog` entries mongod reports. Does not own how an operation stops
+//! (`engine::interrupt`): `killOp` only sets the kill flag the operation checks.
+
+use super::args::{is_generic, type_name};
+use super::{CommandName, Connection, Request, Shared};
+use crate::clock::Stopwatch;
+use crate::engine::{Interrupt, KillReason};
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::filter::Filter;
+use bson::{doc, Bson, Document};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// A `command` larger than this (encoded) is reported as `{$truncated: ...}`, as mongod does.
+const MAX_REPORTED_COMMAND_BYTES: usize = 1000;
+
+/// One running operation.
+struct RunningOp {
+    connection_id: i32,
+    client: String,
+    host: String,
+    client_metadata: Option<Document>,
+    op: &'static str,
+    ns: String,
+    command: Document,
+    started: Stopwatch,
+    started_at: bson::DateTime,
+    interrupt: Arc<Interrupt>,
+}
+
+/// The registry of running operations, keyed by op id.
+#[derive(Default)]
+pub struct OpRegistry {
+    next_id: AtomicI32,
+    ops: Mutex<BTreeMap<i32, RunningOp>>,
+}
+
+/// Keeps an operation listed until dropped.
+pub struct OpGuard<'a> {
+    registry: &'a OpRegistry,
+    pub opid: i32,
+}
+
+impl Drop for OpGuard<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut ops) = self.registry.ops.lock() {
+            ops.remove(&self.opid);
+        }
+    }
+}
+
+impl OpRegistry {
+    /// Lists `req` as running on `conn` until the guard is dropped.
+    pub fn register<'a>(
+        &'a self,
+        shared: &Shared,
+        conn: &Connection,
+        req: &Request<'_>,
+    ) -> OpGuard<'a> {
+        // Op ids are positive 32-bit integers (killOp refuses wider ones); they wrap after 2^31.
+        let opid = self
+            .next_id
+            .fetch_add(1, Ordering::Relaxed)
+            .checked_add(1)
+            .filter(|id| *id > 0)
+            .unwrap_or_else(|| {
+                self.next_id.store(1, Ordering::Relaxed);
+                1
+            });
+        let op = RunningOp {
+            connection_id: conn.id,
+            client: conn.peer.to_string(),
+            host: format!("{}:{}", crate::host::hostname(), conn.local.port()),
+            client_metadata: conn.client_metadata.clone(),
+            op: op_type(req.name),
+            ns: namespace(req),
+            command: reported_command(req.body),
+            started: Stopwatch::start(),
+            started_at: shared.clock.now_datetime(),
+            interrupt: Arc::clone(&req.interrupt),
+        };
+        if let Ok(mut ops) = self.ops.lock() {
+            ops.insert(opid, op);
+        }
+        OpGuard {
+            registry: self,
+            opid,
+        }
+    }
+
+    /// Kills operation `opid`; whether it was running.
+    pub fn kill(&self, opid: i32) -> bool {
+        let interrupt = self
+            .ops
+            .lock()
+            .ok()
+            .and_then(|ops| ops.get(&opid).map(|op| Arc::clone(&op.interrupt)));
+        match interrupt {
+            Some(interrupt) => {
+                interrupt.kill(KillReason::Killed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The `inprog` entries of every running operation, oldest first (also what a
+    /// `$currentOp` stage would produce).
+    pub fn report(&self) -> Vec<Document> {
+        let Ok(ops) = self.ops.lock() else {
+            return Vec::new();
+        };
+        ops.iter().map(|(id, op)| op.report(*id)).collect()
+    }
+}
+
+impl RunningOp {
+    fn report(&self, opid: i32) -> Document {
+        let elapsed = self.started.elapsed();
+        let mut entry = doc! {
+            "type": "op",
+            "host": self.host.as_str(),
+            "desc": format!("conn{}", self.connection_id),
+            "connectionId": self.connection_id,
+            "client": self.client.as_str(),
+        };
+        if let Some(meta) = &self.client_metadata {
+            if let Ok(app) = meta
+                .get_document("application")
+                .and_then(|a| a.get_str("name"))
+            {
+                entry.insert("appName", app);
+            }
+            entry.insert("clientMetadata", meta.clone());
+        }
+        entry.insert("active", true);
+        entry.insert(
+            "currentOpTime",
+            self.started_at.try_to_rfc3339_string().unwrap_or_default(),
+        );
+        entry.insert("threaded", true);
+        entry.insert("opid", opid);
+        entry.insert(
+            "secs_running",
+            i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX),
+        );
+        entry.insert(
+            "microsecs_running",
+            i64::try_from(elapsed.as_micros()).unwrap_or(i64::MAX),
+        );
+        entry.insert("op", self.op);
+        entry.insert("ns", self.ns.as_str());
+        entry.insert("redacted", false);
+        entry.insert("command", self.command.clone());
+        if self.interrupt.is_killed() {
+            entry.insert("killPending", true);
+        }
+        entry.insert("numYields", 0);
+        entry.insert("locks", Document::new());
+        entry.insert("waitingForLock", false);
+        entry.insert("lockStats", Document::new());
+        entry
+    }
+}
+
+/// The `op` label mongod gives a command.
+fn op_type(name: CommandName) -> &'static str {
+    match name {
+        CommandName::Find => "query",
+        CommandName::GetMore => "getmore",
+        CommandName::Insert => "insert",
+        CommandName::Update => "update",
+        CommandName::Delete => "remove",
+        _ => "command",
+    }
+}
+
+/// `db.collection` for commands on a collection, `db.$cmd` for the others.
+fn namespace(req: &Request<'_>) -> String {
+    use CommandName as C;
+    let collection = match req.name {
+        C::GetMore => req.body.get_str("collection").ok(),
+        C::Find
+        | C::Count
+        | C::Distinct
+        | C::Aggregate
+        | C::Insert
+        | C::Update
+        | C::Delete
+        | C::FindAndModify
+        | C::FindAndModifyLower
+        | C::Create
+        | C::Drop
+        | C::CreateIndexes
+        | C::ListIndexes
+        | C::DropIndexes
+        | C::CollMod
+        | C::CollStats => req.body.get_str(req.name.name()).ok(),
+        _ => None,
+    };
+    format!("{}.{}", req.db, collection.unwrap_or("$cmd"))
+}
+
+fn reported_command(body: &Document) -> Document {
+    if super::stats::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
+        return body.clone();
+    }
+    let text: String = Bson::Document(body.clone())
+        .into_relaxed_extjson()
+        .to_string()
+        .chars()
+        .take(MAX_REPORTED_COMMAND_BYTES)
+        .collect();
+    let mut truncated = doc! {"$truncated": format!("{text}...")};
+    if let Some(comment) = body.get("comment") {
+        truncated.insert("comment", comment.clone());
+    }
+    truncated
+}
+
+/// Fields drivers add to every command; not conditions on operations.
+const ENVELOPE_FIELDS: &[&str] = &["$db", "$readPreference", "$clusterTime", "lsid"];
+
+/// `{currentOp: 1, $all: <bool>, $ownOps: <bool>, <field>: <condition>...}` on admin: the
+/// running operations that match the conditions (a query filter on each `inprog` entry).
+/// mayfly has no idle or system operations to add for `$all`, nor users for `$ownOps`.
+pub fn current_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let mut conditions = Document::new();
+    for (field, value) in req.body.iter().skip(1) {
+        match field.as_str() {
+            // Accepted and read for their truth value, which changes nothing here.
+            "$all" | "$ownOps" => {}
+            f if is_generic(f) || ENVELOPE_FIELDS.contains(&f) => {}
+            _ => {
+                conditions.insert(field.clone(), value.clone());
+            }
+        }
+    }
+    let filter = Filter::compile(&conditions)?;
+    let inprog: Vec<Bson> = shared
+        .ops
+        .report()
+        .into_iter()
+        .filter(|entry| filter.matches(entry))
+        .map(Bson::Document)
+        .collect();
+    Ok(doc! {"inprog": inprog, "ok": 1.0})
+}
+
+/// `{killOp: 1, op: <opid>}` on admin. Like mongod, it succeeds whether or not the op exists.
+pub fn kill_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let opid = parse_op_id(req.body)?;
+    let found = shared.ops.kill(opid);
+    tracing::info!(opid, found, "killOp");
+    Ok(doc! {"info": "attempting to kill op", "ok": 1.0})
+}
+
+/// `op` as mongod's `bsonExtractIntegerField` reads it, then limited to 32 bits.
+fn parse_op_id(cmd: &Document) -> Result<i32> {
+    let value = cmd
+        .get("op")
+        .ok_or_else(|| Error::new(ErrorCode::NoSuchKey, "Missing expected field \"op\""))?;
+    let op = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(d) => {
+            let n = *d as i64;
+            if n as f64 != *d {
+                return Err(Error::bad_value(format!(
+                    "Expected field \"op\" to have a value exactly representable as a 64-bit integer, but found op: {d}"
+                )));
+            }
+            n
+        }
+        other => {
+            return Err(Error::type_mismatch(format!(
+                "Expected field \"op\" to have numeric type, but found {}",
+                type_name(other)
+            )))
+        }
+    };
+    i32::try_from(op).map_err(|_| {
+        Error::new(
+            ErrorCode::Location26823,
+            format!("invalid op : {op}. Op ID cannot be represented with 32 bits"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_ids_are_read_as_mongod_reads_them() {
+        assert_eq!(parse_op_id(&doc! {"killOp": 1, "op": 7}).unwrap(), 7);
+        assert_eq!(parse_op_id(&doc! {"killOp": 1, "op": 7_i64}).unwrap(), 7);
+        assert_eq!(parse_op_id(&doc! {"killOp": 1, "op": 7.0}).unwrap(), 7);
+        let code = |d: Document| parse_op_id(&d).unwrap_err().code;
+        assert_eq!(code(doc! {"killOp": 1}), ErrorCode::NoSuchKey);
+        assert_eq!(code(doc! {"killOp": 1, "op": "7"}), ErrorCode::TypeMismatch);
+        assert_eq!(code(doc! {"killOp": 1, "op": 1.5}), ErrorCode::BadValue);
+        assert_eq!(
+            code(doc! {"killOp": 1, "op": i64::MAX}),
+            ErrorCode::Location26823
+        );
+    }
+
+    #[test]
+    fn large_commands_are_reported_truncated() {
+        let big = doc! {"find": "c", "filter": {"x": "y".repeat(5000)}, "comment": "mine"};
+        let reported = reported_command(&big);
+        assert!(reported.get_str("$truncated").unwrap().len() < 1100);
+        assert_eq!(reported.get_str("comment").unwrap(), "mine");
+        let small = doc! {"find": "c"};
+        assert_eq!(reported_command(&small), small);
+    }
+}
