@@ -62,7 +62,10 @@ fn documents() -> impl Strategy<Value = Vec<Document>> {
     (5usize..60).prop_flat_map(|n| (0..n as i32).map(document).collect::<Vec<_>>())
 }
 
-const PATTERNS: &[(&str, i32, Option<(&str, i32)>)] = &[
+/// A key pattern of one or two fields with their directions.
+type Pattern = (&'static str, i32, Option<(&'static str, i32)>);
+
+const PATTERNS: &[Pattern] = &[
     ("a", 1, None),
     ("a", -1, None),
     ("b", 1, None),

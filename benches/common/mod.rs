@@ -1,6 +1,8 @@
 //! What the benchmarks share: an in-process server on a fresh data directory (or any server
 //! given by URI), bulk loading, concurrent per-operation runs, a full-scan loop, percentiles.
 //! Measures only: nothing here asserts on time.
+// Each benchmark uses only some of these helpers.
+#![allow(dead_code)]
 
 use futures::TryStreamExt;
 use mayfly::clock::SystemClock;

@@ -134,7 +134,8 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let ttl = meta.as_ref().and_then(|m| m.ttl());
     let docs = project(execution.docs, args.projection, ttl);
     // The plan applies the limit; the cursor also stops there without reading ahead.
-    let mut cursor = Cursor::new(ns, docs, now, args.read.limit);
+    let mut cursor =
+        Cursor::new(ns, docs, now, args.read.limit).with_interrupt(Arc::clone(&req.interrupt));
     cursor.no_timeout = args.no_timeout;
     let first = args
         .batch_size

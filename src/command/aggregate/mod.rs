@@ -203,7 +203,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     for stage in stages {
         rows = stage.apply(rows)?;
     }
-    let cursor = Cursor::new(ns, sized(rows), now, None);
+    let cursor = Cursor::new(ns, sized(rows), now, None).with_interrupt(Arc::clone(&req.interrupt));
     first_batch_reply(
         shared,
         cursor,

@@ -63,7 +63,7 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .engine
         .write(durable(cmd), move |txn, now| {
             let mut n = 0usize;
-            let errors = batch::run(parsed, ordered, |_, s| {
+            let errors = batch::run_interruptible(parsed, ordered, &interrupt, |_, s| {
                 n += s.run(txn, (&db, &coll), now, &interrupt)?;
                 Ok(())
             });
@@ -71,7 +71,7 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         })
         .await?;
 
-    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors))
+    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors?))
 }
 
 impl Statement {

@@ -91,7 +91,7 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             let at = clock.now_datetime();
             let (mut matched, mut modified) = (0usize, 0usize);
             let mut upserted: Vec<(usize, Bson)> = Vec::new();
-            let errors = batch::run(parsed, ordered, |i, s| {
+            let errors = batch::run_interruptible(parsed, ordered, &interrupt, |i, s| {
                 let done = s.run(txn, (&db, &coll), now, at, &interrupt)?;
                 matched += done.matched;
                 modified += done.modified;
@@ -112,7 +112,7 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             .collect();
         reply.insert("upserted", entries);
     }
-    Ok(batch::reply(reply, &errors))
+    Ok(batch::reply(reply, &errors?))
 }
 
 /// A statement's fields, type-checked but not yet compiled.
