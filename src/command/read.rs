@@ -59,6 +59,7 @@ impl CountArgs {
             .map(i64::unsigned_abs)
             .filter(|l| *l != 0);
         read.hint = Hint::parse(cmd.get("hint"))?;
+        read.decode = false;
         Ok(CountArgs {
             collection: coll.to_owned(),
             read,

@@ -94,6 +94,9 @@ pub struct ReadRequest {
     pub hint: Option<Hint>,
     /// A blocking sort may use more than 100 MB.
     pub allow_disk_use: bool,
+    /// `false` when the caller only counts: the stream's documents are then left empty and
+    /// never decoded (their records are still there).
+    pub decode: bool,
 }
 
 impl ReadRequest {
@@ -109,6 +112,7 @@ impl ReadRequest {
             limit: None,
             hint: None,
             allow_disk_use: false,
+            decode: true,
         })
     }
 
@@ -160,6 +164,8 @@ pub fn execute<'r, S: Source<'r>>(
         interrupt,
         budget: None,
         allow_disk_use: req.allow_disk_use,
+        // A sort needs the documents to order them.
+        decode: req.decode || !req.sort.is_empty(),
     };
     let choice = planner::choose(meta, req, &ctx)?;
     let (docs, stats) = stages::run(&choice.winner, &ctx);

@@ -101,6 +101,8 @@ pub struct RunContext<S> {
     pub budget: Option<Arc<WorkBudget>>,
     /// `allowDiskUse`: a blocking sort may exceed 100 MB.
     pub allow_disk_use: bool,
+    /// Whether documents are decoded; without, only their count is of use.
+    pub decode: bool,
 }
 
 /// Runs `node`: its documents, lazily, and the counters it fills as it is pulled.
@@ -342,6 +344,7 @@ struct Leaf<S> {
     budget: Option<Arc<WorkBudget>>,
     counters: Arc<Counters>,
     ticks: std::cell::Cell<u64>,
+    decode: bool,
 }
 
 impl<'r, S: Source<'r>> Leaf<S> {
@@ -355,6 +358,7 @@ impl<'r, S: Source<'r>> Leaf<S> {
             budget: ctx.budget.clone(),
             counters,
             ticks: std::cell::Cell::new(0),
+            decode: ctx.decode,
         }
     }
 
@@ -381,10 +385,16 @@ impl<'r, S: Source<'r>> Leaf<S> {
         if !record.is_visible(self.ttl, self.now.load(Relaxed)) {
             return Ok(None);
         }
-        let doc = record.document()?;
-        if !self.filter.matches(&doc) {
+        let raw = bson::RawDocument::from_bytes(&record.body)
+            .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))?;
+        if !self.filter.matches_raw(raw)? {
             return Ok(None);
         }
+        let doc = if self.decode {
+            record.document()?
+        } else {
+            bson::Document::new()
+        };
         self.counters.advanced.fetch_add(1, Relaxed);
         Ok(Some(StoredDoc { key, record, doc }))
     }

@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::query::compare::{compare_values, type_bracket, values_equal, Number};
 use crate::query::path::{self, PathValues};
 use crate::query::regex::Regex;
-use bson::{Bson, Document};
+use bson::{Bson, Document, RawDocument};
 use std::cmp::Ordering;
 
 pub use compile::equality_fields;
@@ -24,19 +24,38 @@ pub(crate) use compile::integral as integral_value;
 #[derive(Debug, Clone)]
 pub struct Filter {
     root: Expr,
+    /// The top-level fields the filter looks at: matching depends on nothing else.
+    fields: Vec<String>,
 }
 
 impl Filter {
     /// Compiles a filter document; errors carry mongod's codes and messages.
     pub fn compile(filter: &Document) -> Result<Filter> {
-        Ok(Filter {
-            root: compile::document(filter)?,
-        })
+        let root = compile::document(filter)?;
+        let fields = top_level_fields(&root);
+        Ok(Filter { root, fields })
     }
 
     /// Whether `doc` satisfies the filter.
     pub fn matches(&self, doc: &Document) -> bool {
         self.root.matches(doc)
+    }
+
+    /// Whether the stored document `raw` satisfies the filter, decoding only the top-level
+    /// fields the filter looks at (a scan rejects most documents without decoding them).
+    pub fn matches_raw(&self, raw: &RawDocument) -> Result<bool> {
+        if self.is_empty() {
+            return Ok(true);
+        }
+        let mut partial = Document::new();
+        for element in raw {
+            let (key, value) = element.map_err(corrupt)?;
+            if self.fields.iter().any(|f| f == key) {
+                let value = Bson::try_from(value).map_err(corrupt)?;
+                partial.insert(key, value);
+            }
+        }
+        Ok(self.root.matches(&partial))
     }
 
     /// The array index the positional `$` update operator refers to: the first element of the
@@ -55,6 +74,32 @@ impl Filter {
     pub fn is_empty(&self) -> bool {
         matches!(&self.root, Expr::And(children) if children.is_empty())
     }
+}
+
+fn corrupt(e: impl std::fmt::Display) -> crate::error::Error {
+    crate::error::Error::internal(format!("corrupt stored document: {e}"))
+}
+
+/// The first component of every path `root` tests (paths inside `$elemMatch` are relative to
+/// the array's elements, so only the array's own path counts).
+fn top_level_fields(root: &Expr) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(children) | Expr::Or(children) | Expr::Nor(children) => {
+                stack.extend(children)
+            }
+            Expr::Field { path, .. } => {
+                if let Some(first) = path.first() {
+                    if !fields.contains(first) {
+                        fields.push(first.clone());
+                    }
+                }
+            }
+        }
+    }
+    fields
 }
 
 /// A node of the compiled filter.

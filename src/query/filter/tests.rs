@@ -349,3 +349,35 @@ fn positional_match_index() {
         assert_eq!(compiled.positional_match(&d), expected, "{filter} on {d}");
     }
 }
+
+#[test]
+fn matching_stored_bytes_agrees_with_matching_documents() {
+    let docs = [
+        doc! {"_id": 1, "a": 5, "b": {"c": [1, 2]}, "s": "abc"},
+        doc! {"_id": 2, "b": {"c": 3}},
+        doc! {"_id": 3, "a": null, "s": "x"},
+        doc! {"_id": 4, "a": [4, 5, 6]},
+    ];
+    let filters = [
+        doc! {},
+        doc! {"a": 5},
+        doc! {"a": null},
+        doc! {"b.c": {"$gte": 2}},
+        doc! {"$or": [{"s": {"$regex": "^a"}}, {"a": {"$exists": false}}]},
+        doc! {"a": {"$elemMatch": {"$gt": 5}}},
+        doc! {"$nor": [{"a": 5}], "_id": {"$lt": 4}},
+    ];
+    for f in &filters {
+        let filter = Filter::compile(f).unwrap();
+        for d in &docs {
+            let mut bytes = Vec::new();
+            d.to_writer(&mut bytes).unwrap();
+            let raw = bson::RawDocument::from_bytes(&bytes).unwrap();
+            assert_eq!(
+                filter.matches_raw(raw).unwrap(),
+                filter.matches(d),
+                "{f} on {d}"
+            );
+        }
+    }
+}
