@@ -226,6 +226,56 @@ async fn competing_indexes_race_and_the_losers_are_rejected_plans() {
 }
 
 #[tokio::test]
+async fn an_or_of_indexed_branches_is_a_union_of_index_scans() {
+    let server = TestServer::start().await;
+    let db = seeded(&server).await;
+    create_index(&db, doc! {"a": 1}).await;
+    create_index(&db, doc! {"s": 1}).await;
+    let filter = doc! {"$or": [{"a": 3}, {"s": {"$regex": "^k000"}}, {"_id": {"$in": [3, 103]}}]};
+    let reply = explain(
+        &db,
+        doc! {"find": "c", "filter": filter.clone()},
+        "executionStats",
+    )
+    .await;
+    let or = winning(&reply);
+    assert_eq!(or.get_str("stage").unwrap(), "OR");
+    let names: Vec<&str> = or
+        .get_array("inputStages")
+        .unwrap()
+        .iter()
+        .map(|s| {
+            s.as_document()
+                .unwrap()
+                .get_document("inputStage")
+                .unwrap()
+                .get_str("indexName")
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(names, ["a_1", "s_1", "_id_"]);
+    // `a: 3` and `_id in [3, 103]` overlap: each document once.
+    let expected = (0..1000)
+        .filter(|i| i % 100 == 3 || *i < 10 || [3, 103].contains(i))
+        .count() as i64;
+    assert_eq!(number(stats(&reply), "nReturned"), expected);
+    let counted = db
+        .collection::<Document>("c")
+        .count_documents(filter)
+        .await
+        .unwrap();
+    assert_eq!(counted as i64, expected);
+    // A branch no index serves leaves a collection scan.
+    let unindexed = explain(
+        &db,
+        doc! {"find": "c", "filter": {"$or": [{"a": 3}, {"b": 2}]}},
+        "queryPlanner",
+    )
+    .await;
+    assert_eq!(stages(winning(&unindexed)), ["COLLSCAN"]);
+}
+
+#[tokio::test]
 async fn hints_choose_the_index_by_name_key_or_natural_order() {
     let server = TestServer::start().await;
     let db = seeded(&server).await;

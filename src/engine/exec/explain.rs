@@ -31,6 +31,27 @@ pub fn describe(node: &Node, stats: Option<&StageStats>, filter: &Document) -> D
             d
         }
         Node::IxScan(scan) => return describe_index_scan(scan, stats, filter),
+        Node::Or { inputs } => {
+            let shown: Vec<Bson> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, input)| {
+                    let input_stats = stats.and_then(|s| s.inputs.get(i));
+                    Bson::Document(describe(input, input_stats, filter))
+                })
+                .collect();
+            let mut d = doc! {"stage": "OR"};
+            if let Some(c) = counters {
+                add_counters(&mut d, c, LeafKind::Inner);
+                d.insert(
+                    "dupsTested",
+                    to_i64(Counters::get(&c.advanced) + Counters::get(&c.dups_dropped)),
+                );
+                d.insert("dupsDropped", to_i64(Counters::get(&c.dups_dropped)));
+            }
+            d.insert("inputStages", shown);
+            return d;
+        }
         Node::Sort {
             input,
             pattern,
@@ -186,6 +207,16 @@ pub fn totals(node: &Node, stats: &StageStats) -> Totals {
         }
         s
     };
+    if let Node::Or { inputs } = node.leaf() {
+        return inputs
+            .iter()
+            .zip(&leaf_stats.inputs)
+            .map(|(input, stats)| totals(input, stats))
+            .fold(Totals::default(), |a, b| Totals {
+                keys_examined: a.keys_examined + b.keys_examined,
+                docs_examined: a.docs_examined + b.docs_examined,
+            });
+    }
     let docs = Counters::get(&leaf_stats.counters.docs_examined);
     let keys = match node.leaf() {
         Node::IxScan(scan) if scan.index.id.is_some() => leaf_stats

@@ -26,6 +26,10 @@ pub enum Node {
     },
     /// An index scan; for a secondary index, with the FETCH of each document above it.
     IxScan(IndexScan),
+    /// The union of index scans, one per `$or` branch, each document once.
+    Or {
+        inputs: Vec<Node>,
+    },
     /// A blocking sort; with `limit`, only the best `limit` documents are kept.
     Sort {
         input: Box<Node>,

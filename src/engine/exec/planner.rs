@@ -13,7 +13,7 @@ use super::stages::{self, RunContext, StageStats, WorkBudget};
 use super::{Hint, ReadRequest};
 use crate::engine::catalog::CollectionMeta;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::filter::Pred;
+use crate::query::filter::{Expr, Pred};
 use crate::storage::keys::{self, Direction};
 use bson::{Bson, Document};
 use std::collections::BTreeMap;
@@ -177,10 +177,55 @@ fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
             out.push(Node::IxScan(scan));
         }
     }
+    if let Some(or) = or_plan(meta, req) {
+        out.push(or);
+    }
     if out.is_empty() {
         out.push(Node::CollScan { reverse: false });
     }
     Ok(out)
+}
+
+/// A top-level `$or` whose every branch can use an index becomes the union of one index scan
+/// per branch (the branch's bounded index with the fewest key fields).
+fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Option<Node> {
+    let branches = top_level_or(req.filter.expr())?;
+    let mut indexes = vec![ScannedIndex::id_index()];
+    indexes.extend(
+        meta.stored_indexes()
+            .filter(|i| !i.building && !i.sparse)
+            .map(ScannedIndex::secondary),
+    );
+    indexes.sort_by_key(|i| i.key.len());
+    // Each branch's scan is unordered with respect to the others: no sort is asked of them.
+    let unsorted = ReadRequest {
+        sort: Default::default(),
+        ..req.clone()
+    };
+    let mut inputs = Vec::with_capacity(branches.len());
+    for branch in branches {
+        let conjuncts = bounds::conjuncts(branch);
+        let scan = indexes.iter().find_map(|index| {
+            let scan = index_scan(meta, index.clone(), &conjuncts, &unsorted);
+            let bounded = scan.bounds.first().is_some_and(|(_, b)| !is_full(b));
+            bounded.then_some(scan)
+        })?;
+        inputs.push(Node::IxScan(scan));
+    }
+    Some(Node::Or { inputs })
+}
+
+/// The branches of the first `$or` among the filter's top-level conjuncts.
+fn top_level_or(expr: &Expr) -> Option<&[Expr]> {
+    let mut stack = vec![expr];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(children) => stack.extend(children.iter().rev()),
+            Expr::Or(branches) => return Some(branches),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn is_full(bounds: &FieldBounds) -> bool {

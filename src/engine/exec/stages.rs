@@ -51,6 +51,8 @@ impl Counters {
 pub struct StageStats {
     pub counters: Arc<Counters>,
     pub child: Option<Box<StageStats>>,
+    /// The inputs of an OR, in order.
+    pub inputs: Vec<StageStats>,
 }
 
 /// A bound on the work a plan may do, for racing candidate plans. A leaf that reaches it
@@ -141,6 +143,29 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
             (Box::new(docs), stats)
         }
         Node::IxScan(scan) => run_index_scan(scan, ctx, stats),
+        Node::Or { inputs } => {
+            let mut stats = stats;
+            let mut iters = Vec::with_capacity(inputs.len());
+            for input in inputs {
+                let (iter, input_stats) = run(input, ctx);
+                iters.push(iter);
+                stats.inputs.push(input_stats);
+            }
+            // A document matching several branches is returned by the first only.
+            let mut seen: HashSet<Vec<u8>> = HashSet::new();
+            let iter = iters.into_iter().flatten().filter(move |r| match r {
+                Ok(d) if !seen.insert(d.key.clone()) => {
+                    counters.dups_dropped.fetch_add(1, Relaxed);
+                    false
+                }
+                Ok(_) => {
+                    counters.advanced.fetch_add(1, Relaxed);
+                    true
+                }
+                Err(_) => true,
+            });
+            (Box::new(iter), stats)
+        }
         Node::Sort {
             input, spec, limit, ..
         } => {
