@@ -440,3 +440,58 @@ async fn explain_refuses_what_it_cannot_explain() {
         .unwrap_err();
     assert_eq!(error_code(&err), Some(16));
 }
+
+#[tokio::test]
+async fn a_raced_choice_is_cached_per_shape_and_replanned_when_it_turns_bad() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("explain");
+    let coll = db.collection::<Document>("cache");
+    // `a` is selective below 1,000 and `b` is not, and the other way round above.
+    let docs: Vec<Document> = (0..4000)
+        .map(|i| {
+            if i < 2000 {
+                doc! {"_id": i, "a": i, "b": 0}
+            } else {
+                doc! {"_id": i, "a": 0, "b": i}
+            }
+        })
+        .collect();
+    coll.insert_many(docs).await.unwrap();
+    for key in [doc! {"a": 1}, doc! {"b": 1}] {
+        coll.create_index(IndexModel::builder().keys(key).build())
+            .await
+            .unwrap();
+    }
+    let shared = server.shared();
+    let plans = || {
+        let mut p = shared.engine.plans.plans();
+        p.sort();
+        p
+    };
+    assert!(plans().is_empty());
+    assert_eq!(
+        coll.count_documents(doc! {"a": 5, "b": 0}).await.unwrap(),
+        1
+    );
+    assert_eq!(plans(), ["ix:a_1"]);
+    // Same shape, other values: the cached index on `a` now meets 2,000 entries for one
+    // result, which is far more work than it took to win; it is replanned and `b` wins.
+    assert_eq!(
+        coll.count_documents(doc! {"a": 0, "b": 3000})
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(plans(), ["ix:b_1"]);
+    // A new index changes the key: the next query of the shape races again.
+    coll.create_index(IndexModel::builder().keys(doc! {"a": 1, "b": 1}).build())
+        .await
+        .unwrap();
+    assert_eq!(
+        coll.count_documents(doc! {"a": 0, "b": 3000})
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(plans().len(), 2);
+}

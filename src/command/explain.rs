@@ -163,7 +163,15 @@ pub fn explain_read(
     let view = shared.engine.read();
     let meta = view.collection(db, coll);
     let timer = Stopwatch::start();
-    let execution = view.execute(meta.as_deref(), read, view.now_cell(), interrupt)?;
+    // As mongod's, explain races the candidates afresh rather than using the plan cache.
+    let execution = crate::engine::exec::execute(
+        view.snapshot.clone(),
+        meta.as_deref(),
+        read,
+        view.now_cell(),
+        interrupt,
+        None,
+    )?;
     let filter = &read.filter_doc;
     let choice = execution.choice.clone();
     let rejected: Vec<Bson> = choice

@@ -52,6 +52,8 @@ pub struct Engine {
     pub cursors: CursorRegistry,
     pub writer_stats: Arc<WriterStats>,
     index_builds: Arc<index_build::IndexBuilds>,
+    /// Winning plans by query shape, for every read of this engine.
+    pub plans: Arc<exec::cache::PlanCache>,
 }
 
 impl Engine {
@@ -87,6 +89,7 @@ impl Engine {
             clock,
             writer_stats,
             index_builds: Default::default(),
+            plans: Default::default(),
         })
     }
 
@@ -110,7 +113,12 @@ impl Engine {
     /// A consistent view for reading: the catalog, a snapshot, and the time to judge expiry by.
     pub fn read(&self) -> ReadView {
         let catalog = self.catalog();
-        ReadView::new(self.backend.snapshot(), catalog, self.now())
+        ReadView::new(
+            self.backend.snapshot(),
+            catalog,
+            self.now(),
+            Arc::clone(&self.plans),
+        )
     }
 
     /// Runs `job` in the writer's next commit group with the server time of the moment it runs;

@@ -6,6 +6,7 @@
 
 use super::catalog::{Catalog, CollectionMeta};
 use super::collection::StoredDoc;
+use super::exec::cache::PlanCache;
 use super::record::Record;
 use super::Snap;
 use crate::error::Result;
@@ -22,14 +23,17 @@ pub struct ReadView {
     pub snapshot: Snap,
     pub catalog: Arc<Catalog>,
     pub now: i64,
+    /// The engine's plan cache, shared by every view.
+    plans: Arc<PlanCache>,
 }
 
 impl ReadView {
-    pub fn new(snapshot: Snap, catalog: Arc<Catalog>, now: i64) -> Self {
+    pub fn new(snapshot: Snap, catalog: Arc<Catalog>, now: i64, plans: Arc<PlanCache>) -> Self {
         ReadView {
             snapshot,
             catalog,
             now,
+            plans,
         }
     }
 
@@ -70,7 +74,14 @@ impl ReadView {
         now: NowCell,
         interrupt: Arc<super::interrupt::Interrupt>,
     ) -> Result<super::exec::Execution<'static>> {
-        super::exec::execute(self.snapshot.clone(), meta, req, now, interrupt)
+        super::exec::execute(
+            self.snapshot.clone(),
+            meta,
+            req,
+            now,
+            interrupt,
+            Some(&self.plans),
+        )
     }
 
     /// A clock cell starting at this view's time.

@@ -13,6 +13,7 @@
 //! checks the operation's [`Interrupt`].
 
 pub mod bounds;
+pub mod cache;
 pub mod explain;
 pub mod plan;
 pub mod planner;
@@ -143,6 +144,7 @@ pub fn execute<'r, S: Source<'r>>(
     req: &ReadRequest,
     now: NowCell,
     interrupt: Arc<Interrupt>,
+    cache: Option<&cache::PlanCache>,
 ) -> Result<Execution<'r>> {
     let Some(meta) = meta else {
         return Ok(Execution {
@@ -167,7 +169,7 @@ pub fn execute<'r, S: Source<'r>>(
         // A sort needs the documents to order them.
         decode: req.decode || !req.sort.is_empty(),
     };
-    let choice = planner::choose(meta, req, &ctx)?;
+    let choice = planner::choose(meta, req, &ctx, cache)?;
     let (docs, stats) = stages::run(&choice.winner, &ctx);
     Ok(Execution {
         docs,
@@ -185,7 +187,8 @@ pub fn select_in_txn(
     interrupt: Arc<Interrupt>,
 ) -> Result<Vec<StoredDoc>> {
     let now = Arc::new(AtomicI64::new(now));
-    execute(txn, Some(meta), req, now, interrupt)?
+    // Writes race their candidates every time: the cache belongs to the readers' views.
+    execute(txn, Some(meta), req, now, interrupt, None)?
         .docs
         .collect()
 }

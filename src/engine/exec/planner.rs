@@ -7,6 +7,7 @@
 //! collection scan.
 
 use super::bounds::{self, FieldBounds, Interval};
+use super::cache::{self, PlanCache};
 use super::plan::{scan_ranges, IndexScan, Node, ScannedIndex};
 use super::source::Source;
 use super::stages::{self, RunContext, StageStats, WorkBudget};
@@ -38,6 +39,7 @@ pub fn choose<'r, S: Source<'r>>(
     meta: &CollectionMeta,
     req: &ReadRequest,
     ctx: &RunContext<S>,
+    cache: Option<&PlanCache>,
 ) -> Result<Choice> {
     let mut candidates = candidates(meta, req)?;
     if candidates.len() <= 1 {
@@ -48,11 +50,17 @@ pub fn choose<'r, S: Source<'r>>(
             rejected: Vec::new(),
         });
     }
-    let mut scored: Vec<(f64, Node, StageStats)> = Vec::with_capacity(candidates.len());
+    let key = cache.map(|_| cache::key(meta, req));
+    if let (Some(cache), Some(key)) = (cache, &key) {
+        if let Some(choice) = cached(cache, key, &mut candidates, req, ctx)? {
+            return Ok(choice);
+        }
+    }
+    let mut scored: Vec<(f64, Node, StageStats, u64)> = Vec::with_capacity(candidates.len());
     for candidate in candidates {
         let node = wrap(candidate, req);
-        let (score, stats) = trial(&node, req, ctx)?;
-        scored.push((score, node, stats));
+        let (score, stats, works) = trial(&node, req, ctx, TRIAL_WORKS)?;
+        scored.push((score, node, stats, works));
     }
     // Highest score first; among equals the earlier candidate (fewer key fields) stays first.
     let best = scored
@@ -62,12 +70,51 @@ pub fn choose<'r, S: Source<'r>>(
             Some((top, ..)) if score > top => i,
             _ => best,
         });
-    let (_, winner, winner_stats) = scored.remove(best);
+    let (_, winner, winner_stats, works) = scored.remove(best);
+    if let (Some(cache), Some(key)) = (cache, key) {
+        let plan = cache::signature(&winner);
+        cache.put(key, cache::Entry { plan, works });
+    }
     Ok(Choice {
         winner,
         winner_trial: Some(winner_stats),
-        rejected: scored.into_iter().map(|(_, n, s)| (n, s)).collect(),
+        rejected: scored.into_iter().map(|(_, n, s, _)| (n, s)).collect(),
     })
+}
+
+/// The cached choice for `key`, if it is among the candidates and still produces its first
+/// batch within ten times the work it took to win; otherwise the entry is evicted.
+fn cached<'r, S: Source<'r>>(
+    cache: &PlanCache,
+    key: &cache::Key,
+    candidates: &mut Vec<Node>,
+    req: &ReadRequest,
+    ctx: &RunContext<S>,
+) -> Result<Option<Choice>> {
+    let Some(entry) = cache.get(key) else {
+        return Ok(None);
+    };
+    let Some(pos) = candidates
+        .iter()
+        .position(|c| cache::signature(c) == entry.plan)
+    else {
+        cache.evict(key);
+        return Ok(None);
+    };
+    let node = wrap(candidates.swap_remove(pos), req);
+    let budget = entry.works.saturating_mul(10).max(TRIAL_RESULTS);
+    let (score, stats, _) = trial(&node, req, ctx, budget)?;
+    // A trial that neither finished nor filled its first batch scores below 2.
+    if score < 2.0 {
+        cache.evict(key);
+        candidates.push(node.leaf().clone());
+        return Ok(None);
+    }
+    Ok(Some(Choice {
+        winner: node,
+        winner_trial: Some(stats),
+        rejected: Vec::new(),
+    }))
 }
 
 /// Runs `node` for a bounded amount of work; its productivity and what it did.
@@ -75,8 +122,9 @@ fn trial<'r, S: Source<'r>>(
     node: &Node,
     req: &ReadRequest,
     ctx: &RunContext<S>,
-) -> Result<(f64, StageStats)> {
-    let budget = WorkBudget::new(TRIAL_WORKS);
+    works: u64,
+) -> Result<(f64, StageStats, u64)> {
+    let budget = WorkBudget::new(works);
     let mut trial_ctx = ctx.clone();
     trial_ctx.budget = Some(Arc::clone(&budget));
     let (docs, stats) = stages::run(node, &trial_ctx);
@@ -108,7 +156,7 @@ fn trial<'r, S: Source<'r>>(
     if !node.has_sort() {
         score += 0.0001;
     }
-    Ok((score, stats))
+    Ok((score, stats, budget.used()))
 }
 
 /// Adds the blocking sort (when the leaf does not provide the order), skip and limit.
