@@ -8,7 +8,8 @@
 //!   -> wire      frame, decode OP_MSG / OP_QUERY / OP_COMPRESSED, encode replies
 //!   -> session   one task per connection: request loop, compression, tracing span
 //!   -> command   one `match` on the command name -> a module per family
-//!   -> engine    catalog, documents, indexes, cursors, TTL visibility, group-commit writer, reaper
+//!   -> engine    catalog, executor (planner, plan stages, explain), documents, indexes, cursors,
+//!                TTL visibility, group-commit writer, index builds, reaper
 //!   -> storage   ordered keyspaces with snapshots and atomic write batches (fjall)
 //!   side roads:  query (filter, update, projection, sort, BSON order: pure)
 //!                ttl (the Cosmos TTL rules: pure)
