@@ -6,7 +6,7 @@ use super::cursor::{first_batch_reply, SizedDocs};
 use super::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::cursor::{Cursor, Item, DEFAULT_FIRST_BATCH};
-use crate::engine::exec::{Hint, ReadRequest};
+use crate::engine::exec::{keyed, Hint, ReadRequest};
 use crate::engine::StoredDoc;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::projection::Projection;
@@ -50,6 +50,8 @@ pub struct FindArgs {
     pub single_batch: bool,
     pub batch_size: Option<u64>,
     pub no_timeout: bool,
+    /// `showRecordId`: each document gets its record id as `$recordId`.
+    pub show_record_id: bool,
 }
 
 impl FindArgs {
@@ -79,14 +81,23 @@ impl FindArgs {
         read.limit = limit.filter(|l| *l != 0).map(|l| l.unsigned_abs());
         read.hint = Hint::parse(cmd.get("hint"))?;
         read.allow_disk_use = optional_bool(cmd, "find", "allowDiskUse")?.unwrap_or(false);
+        read.min = optional_doc(cmd, "find", "min")?
+            .filter(|d| !d.is_empty())
+            .cloned();
+        read.max = optional_doc(cmd, "find", "max")?
+            .filter(|d| !d.is_empty())
+            .cloned();
+        read.return_key = optional_bool(cmd, "find", "returnKey")?.unwrap_or(false);
         refuse_unsupported(cmd)?;
         Ok(FindArgs {
             collection: coll.to_owned(),
-            read,
-            projection,
             single_batch,
             batch_size: non_negative(cmd, "batchSize")?,
             no_timeout: optional_bool(cmd, "find", "noCursorTimeout")?.unwrap_or(false),
+            show_record_id: optional_bool(cmd, "find", "showRecordId")?.unwrap_or(false),
+            // `returnKey` replaces each document by its index key: nothing is left to project.
+            projection: projection.filter(|_| !read.return_key),
+            read,
         })
     }
 }
@@ -94,14 +105,7 @@ impl FindArgs {
 /// Options this server parses but cannot honour yet are refused rather than ignored.
 fn refuse_unsupported(cmd: &Document) -> Result<()> {
     super::read::check_collation(cmd, "find")?;
-    for option in [
-        "min",
-        "max",
-        "returnKey",
-        "showRecordId",
-        "tailable",
-        "awaitData",
-    ] {
+    for option in ["tailable", "awaitData"] {
         let set = match cmd.get(option) {
             None | Some(Bson::Boolean(false)) => false,
             Some(Bson::Document(d)) => !d.is_empty(),
@@ -132,7 +136,11 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         Arc::clone(&req.interrupt),
     )?;
     let ttl = meta.as_ref().and_then(|m| m.ttl());
-    let docs = project(execution.docs, args.projection, ttl);
+    let record_ids = args
+        .show_record_id
+        .then(|| meta.as_ref().map(|m| m.id))
+        .flatten();
+    let docs = project(execution.docs, args.projection, ttl, record_ids);
     // The plan applies the limit; the cursor also stops there without reading ahead.
     let mut cursor =
         Cursor::new(ns, docs, now, args.read.limit).with_interrupt(Arc::clone(&req.interrupt));
@@ -145,16 +153,26 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 }
 
 /// Projects each document; sizes are the stored sizes (never smaller than the projection), and
-/// each item keeps its document's expiry time under the collection TTL `ttl`.
-pub fn project(docs: StoredDocs, projection: Option<Projection>, ttl: Option<i32>) -> SizedDocs {
+/// each item keeps its document's expiry time under the collection TTL `ttl`. With
+/// `record_ids` (the collection id), each document gets its `$recordId`.
+pub fn project(
+    docs: StoredDocs,
+    projection: Option<Projection>,
+    ttl: Option<i32>,
+    record_ids: Option<u64>,
+) -> SizedDocs {
     Box::new(docs.map(move |r| {
         r.map(|d| {
-            let size = d.record.body.len();
+            let size = d.record.body.len() + if record_ids.is_some() { 64 } else { 0 };
             let expires_at = d.record.expires_at(ttl);
-            let doc = match &projection {
+            let record_id = record_ids.map(|c| keyed::record_id(c, &d));
+            let mut doc = match &projection {
                 Some(p) => p.apply(&d.doc),
                 None => d.doc,
             };
+            if let Some(id) = record_id {
+                doc.insert("$recordId", id);
+            }
             Item {
                 doc,
                 size,

@@ -123,7 +123,7 @@ fn value_class(v: &Bson) -> Vec<u8> {
     out
 }
 
-fn value_endpoint(v: &Bson, inclusive: bool) -> Endpoint {
+pub(crate) fn value_endpoint(v: &Bson, inclusive: bool) -> Endpoint {
     Endpoint {
         class: value_class(v),
         inclusive,
@@ -283,15 +283,11 @@ fn cmp_bounds(op: CmpOp, v: &Bson) -> Option<FieldBounds> {
         } else {
             Vec::new()
         }),
-        // MinKey and MaxKey compare against every bracket.
-        Bson::MaxKey if !upward => one(Interval {
-            low: value_endpoint(&Bson::MinKey, true),
-            high: value_endpoint(&Bson::MaxKey, inclusive),
-        }),
-        Bson::MinKey if upward => one(Interval {
-            low: value_endpoint(&Bson::MinKey, inclusive),
-            high: value_endpoint(&Bson::MaxKey, true),
-        }),
+        // MinKey and MaxKey compare against every bracket, whole arrays included, which have
+        // no entry of their own: an array of MinKeys is `$gt: MinKey` though its only entry is
+        // MinKey. Such a predicate bounds nothing.
+        Bson::MaxKey if !upward => one(Interval::full()),
+        Bson::MinKey if upward => one(Interval::full()),
         Bson::MaxKey | Bson::MinKey => Some(if inclusive {
             vec![Interval::point(v)]
         } else {

@@ -15,6 +15,7 @@
 pub mod bounds;
 pub mod cache;
 pub mod explain;
+pub mod keyed;
 pub mod plan;
 pub mod planner;
 pub mod source;
@@ -98,6 +99,11 @@ pub struct ReadRequest {
     /// `false` when the caller only counts: the stream's documents are then left empty and
     /// never decoded (their records are still there).
     pub decode: bool,
+    /// `min`/`max`: explicit key bounds of the hinted index (inclusive, exclusive).
+    pub min: Option<Document>,
+    pub max: Option<Document>,
+    /// `returnKey`: each document is replaced by the index key it was found by.
+    pub return_key: bool,
 }
 
 impl ReadRequest {
@@ -114,6 +120,9 @@ impl ReadRequest {
             hint: None,
             allow_disk_use: false,
             decode: true,
+            min: None,
+            max: None,
+            return_key: false,
         })
     }
 
@@ -171,6 +180,16 @@ pub fn execute<'r, S: Source<'r>>(
     };
     let choice = planner::choose(meta, req, &ctx, cache)?;
     let (docs, stats) = stages::run(&choice.winner, &ctx);
+    let docs: DocIter<'r> = if req.return_key {
+        let (leaf, collection) = (choice.winner.leaf().clone(), meta.id);
+        Box::new(docs.map(move |d| {
+            let mut d = d?;
+            d.doc = keyed::index_key(&leaf, collection, &d)?;
+            Ok(d)
+        }))
+    } else {
+        docs
+    };
     Ok(Execution {
         docs,
         choice,

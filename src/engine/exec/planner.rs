@@ -11,7 +11,7 @@ use super::cache::{self, PlanCache};
 use super::plan::{scan_ranges, IndexScan, Node, ScannedIndex};
 use super::source::Source;
 use super::stages::{self, RunContext, StageStats, WorkBudget};
-use super::{Hint, ReadRequest};
+use super::{keyed, Hint, ReadRequest};
 use crate::engine::catalog::CollectionMeta;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::{Expr, Pred};
@@ -192,6 +192,9 @@ fn wrap(leaf: Node, req: &ReadRequest) -> Node {
 /// The leaf plans worth considering for `req`.
 fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
     let conjuncts = bounds::conjuncts(req.filter.expr());
+    if req.min.is_some() || req.max.is_some() {
+        return min_max(meta, req).map(|n| vec![n]);
+    }
     if let Some(hint) = &req.hint {
         return hinted(meta, req, hint, &conjuncts).map(|n| vec![n]);
     }
@@ -288,15 +291,26 @@ fn contains_null(scan: &IndexScan) -> bool {
     })
 }
 
-/// The plan a hint names: `{$natural: ±1}`, or an index by name or key pattern.
-fn hinted(
-    meta: &CollectionMeta,
-    req: &ReadRequest,
-    hint: &Hint,
-    conjuncts: &BTreeMap<String, Vec<&Pred>>,
-) -> Result<Node> {
+/// `min`/`max` scan exactly the key range they give of the index the hint names.
+fn min_max(meta: &CollectionMeta, req: &ReadRequest) -> Result<Node> {
+    let index = match &req.hint {
+        None | Some(Hint::Natural { .. }) => {
+            return Err(Error::new(
+                ErrorCode::Location51173,
+                "When using min()/max() a hint of which index to use must be provided",
+            ))
+        }
+        Some(hint) => hinted_index(meta, hint)?,
+    };
+    let mut scan = keyed::min_max_scan(meta, index, req.min.as_ref(), req.max.as_ref())?;
+    scan.reverse = provided_order(&scan, req).unwrap_or(false);
+    Ok(Node::IxScan(scan))
+}
+
+/// The index a hint names by name or key pattern.
+fn hinted_index(meta: &CollectionMeta, hint: &Hint) -> Result<ScannedIndex> {
     let index = match hint {
-        Hint::Natural { reverse } => return Ok(Node::CollScan { reverse: *reverse }),
+        Hint::Natural { .. } => None,
         Hint::Name(name) if name == "_id_" => Some(ScannedIndex::id_index()),
         Hint::Name(name) => meta
             .index(name)
@@ -308,12 +322,25 @@ fn hinted(
             .find(|i| &i.key == key && !i.building)
             .map(ScannedIndex::secondary),
     };
-    let index = index.ok_or_else(|| {
+    index.ok_or_else(|| {
         Error::new(
             ErrorCode::BadValue,
             "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index",
         )
-    })?;
+    })
+}
+
+/// The plan a hint names: `{$natural: ±1}`, or an index by name or key pattern.
+fn hinted(
+    meta: &CollectionMeta,
+    req: &ReadRequest,
+    hint: &Hint,
+    conjuncts: &BTreeMap<String, Vec<&Pred>>,
+) -> Result<Node> {
+    if let Hint::Natural { reverse } = hint {
+        return Ok(Node::CollScan { reverse: *reverse });
+    }
+    let index = hinted_index(meta, hint)?;
     Ok(Node::IxScan(index_scan(meta, index, conjuncts, req)))
 }
 
