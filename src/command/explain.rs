@@ -171,6 +171,7 @@ pub fn explain_read(
         view.now_cell(),
         interrupt,
         None,
+        view.spill(),
     )?;
     let filter = &read.filter_doc;
     let choice = execution.choice.clone();

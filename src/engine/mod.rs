@@ -54,12 +54,14 @@ pub struct Engine {
     index_builds: Arc<index_build::IndexBuilds>,
     /// Winning plans by query shape, for every read of this engine.
     pub plans: Arc<exec::cache::PlanCache>,
+    spill: exec::spill::SpillDir,
 }
 
 impl Engine {
     /// Opens (or creates) the data directory and loads the catalog.
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Engine> {
         let backend = Arc::new(FjallBackend::open(dir)?);
+        let spill = exec::spill::SpillDir::open(dir)?;
         let mut catalog = Catalog::load(&backend.snapshot())?;
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
         index_build::discard_unfinished(&backend, &mut catalog)?;
@@ -90,6 +92,7 @@ impl Engine {
             writer_stats,
             index_builds: Default::default(),
             plans: Default::default(),
+            spill,
         })
     }
 
@@ -118,6 +121,7 @@ impl Engine {
             catalog,
             self.now(),
             Arc::clone(&self.plans),
+            Some(self.spill.clone()),
         )
     }
 

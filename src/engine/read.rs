@@ -7,6 +7,7 @@
 use super::catalog::{Catalog, CollectionMeta};
 use super::collection::StoredDoc;
 use super::exec::cache::PlanCache;
+use super::exec::spill::SpillDir;
 use super::record::Record;
 use super::Snap;
 use crate::error::Result;
@@ -25,15 +26,24 @@ pub struct ReadView {
     pub now: i64,
     /// The engine's plan cache, shared by every view.
     plans: Arc<PlanCache>,
+    /// Where sorts spill.
+    spill: Option<SpillDir>,
 }
 
 impl ReadView {
-    pub fn new(snapshot: Snap, catalog: Arc<Catalog>, now: i64, plans: Arc<PlanCache>) -> Self {
+    pub fn new(
+        snapshot: Snap,
+        catalog: Arc<Catalog>,
+        now: i64,
+        plans: Arc<PlanCache>,
+        spill: Option<SpillDir>,
+    ) -> Self {
         ReadView {
             snapshot,
             catalog,
             now,
             plans,
+            spill,
         }
     }
 
@@ -81,7 +91,13 @@ impl ReadView {
             now,
             interrupt,
             Some(&self.plans),
+            self.spill.as_ref(),
         )
+    }
+
+    /// Where sorts of this view spill.
+    pub fn spill(&self) -> Option<&SpillDir> {
+        self.spill.as_ref()
     }
 
     /// A clock cell starting at this view's time.

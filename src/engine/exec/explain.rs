@@ -67,6 +67,11 @@ pub fn describe(node: &Node, stats: Option<&StageStats>, filter: &Document) -> D
                 d.insert("limitAmount", to_i64(*l));
             }
             d.insert("type", "simple");
+            if let Some(c) = counters {
+                let spills = Counters::get(&c.spills);
+                d.insert("usedDisk", spills > 0);
+                d.insert("spills", to_i64(spills));
+            }
             d.insert("inputStage", describe(input, child, filter));
             d
         }

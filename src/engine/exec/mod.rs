@@ -19,6 +19,7 @@ pub mod keyed;
 pub mod plan;
 pub mod planner;
 pub mod source;
+pub mod spill;
 pub mod stages;
 
 pub use plan::Node;
@@ -104,6 +105,9 @@ pub struct ReadRequest {
     pub max: Option<Document>,
     /// `returnKey`: each document is replaced by the index key it was found by.
     pub return_key: bool,
+    /// Bytes of documents a blocking sort may hold (mongod's
+    /// `internalQueryMaxBlockingSortMemoryUsageBytes`, 100 MB).
+    pub sort_memory_limit: usize,
 }
 
 impl ReadRequest {
@@ -123,6 +127,7 @@ impl ReadRequest {
             min: None,
             max: None,
             return_key: false,
+            sort_memory_limit: stages::MAX_BLOCKING_SORT_BYTES,
         })
     }
 
@@ -154,6 +159,7 @@ pub fn execute<'r, S: Source<'r>>(
     now: NowCell,
     interrupt: Arc<Interrupt>,
     cache: Option<&cache::PlanCache>,
+    spill: Option<&spill::SpillDir>,
 ) -> Result<Execution<'r>> {
     let Some(meta) = meta else {
         return Ok(Execution {
@@ -177,6 +183,8 @@ pub fn execute<'r, S: Source<'r>>(
         allow_disk_use: req.allow_disk_use,
         // A sort needs the documents to order them.
         decode: req.decode || !req.sort.is_empty(),
+        spill: spill.cloned(),
+        sort_memory_limit: req.sort_memory_limit,
     };
     let choice = planner::choose(meta, req, &ctx, cache)?;
     let (docs, stats) = stages::run(&choice.winner, &ctx);
@@ -207,7 +215,7 @@ pub fn select_in_txn(
 ) -> Result<Vec<StoredDoc>> {
     let now = Arc::new(AtomicI64::new(now));
     // Writes race their candidates every time: the cache belongs to the readers' views.
-    execute(txn, Some(meta), req, now, interrupt, None)?
+    execute(txn, Some(meta), req, now, interrupt, None, None)?
         .docs
         .collect()
 }

@@ -8,6 +8,7 @@
 
 use super::plan::{IndexScan, Node};
 use super::source::{Entries, Source};
+use super::spill::{Merge, Run, SpillDir};
 use crate::engine::collection::StoredDoc;
 use crate::engine::interrupt::Interrupt;
 use crate::engine::read::NowCell;
@@ -37,6 +38,8 @@ pub struct Counters {
     pub keys_examined: AtomicU64,
     pub docs_examined: AtomicU64,
     pub dups_dropped: AtomicU64,
+    /// Sorted runs a sort wrote to disk.
+    pub spills: AtomicU64,
 }
 
 impl Counters {
@@ -105,6 +108,10 @@ pub struct RunContext<S> {
     pub allow_disk_use: bool,
     /// Whether documents are decoded; without, only their count is of use.
     pub decode: bool,
+    /// Where a sort over its memory limit spills with `allowDiskUse`.
+    pub spill: Option<SpillDir>,
+    /// Bytes of documents a blocking sort may hold.
+    pub sort_memory_limit: usize,
 }
 
 /// Runs `node`: its documents, lazily, and the counters it fills as it is pulled.
@@ -174,10 +181,11 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
                 input: Some(inner),
                 spec: spec.clone(),
                 limit: limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
-                allow_disk_use: ctx.allow_disk_use,
+                spill: ctx.spill.clone().filter(|_| ctx.allow_disk_use),
+                memory_limit: ctx.sort_memory_limit,
                 budget: ctx.budget.clone(),
                 counters,
-                sorted: Vec::new().into_iter(),
+                sorted: Box::new(std::iter::empty()),
             };
             (Box::new(sort), with_child(stats, child))
         }
@@ -217,20 +225,24 @@ fn with_child(mut stats: StageStats, child: StageStats) -> StageStats {
     stats
 }
 
-/// A blocking sort: pulls its whole input on the first call, then returns it in order.
+/// A blocking sort: pulls its whole input on the first call, then returns it in order. Past
+/// its memory limit it fails (292), or with `allowDiskUse` writes sorted runs to disk and
+/// merges them.
 struct SortIter<'r> {
     input: Option<DocIter<'r>>,
     spec: crate::query::sort::SortSpec,
     limit: Option<usize>,
-    allow_disk_use: bool,
+    spill: Option<SpillDir>,
+    memory_limit: usize,
     budget: Option<Arc<WorkBudget>>,
     counters: Arc<Counters>,
-    sorted: std::vec::IntoIter<StoredDoc>,
+    sorted: Box<dyn Iterator<Item = Result<StoredDoc>> + Send>,
 }
 
 impl SortIter<'_> {
     fn fill(&mut self, input: DocIter<'_>) -> Result<()> {
         let mut keyed: Vec<(Vec<bson::Bson>, StoredDoc)> = Vec::new();
+        let mut runs: Vec<Run> = Vec::new();
         let mut bytes = 0usize;
         let kept_bytes = |d: &StoredDoc| d.record.body.len();
         for doc in input {
@@ -245,13 +257,20 @@ impl SortIter<'_> {
                     bytes = keyed.iter().map(|(_, d)| kept_bytes(d)).sum();
                 }
             }
-            if bytes > MAX_BLOCKING_SORT_BYTES && !self.allow_disk_use {
-                return Err(Error::new(
-                    ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
-                    format!(
-                        "Executor error during find command :: caused by :: Sort exceeded memory limit of {MAX_BLOCKING_SORT_BYTES} bytes, but did not opt in to external sorting."
-                    ),
-                ));
+            if bytes > self.memory_limit {
+                let Some(spill) = &self.spill else {
+                    return Err(Error::new(
+                        ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+                        format!(
+                            "Executor error during find command :: caused by :: Sort exceeded memory limit of {} bytes, but did not opt in to external sorting.",
+                            self.memory_limit
+                        ),
+                    ));
+                };
+                self.trim(&mut keyed, self.limit.unwrap_or(usize::MAX));
+                runs.push(spill.write_run(keyed.drain(..).map(|(_, d)| d))?);
+                self.counters.spills.fetch_add(1, Relaxed);
+                bytes = 0;
             }
         }
         // A trial run cut short by its budget has not seen all documents: it returns none.
@@ -259,11 +278,15 @@ impl SortIter<'_> {
             return Ok(());
         }
         self.trim(&mut keyed, self.limit.unwrap_or(usize::MAX));
-        self.sorted = keyed
-            .into_iter()
-            .map(|(_, d)| d)
-            .collect::<Vec<_>>()
-            .into_iter();
+        self.sorted = if runs.is_empty() {
+            Box::new(keyed.into_iter().map(|(_, d)| Ok(d)))
+        } else {
+            let merged = Merge::new(self.spec.clone(), runs, keyed);
+            match self.limit {
+                Some(limit) => Box::new(merged.take(limit)),
+                None => Box::new(merged),
+            }
+        };
         Ok(())
     }
 
@@ -284,8 +307,10 @@ impl Iterator for SortIter<'_> {
             }
         }
         let doc = self.sorted.next()?;
-        self.counters.advanced.fetch_add(1, Relaxed);
-        Some(Ok(doc))
+        if doc.is_ok() {
+            self.counters.advanced.fetch_add(1, Relaxed);
+        }
+        Some(doc)
     }
 }
 
