@@ -94,6 +94,35 @@ async fn an_indexed_equality_is_an_index_scan_that_examines_only_what_it_returns
 }
 
 #[tokio::test]
+async fn a_projection_is_a_stage_above_the_plan() {
+    let server = TestServer::start().await;
+    let db = seeded(&server).await;
+    create_index(&db, doc! {"a": 1}).await;
+    let simple = explain(
+        &db,
+        doc! {"find": "c", "filter": {"a": 1}, "projection": {"b": 1}},
+        "executionStats",
+    )
+    .await;
+    assert_eq!(
+        stages(winning(&simple)),
+        ["PROJECTION_SIMPLE", "FETCH", "IXSCAN"]
+    );
+    assert_eq!(
+        winning(&simple).get_document("transformBy").unwrap(),
+        &doc! {"b": 1}
+    );
+    assert_eq!(number(stats(&simple), "nReturned"), 10);
+    let nested = explain(
+        &db,
+        doc! {"find": "c", "filter": {"a": 1}, "projection": {"x.y": 1}},
+        "queryPlanner",
+    )
+    .await;
+    assert_eq!(stages(winning(&nested))[0], "PROJECTION_DEFAULT");
+}
+
+#[tokio::test]
 async fn without_an_index_the_plan_is_a_collection_scan() {
     let server = TestServer::start().await;
     let db = seeded(&server).await;

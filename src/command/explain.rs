@@ -50,10 +50,12 @@ impl Verbosity {
 }
 
 /// What sits above the read plan in the stage tree of the explained command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Root {
     /// The documents are the result (find, aggregate's leading stages, distinct).
     Documents,
+    /// A find's projection (`transformBy`) shapes the documents.
+    Projected(Document),
     Count,
     Update,
     Delete,
@@ -77,12 +79,18 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let mut reply = match name {
         "find" => {
             let args = FindArgs::parse(db, inner)?;
+            let root = match inner.get("projection") {
+                Some(Bson::Document(p)) if !p.is_empty() && args.projection.is_some() => {
+                    Root::Projected(p.clone())
+                }
+                _ => Root::Documents,
+            };
             explain_read(
                 shared,
                 (db, &args.collection),
                 &args.read,
                 verbosity,
-                Root::Documents,
+                root,
                 interrupt,
             )?
         }
@@ -178,7 +186,7 @@ pub fn explain_read(
     let rejected: Vec<Bson> = choice
         .rejected
         .iter()
-        .map(|(node, _)| Bson::Document(wrap(root, describe(node, None, filter), None)))
+        .map(|(node, _)| Bson::Document(wrap(&root, describe(node, None, filter), None)))
         .collect();
     let mut reply = doc! {
         "explainVersion": "1",
@@ -189,7 +197,7 @@ pub fn explain_read(
             "maxIndexedOrSolutionsReached": false,
             "maxIndexedAndSolutionsReached": false,
             "maxScansToExplodeReached": false,
-            "winningPlan": wrap(root, describe(&choice.winner, None, filter), None),
+            "winningPlan": wrap(&root, describe(&choice.winner, None, filter), None),
             "rejectedPlans": rejected,
         },
     };
@@ -203,7 +211,10 @@ pub fn explain_read(
     }
     let millis = i64::try_from(timer.elapsed().as_millis()).unwrap_or(i64::MAX);
     let total = totals(&choice.winner, &execution.stats);
-    let shown_returned = if root == Root::Documents { returned } else { 0 };
+    let shown_returned = match root {
+        Root::Documents | Root::Projected(_) => returned,
+        _ => 0,
+    };
     let stages = describe(&choice.winner, Some(&execution.stats), filter);
     let mut stats = doc! {
         "executionSuccess": true,
@@ -211,7 +222,7 @@ pub fn explain_read(
         "executionTimeMillis": millis,
         "totalKeysExamined": count(total.keys_examined),
         "totalDocsExamined": count(total.docs_examined),
-        "executionStages": wrap(root, stages, Some(returned)),
+        "executionStages": wrap(&root, stages, Some(returned)),
     };
     if verbosity == Verbosity::AllPlansExecution {
         let mut all = Vec::new();
@@ -228,7 +239,7 @@ pub fn explain_read(
                 "executionTimeMillisEstimate": 0i64,
                 "totalKeysExamined": count(t.keys_examined),
                 "totalDocsExamined": count(t.docs_examined),
-                "executionStages": wrap(root, stages, None),
+                "executionStages": wrap(&root, stages, None),
             }));
         }
         stats.insert("allPlansExecution", all);
@@ -237,10 +248,32 @@ pub fn explain_read(
     Ok(reply)
 }
 
-/// Puts the command's own stage (COUNT, UPDATE, DELETE) above the read plan.
-fn wrap(root: Root, plan: Document, selected: Option<u64>) -> Document {
+/// Puts the command's own stage (PROJECTION, COUNT, UPDATE, DELETE) above the read plan.
+fn wrap(root: &Root, plan: Document, selected: Option<u64>) -> Document {
     let (stage, counter) = match root {
         Root::Documents => return plan,
+        Root::Projected(spec) => {
+            // mongod's PROJECTION_SIMPLE handles top-level inclusions and exclusions only.
+            let simple = spec.iter().all(|(k, v)| {
+                !k.contains('.')
+                    && matches!(
+                        v,
+                        Bson::Int32(0 | 1)
+                            | Bson::Int64(0 | 1)
+                            | Bson::Boolean(_)
+                            | Bson::Double(_)
+                    )
+            });
+            let mut out = doc! {
+                "stage": if simple { "PROJECTION_SIMPLE" } else { "PROJECTION_DEFAULT" },
+                "transformBy": spec.clone(),
+            };
+            if let Some(n) = selected {
+                out.insert("nReturned", count(n));
+            }
+            out.insert("inputStage", plan);
+            return out;
+        }
         Root::Count => ("COUNT", "nCounted"),
         Root::Update => ("UPDATE", "nMatched"),
         Root::Delete => ("DELETE", "nWouldDelete"),
