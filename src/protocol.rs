@@ -40,3 +40,41 @@ impl Compressor {
         Compressor::ALL.into_iter().find(|c| c.name() == name)
     }
 }
+
+/// A command's reply: a document built field by field, or one already encoded (a cursor batch
+/// of stored documents goes into the reply as the bytes it was stored as).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    Document(bson::Document),
+    Raw(bson::RawDocumentBuf),
+}
+
+impl Reply {
+    /// Whether the reply is `{ok: 0, ...}`.
+    pub fn is_error(&self) -> bool {
+        match self {
+            Reply::Document(d) => d.get("ok") == Some(&bson::Bson::Double(0.0)),
+            Reply::Raw(r) => matches!(r.get_f64("ok"), Ok(ok) if ok == 0.0),
+        }
+    }
+
+    /// The reply as a document (decoding a raw one).
+    pub fn into_document(self) -> bson::Document {
+        match self {
+            Reply::Document(d) => d,
+            Reply::Raw(r) => r.to_document().unwrap_or_default(),
+        }
+    }
+}
+
+impl From<bson::Document> for Reply {
+    fn from(d: bson::Document) -> Reply {
+        Reply::Document(d)
+    }
+}
+
+impl From<bson::RawDocumentBuf> for Reply {
+    fn from(r: bson::RawDocumentBuf) -> Reply {
+        Reply::Raw(r)
+    }
+}

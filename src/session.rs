@@ -14,6 +14,7 @@ use crate::clock::Stopwatch;
 use crate::command::{self, Connection, Shared};
 use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode};
+use crate::protocol::Reply;
 use crate::status::CompressionCounters;
 use crate::wire::{Compressor, Incoming, MessageCodec, Outgoing, ReplyBody, Request};
 use bson::{doc, Bson, Document};
@@ -197,14 +198,18 @@ async fn handle(
         Request::Msg(msg) => {
             let (name, reply) = match msg.body {
                 Ok(body) => run_logged(shared, conn, body, None, interrupt).await,
-                Err(e) => (String::new(), e.to_reply()),
+                Err(e) => (String::new(), Reply::Document(e.to_reply())),
             };
             if msg.flags.more_to_come() {
                 return None;
             }
+            let body = match reply {
+                Reply::Document(d) => ReplyBody::Msg(d),
+                Reply::Raw(r) => ReplyBody::RawMsg(r),
+            };
             Some(Outgoing {
                 response_to,
-                body: ReplyBody::Msg(reply),
+                body,
                 compressor: reply_compressor(incoming.compressor, &name),
             })
         }
@@ -217,6 +222,7 @@ async fn handle(
                     run_logged(shared, conn, unwrap_query(body), Some(&db), interrupt)
                         .await
                         .1
+                        .into_document()
                 }
             };
             Some(Outgoing {
@@ -235,18 +241,20 @@ async fn run_logged(
     body: Document,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
-) -> (String, Document) {
+) -> (String, Reply) {
     let timer = Stopwatch::start();
     let (name, reply) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
-    if reply.get("ok") == Some(&Bson::Double(0.0)) {
-        tracing::info!(
-            command = %name,
-            code = reply.get_i32("code").unwrap_or_default(),
-            errmsg = reply.get_str("errmsg").unwrap_or_default(),
-            duration_ms = millis as u64,
-            "command failed"
-        );
+    if let Reply::Document(failed) = &reply {
+        if reply.is_error() {
+            tracing::info!(
+                command = %name,
+                code = failed.get_i32("code").unwrap_or_default(),
+                errmsg = failed.get_str("errmsg").unwrap_or_default(),
+                duration_ms = millis as u64,
+                "command failed"
+            );
+        }
     }
     if millis >= u128::from(shared.config.slow_ms) {
         tracing::info!(command = %name, duration_ms = millis as u64, "slow command");

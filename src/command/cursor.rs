@@ -6,7 +6,7 @@ use crate::engine::catalog::collection_arg;
 use crate::engine::cursor::{Cursor, Item};
 use crate::error::{Error, ErrorCode, Result};
 use crate::status::OpKind;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawArrayBuf, RawDocumentBuf};
 
 pub type SizedDocs = Box<dyn Iterator<Item = Result<Item>> + Send>;
 
@@ -17,7 +17,7 @@ pub fn first_batch_reply(
     now: i64,
     batch_size: Option<usize>,
     single_batch: bool,
-) -> Result<Document> {
+) -> Result<RawDocumentBuf> {
     let (batch, exhausted) = cursor.next_batch(now, batch_size)?;
     let ns = cursor.ns.clone();
     let id = if exhausted || single_batch {
@@ -28,9 +28,21 @@ pub fn first_batch_reply(
     Ok(cursor_reply(id, &ns, "firstBatch", batch))
 }
 
-pub fn cursor_reply(id: i64, ns: &str, field: &str, batch: Vec<Document>) -> Document {
-    let batch: Vec<Bson> = batch.into_iter().map(Bson::Document).collect();
-    doc! {"cursor": {"id": id, "ns": ns, field: batch}, "ok": 1.0}
+/// `{cursor: {id, ns, <field>: batch}, ok: 1}`, built from the batch's encoded documents
+/// without decoding them.
+pub fn cursor_reply(id: i64, ns: &str, field: &str, batch: Vec<RawDocumentBuf>) -> RawDocumentBuf {
+    let mut documents = RawArrayBuf::new();
+    for doc in batch {
+        documents.push(doc);
+    }
+    let mut cursor = RawDocumentBuf::new();
+    cursor.append("id", id);
+    cursor.append("ns", ns);
+    cursor.append(field, documents);
+    let mut reply = RawDocumentBuf::new();
+    reply.append("cursor", cursor);
+    reply.append("ok", 1.0);
+    reply
 }
 
 const GET_MORE_FIELDS: &[&str] = &[
@@ -41,7 +53,7 @@ const GET_MORE_FIELDS: &[&str] = &[
     "lastKnownCommittedOpTime",
 ];
 
-pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
     let cmd = req.body;
     check_fields(cmd, "getMore", GET_MORE_FIELDS)?;
     let id = match cmd.get("getMore") {

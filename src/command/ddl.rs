@@ -266,7 +266,7 @@ const LIST_COLLECTIONS_FIELDS: &[&str] = &[
     "includePendingDrops",
 ];
 
-pub fn list_collections(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+pub fn list_collections(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
     let cmd = req.body;
     check_fields(cmd, "listCollections", LIST_COLLECTIONS_FIELDS)?;
     let filter = compile_filter(cmd, "listCollections")?;
@@ -387,13 +387,8 @@ pub(super) fn listing_cursor(
     ns: String,
     entries: Vec<Document>,
     batch_size: Option<usize>,
-) -> Result<Document> {
-    let sized = entries.into_iter().map(|entry| {
-        let size = bson::to_vec(&entry)
-            .map(|bytes| bytes.len())
-            .map_err(|e| Error::internal(format!("cannot encode a listing entry: {e}")))?;
-        Ok(Item::lasting(entry, size))
-    });
+) -> Result<bson::RawDocumentBuf> {
+    let sized = entries.into_iter().map(|entry| Item::lasting(&entry));
     let now = shared.engine.now();
     let cursor = Cursor::new(ns, Box::new(sized), Arc::new(AtomicI64::new(now)), None);
     first_batch_reply(shared, cursor, now, batch_size, false)

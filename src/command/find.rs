@@ -88,13 +88,16 @@ impl FindArgs {
             .filter(|d| !d.is_empty())
             .cloned();
         read.return_key = optional_bool(cmd, "find", "returnKey")?.unwrap_or(false);
+        let show_record_id = optional_bool(cmd, "find", "showRecordId")?.unwrap_or(false);
+        // Documents returned as stored need no decoding (a sort still decodes what it orders).
+        read.decode = projection.is_some() || read.return_key || show_record_id;
         refuse_unsupported(cmd)?;
         Ok(FindArgs {
             collection: coll.to_owned(),
             single_batch,
             batch_size: non_negative(cmd, "batchSize")?,
             no_timeout: optional_bool(cmd, "find", "noCursorTimeout")?.unwrap_or(false),
-            show_record_id: optional_bool(cmd, "find", "showRecordId")?.unwrap_or(false),
+            show_record_id,
             // `returnKey` replaces each document by its index key: nothing is left to project.
             projection: projection.filter(|_| !read.return_key),
             read,
@@ -121,7 +124,7 @@ fn refuse_unsupported(cmd: &Document) -> Result<()> {
     Ok(())
 }
 
-pub fn find(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
     let args = FindArgs::parse(req.db, req.body)?;
     shared.counters.count(OpKind::Query, 1);
     let ns = format!("{}.{}", req.db, args.collection);
@@ -140,7 +143,15 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .show_record_id
         .then(|| meta.as_ref().map(|m| m.id))
         .flatten();
-    let docs = project(execution.docs, args.projection, ttl, record_ids);
+    // Without returnKey, a document that is not projected is returned as stored.
+    let stored_as_is = !args.read.return_key;
+    let docs = project(
+        execution.docs,
+        args.projection,
+        ttl,
+        record_ids,
+        stored_as_is,
+    );
     // The plan applies the limit; the cursor also stops there without reading ahead.
     let mut cursor =
         Cursor::new(ns, docs, now, args.read.limit).with_interrupt(Arc::clone(&req.interrupt));
@@ -160,25 +171,26 @@ pub fn project(
     projection: Option<Projection>,
     ttl: Option<i32>,
     record_ids: Option<u64>,
+    stored_as_is: bool,
 ) -> SizedDocs {
     Box::new(docs.map(move |r| {
-        r.map(|d| {
-            let size = d.record.body.len() + if record_ids.is_some() { 64 } else { 0 };
-            let expires_at = d.record.expires_at(ttl);
-            let record_id = record_ids.map(|c| keyed::record_id(c, &d));
-            let mut doc = match &projection {
-                Some(p) => p.apply(&d.doc),
-                None => d.doc,
-            };
-            if let Some(id) = record_id {
-                doc.insert("$recordId", id);
-            }
-            Item {
-                doc,
-                size,
-                expires_at,
-            }
-        })
+        let d = r?;
+        let expires_at = d.record.expires_at(ttl);
+        if stored_as_is && projection.is_none() && record_ids.is_none() {
+            // The reply carries the stored bytes: the document is never decoded.
+            let raw = bson::RawDocumentBuf::from_bytes(d.record.body)
+                .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))?;
+            return Ok(Item::raw(raw, expires_at));
+        }
+        let record_id = record_ids.map(|c| keyed::record_id(c, &d));
+        let mut doc = match &projection {
+            Some(p) => p.apply(&d.doc),
+            None => d.doc,
+        };
+        if let Some(id) = record_id {
+            doc.insert("$recordId", id);
+        }
+        Item::new(&doc, expires_at)
     }))
 }
 

@@ -549,7 +549,7 @@ fn different_name(existing: &str) -> Error {
 
 const LIST_FIELDS: &[&str] = &["cursor", "includeBuildUUIDs", "includeIndexBuildInfo"];
 
-pub fn list_indexes(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+pub fn list_indexes(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
     let cmd = req.body;
     check_fields(cmd, "listIndexes", LIST_FIELDS)?;
     let coll = collection_arg(cmd.get("listIndexes"), "listIndexes")?;

@@ -36,6 +36,7 @@ pub use table::{CommandName, Scope};
 use crate::clock::Deadline;
 use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
+pub use crate::protocol::Reply;
 use crate::status::OpKind;
 use bson::{Bson, Document};
 use std::future::Future;
@@ -81,11 +82,11 @@ pub async fn execute(
     body: Document,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
-) -> (String, Document) {
+) -> (String, Reply) {
     let name = body.keys().next().cloned().unwrap_or_default();
     let reply = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
         Ok(reply) => reply,
-        Err(err) => err.to_reply(),
+        Err(err) => Reply::Document(err.to_reply()),
     };
     (name, reply)
 }
@@ -97,7 +98,7 @@ async fn run(
     body: &Document,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
-) -> Result<Document> {
+) -> Result<Reply> {
     let db = match legacy_db {
         Some(db) => {
             if !OP_QUERY_COMMANDS.contains(&name) {
@@ -192,11 +193,11 @@ fn max_time_ms(body: &Document) -> Result<Option<u64>> {
 
 /// Runs a command that reads storage on the blocking pool. The closure owns what it uses: the
 /// shared state, a copy of the body and the database name.
-async fn blocking(
+async fn blocking<R: Into<Reply> + Send + 'static>(
     shared: &Arc<Shared>,
     req: &Request<'_>,
-    command: fn(&Shared, &Request<'_>) -> Result<Document>,
-) -> Result<Document> {
+    command: fn(&Shared, &Request<'_>) -> Result<R>,
+) -> Result<Reply> {
     req.interrupt.check()?;
     let shared = Arc::clone(shared);
     let (name, db, body) = (req.name, req.db.to_owned(), req.body.clone());
@@ -208,7 +209,7 @@ async fn blocking(
             body: &body,
             interrupt,
         };
-        command(&shared, &req)
+        command(&shared, &req).map(Into::into)
     })
     .await
     .map_err(|e| Error::internal(format!("a command's thread failed: {e}")))?
@@ -219,10 +220,10 @@ async fn blocking(
 async fn awaiting_writer(
     req: &Request<'_>,
     command: impl Future<Output = Result<Document>>,
-) -> Result<Document> {
+) -> Result<Reply> {
     req.interrupt.check()?;
     tokio::select! {
-        reply = command => reply,
+        reply = command => reply.map(Reply::from),
         err = req.interrupt.interrupted() => Err(err),
     }
 }
@@ -239,38 +240,36 @@ pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
         })
 }
 
-async fn dispatch(
-    shared: &Arc<Shared>,
-    conn: &mut Connection,
-    req: &Request<'_>,
-) -> Result<Document> {
+async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>) -> Result<Reply> {
     use CommandName as C;
     match req.name {
-        C::Hello | C::IsMaster | C::IsMasterLower => handshake::hello(shared, conn, req),
-        C::Ping => Ok(admin::ping()),
-        C::BuildInfo | C::BuildInfoLower => Ok(introspection::build_info()),
-        C::GetParameter => admin::get_parameter(shared, req),
-        C::GetLog => admin::get_log(req),
-        C::GetCmdLineOpts => Ok(introspection::cmd_line_opts(shared)),
-        C::HostInfo => Ok(introspection::host_info(shared)),
+        C::Hello | C::IsMaster | C::IsMasterLower => {
+            handshake::hello(shared, conn, req).map(Reply::from)
+        }
+        C::Ping => Ok(admin::ping().into()),
+        C::BuildInfo | C::BuildInfoLower => Ok(introspection::build_info().into()),
+        C::GetParameter => admin::get_parameter(shared, req).map(Reply::from),
+        C::GetLog => admin::get_log(req).map(Reply::from),
+        C::GetCmdLineOpts => Ok(introspection::cmd_line_opts(shared).into()),
+        C::HostInfo => Ok(introspection::host_info(shared).into()),
         C::ServerStatus => {
             blocking(shared, req, |s, r| {
                 Ok(introspection::server_status(s, r.body))
             })
             .await
         }
-        C::WhatsMyUri => Ok(admin::whats_my_uri(conn)),
-        C::ConnectionStatus => Ok(admin::connection_status(req)),
-        C::ListCommands => Ok(introspection::list_commands(shared)),
-        C::StartSession => Ok(sessions::start_session()),
+        C::WhatsMyUri => Ok(admin::whats_my_uri(conn).into()),
+        C::ConnectionStatus => Ok(admin::connection_status(req).into()),
+        C::ListCommands => Ok(introspection::list_commands(shared).into()),
+        C::StartSession => Ok(sessions::start_session().into()),
         C::EndSessions | C::RefreshSessions | C::KillSessions | C::KillAllSessions => {
-            sessions::acknowledge(req)
+            sessions::acknowledge(req).map(Reply::from)
         }
-        C::SaslStart | C::SaslContinue => auth::sasl(req),
+        C::SaslStart | C::SaslContinue => auth::sasl(req).map(Reply::from),
         C::Insert => awaiting_writer(req, insert::insert(shared, req)).await,
         C::Find => blocking(shared, req, find::find).await,
         C::GetMore => blocking(shared, req, cursor::get_more).await,
-        C::KillCursors => cursor::kill_cursors(shared, req),
+        C::KillCursors => cursor::kill_cursors(shared, req).map(Reply::from),
         C::Update => awaiting_writer(req, write::update(shared, req)).await,
         C::Delete => awaiting_writer(req, write::delete(shared, req)).await,
         C::FindAndModify | C::FindAndModifyLower => {
@@ -291,12 +290,12 @@ async fn dispatch(
         C::CreateIndexes => awaiting_writer(req, index::create_indexes(shared, req)).await,
         C::ListIndexes => blocking(shared, req, index::list_indexes).await,
         C::DropIndexes => awaiting_writer(req, index::drop_indexes(shared, req)).await,
-        C::AdvanceClock => testing::advance_clock(shared, req),
+        C::AdvanceClock => testing::advance_clock(shared, req).map(Reply::from),
         C::Reaper => awaiting_writer(req, testing::reaper(shared, req)).await,
         C::CollMod => awaiting_writer(req, index::coll_mod(shared, req)).await,
         C::Sleep => blocking(shared, req, testing::sleep).await,
-        C::CurrentOp => operations::current_op(shared, req),
-        C::KillOp => operations::kill_op(shared, req),
+        C::CurrentOp => operations::current_op(shared, req).map(Reply::from),
+        C::KillOp => operations::kill_op(shared, req).map(Reply::from),
     }
 }
 

@@ -13,7 +13,7 @@ use super::interrupt::Interrupt;
 use super::read::NowCell;
 use crate::clock::{Clock, Deadline};
 use crate::error::Result;
-use bson::Document;
+use bson::{Document, RawDocumentBuf};
 use std::collections::HashMap;
 use std::iter::Peekable;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -30,11 +30,12 @@ pub const DEFAULT_FIRST_BATCH: usize = 101;
 /// A batch stops growing once it holds this many bytes (a reply stays under 16 MiB + 16 KiB).
 pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 
-/// A document ready to return.
+/// A document ready to return, already encoded: a stored document goes into the reply as the
+/// bytes it was stored as.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Item {
-    pub doc: Document,
-    /// Its encoded size, or an upper bound of it.
+    pub doc: RawDocumentBuf,
+    /// Its encoded size, for bounding a batch's bytes.
     pub size: usize,
     /// When the stored document it comes from expires, if ever: the cursor drops the item if
     /// that time has come when a batch takes it, even if it was read ahead earlier (TTL-18).
@@ -42,13 +43,25 @@ pub struct Item {
 }
 
 impl Item {
-    /// An item that does not come from an expiring document (listings, computed results).
-    pub fn lasting(doc: Document, size: usize) -> Item {
+    /// The encoded document, expiring at `expires_at` if ever.
+    pub fn raw(doc: RawDocumentBuf, expires_at: Option<i64>) -> Item {
         Item {
+            size: doc.as_bytes().len(),
             doc,
-            size,
-            expires_at: None,
+            expires_at,
         }
+    }
+
+    /// `doc`, encoded, expiring at `expires_at` if ever.
+    pub fn new(doc: &Document, expires_at: Option<i64>) -> Result<Item> {
+        let raw = RawDocumentBuf::from_document(doc)
+            .map_err(|e| crate::error::Error::internal(format!("cannot encode a reply: {e}")))?;
+        Ok(Item::raw(raw, expires_at))
+    }
+
+    /// An item that does not come from an expiring document (listings, computed results).
+    pub fn lasting(doc: &Document) -> Result<Item> {
+        Item::new(doc, None)
     }
 }
 
@@ -114,7 +127,7 @@ impl Cursor {
         &mut self,
         now_secs: i64,
         max_docs: Option<usize>,
-    ) -> Result<(Vec<Document>, bool)> {
+    ) -> Result<(Vec<RawDocumentBuf>, bool)> {
         self.now.store(now_secs, Ordering::Relaxed);
         let mut batch = Vec::new();
         let mut bytes = 0usize;
@@ -228,27 +241,29 @@ mod tests {
     use bson::doc;
 
     fn docs(n: i32, size: usize) -> Docs {
-        Box::new((0..n).map(move |i| Ok(Item::lasting(doc! {"_id": i}, size))))
+        Box::new((0..n).map(move |i| {
+            let mut item = Item::lasting(&doc! {"_id": i})?;
+            item.size = size;
+            Ok(item)
+        }))
+    }
+
+    fn item(doc: Document, expires_at: Option<i64>) -> Item {
+        let mut item = Item::new(&doc, expires_at).unwrap();
+        item.size = 1;
+        item
+    }
+
+    fn decoded(batch: Vec<RawDocumentBuf>) -> Vec<Document> {
+        batch.iter().map(|d| d.to_document().unwrap()).collect()
     }
 
     #[test]
     fn an_item_read_ahead_is_dropped_if_it_expired_before_its_batch() {
         let items = vec![
-            Item {
-                doc: doc! {"_id": 1},
-                size: 1,
-                expires_at: None,
-            },
-            Item {
-                doc: doc! {"_id": 2},
-                size: 1,
-                expires_at: Some(10),
-            },
-            Item {
-                doc: doc! {"_id": 3},
-                size: 1,
-                expires_at: None,
-            },
+            item(doc! {"_id": 1}, None),
+            item(doc! {"_id": 2}, Some(10)),
+            item(doc! {"_id": 3}, None),
         ];
         let mut c = Cursor::new(
             "d.c".into(),
@@ -257,9 +272,9 @@ mod tests {
             None,
         );
         let (first, done) = c.next_batch(5, Some(1)).unwrap();
-        assert_eq!((first, done), (vec![doc! {"_id": 1}], false));
+        assert_eq!((decoded(first), done), (vec![doc! {"_id": 1}], false));
         let (rest, done) = c.next_batch(10, None).unwrap();
-        assert_eq!((rest, done), (vec![doc! {"_id": 3}], true));
+        assert_eq!((decoded(rest), done), (vec![doc! {"_id": 3}], true));
     }
 
     #[test]

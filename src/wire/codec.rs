@@ -31,6 +31,8 @@ pub struct Incoming {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReplyBody {
     Msg(Document),
+    /// An OP_MSG body already encoded.
+    RawMsg(bson::RawDocumentBuf),
     Reply(Document),
 }
 
@@ -127,6 +129,11 @@ impl Encoder<Outgoing> for MessageCodec {
             ReplyBody::Msg(doc) => {
                 let mut p = Vec::new();
                 op_msg::encode_payload(doc, &mut p)?;
+                (OpCode::Msg, p)
+            }
+            ReplyBody::RawMsg(raw) => {
+                let mut p = Vec::new();
+                op_msg::encode_raw_payload(raw.as_bytes(), &mut p);
                 (OpCode::Msg, p)
             }
             ReplyBody::Reply(doc) => {

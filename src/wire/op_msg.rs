@@ -180,6 +180,13 @@ pub fn encode_payload(body: &Document, out: &mut Vec<u8>) -> Result<(), WireErro
         .map_err(|e| WireError::malformed("reply", e.to_string()))
 }
 
+/// Encodes a reply whose body is already BSON.
+pub fn encode_raw_payload(body: &[u8], out: &mut Vec<u8>) {
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.push(SECTION_BODY);
+    out.extend_from_slice(body);
+}
+
 /// Encodes a request (used by tests and tools): the body, then each sequence as a kind-1 section.
 pub fn encode_request_payload(
     flags: MsgFlags,

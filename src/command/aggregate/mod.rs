@@ -20,7 +20,7 @@ use super::args::{
 use super::cursor::first_batch_reply;
 use super::explain::{explain_read, Root, Verbosity};
 use super::read::{check_collation, validate_read_namespace};
-use super::{stats, Request, Shared};
+use super::{stats, Reply, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::{Hint, ReadRequest};
@@ -150,7 +150,7 @@ pub fn explain(
     Ok(doc! {"explainVersion": version, "stages": out})
 }
 
-pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
     let args = AggregateArgs::parse(req.db, req.body)?;
     if args.explain {
         let mut reply = explain(
@@ -161,7 +161,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             Arc::clone(&req.interrupt),
         )?;
         reply.insert("ok", 1.0);
-        return Ok(reply);
+        return Ok(reply.into());
     }
     let coll = args.collection.as_str();
     let batch_size = args.batch_size;
@@ -211,6 +211,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
         false,
     )
+    .map(Reply::from)
 }
 
 /// The pipeline's leading `$match`, `$sort`, `$skip` and `$limit` (each optional, in that
@@ -286,16 +287,7 @@ fn source(docs: StoredDocs, meta: &CollectionMeta) -> Rows {
 /// The pipeline's output for a cursor. Each row keeps when its source document expires, so the
 /// cursor drops rows whose document has expired by the time a batch takes them (TTL-18).
 fn sized(rows: Rows) -> super::cursor::SizedDocs {
-    Box::new(rows.map(|r| {
-        r.map(|row| {
-            let size = row.size.unwrap_or_else(|| stats::document_size(&row.doc));
-            Item {
-                doc: row.doc,
-                size,
-                expires_at: row.expires_at,
-            }
-        })
-    }))
+    Box::new(rows.map(|r| r.and_then(|row| Item::new(&row.doc, row.expires_at))))
 }
 
 /// The one document `$collStats` produces.
