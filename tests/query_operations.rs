@@ -209,3 +209,34 @@ async fn a_client_that_disconnects_mid_scan_stops_it() {
     let took = start.elapsed();
     assert!(took < Duration::from_secs(2), "the scan went on {took:?}");
 }
+
+#[tokio::test]
+async fn a_full_first_batch_is_returned_without_scanning_for_more() {
+    let server = TestServer::start().await;
+    let coll = seeded(&server).await;
+    let db = coll.client().database("test");
+    // The first document matches; the rest of the scan would take seconds.
+    let mut filter = matches_nothing_slowly();
+    filter
+        .get_array_mut("$or")
+        .unwrap()
+        .push(doc! {"s": "s0"}.into());
+    let started = Instant::now();
+    let reply = db
+        .run_command(doc! {"find": "c", "filter": filter, "batchSize": 1})
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let cursor = reply.get_document("cursor").unwrap();
+    let batch = cursor.get_array("firstBatch").unwrap();
+    assert_eq!(batch.len(), 1, "{reply}");
+    let id = cursor.get_i64("id").unwrap();
+    assert_ne!(id, 0, "the cursor stays open: {reply}");
+    assert!(
+        took < Duration::from_secs(1),
+        "the first batch took {took:?}"
+    );
+    db.run_command(doc! {"killCursors": "c", "cursors": [id]})
+        .await
+        .unwrap();
+}
