@@ -123,6 +123,10 @@ impl Cursor {
 
     /// The next batch: at most `max_docs` documents (if given) and about 16 MiB, and at least
     /// one document when any remain. Returns whether the cursor is exhausted afterwards.
+    ///
+    /// A batch that reaches `max_docs` does not look for a next document, as mongod does not:
+    /// behind a selective filter that look could scan the rest of the collection before the
+    /// reply. Such a cursor stays open, and a later batch may find nothing and close it.
     pub fn next_batch(
         &mut self,
         now_secs: i64,
@@ -131,15 +135,17 @@ impl Cursor {
         self.now.store(now_secs, Ordering::Relaxed);
         let mut batch = Vec::new();
         let mut bytes = 0usize;
-        let mut cap = max_docs.unwrap_or(usize::MAX);
-        if let Some(remaining) = self.remaining {
-            cap = cap.min(usize::try_from(remaining).unwrap_or(usize::MAX));
-        }
-        while batch.len() < cap {
+        let cap = max_docs.unwrap_or(usize::MAX);
+        let mut ended = false;
+        let remaining = self
+            .remaining
+            .map_or(usize::MAX, |r| usize::try_from(r).unwrap_or(usize::MAX));
+        while batch.len() < cap && batch.len() < remaining {
             if batch.len() % CHECK_EVERY == CHECK_EVERY - 1 {
                 self.interrupt.check()?;
             }
             let Some(peeked) = self.docs.peek() else {
+                ended = true;
                 break;
             };
             let (size, expired) = match peeked {
@@ -161,7 +167,7 @@ impl Cursor {
         if let Some(remaining) = self.remaining.as_mut() {
             *remaining = remaining.saturating_sub(batch.len() as u64);
         }
-        let exhausted = self.remaining == Some(0) || self.docs.peek().is_none();
+        let exhausted = ended || self.remaining == Some(0);
         Ok((batch, exhausted))
     }
 }
@@ -275,6 +281,15 @@ mod tests {
         assert_eq!((decoded(first), done), (vec![doc! {"_id": 1}], false));
         let (rest, done) = c.next_batch(10, None).unwrap();
         assert_eq!((decoded(rest), done), (vec![doc! {"_id": 3}], true));
+    }
+
+    #[test]
+    fn a_full_batch_does_not_read_ahead_and_a_later_empty_batch_closes_the_cursor() {
+        let mut c = Cursor::new("d.c".into(), docs(2, 1), Arc::new(AtomicI64::new(0)), None);
+        let (first, done) = c.next_batch(0, Some(2)).unwrap();
+        assert_eq!((first.len(), done), (2, false));
+        let (rest, done) = c.next_batch(0, Some(2)).unwrap();
+        assert_eq!((rest.len(), done), (0, true));
     }
 
     #[test]
