@@ -240,3 +240,37 @@ async fn a_full_first_batch_is_returned_without_scanning_for_more() {
         .await
         .unwrap();
 }
+
+#[tokio::test]
+async fn the_current_op_stage_lists_running_operations_on_admin_only() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let admin = client.database("admin");
+    let reply = admin
+        .run_command(doc! {
+            "aggregate": 1,
+            "pipeline": [{"$currentOp": {"allUsers": true, "idleConnections": false}}, {"$match": {"command.aggregate": 1}}],
+            "cursor": {},
+        })
+        .await
+        .unwrap();
+    let cursor = reply.get_document("cursor").unwrap();
+    assert_eq!(cursor.get_str("ns").unwrap(), "admin.$cmd.aggregate");
+    let ops = cursor.get_array("firstBatch").unwrap();
+    assert_eq!(ops.len(), 1, "the aggregate itself: {ops:?}");
+    let op = ops[0].as_document().unwrap();
+    assert_eq!(op.get_str("op").unwrap(), "command");
+    let err = client
+        .database("test")
+        .run_command(doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}], "cursor": {}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(73));
+    let err = admin
+        .run_command(
+            doc! {"aggregate": 1, "pipeline": [{"$match": {}}, {"$currentOp": {}}], "cursor": {}},
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(40602));
+}

@@ -89,6 +89,23 @@ impl AggregateArgs {
         for (i, spec) in pipeline.iter().enumerate() {
             stages.extend(Stage::parse(spec, i == 0, &vars)?);
         }
+        if matches!(stages.first(), Some(Stage::CurrentOp)) {
+            if db != "admin" || coll.is_some() {
+                return Err(Error::new(
+                    ErrorCode::InvalidNamespace,
+                    "$currentOp must be run against the 'admin' database with {aggregate: 1}",
+                ));
+            }
+            return Ok(AggregateArgs {
+                collection: "$cmd.aggregate".into(),
+                pipeline: pipeline.into_iter().cloned().collect(),
+                stages,
+                explain,
+                batch_size,
+                hint: None,
+                allow_disk_use,
+            });
+        }
         let Some(coll) = coll else {
             let what = pipeline
                 .first()
@@ -123,10 +140,13 @@ pub fn explain(
 ) -> Result<Document> {
     let args = AggregateArgs::parse(db, cmd)?;
     let mut stages = args.stages.into_iter().peekable();
-    if matches!(stages.peek(), Some(Stage::CollStats { .. })) {
+    if matches!(
+        stages.peek(),
+        Some(Stage::CollStats { .. } | Stage::CurrentOp)
+    ) {
         return Err(Error::new(
             ErrorCode::NotImplemented,
-            "explain of a $collStats pipeline is not supported by this server",
+            "explain of a $collStats or $currentOp pipeline is not supported by this server",
         ));
     }
     let (mut read, taken) = leading_read(&mut stages, args.hint)?;
@@ -189,6 +209,16 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
                 size: None,
                 expires_at: None,
             })))
+        }
+        (Some(Stage::CurrentOp), _) => {
+            stages.next();
+            Box::new(shared.ops.report().into_iter().map(|doc| {
+                Ok(Row {
+                    doc,
+                    size: None,
+                    expires_at: None,
+                })
+            }))
         }
         (_, None) => Box::new(std::iter::empty()),
         (_, Some(meta)) => {

@@ -67,6 +67,9 @@ pub enum Stage {
         storage_scale: Option<u64>,
         count: bool,
     },
+    /// `$currentOp`: the server's running operations (first stage of `{aggregate: 1}` on
+    /// `admin`).
+    CurrentOp,
 }
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
@@ -86,7 +89,6 @@ const UNSUPPORTED: &[&str] = &[
     "$setWindowFields",
     "$unionWith",
     "$changeStream",
-    "$currentOp",
     "$documents",
     "$listLocalSessions",
     "$listSessions",
@@ -181,6 +183,15 @@ impl Stage {
             }
             "$count" => Stage::Count(count_field(arg)?),
             "$sample" => Stage::Sample(sample_size(arg)?),
+            "$currentOp" => {
+                if !first {
+                    return Err(Error::new(
+                        ErrorCode::Location40602,
+                        "$currentOp is only valid as the first stage in a pipeline",
+                    ));
+                }
+                current_op_spec(arg)?
+            }
             "$collStats" => {
                 if !first {
                     return Err(Error::new(
@@ -267,9 +278,42 @@ impl Stage {
             }
             Stage::Sample(size) => Box::new(sample(rows, size)?.into_iter().map(Ok)),
             // Only valid first, where the pipeline's source produces it.
-            Stage::CollStats { .. } => rows,
+            Stage::CollStats { .. } | Stage::CurrentOp => rows,
         })
     }
+}
+
+/// `$currentOp`'s options: flags about which operations to list. Every operation here is a
+/// client's, active and visible to all, so each flag changes nothing but must be a boolean.
+fn current_op_spec(arg: &Bson) -> Result<Stage> {
+    let Bson::Document(options) = arg else {
+        return Err(Error::failed_to_parse(
+            "$currentOp options must be specified in an object",
+        ));
+    };
+    const FLAGS: &[&str] = &[
+        "allUsers",
+        "idleConnections",
+        "idleCursors",
+        "idleSessions",
+        "localOps",
+        "truncateOps",
+        "backtrace",
+    ];
+    for (name, value) in options {
+        if !FLAGS.contains(&name.as_str()) {
+            return Err(Error::failed_to_parse(format!(
+                "Unrecognized option '{name}' in $currentOp stage."
+            )));
+        }
+        if !matches!(value, Bson::Boolean(_)) {
+            return Err(Error::failed_to_parse(format!(
+                "The '{name}' parameter of the $currentOp stage must be a boolean value, but found: {}",
+                crate::query::path::type_name(value)
+            )));
+        }
+    }
+    Ok(Stage::CurrentOp)
 }
 
 /// `$skip` / `$limit` arguments: whole numbers, non-negative (`$limit` positive).
