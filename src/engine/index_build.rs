@@ -38,7 +38,7 @@ use tokio::sync::{oneshot, watch};
 
 /// Documents read per build job. One job takes a few milliseconds, so a client's write never
 /// waits long behind one.
-pub const BATCH: usize = 500;
+pub const BATCH: usize = 100;
 /// Index entries deleted per job when an index goes away.
 pub const PURGE_BATCH: usize = 2_000;
 /// How long a build pauses between jobs when clients have writes queued.

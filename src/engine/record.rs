@@ -65,6 +65,16 @@ impl Record {
         })
     }
 
+    /// Like [`Record::decode`], taking the stored bytes instead of copying the body out of them.
+    pub fn decode_owned(mut bytes: Vec<u8>) -> Result<Record> {
+        let header = Record::decode(bytes.get(..HEADER_LEN).unwrap_or_default())?;
+        bytes.drain(..HEADER_LEN);
+        Ok(Record {
+            body: bytes,
+            ..header
+        })
+    }
+
     pub fn document(&self) -> Result<Document> {
         Document::from_reader(self.body.as_slice())
             .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))
@@ -123,6 +133,13 @@ mod tests {
         assert!(!own.is_visible(Some(10), 102), "TTL-13");
         let never = Record::new(100, &doc! {"_id": 1, "ttl": -1}).unwrap();
         assert!(never.is_visible(Some(10), i64::MAX));
+    }
+
+    #[test]
+    fn decoding_the_stored_bytes_in_place_gives_the_same_record() {
+        let r = Record::new(7, &doc! {"_id": 1, "ttl": 5, "x": "y"}).unwrap();
+        assert_eq!(Record::decode_owned(r.encode()).unwrap(), r);
+        assert!(Record::decode_owned(vec![1, 2]).is_err());
     }
 
     #[test]

@@ -136,7 +136,7 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
                     Ok(None) => return None,
                     Err(e) => return Some(Err(e)),
                 };
-                leaf.load(key, &bytes).transpose()
+                leaf.load(key, bytes).transpose()
             });
             (Box::new(iter), stats)
         }
@@ -361,7 +361,7 @@ fn run_index_scan<'r, S: Source<'r>>(
             Ok(None) => return None,
             Err(e) => return Some(Err(e)),
         };
-        leaf.load(key, &bytes).transpose()
+        leaf.load(key, bytes).transpose()
     });
     (Box::new(iter), stats)
 }
@@ -428,10 +428,10 @@ impl<'r, S: Source<'r>> Leaf<S> {
     }
 
     /// The stored document under `key` if it is visible now and matches the filter (TTL-18).
-    fn load(&self, key: Vec<u8>, bytes: &[u8]) -> Result<Option<StoredDoc>> {
+    fn load(&self, key: Vec<u8>, bytes: Vec<u8>) -> Result<Option<StoredDoc>> {
         self.counters.docs_examined.fetch_add(1, Relaxed);
         self.counters.works.fetch_add(1, Relaxed);
-        let record = Record::decode(bytes)?;
+        let record = Record::decode_owned(bytes)?;
         if !record.is_visible(self.ttl, self.now.load(Relaxed)) {
             return Ok(None);
         }
@@ -466,7 +466,7 @@ impl<'r, S: Source<'r>> Leaf<S> {
                     if as_keys {
                         self.counters.keys_examined.fetch_add(1, Relaxed);
                     }
-                    self.load(key, &bytes).transpose()
+                    self.load(key, bytes).transpose()
                 }
                 Err(e) => Some(Err(e)),
             }

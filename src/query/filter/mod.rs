@@ -48,10 +48,12 @@ impl Filter {
             return Ok(true);
         }
         let mut partial = Document::new();
-        for element in raw {
-            let (key, value) = element.map_err(corrupt)?;
+        // Elements are walked without parsing the values the filter does not look at.
+        for element in raw.iter_elements() {
+            let element = element.map_err(corrupt)?;
+            let key = element.key();
             if self.fields.iter().any(|f| f == key) {
-                let value = Bson::try_from(value).map_err(corrupt)?;
+                let value = Bson::try_from(element.value().map_err(corrupt)?).map_err(corrupt)?;
                 partial.insert(key, value);
             }
         }
