@@ -271,6 +271,26 @@ mod tests {
         }
     }
 
+    /// Inserts document `i` at `at`, or later rewrites (bigger) or deletes it if still visible.
+    fn write_event(txn: &mut crate::engine::Txn<'_>, spec: &Spec, i: usize, at: i64, later: bool) {
+        let meta = ddl::collection(txn, "db", "c").unwrap();
+        if !later {
+            let d = document(i, spec, spec.pad);
+            return collection::insert(txn, &meta, &d, at).unwrap();
+        }
+        let id = Bson::Int32(i as i32);
+        let Some(old) = collection::get_by_id(txn, &meta, &id, at).unwrap() else {
+            return;
+        };
+        match spec.later {
+            Some((true, _)) => collection::delete(txn, &meta, &old).unwrap(),
+            _ => {
+                let grown = document(i, spec, spec.pad + 100);
+                collection::replace(txn, &meta, &old, &grown, at).unwrap()
+            }
+        }
+    }
+
     async fn run_case(
         specs: Vec<Spec>,
         collection_ttl: Option<i32>,
@@ -307,25 +327,13 @@ mod tests {
             }
         }
         events.sort();
-        for (at, i, later) in events {
-            let spec = specs[i].clone();
+        // A few writes per commit group: counters change both within a group and across them.
+        for chunk in events.chunks(8) {
+            let (chunk, specs) = (chunk.to_vec(), specs.clone());
             engine
                 .write(true, move |txn, _| {
-                    let meta = ddl::collection(txn, "db", "c").unwrap();
-                    if !later {
-                        let d = document(i, &spec, spec.pad);
-                        return collection::insert(txn, &meta, &d, at).unwrap();
-                    }
-                    let id = Bson::Int32(i as i32);
-                    let Some(old) = collection::get_by_id(txn, &meta, &id, at).unwrap() else {
-                        return;
-                    };
-                    match spec.later {
-                        Some((true, _)) => collection::delete(txn, &meta, &old).unwrap(),
-                        _ => {
-                            let grown = document(i, &spec, spec.pad + 100);
-                            collection::replace(txn, &meta, &old, &grown, at).unwrap()
-                        }
+                    for (at, i, later) in chunk {
+                        write_event(txn, &specs[i], i, at, later);
                     }
                 })
                 .await
@@ -343,7 +351,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(24))]
+        #![proptest_config(ProptestConfig::with_cases(16))]
 
         /// TTL-10, TTL-13, TTL-14, TTL-18: the counter less the expired documents found through
         /// the expiry keys is exactly what judging every record with `is_visible` gives.
