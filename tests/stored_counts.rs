@@ -224,6 +224,31 @@ async fn expired_documents_leave_every_count_at_once_ttl_18() {
     assert_counts(&db, &db.collection("c"), 1, "restarted").await;
 }
 
+/// TTL-19: inserting the `_id` of an expired document that fails on another unique key still
+/// removes the expired document, so no count includes it.
+#[tokio::test]
+async fn a_refused_insert_over_an_expired_id_leaves_the_counts_right() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    reaper(&client, "pause").await;
+    let coll = ttl_collection(&client, 10).await;
+    let db = client.database("ttl");
+    db.run_command(doc! {
+        "createIndexes": "c",
+        "indexes": [{"key": {"u": 1}, "name": "u_1", "unique": true}],
+    })
+    .await
+    .unwrap();
+    coll.insert_one(doc! {"_id": 1, "u": 1}).await.unwrap();
+    advance(&client, 10).await;
+    coll.insert_one(doc! {"_id": 2, "u": 5}).await.unwrap();
+    let err = coll.insert_one(doc! {"_id": 1, "u": 5}).await.unwrap_err();
+    assert!(err.to_string().contains("E11000"), "{err}");
+    assert_counts(&db, &coll, 1, "refused insert").await;
+    reaper(&client, "runOnce").await;
+    assert_counts(&db, &coll, 1, "reaped").await;
+}
+
 #[tokio::test]
 async fn without_a_collection_ttl_nothing_leaves_the_count_ttl_10() {
     let server = TestServer::start().await;

@@ -121,6 +121,9 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
             "_id is too large to be stored",
         ));
     }
+    let record = Record::new(now, doc)?;
+    check_size(doc, record.body.len())?;
+    let size = record.body.len();
     let mut replaced = None;
     if let Some(bytes) = txn.get(Keyspace::Documents, &key)? {
         let old = Record::decode(&bytes)?;
@@ -137,10 +140,15 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
         remove_entries(txn, meta, &key, &old, &old_doc)?;
         replaced = Some(old.body.len());
     }
-    let record = Record::new(now, doc)?;
-    check_size(doc, record.body.len())?;
-    let size = record.body.len();
-    add_entries(txn, meta, key, record, doc, now)?;
+    if let Err(e) = add_entries(txn, meta, key.clone(), record, doc, now) {
+        if let Some(old) = replaced {
+            // Its entries are gone: finish deleting the expired record (as the reaper would)
+            // rather than leave a record that no expiry entry leads to.
+            txn.delete(Keyspace::Documents, key);
+            txn.count_change(meta.id, -1, size_delta(old, 0));
+        }
+        return Err(e);
+    }
     // Overwriting an expired record leaves the number of stored documents as it was.
     match replaced {
         Some(old) => txn.count_change(meta.id, 0, size_delta(old, size)),
