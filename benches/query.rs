@@ -242,6 +242,25 @@ async fn count_scan(coll: &Collection<Document>, args: &Args) -> Result<(), BoxE
         args.docs,
         args.docs as f64 / median.as_secs_f64()
     );
+    let db = coll.client().database(DB);
+    let mut estimated = Vec::new();
+    let mut stats = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let n = coll.estimated_document_count().await?;
+        assert_eq!(n, args.docs as u64);
+        estimated.push(t.elapsed());
+        let t = Instant::now();
+        db.run_command(doc! {"collStats": coll.name()}).await?;
+        stats.push(t.elapsed());
+    }
+    estimated.sort_unstable();
+    stats.sort_unstable();
+    println!(
+        "estimatedDocumentCount (count with an empty query): median {}; collStats: median {}",
+        millis(percentile(&estimated, 0.5)),
+        millis(percentile(&stats, 0.5))
+    );
     Ok(())
 }
 

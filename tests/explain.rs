@@ -388,6 +388,17 @@ async fn count_distinct_aggregate_and_writes_explain_their_plans() {
     assert_eq!(stages(winning(&count)), ["COUNT", "FETCH", "IXSCAN"]);
     assert_eq!(number(stats(&count), "totalDocsExamined"), 20);
 
+    let fast = explain(&db, doc! {"count": "c"}, "executionStats").await;
+    assert_eq!(stages(winning(&fast)), ["RECORD_STORE_FAST_COUNT"]);
+    assert_eq!(number(stats(&fast), "totalDocsExamined"), 0);
+    assert_eq!(
+        number(
+            stats(&fast).get_document("executionStages").unwrap(),
+            "nCounted"
+        ),
+        1000
+    );
+
     let distinct = explain(
         &db,
         doc! {"distinct": "c", "key": "b", "query": {"a": 3}},

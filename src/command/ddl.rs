@@ -320,13 +320,12 @@ pub fn list_databases(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             doc! {"name": name.as_str()}
         } else {
             // sizeOnDisk: the stored bytes of the database's visible documents (TTL-18 hides
-            // expired ones), not the engine's files, which databases share.
+            // expired ones), from the collections' counters, not the engine's files, which
+            // databases share.
             let mut size: i64 = 0;
             for meta in view.catalog.collections_in(&name) {
-                for stored in view.scan(meta, view.now_cell()) {
-                    let len = stored?.record.body.len();
-                    size = size.saturating_add(i64::try_from(len).unwrap_or(i64::MAX));
-                }
+                let bytes = view.visible_totals(meta)?.size;
+                size = size.saturating_add(i64::try_from(bytes).unwrap_or(i64::MAX));
             }
             doc! {"name": name.as_str(), "sizeOnDisk": size, "empty": size == 0}
         };

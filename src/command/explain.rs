@@ -94,6 +94,10 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 interrupt,
             )?
         }
+        "count" if fast_count(inner) => {
+            let args = CountArgs::parse(db, inner)?;
+            fast_count_explain(shared, (db, &args.collection), verbosity)?
+        }
         "count" => {
             let args = CountArgs::parse(db, inner)?;
             explain_read(
@@ -146,6 +150,57 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         },
     );
     reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+/// Whether `count` answers from the collection's stored counter: an empty query and no hint.
+fn fast_count(cmd: &Document) -> bool {
+    let empty_query = match cmd.get("query") {
+        None | Some(Bson::Null) => true,
+        Some(Bson::Document(q)) => q.is_empty(),
+        Some(_) => false,
+    };
+    empty_query && cmd.get("hint").is_none()
+}
+
+/// mongod's plan for a count from the record store: one stage, no document read.
+fn fast_count_explain(
+    shared: &Shared,
+    (db, coll): (&str, &str),
+    verbosity: Verbosity,
+) -> Result<Document> {
+    let stage = doc! {"stage": "RECORD_STORE_FAST_COUNT"};
+    let mut reply = doc! {
+        "explainVersion": "1",
+        "queryPlanner": {
+            "namespace": format!("{db}.{coll}"),
+            "indexFilterSet": false,
+            "parsedQuery": {},
+            "winningPlan": stage.clone(),
+            "rejectedPlans": [],
+        },
+    };
+    if verbosity > Verbosity::QueryPlanner {
+        let view = shared.engine.read();
+        let counted = match view.collection(db, coll) {
+            Some(meta) => view.visible_count(&meta)?,
+            None => 0,
+        };
+        let mut executed = stage;
+        executed.insert("nReturned", 0i64);
+        executed.insert("nCounted", count(counted));
+        reply.insert(
+            "executionStats",
+            doc! {
+                "executionSuccess": true,
+                "nReturned": 0i64,
+                "executionTimeMillis": 0i64,
+                "totalKeysExamined": 0i64,
+                "totalDocsExamined": 0i64,
+                "executionStages": executed,
+            },
+        );
+    }
     Ok(reply)
 }
 

@@ -2,9 +2,10 @@
 //! executor. A missing collection is an empty one (mongosh counts `system.profile`).
 //!
 //! Owns: their arguments, counting with skip/limit, distinct values (array elements, BSON
-//! equality, sorted) and the namespace and collation rules the read commands share. Counting is
-//! O(matching documents): there is no stored count yet, and expired documents must not be
-//! counted.
+//! equality, sorted) and the namespace and collation rules the read commands share. Counting a
+//! filter is O(matching documents); `count` with an empty query and no hint (what drivers send
+//! for `estimatedDocumentCount`) reads the collection's counter instead, as mongod's fast count
+//! does, less the expired documents not yet reaped (TTL-18).
 //! Opcounters: mongod counts these under `command` only, which dispatch already does.
 
 use super::args::{check_fields, optional_doc, optional_i64, optional_str};
@@ -71,6 +72,17 @@ pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let args = CountArgs::parse(req.db, req.body)?;
     let view = shared.engine.read();
     let meta = view.collection(req.db, &args.collection);
+    // mongod counts from the record store only without a hint: a hint makes it plan (and fail
+    // on an unknown index).
+    if args.read.filter.is_empty() && args.read.hint.is_none() {
+        let total = match &meta {
+            Some(meta) => view.visible_count(meta)?,
+            None => 0,
+        };
+        let n = total.saturating_sub(args.read.skip);
+        let n = args.read.limit.map_or(n, |limit| n.min(limit));
+        return Ok(doc! {"n": super::stats::number(n), "ok": 1.0});
+    }
     let execution = view.execute(
         meta.as_deref(),
         &args.read,

@@ -2,9 +2,10 @@
 //! documents of a snapshot (TTL-18: an expired document counts nowhere, reaped or not).
 //!
 //! Owns: measuring a collection (count, data size, estimated index sizes), scaling, and the reply
-//! shapes mongod 7.0 gives. Measuring scans every visible document of the collection: O(n) in its
-//! documents, reading only each record's stored size (and `_id`/index fields for the index
-//! estimates). Does not own: the size of the data directory (`Engine::disk_space`).
+//! shapes mongod 7.0 gives. Count and data size come from the collection's counter less its
+//! expired, unreaped documents (`engine::counts`), without reading documents; index sizes are
+//! estimated from at most [`INDEX_SAMPLE`] visible documents. Does not own: the size of the data
+//! directory (`Engine::disk_space`).
 
 use super::args::{check_fields, optional_bool, optional_i64};
 use super::{Request, Shared};
@@ -17,6 +18,10 @@ use bson::{doc, Bson, Document};
 /// Bytes an index entry costs beyond its key values: the collection/index id prefix, the
 /// encoded `_id` it points to is counted separately, and the storage framing.
 const INDEX_ENTRY_OVERHEAD: u64 = 16;
+
+/// Visible documents (the first in `_id` order) whose index entries are sized for the index
+/// estimates; a larger collection's estimates are scaled up from them.
+const INDEX_SAMPLE: u64 = 1000;
 
 /// What one collection holds, unscaled.
 #[derive(Debug, Default, Clone)]
@@ -45,22 +50,32 @@ impl CollectionSizes {
     }
 }
 
-/// Counts and sizes the visible documents of `meta`. Index sizes are estimates: each visible
-/// document adds, per index, the BSON size of its indexed values (null when missing), the size of
-/// its `_id` and [`INDEX_ENTRY_OVERHEAD`]; the `_id_` index adds its `_id` and the overhead.
+/// Counts and sizes the visible documents of `meta` (exact, from its counter). Index sizes are
+/// estimates: each visible document adds, per index, the BSON size of its indexed values (null
+/// when missing), the size of its `_id` and [`INDEX_ENTRY_OVERHEAD`]; the `_id_` index adds its
+/// `_id` and the overhead. Only the first [`INDEX_SAMPLE`] visible documents are read, and the
+/// sums scaled to the whole count (exact for collections no larger than that).
 pub fn measure(view: &ReadView, meta: &CollectionMeta) -> Result<CollectionSizes> {
+    let totals = view.visible_totals(meta)?;
     let key_paths: Vec<Vec<Vec<String>>> = meta
         .indexes
         .iter()
         .map(|i| i.key.keys().map(|k| path::split(k)).collect())
         .collect();
-    let mut sizes = CollectionSizes::default();
+    let mut sizes = CollectionSizes {
+        count: totals.count,
+        data_size: totals.size,
+        index_sizes: Vec::new(),
+    };
+    let mut sampled = 0u64;
     let mut id_index = 0u64;
     let mut secondary = vec![0u64; meta.indexes.len()];
-    for stored in view.scan(meta, view.now_cell()) {
+    let sample = view
+        .scan(meta, view.now_cell())
+        .take(usize::try_from(INDEX_SAMPLE.min(totals.count)).unwrap_or(usize::MAX));
+    for stored in sample {
         let stored = stored?;
-        sizes.count += 1;
-        sizes.data_size += stored.record.body.len() as u64;
+        sampled += 1;
         let id_size = stored.doc.get("_id").map_or(0, value_size) as u64;
         id_index += id_size + INDEX_ENTRY_OVERHEAD;
         for (total, paths) in secondary.iter_mut().zip(&key_paths) {
@@ -71,9 +86,18 @@ pub fn measure(view: &ReadView, meta: &CollectionMeta) -> Result<CollectionSizes
             *total += keys as u64 + id_size + INDEX_ENTRY_OVERHEAD;
         }
     }
-    sizes.index_sizes.push(("_id_".to_owned(), id_index));
+    let scale_up = |sum: u64| -> u64 {
+        if sampled == 0 || sampled >= sizes.count {
+            return sum;
+        }
+        let scaled = u128::from(sum) * u128::from(sizes.count) / u128::from(sampled);
+        u64::try_from(scaled).unwrap_or(u64::MAX)
+    };
+    sizes
+        .index_sizes
+        .push(("_id_".to_owned(), scale_up(id_index)));
     for (index, size) in meta.indexes.iter().zip(secondary) {
-        sizes.index_sizes.push((index.name.clone(), size));
+        sizes.index_sizes.push((index.name.clone(), scale_up(size)));
     }
     Ok(sizes)
 }

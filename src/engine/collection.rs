@@ -1,5 +1,6 @@
 //! Document writes inside a [`Txn`]: insert, replace and delete, each keeping the document, its
-//! expiry key and its secondary index entries consistent in the same commit.
+//! expiry key, its secondary index entries and the collection's counter (`counts`) consistent in
+//! the same commit.
 //!
 //! Every lookup here goes through [`Record::is_visible`]: an expired document is neither
 //! matched nor a duplicate; inserting its `_id`, or a unique key it holds, deletes it first
@@ -120,6 +121,10 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
             "_id is too large to be stored",
         ));
     }
+    let record = Record::new(now, doc)?;
+    check_size(doc, record.body.len())?;
+    let size = record.body.len();
+    let mut replaced = None;
     if let Some(bytes) = txn.get(Keyspace::Documents, &key)? {
         let old = Record::decode(&bytes)?;
         if old.is_visible(meta.ttl(), now) {
@@ -133,10 +138,28 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
         // TTL-19: the expired document's `_id` is free; remove what is left of it.
         let old_doc = old.document()?;
         remove_entries(txn, meta, &key, &old, &old_doc)?;
+        replaced = Some(old.body.len());
     }
-    let record = Record::new(now, doc)?;
-    check_size(doc, record.body.len())?;
-    add_entries(txn, meta, key, record, doc, now)
+    if let Err(e) = add_entries(txn, meta, key.clone(), record, doc, now) {
+        if let Some(old) = replaced {
+            // Its entries are gone: finish deleting the expired record (as the reaper would)
+            // rather than leave a record that no expiry entry leads to.
+            txn.delete(Keyspace::Documents, key);
+            txn.count_change(meta.id, -1, size_delta(old, 0));
+        }
+        return Err(e);
+    }
+    // Overwriting an expired record leaves the number of stored documents as it was.
+    match replaced {
+        Some(old) => txn.count_change(meta.id, 0, size_delta(old, size)),
+        None => txn.count_change(meta.id, 1, size_delta(0, size)),
+    }
+    Ok(())
+}
+
+/// `new - old` body bytes.
+fn size_delta(old: usize, new: usize) -> i64 {
+    i64::try_from(new).unwrap_or(i64::MAX) - i64::try_from(old).unwrap_or(i64::MAX)
 }
 
 /// Replaces the visible document `old` with `new` (same `_id`), written at `now` (TTL-15).
@@ -149,6 +172,7 @@ pub fn replace(
 ) -> Result<()> {
     let record = Record::new(now, new)?;
     check_size(new, record.body.len())?;
+    let size = size_delta(old.record.body.len(), record.body.len());
     remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
     if let Err(e) = add_entries(txn, meta, old.key.clone(), record, new, now) {
         // `add_entries` writes nothing when it fails; restore `old`'s entries so a refused
@@ -156,6 +180,7 @@ pub fn replace(
         reindex(txn, meta, old, now)?;
         return Err(e);
     }
+    txn.count_change(meta.id, 0, size);
     Ok(())
 }
 
@@ -186,6 +211,7 @@ pub fn reindex(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &StoredDoc, now: i
 pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &StoredDoc) -> Result<()> {
     remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
     txn.delete(Keyspace::Documents, old.key.clone());
+    txn.count_change(meta.id, -1, size_delta(old.record.body.len(), 0));
     Ok(())
 }
 
@@ -210,6 +236,7 @@ pub fn delete_if_expired(
     }
     remove_expiry_entry(txn, key, &record);
     txn.delete(Keyspace::Documents, key.to_vec());
+    txn.count_change(meta.id, -1, size_delta(record.body.len(), 0));
     Ok(true)
 }
 
@@ -217,21 +244,26 @@ pub fn delete_if_expired(
 /// expiry range in this same group (the reaper, TTL-20). An expiry entry exists exactly while
 /// its document is stored with that expiry time (every write that changes `_ts` replaces the
 /// entry), so finding it due is the re-check at delete time. Without secondary indexes the
-/// document is not even read. Returns whether a document was deleted.
+/// document is not even read: the entry's value (`expiry_value`) holds its size, for the
+/// collection's counter. Returns whether a document was deleted.
 pub fn delete_due(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
     expiry_key: &[u8],
+    expiry_value: &[u8],
     now: i64,
 ) -> Result<bool> {
     let Some(doc_key) = expiry::document_key_of(expiry_key) else {
         return Ok(false);
     };
-    if meta.stored_indexes().next().is_some() {
-        return delete_if_expired(txn, meta, &doc_key, now);
-    }
+    let size = match expiry::body_len_of(expiry_value) {
+        Some(size) if meta.stored_indexes().next().is_none() => size,
+        // An entry from before entries carried the size, or secondary indexes to clean up.
+        _ => return delete_if_expired(txn, meta, &doc_key, now),
+    };
     txn.delete(Keyspace::Documents, doc_key);
     txn.delete(Keyspace::Expiry, expiry_key.to_vec());
+    txn.count_change(meta.id, -1, -i64::try_from(size).unwrap_or(i64::MAX));
     Ok(true)
 }
 
@@ -262,7 +294,7 @@ fn add_entries(
         txn.put(Keyspace::Indexes, entry, encoded_id.clone());
     }
     if let Some(expiry_key) = expiry::key_for(&key, &record) {
-        txn.put(Keyspace::Expiry, expiry_key, Vec::new());
+        txn.put(Keyspace::Expiry, expiry_key, expiry::value_for(&record));
     }
     txn.put(Keyspace::Documents, key, record.encode());
     Ok(())

@@ -83,6 +83,7 @@ pub fn drop_collection(
         return Ok(None);
     };
     txn.delete(Keyspace::Catalog, key);
+    txn.drop_counter(meta.id);
     txn.catalog_changed();
     let prefix = keys::collection_prefix(meta.id);
     for keyspace in [Keyspace::Documents, Keyspace::Indexes, Keyspace::Expiry] {

@@ -9,7 +9,9 @@
 //! - Documents whose own `ttl` is `-1` never expire and have no entry.
 //!
 //! Key: `collection prefix ++ kind ++ time (i64, sign-flipped BE) ++ encoded _id`; the document's
-//! key is `collection prefix ++ encoded _id`, so it is recovered from the expiry key.
+//! key is `collection prefix ++ encoded _id`, so it is recovered from the expiry key. Value: the
+//! document's BSON body size (u32 BE), so expired documents are sized without reading them
+//! (`counts`); entries written before that have an empty value.
 
 use super::record::Record;
 use crate::storage::keys::{collection_prefix, COLLECTION_PREFIX_LEN};
@@ -31,6 +33,20 @@ pub fn key_for(doc_key: &[u8], record: &Record) -> Option<Vec<u8>> {
     key.extend_from_slice(&encode_time(time));
     key.extend_from_slice(encoded_id);
     Some(key)
+}
+
+/// The value of a document's expiry entry: its body size.
+pub fn value_for(record: &Record) -> Vec<u8> {
+    u32::try_from(record.body.len())
+        .unwrap_or(u32::MAX)
+        .to_be_bytes()
+        .to_vec()
+}
+
+/// The body size an expiry entry's value holds; `None` for an entry written without it.
+pub fn body_len_of(value: &[u8]) -> Option<u64> {
+    let bytes: [u8; 4] = value.try_into().ok()?;
+    Some(u64::from(u32::from_be_bytes(bytes)))
 }
 
 /// The document key an expiry key points at.

@@ -552,7 +552,7 @@ fn commit<R>(
     let snapshot = backend.snapshot();
     let mut txn = Txn::new(&snapshot, catalog);
     let value = f(&mut txn)?;
-    let (batch, _) = txn.finish();
+    let (batch, _) = txn.finish()?;
     if !batch.is_empty() {
         backend.commit(batch, Durability::Buffered)?;
         backend.persist(Durability::SyncData)?;

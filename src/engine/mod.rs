@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod collection;
+pub mod counts;
 pub mod cursor;
 pub mod ddl;
 pub mod exec;
@@ -65,6 +66,8 @@ impl Engine {
         let mut catalog = Catalog::load(&backend.snapshot())?;
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
         index_build::discard_unfinished(&backend, &mut catalog)?;
+        // A data directory from before document counters: count each collection once.
+        counts::backfill(&backend, &catalog)?;
         let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
         let writer_stats = Arc::new(WriterStats::default());
         let (writer, thread) = Writer::start(

@@ -6,6 +6,7 @@
 
 use super::catalog::{Catalog, CollectionMeta};
 use super::collection::StoredDoc;
+use super::counts::{self, Totals};
 use super::exec::cache::PlanCache;
 use super::exec::spill::SpillDir;
 use super::record::Record;
@@ -63,6 +64,18 @@ impl ReadView {
         }
         let doc = record.document()?;
         Ok(Some(StoredDoc { key, record, doc }))
+    }
+
+    /// How many documents of the collection are visible in this view, and their total BSON
+    /// size, without reading them: the stored counter less the expired documents not yet
+    /// reaped (`counts`, TTL-18).
+    pub fn visible_totals(&self, meta: &CollectionMeta) -> Result<Totals> {
+        counts::visible(&self.snapshot, meta, self.now)
+    }
+
+    /// How many documents of the collection are visible in this view ([`Self::visible_totals`]).
+    pub fn visible_count(&self, meta: &CollectionMeta) -> Result<u64> {
+        Ok(self.visible_totals(meta)?.count)
     }
 
     /// Every visible document of the collection in `_id` order.

@@ -327,20 +327,19 @@ fn reap_batch(
         now
     };
     let end = end.min(expiry::due_end(collection_id, kind, due_now));
-    let keys = txn
+    let entries = txn
         .scan_range(Keyspace::Expiry, &from, &end)
         .take(BATCH)
-        .map(|entry| entry.map(|(key, _)| key))
         .collect::<Result<Vec<_>>>()?;
-    let more = keys.len() == BATCH;
+    let more = entries.len() == BATCH;
     let mut deleted = 0;
-    for key in &keys {
-        if collection::delete_due(txn, &meta, key, now)? {
+    for (key, value) in &entries {
+        if collection::delete_due(txn, &meta, key, value, now)? {
             deleted += 1;
         }
     }
-    let handled_below = match keys.last() {
-        Some(last) if more => successor(last),
+    let handled_below = match entries.last() {
+        Some((last, _)) if more => successor(last),
         _ => end,
     };
     Ok(Step {

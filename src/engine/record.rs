@@ -9,7 +9,8 @@ use crate::ttl;
 use bson::Document;
 
 const VERSION: u8 = 1;
-const HEADER_LEN: usize = 13;
+/// Bytes before the BSON body.
+pub(super) const HEADER_LEN: usize = 13;
 /// Never a valid `ttl` (valid ones are -1 or >= 1), so it can mean "none".
 const NO_TTL: i32 = i32::MIN;
 

@@ -2,10 +2,11 @@
 //! committed snapshot overlaid with the writes of the operations before it, so a group behaves
 //! exactly like its operations run one after another.
 //!
-//! Owns: the overlay, the write batch and the catalog changes of one group. Does not own:
-//! commit and durability (`writer`), document rules (`collection`).
+//! Owns: the overlay, the write batch, the catalog changes and the document-counter changes of
+//! one group. Does not own: commit and durability (`writer`), document rules (`collection`).
 
 use super::catalog::Catalog;
+use super::counts::{self, Delta};
 use super::Snap;
 use crate::error::Result;
 use crate::storage::{Keyspace, Snapshot, StorageError, WriteBatch};
@@ -50,6 +51,9 @@ pub struct Txn<'a> {
     batch: WriteBatch,
     pub(super) catalog: &'a mut Catalog,
     catalog_changed: bool,
+    /// Changes to collections' counters, by collection id: written once each by [`Txn::finish`],
+    /// so a group of thousands of inserts writes one counter entry.
+    counts: BTreeMap<u64, Delta>,
 }
 
 impl<'a> Txn<'a> {
@@ -60,6 +64,7 @@ impl<'a> Txn<'a> {
             batch: WriteBatch::new(),
             catalog,
             catalog_changed: false,
+            counts: BTreeMap::new(),
         }
     }
 
@@ -153,8 +158,34 @@ impl<'a> Txn<'a> {
         self.catalog_changed = true;
     }
 
-    pub(super) fn finish(self) -> (WriteBatch, bool) {
-        (self.batch, self.catalog_changed)
+    /// Adds `count` documents and `size` body bytes to collection `collection_id`'s counter.
+    pub(super) fn count_change(&mut self, collection_id: u64, count: i64, size: i64) {
+        let delta = self.counts.entry(collection_id).or_default();
+        delta.count += count;
+        delta.size += size;
+    }
+
+    /// Deletes a dropped collection's counter, with whatever this group changed in it.
+    pub(super) fn drop_counter(&mut self, collection_id: u64) {
+        self.counts.remove(&collection_id);
+        self.delete(Keyspace::Catalog, counts::counter_key(collection_id));
+    }
+
+    /// The group's batch, with each changed counter written once, and whether the catalog
+    /// changed.
+    pub(super) fn finish(mut self) -> Result<(WriteBatch, bool)> {
+        for (collection_id, delta) in std::mem::take(&mut self.counts) {
+            if delta.is_zero() {
+                continue;
+            }
+            let base = counts::stored(self.snapshot, collection_id)?.unwrap_or_default();
+            self.batch.put(
+                Keyspace::Catalog,
+                counts::counter_key(collection_id),
+                base.apply(delta).encode(),
+            );
+        }
+        Ok((self.batch, self.catalog_changed))
     }
 
     pub fn pending_bytes(&self) -> usize {

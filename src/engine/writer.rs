@@ -121,18 +121,22 @@ fn run(
                 next = receiver.try_recv().ok();
             }
         }
-        let (batch, catalog_changed) = txn.finish();
+        let finished = txn.finish();
         stats.groups.fetch_add(1, Relaxed);
         stats
             .jobs
             .fetch_add((durable_acks.len() + quick_acks.len()) as u64, Relaxed);
-        let committed = if batch.is_empty() {
-            Ok(())
-        } else {
-            backend
-                .commit(batch, Durability::Buffered)
-                .map_err(Error::from)
-        };
+        let mut catalog_changed = false;
+        let committed = finished.and_then(|(batch, changed)| {
+            catalog_changed = changed;
+            if batch.is_empty() {
+                Ok(())
+            } else {
+                backend
+                    .commit(batch, Durability::Buffered)
+                    .map_err(Error::from)
+            }
+        });
         if let Err(e) = &committed {
             tracing::error!(error = %e, "commit failed; the group's writes are rolled back");
             catalog = before;
