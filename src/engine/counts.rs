@@ -261,7 +261,13 @@ mod tests {
         let counter = stored(&view.snapshot, meta.id).unwrap().unwrap_or_default();
         assert_eq!(counter.count, stored_records);
         for &now in nows {
-            let at = ReadView::new(view.snapshot.clone(), Arc::clone(&view.catalog), now);
+            let at = ReadView::new(
+                view.snapshot.clone(),
+                Arc::clone(&view.catalog),
+                now,
+                Default::default(),
+                None,
+            );
             assert_eq!(
                 at.visible_totals(&meta).unwrap(),
                 judged_one_by_one(&at, &meta, now),
