@@ -244,6 +244,28 @@ async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
     Some(())
 }
 
+/// How many documents the case selects when only counted (no sort, no documents decoded: the
+/// planner may count index entries instead).
+fn count(engine: &Engine, coll: &str, case: &Case, hint: Option<Hint>) -> Result<u64, String> {
+    let view = engine.read();
+    let meta = view.collection("d", coll);
+    let mut req = ReadRequest::new(case.filter.clone()).map_err(|e| e.message)?;
+    req.skip = case.skip;
+    req.limit = case.limit;
+    req.hint = hint;
+    req.decode = false;
+    req.count_only = true;
+    let execution = view
+        .execute(meta.as_deref(), &req, view.now_cell(), Interrupt::none())
+        .map_err(|e| e.message)?;
+    let mut n = 0;
+    for d in execution.docs {
+        d.map_err(|e| e.message)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 fn run(
     engine: &Engine,
     coll: &str,
@@ -308,6 +330,13 @@ fn check(engine: &Engine, coll: &str, case: &Case) -> Result<(), TestCaseError> 
     for hint in hints {
         let got = run(engine, coll, case, hint.clone()).map_err(TestCaseError::fail)?;
         prop_assert_eq!(got.len(), reference.len(), "count with hint {:?}", hint);
+        let counted = count(engine, coll, case, hint.clone()).map_err(TestCaseError::fail)?;
+        prop_assert_eq!(
+            counted as usize,
+            reference.len(),
+            "counted with hint {:?}",
+            hint
+        );
         if case.sort.is_empty() {
             if case.skip == 0 && case.limit.is_none() {
                 prop_assert_eq!(ids(&got), ids(&reference), "hint {:?}", hint);

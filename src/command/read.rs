@@ -61,6 +61,7 @@ impl CountArgs {
             .filter(|l| *l != 0);
         read.hint = Hint::parse(cmd.get("hint"))?;
         read.decode = false;
+        read.count_only = true;
         Ok(CountArgs {
             collection: coll.to_owned(),
             read,

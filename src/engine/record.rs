@@ -14,8 +14,9 @@ pub(super) const HEADER_LEN: usize = 13;
 /// Never a valid `ttl` (valid ones are -1 or >= 1), so it can mean "none".
 const NO_TTL: i32 = i32::MIN;
 
-/// A stored document as read from the engine.
-#[derive(Debug, Clone, PartialEq)]
+/// A stored document as read from the engine. The default is an empty record, which a count
+/// from index entries stands in for the records it does not read.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Record {
     /// Last-modified time, epoch seconds (TTL-15).
     pub ts: i64,

@@ -239,6 +239,19 @@ pub(crate) fn field_bounds(preds: &[&Pred], multikey: bool) -> Option<FieldBound
     result
 }
 
+/// Whether a document's single (non-array) value satisfies `pred` exactly when its index entry
+/// lies in the predicate's bounds: equality and `$in` of plain values, and ranges within a type
+/// bracket. Regexes, `null` comparisons, NaN and MinKey/MaxKey targets are not.
+pub(crate) fn is_exact(pred: &Pred) -> bool {
+    let plain = |v: &Bson| !matches!(v, Bson::Array(_) | Bson::MinKey | Bson::MaxKey) && !is_nan(v);
+    match pred {
+        Pred::Eq(v) => plain(v),
+        Pred::Cmp(_, v) => plain(v) && !matches!(v, Bson::Null | Bson::Undefined),
+        Pred::In { values, regexes } => regexes.is_empty() && values.iter().all(plain),
+        _ => false,
+    }
+}
+
 /// The values one predicate can be satisfied by, or `None` when it cannot be bounded.
 fn pred_bounds(pred: &Pred) -> Option<FieldBounds> {
     match pred {

@@ -103,7 +103,7 @@ pub fn key(meta: &CollectionMeta, req: &ReadRequest) -> Key {
 /// Which leaf a plan runs: the index (or indexes) it scans, or its kind.
 pub fn signature(leaf: &Node) -> String {
     match leaf {
-        Node::IxScan(scan) => format!("ix:{}", scan.index.name),
+        Node::IxScan(scan) | Node::CountScan(scan) => format!("ix:{}", scan.index.name),
         Node::Or { inputs } => {
             let parts: Vec<String> = inputs.iter().map(signature).collect();
             format!("or({})", parts.join(","))

@@ -31,6 +31,13 @@ pub fn describe(node: &Node, stats: Option<&StageStats>, filter: &Document) -> D
             d
         }
         Node::IxScan(scan) => return describe_index_scan(scan, stats, filter),
+        Node::CountScan(scan) => {
+            let mut d = index_stage("COUNT_SCAN", scan);
+            if let Some(c) = counters {
+                add_counters(&mut d, c, LeafKind::IndexScan);
+            }
+            return d;
+        }
         Node::Or { inputs } => {
             let shown: Vec<Bson> = inputs
                 .iter()
@@ -92,12 +99,8 @@ pub fn describe(node: &Node, stats: Option<&StageStats>, filter: &Document) -> D
     out
 }
 
-/// FETCH (when the index is not the documents themselves, or a filter remains) over IXSCAN.
-fn describe_index_scan(
-    scan: &IndexScan,
-    stats: Option<&StageStats>,
-    filter: &Document,
-) -> Document {
+/// An index-reading stage: its index and the bounds it scans.
+fn index_stage(stage: &str, scan: &IndexScan) -> Document {
     let bounds: Document = scan
         .bounds
         .iter()
@@ -112,8 +115,8 @@ fn describe_index_scan(
         .keys()
         .map(|k| (k.clone(), Bson::Array(Vec::new())))
         .collect();
-    let mut ixscan = doc! {
-        "stage": "IXSCAN",
+    doc! {
+        "stage": stage,
         "keyPattern": scan.index.key.clone(),
         "indexName": scan.index.name.as_str(),
         "isMultiKey": scan.index.multikey,
@@ -124,7 +127,16 @@ fn describe_index_scan(
         "indexVersion": 2,
         "direction": direction(scan.reverse),
         "indexBounds": bounds,
-    };
+    }
+}
+
+/// FETCH (when the index is not the documents themselves, or a filter remains) over IXSCAN.
+fn describe_index_scan(
+    scan: &IndexScan,
+    stats: Option<&StageStats>,
+    filter: &Document,
+) -> Document {
+    let mut ixscan = index_stage("IXSCAN", scan);
     let mut fetch = doc! {"stage": "FETCH"};
     if !filter.is_empty() {
         fetch.insert("filter", filter.clone());

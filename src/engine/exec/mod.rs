@@ -97,9 +97,12 @@ pub struct ReadRequest {
     pub hint: Option<Hint>,
     /// A blocking sort may use more than 100 MB.
     pub allow_disk_use: bool,
-    /// `false` when the caller only counts: the stream's documents are then left empty and
-    /// never decoded (their records are still there).
+    /// `false` when the caller does not need decoded documents (a count, or a find that returns
+    /// documents as stored): the stream's documents are then left empty (records are there).
     pub decode: bool,
+    /// The caller only counts: the items need not even be records, so the plan may count
+    /// index entries (COUNT_SCAN).
+    pub count_only: bool,
     /// `min`/`max`: explicit key bounds of the hinted index (inclusive, exclusive).
     pub min: Option<Document>,
     pub max: Option<Document>,
@@ -124,6 +127,7 @@ impl ReadRequest {
             hint: None,
             allow_disk_use: false,
             decode: true,
+            count_only: false,
             min: None,
             max: None,
             return_key: false,

@@ -30,6 +30,10 @@ pub enum Node {
     Or {
         inputs: Vec<Node>,
     },
+    /// A count from index entries alone (a covered count): the bounds are exactly the filter,
+    /// and the collection has no TTL, so no document needs reading. Its items are entries, not
+    /// documents: only a caller that only counts (`ReadRequest::count_only`) gets this plan.
+    CountScan(IndexScan),
     /// A blocking sort; with `limit`, only the best `limit` documents are kept.
     Sort {
         input: Box<Node>,
@@ -67,6 +71,25 @@ impl Node {
                 Node::Skip { input, .. } | Node::Limit { input, .. } => node = input,
                 _ => return false,
             }
+        }
+    }
+}
+
+/// A SORT stage's parts, to put it back around a replaced input.
+#[derive(Debug, Clone)]
+pub struct SortParts {
+    pub spec: SortSpec,
+    pub pattern: Document,
+    pub limit: Option<u64>,
+}
+
+impl SortParts {
+    pub fn around(self, input: Box<Node>) -> Node {
+        Node::Sort {
+            input,
+            spec: self.spec,
+            pattern: self.pattern,
+            limit: self.limit,
         }
     }
 }

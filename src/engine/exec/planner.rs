@@ -45,14 +45,14 @@ pub fn choose<'r, S: Source<'r>>(
     if candidates.len() <= 1 {
         let winner = candidates.pop().unwrap_or(Node::Eof);
         return Ok(Choice {
-            winner: wrap(winner, req),
+            winner: covered_count(meta, req, wrap(winner, req)),
             winner_trial: None,
             rejected: Vec::new(),
         });
     }
     let key = cache.map(|_| cache::key(meta, req));
     if let (Some(cache), Some(key)) = (cache, &key) {
-        if let Some(choice) = cached(cache, key, &mut candidates, req, ctx)? {
+        if let Some(choice) = cached(meta, cache, key, &mut candidates, req, ctx)? {
             return Ok(choice);
         }
     }
@@ -71,6 +71,7 @@ pub fn choose<'r, S: Source<'r>>(
             _ => best,
         });
     let (_, winner, winner_stats, works) = scored.remove(best);
+    let winner = covered_count(meta, req, winner);
     if let (Some(cache), Some(key)) = (cache, key) {
         let plan = cache::signature(&winner);
         cache.put(key, cache::Entry { plan, works });
@@ -85,6 +86,7 @@ pub fn choose<'r, S: Source<'r>>(
 /// The cached choice for `key`, if it is among the candidates and still produces its first
 /// batch within ten times the work it took to win; otherwise the entry is evicted.
 fn cached<'r, S: Source<'r>>(
+    meta: &CollectionMeta,
     cache: &PlanCache,
     key: &cache::Key,
     candidates: &mut Vec<Node>,
@@ -111,10 +113,129 @@ fn cached<'r, S: Source<'r>>(
         return Ok(None);
     }
     Ok(Some(Choice {
-        winner: node,
+        winner: covered_count(meta, req, node),
         winner_trial: Some(stats),
         rejected: Vec::new(),
     }))
+}
+
+/// A count whose index scan's bounds are exactly its filter counts the scan's entries instead
+/// of fetching documents (mongod's COUNT_SCAN): only for callers that only count, on a collection
+/// without TTL (an expired document's entries stay until it is reaped), through a ready,
+/// dense index that no document gave an array.
+fn covered_count(meta: &CollectionMeta, req: &ReadRequest, plan: Node) -> Node {
+    if !req.count_only || meta.ttl().is_some() {
+        return plan;
+    }
+    let (node, wrappers) = unwrap_leaf(plan);
+    let node = match node {
+        Node::IxScan(scan)
+            if scan.index.id.is_some()
+                && !scan.index.multikey
+                && !scan.index.sparse
+                && bounds_are_the_filter(&scan, req) =>
+        {
+            Node::CountScan(scan)
+        }
+        other => other,
+    };
+    wrappers
+        .into_iter()
+        .rev()
+        .fold(node, |inner, w| w.around(inner))
+}
+
+/// What wraps a leaf: its skip and limit (a count has no sort).
+enum Wrapper {
+    Skip(u64),
+    Limit(u64),
+    Sort(super::plan::SortParts),
+}
+
+impl Wrapper {
+    fn around(self, input: Node) -> Node {
+        let input = Box::new(input);
+        match self {
+            Wrapper::Skip(n) => Node::Skip { input, n },
+            Wrapper::Limit(n) => Node::Limit { input, n },
+            Wrapper::Sort(parts) => parts.around(input),
+        }
+    }
+}
+
+/// The leaf of `plan` and the stages above it, outermost first.
+fn unwrap_leaf(plan: Node) -> (Node, Vec<Wrapper>) {
+    let mut wrappers = Vec::new();
+    let mut node = plan;
+    loop {
+        node = match node {
+            Node::Skip { input, n } => {
+                wrappers.push(Wrapper::Skip(n));
+                *input
+            }
+            Node::Limit { input, n } => {
+                wrappers.push(Wrapper::Limit(n));
+                *input
+            }
+            Node::Sort {
+                input,
+                spec,
+                pattern,
+                limit,
+            } => {
+                wrappers.push(Wrapper::Sort(super::plan::SortParts {
+                    spec,
+                    pattern,
+                    limit,
+                }));
+                *input
+            }
+            leaf => return (leaf, wrappers),
+        };
+    }
+}
+
+/// Whether the entries `scan` walks are exactly the documents the filter matches: the filter is
+/// a conjunction of exact predicates (equality, `$in` of values, ranges within a type bracket)
+/// on fields the scan bounds with exactly those predicates' intervals.
+fn bounds_are_the_filter(scan: &IndexScan, req: &ReadRequest) -> bool {
+    let expr = req.filter.expr();
+    if !conjunction_of_fields(expr) {
+        return false;
+    }
+    let conjuncts = bounds::conjuncts(expr);
+    let fields = scan.index.fields();
+    // Fields past the first one bounded to more than single values are not bounded by the scan.
+    let bounded = scan
+        .bounds
+        .iter()
+        .position(|(_, b)| !b.iter().all(Interval::is_point))
+        .map_or(scan.bounds.len(), |i| i + 1);
+    conjuncts.iter().all(|(path, preds)| {
+        let Some(position) = fields.iter().position(|(f, _)| f == path) else {
+            return false;
+        };
+        position < bounded
+            && preds.iter().all(|p| bounds::is_exact(p))
+            && bounds::field_bounds(preds, false).is_some_and(|b| {
+                scan.bounds
+                    .get(position)
+                    .is_some_and(|(_, shown)| *shown == b)
+            })
+    })
+}
+
+/// Whether `expr` is an `$and` (at any depth) of field predicates only.
+fn conjunction_of_fields(expr: &Expr) -> bool {
+    let mut stack = vec![expr];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::And(children) => stack.extend(children),
+            Expr::Field { .. } => {}
+            Expr::Or(_) | Expr::Nor(_) => return false,
+        }
+    }
+    true
 }
 
 /// Runs `node` for a bounded amount of work; its productivity and what it did.
