@@ -154,24 +154,19 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
             let leaf = Leaf::new(ctx, Arc::clone(&stats.counters));
             let prefix = keys::collection_prefix(ctx.collection_id);
             let entries = ranges(&ctx.source, Keyspace::Indexes, scan);
-            let iter = entries.filter_map(move |entry| {
-                if let Err(e) = leaf.tick() {
-                    return Some(Err(e));
-                }
-                let (_, encoded_id) = match entry {
-                    Ok(e) => e,
-                    Err(e) => return Some(Err(e)),
-                };
+            let iter = entries.map(move |entry| {
+                leaf.tick()?;
+                let (_, encoded_id) = entry?;
                 leaf.counters.keys_examined.fetch_add(1, Relaxed);
                 leaf.counters.works.fetch_add(1, Relaxed);
                 leaf.counters.advanced.fetch_add(1, Relaxed);
                 let mut key = prefix.to_vec();
                 key.extend_from_slice(&encoded_id);
-                Some(Ok(StoredDoc {
+                Ok(StoredDoc {
                     key,
                     record: Record::default(),
                     doc: bson::Document::new(),
-                }))
+                })
             });
             (Box::new(iter), stats)
         }
