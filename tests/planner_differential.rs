@@ -93,7 +93,7 @@ fn predicate() -> impl Strategy<Value = Document> {
         path,
         scalar(),
         prop::collection::vec(scalar(), 0..3),
-        0..11u8,
+        0..13u8,
     )
         .prop_map(|(path, v, vs, op)| {
             let cond = match op {
@@ -110,6 +110,8 @@ fn predicate() -> impl Strategy<Value = Document> {
                     options: String::new(),
                 }),
                 9 => Bson::Document(doc! {"$gte": v.clone(), "$lte": v}),
+                11 => Bson::Document(doc! {"$elemMatch": {"$gte": v.clone(), "$lte": v}}),
+                12 => Bson::Document(doc! {"$elemMatch": {"$gt": v, "$in": vs}}),
                 _ => Bson::Document(doc! {"$nin": vs}),
             };
             doc! {path: cond}

@@ -252,8 +252,24 @@ pub(crate) fn is_exact(pred: &Pred) -> bool {
     }
 }
 
-/// The values one predicate can be satisfied by, or `None` when it cannot be bounded.
+/// The values one predicate can be satisfied by, or `None` when it cannot be bounded. Not
+/// recursive: the predicates inside `$all` and `$elemMatch` are bounded one level deep only.
 fn pred_bounds(pred: &Pred) -> Option<FieldBounds> {
+    match pred {
+        // `$all` holds only if its first member does.
+        Pred::All(members) => members.iter().find_map(leaf_bounds),
+        // Every predicate holds on one element, which has an entry of its own: the bounds of
+        // the predicates intersect, even on a multikey index.
+        Pred::ElemMatchValue(members) => members
+            .iter()
+            .filter_map(leaf_bounds)
+            .reduce(|a, b| intersect(&a, &b)),
+        other => leaf_bounds(other),
+    }
+}
+
+/// Bounds of a predicate that holds no other predicates.
+fn leaf_bounds(pred: &Pred) -> Option<FieldBounds> {
     match pred {
         Pred::Eq(v) => eq_bounds(v).map(|i| vec![i]),
         Pred::Cmp(op, v) => cmp_bounds(*op, v),
@@ -269,8 +285,6 @@ fn pred_bounds(pred: &Pred) -> Option<FieldBounds> {
         }
         Pred::Regex(r) => Some(normalize(regex_bounds(r))),
         Pred::AlwaysFalse => Some(Vec::new()),
-        // `$all` holds only if its first member does.
-        Pred::All(members) => members.iter().find_map(pred_bounds),
         _ => None,
     }
 }
@@ -462,6 +476,18 @@ mod tests {
             )
             .unwrap(),
             vec!["(1, 9)"]
+        );
+    }
+
+    #[test]
+    fn elem_match_intersects_its_predicates_even_on_a_multikey_field() {
+        assert_eq!(
+            bounds_of(doc! {"a": {"$elemMatch": {"$gt": 1, "$lt": 9}}}, "a", true).unwrap(),
+            vec!["(1, 9)"]
+        );
+        assert_eq!(
+            bounds_of(doc! {"a": {"$elemMatch": {"$ne": 1}}}, "a", true),
+            None
         );
     }
 
