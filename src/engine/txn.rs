@@ -115,7 +115,12 @@ impl<'a> Txn<'a> {
     ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + '_ {
         let base = self
             .snapshot
-            .range(keyspace, as_ref(&start), as_ref(&end), reverse)
+            .range(
+                keyspace,
+                start.as_ref().map(Vec::as_slice),
+                end.as_ref().map(Vec::as_slice),
+                reverse,
+            )
             .peekable();
         let pending: PendingEntries<'_> = if range_is_empty(&start, &end) {
             Box::new(std::iter::empty())
@@ -203,14 +208,6 @@ impl<'a> Txn<'a> {
 
 /// The group's pending writes in a range: `None` is a delete.
 type PendingEntries<'t> = Box<dyn Iterator<Item = (&'t Vec<u8>, &'t Option<Vec<u8>>)> + Send + 't>;
-
-fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
 
 /// `BTreeMap::range` panics on an inverted range; an empty one simply has no entries.
 fn range_is_empty(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {

@@ -39,7 +39,13 @@ impl Source<'static> for Snap {
         end: Bound<Vec<u8>>,
         reverse: bool,
     ) -> Entries<'static> {
-        let entries = Snapshot::range(self, keyspace, as_slice(&start), as_slice(&end), reverse);
+        let entries = Snapshot::range(
+            self,
+            keyspace,
+            start.as_ref().map(Vec::as_slice),
+            end.as_ref().map(Vec::as_slice),
+            reverse,
+        );
         Box::new(entries.map(|e| e.map_err(Into::into)))
     }
 }
@@ -57,13 +63,5 @@ impl<'r> Source<'r> for &'r Txn<'_> {
         reverse: bool,
     ) -> Entries<'r> {
         Box::new(Txn::range(self, keyspace, start, end, reverse))
-    }
-}
-
-fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(k) => Bound::Included(k.as_slice()),
-        Bound::Excluded(k) => Bound::Excluded(k.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
     }
 }
