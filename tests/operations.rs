@@ -20,34 +20,12 @@ async fn admin(client: &Client, cmd: Document) -> mongodb::error::Result<Documen
 
 /// The running operations whose command is `sleep`.
 async fn sleeping_ops(client: &Client) -> Vec<Document> {
-    let reply = admin(
-        client,
-        doc! {"currentOp": 1, "command.sleep": {"$exists": true}},
-    )
-    .await
-    .unwrap();
-    reply
-        .get_array("inprog")
-        .unwrap()
-        .iter()
-        .filter_map(|op| op.as_document().cloned())
-        .collect()
+    common::current_ops(client, doc! {"command.sleep": {"$exists": true}}).await
 }
 
 /// Waits (up to five seconds) until `pred` holds of the sleeping operations.
 async fn wait_for_sleepers(client: &Client, pred: impl Fn(&[Document]) -> bool) -> Vec<Document> {
-    let start = Instant::now();
-    loop {
-        let ops = sleeping_ops(client).await;
-        if pred(&ops) {
-            return ops;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "sleeping operations never reached the expected state: {ops:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::wait_for_ops(client, doc! {"command.sleep": {"$exists": true}}, pred).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -45,39 +45,13 @@ async fn seeded(server: &TestServer) -> Collection<Document> {
     coll
 }
 
-/// The running operations that carry `comment` (the scans a test started).
-async fn ops_with_comment(client: &Client, comment: &str) -> Vec<Document> {
-    let reply = client
-        .database("admin")
-        .run_command(doc! {"currentOp": 1, "command.comment": comment})
-        .await
-        .unwrap();
-    reply
-        .get_array("inprog")
-        .unwrap()
-        .iter()
-        .filter_map(|op| op.as_document().cloned())
-        .collect()
-}
-
 /// Waits (up to five seconds) until `pred` holds of the operations that carry `comment`.
 async fn wait_for_ops(
     client: &Client,
     comment: &str,
     pred: impl Fn(&[Document]) -> bool,
 ) -> Vec<Document> {
-    let start = Instant::now();
-    loop {
-        let ops = ops_with_comment(client, comment).await;
-        if pred(&ops) {
-            return ops;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "operations `{comment}` never reached the expected state: {ops:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::wait_for_ops(client, doc! {"command.comment": comment}, pred).await
 }
 
 /// A find with `filter` (which matches nothing), tagged with `comment`.

@@ -150,3 +150,36 @@ pub fn error_code(err: &mongodb::error::Error) -> Option<i32> {
         _ => None,
     }
 }
+
+/// The running operations `currentOp` lists that match `filter` (its extra fields).
+pub async fn current_ops(client: &Client, filter: Document) -> Vec<Document> {
+    let mut command = bson::doc! {"currentOp": 1};
+    command.extend(filter);
+    let reply = client.database("admin").run_command(command).await.unwrap();
+    reply
+        .get_array("inprog")
+        .unwrap()
+        .iter()
+        .filter_map(|op| op.as_document().cloned())
+        .collect()
+}
+
+/// Polls [`current_ops`] (up to five seconds) until `pred` holds of them; returns them.
+pub async fn wait_for_ops(
+    client: &Client,
+    filter: Document,
+    pred: impl Fn(&[Document]) -> bool,
+) -> Vec<Document> {
+    let start = std::time::Instant::now();
+    loop {
+        let ops = current_ops(client, filter.clone()).await;
+        if pred(&ops) {
+            return ops;
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "operations matching {filter} never reached the expected state: {ops:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
