@@ -35,12 +35,23 @@ pub enum ClockKind {
     Manual,
 }
 
+/// Where the server keeps its data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum StorageKind {
+    /// Durable, on disk under `--dbpath` (fjall).
+    #[default]
+    Disk,
+    /// In memory: nothing written to disk, nothing kept after exit (`--dbpath` is not used).
+    Memory,
+}
+
 /// mayfly: a MongoDB wire-protocol compatible server with Azure Cosmos DB TTL semantics.
 #[derive(Debug, Parser, Default)]
 #[command(name = "mayfly", version, about, long_about = None)]
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
-    /// log_format, log_level, slow_ms, enable_test_commands, clock).
+    /// log_format, log_level, slow_ms, enable_test_commands, clock, storage).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -86,6 +97,11 @@ pub struct Cli {
     /// `advanceClock` test command). [default: system]
     #[arg(long, env = "MAYFLY_CLOCK", value_enum)]
     pub clock: Option<ClockKind>,
+
+    /// Storage backend: `disk` (durable, under --dbpath), or `memory` (nothing is written to
+    /// disk and everything is lost at exit: for tests and CI). [default: disk]
+    #[arg(long, env = "MAYFLY_STORAGE", value_enum)]
+    pub storage: Option<StorageKind>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -101,6 +117,7 @@ pub struct FileConfig {
     pub slow_ms: Option<u64>,
     pub enable_test_commands: Option<bool>,
     pub clock: Option<ClockKind>,
+    pub storage: Option<StorageKind>,
 }
 
 /// The resolved configuration the server runs with.
@@ -115,6 +132,7 @@ pub struct Config {
     pub slow_ms: u64,
     pub enable_test_commands: bool,
     pub clock: ClockKind,
+    pub storage: StorageKind,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
 }
@@ -185,6 +203,7 @@ impl Config {
             enable_test_commands: cli.enable_test_commands
                 || file.enable_test_commands.unwrap_or(false),
             clock: cli.clock.or(file.clock).unwrap_or_default(),
+            storage: cli.storage.or(file.storage).unwrap_or_default(),
             argv,
         }
     }
@@ -258,6 +277,26 @@ mod tests {
         ]);
         assert_eq!(cli.max_conns, Some(7));
         assert!(cli.enable_test_commands);
+    }
+
+    #[test]
+    fn storage_comes_from_the_flag_the_file_or_the_default() {
+        let table = [
+            (&[][..], "", StorageKind::Disk),
+            (&["--storage", "memory"][..], "", StorageKind::Memory),
+            (&[][..], "storage = \"memory\"", StorageKind::Memory),
+            (
+                &["--storage", "disk"][..],
+                "storage = \"memory\"",
+                StorageKind::Disk,
+            ),
+        ];
+        for (args, file, expected) in table {
+            let parsed: FileConfig = toml::from_str(file).unwrap();
+            let c = Config::resolve(parse(args), parsed, vec![]);
+            assert_eq!(c.storage, expected, "{args:?} {file:?}");
+        }
+        assert!(Cli::try_parse_from(["mayfly", "--storage", "tape"]).is_err());
     }
 
     #[test]

@@ -50,6 +50,7 @@ error_codes! {
     MaxTimeMSExpired = 50,
     Interrupted = 11601,
     InterruptedAtShutdown = 11600,
+    OutOfDiskSpace = 14031,
     IndexBuildAborted = 276,
     DollarPrefixedFieldName = 52,
     InvalidIdField = 53,

@@ -47,6 +47,7 @@ fn blocking_threads() -> usize {
 
 async fn run(config: Config) -> ExitCode {
     let dbpath = config.dbpath.clone();
+    let storage = config.storage;
     let clock: Arc<dyn Clock> = match config.clock {
         ClockKind::System => Arc::new(SystemClock::new()),
         ClockKind::Manual => Arc::new(ManualClock::starting_at_secs(SystemClock::new().now_secs())),
@@ -62,6 +63,7 @@ async fn run(config: Config) -> ExitCode {
         version = env!("CARGO_PKG_VERSION"),
         pid = std::process::id(),
         dbpath = %dbpath.display(),
+        storage = ?storage,
         "mayfly starting"
     );
     for addr in server.local_addrs() {

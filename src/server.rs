@@ -4,7 +4,7 @@
 
 use crate::clock::Clock;
 use crate::command::Shared;
-use crate::config::Config;
+use crate::config::{Config, StorageKind};
 use crate::session;
 use std::future::Future;
 use std::io;
@@ -22,17 +22,20 @@ pub struct Server {
 }
 
 impl Server {
-    /// Prepares the data directory and binds every configured address.
+    /// Prepares the data directory (none with `--storage memory`) and binds every configured
+    /// address.
     pub async fn bind(config: Config, clock: Arc<dyn Clock>) -> io::Result<Server> {
-        std::fs::create_dir_all(&config.dbpath).map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot create data directory {}: {e}",
-                    config.dbpath.display()
-                ),
-            )
-        })?;
+        if config.storage == StorageKind::Disk {
+            std::fs::create_dir_all(&config.dbpath).map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot create data directory {}: {e}",
+                        config.dbpath.display()
+                    ),
+                )
+            })?;
+        }
         let mut listeners = Vec::new();
         for ip in &config.bind_ips {
             let addr = format!("{}:{}", bracket_ipv6(ip), config.port);

@@ -2,7 +2,7 @@
 //! arrived on. Owns no sockets: the session layer fills in the addresses.
 
 use crate::clock::{Clock, Stopwatch};
-use crate::config::Config;
+use crate::config::{Config, StorageKind};
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::protocol::Compressor;
@@ -26,10 +26,13 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// Opens the storage engine in the configured data directory.
+    /// Opens the storage engine: in the configured data directory, or in memory.
     pub fn open(config: Config, clock: Arc<dyn Clock>) -> Result<Self> {
         let start_millis = clock.now_millis();
-        let engine = Engine::open(&config.dbpath, Arc::clone(&clock))?;
+        let engine = match config.storage {
+            StorageKind::Disk => Engine::open(&config.dbpath, Arc::clone(&clock))?,
+            StorageKind::Memory => Engine::open_memory(Arc::clone(&clock))?,
+        };
         Ok(Shared {
             engine,
             config,

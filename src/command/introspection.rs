@@ -136,7 +136,7 @@ fn all_sections(shared: &Shared, cmd: &Document) -> Document {
             "compression": compression_status(c),
         },
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
-        "storageEngine": {"name": "mayfly", "persistent": true, "supportsCommittedReads": true},
+        "storageEngine": storage_engine_status(shared),
         "ttl": if cmd.get("ttl").is_none_or(args::is_truthy) {
             Bson::Document(ttl_status(shared))
         } else {
@@ -174,13 +174,31 @@ fn ttl_status(shared: &Shared) -> Document {
     }
 }
 
-/// The group-commit writer: commit groups, jobs in them, and journal syncs.
+/// The storage engine: which backend, and whether it takes writes (`readOnly`, as mongod
+/// reports it; here it turns true after a storage failure that left a commit's fate unknown).
+fn storage_engine_status(shared: &Shared) -> Document {
+    let engine = &shared.engine;
+    let reason = engine.writer_stats.read_only_reason();
+    doc! {
+        "name": "mayfly",
+        "backend": engine.storage_name(),
+        "persistent": engine.is_persistent(),
+        "supportsCommittedReads": true,
+        "readOnly": reason.is_some(),
+        "readOnlyReason": reason.map_or(Bson::Null, Bson::String),
+    }
+}
+
+/// The group-commit writer: commit groups, jobs in them, journal syncs, and failed commits.
 fn writer_status(shared: &Shared) -> Document {
     let w = &shared.engine.writer_stats;
     doc! {
         "groups": Counters::get(&w.groups),
         "jobs": Counters::get(&w.jobs),
         "syncs": Counters::get(&w.syncs),
+        "failedCommits": Counters::get(&w.failed_commits),
+        "outOfDiskSpace": Counters::get(&w.out_of_space),
+        "lastError": w.last_error().map_or(Bson::Null, Bson::String),
     }
 }
 

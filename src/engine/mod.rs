@@ -33,14 +33,17 @@ pub use writer::{Writer, WriterStats};
 
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::storage::fjall_backend::{FjallBackend, FjallSnapshot};
-use crate::storage::Backend;
+use crate::storage::{
+    Backend, Faults, FaultyBackend, FjallBackend, MemoryBackend, Store, StoreSnapshot,
+};
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
-/// The backend mayfly runs on. The engine uses it only through the `storage` traits.
-pub type Db = FjallBackend;
-pub type Snap = FjallSnapshot;
+/// The backend mayfly runs on: fjall or memory, chosen at start ([`Store`]), behind the
+/// fault-injecting wrapper (every fault off unless a test turns one on). The engine uses it
+/// only through the `storage` traits.
+pub type Db = FaultyBackend<Store>;
+pub type Snap = StoreSnapshot;
 
 pub struct Engine {
     backend: Arc<Db>,
@@ -56,13 +59,44 @@ pub struct Engine {
     /// Winning plans by query shape, for every read of this engine.
     pub plans: Arc<exec::cache::PlanCache>,
     spill: exec::spill::SpillDir,
+    /// The directory sorts spill to when there is no data directory; removed with the engine.
+    _spill_root: Option<tempfile::TempDir>,
 }
 
 impl Engine {
-    /// Opens (or creates) the data directory and loads the catalog.
+    /// Opens (or creates) the data directory on disk and loads the catalog.
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Engine> {
-        let backend = Arc::new(FjallBackend::open(dir)?);
+        let store = Store::Fjall(FjallBackend::open(dir)?);
         let spill = exec::spill::SpillDir::open(dir)?;
+        Engine::start(store, spill, None, clock)
+    }
+
+    /// Starts an empty engine that keeps everything in memory: nothing is written to disk but
+    /// the temporary files of sorts that spill (under the system's temporary directory,
+    /// removed when the engine is dropped), and nothing survives the process.
+    pub fn open_memory(clock: Arc<dyn Clock>) -> Result<Engine> {
+        let root = tempfile::Builder::new()
+            .prefix("mayfly-memory-")
+            .tempdir()
+            .map_err(|e| {
+                crate::error::Error::internal(format!("cannot create a temporary directory: {e}"))
+            })?;
+        let spill = exec::spill::SpillDir::open(root.path())?;
+        Engine::start(
+            Store::Memory(MemoryBackend::new()),
+            spill,
+            Some(root),
+            clock,
+        )
+    }
+
+    fn start(
+        store: Store,
+        spill: exec::spill::SpillDir,
+        spill_root: Option<tempfile::TempDir>,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Engine> {
+        let backend = Arc::new(FaultyBackend::new(store));
         let mut catalog = Catalog::load(&backend.snapshot())?;
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
         index_build::discard_unfinished(&backend, &mut catalog)?;
@@ -96,6 +130,7 @@ impl Engine {
             index_builds: Default::default(),
             plans: Default::default(),
             spill,
+            _spill_root: spill_root,
         })
     }
 
@@ -141,9 +176,24 @@ impl Engine {
             .await
     }
 
-    /// Bytes the data directory takes on disk.
+    /// Bytes the data directory takes on disk (with `--storage memory`: bytes held in memory).
     pub fn disk_space(&self) -> u64 {
-        self.backend.disk_space().unwrap_or(0)
+        self.backend.inner().size_bytes().unwrap_or(0)
+    }
+
+    /// The storage backend's name (`fjall`, `memory`).
+    pub fn storage_name(&self) -> &'static str {
+        self.backend.inner().name()
+    }
+
+    /// Whether committed writes survive a restart.
+    pub fn is_persistent(&self) -> bool {
+        self.backend.inner().is_persistent()
+    }
+
+    /// The storage fault switches, for tests of storage failures.
+    pub fn storage_faults(&self) -> Arc<Faults> {
+        Arc::clone(self.backend.faults())
     }
 }
 

@@ -9,7 +9,7 @@ use super::catalog::Catalog;
 use super::counts::{self, Delta};
 use super::Snap;
 use crate::error::Result;
-use crate::storage::{Keyspace, Snapshot, StorageError, WriteBatch};
+use crate::storage::{bounds_are_empty, Keyspace, Snapshot, StorageError, WriteBatch};
 use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
@@ -122,7 +122,11 @@ impl<'a> Txn<'a> {
                 reverse,
             )
             .peekable();
-        let pending: PendingEntries<'_> = if range_is_empty(&start, &end) {
+        let empty = bounds_are_empty(
+            start.as_ref().map(Vec::as_slice),
+            end.as_ref().map(Vec::as_slice),
+        );
+        let pending: PendingEntries<'_> = if empty {
             Box::new(std::iter::empty())
         } else if reverse {
             Box::new(self.overlay_of(keyspace).range((start, end)).rev())
@@ -209,16 +213,6 @@ impl<'a> Txn<'a> {
 /// The group's pending writes in a range: `None` is a delete.
 type PendingEntries<'t> = Box<dyn Iterator<Item = (&'t Vec<u8>, &'t Option<Vec<u8>>)> + Send + 't>;
 
-/// `BTreeMap::range` panics on an inverted range; an empty one simply has no entries.
-fn range_is_empty(start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
-    match (start, end) {
-        (Bound::Included(s), Bound::Included(e)) => s > e,
-        (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
-        | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
-        _ => false,
-    }
-}
-
 /// The snapshot's entries merged with the group's pending writes (pending wins), in key order
 /// or, when `reverse`, in reverse key order.
 struct Merged<B: Iterator, P: Iterator> {
@@ -267,3 +261,7 @@ where
         }
     }
 }
+
+#[cfg(test)]
+#[path = "txn_tests.rs"]
+mod tests;

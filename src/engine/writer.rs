@@ -1,17 +1,28 @@
 //! The group-commit writer: one thread through which every write of every connection goes.
 //!
 //! It takes the first queued job, drains whatever else is queued (bounded by count and bytes),
-//! runs the jobs one after another in one [`Txn`], commits the group atomically, acknowledges the
-//! jobs that did not ask for durability, syncs the journal (fdatasync) once, and acknowledges the
-//! rest. Many concurrent clients thus share one sync: durability and throughput together.
-//! A failed commit fails every job of its group and rolls back its catalog changes.
+//! runs the jobs one after another in one [`Txn`] and commits the group atomically — synced to
+//! disk (fdatasync) within the commit when any job asked for durability, so the group becomes
+//! visible only once it is durable — then acknowledges every job. Many concurrent clients thus
+//! share one sync: durability and throughput together.
+//!
+//! # Storage failures
+//!
+//! A commit refused before anything of it was applied (a full disk, an I/O error) fails every
+//! job of its group and rolls back its catalog changes; nothing of it is visible, and the next
+//! group tries again. A failure after which the group's fate is unknown (the journal write or
+//! sync failed: the batch may be durable, or visible) puts the writer in read-only mode, as
+//! PostgreSQL stops after a failed fsync: the group's jobs get an error saying their outcome is
+//! unknown, every later write is refused with `IllegalOperation` until a restart (which
+//! recovers from the journal), and reads keep working. Both are logged at error level and
+//! counted in [`WriterStats`] (`serverStatus.writer`).
 
 use super::catalog::Catalog;
 use super::txn::Txn;
 use super::Db;
-use crate::error::{Error, Result};
-use crate::storage::{Backend, Durability};
-use std::sync::{Arc, RwLock};
+use crate::error::{Error, ErrorCode, Result};
+use crate::storage::{Backend, Durability, StorageError};
+use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
 /// Jobs drained into one group at most.
@@ -36,12 +47,75 @@ pub struct Writer {
     queue: mpsc::Sender<Submission>,
 }
 
-/// Counters of the writer's work, for `serverStatus`.
+/// Counters of the writer's work and its storage failures, for `serverStatus`.
 #[derive(Debug, Default)]
 pub struct WriterStats {
     pub groups: std::sync::atomic::AtomicU64,
     pub jobs: std::sync::atomic::AtomicU64,
     pub syncs: std::sync::atomic::AtomicU64,
+    /// Groups whose commit failed, whatever the cause.
+    pub failed_commits: std::sync::atomic::AtomicU64,
+    /// Groups refused because the disk was full.
+    pub out_of_space: std::sync::atomic::AtomicU64,
+    /// Why the writer refuses writes, once a storage failure left a group's fate unknown.
+    read_only: Mutex<Option<String>>,
+    /// The last commit failure, for `serverStatus`.
+    last_error: Mutex<Option<String>>,
+}
+
+impl WriterStats {
+    /// Why writes are refused, or `None` while the writer takes them.
+    pub fn read_only_reason(&self) -> Option<String> {
+        self.read_only.lock().ok().and_then(|r| r.clone())
+    }
+
+    /// The last commit failure's message.
+    pub fn last_error(&self) -> Option<String> {
+        self.last_error.lock().ok().and_then(|r| r.clone())
+    }
+
+    fn enter_read_only(&self, reason: String) {
+        if let Ok(mut slot) = self.read_only.lock() {
+            slot.get_or_insert(reason);
+        }
+    }
+
+    /// The error a failed commit gives its jobs; a failure that leaves the group's fate unknown
+    /// makes the writer read-only.
+    fn commit_failed(&self, error: StorageError) -> Error {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.failed_commits.fetch_add(1, Relaxed);
+        if let Ok(mut slot) = self.last_error.lock() {
+            *slot = Some(error.to_string());
+        }
+        if error.outcome_unknown() {
+            tracing::error!(
+                error = %error,
+                "storage failure after a commit began; refusing writes until restarted"
+            );
+            self.enter_read_only(error.to_string());
+            return Error::internal(format!(
+                "{error}; this write may or may not have been applied (it may be present after \
+                 a restart), and the server refuses writes until it is restarted"
+            ));
+        }
+        if error.is_out_of_space() {
+            self.out_of_space.fetch_add(1, Relaxed);
+        }
+        tracing::error!(error = %error, "commit failed; the group's writes are rolled back");
+        Error::from(error)
+    }
+}
+
+/// The error every write gets while the writer is read-only.
+fn read_only_error(reason: &str) -> Error {
+    Error::new(
+        ErrorCode::IllegalOperation,
+        format!(
+            "the server is read-only after a storage failure ({reason}); restart it to accept \
+             writes"
+        ),
+    )
 }
 
 impl Writer {
@@ -126,40 +200,41 @@ fn run(
         stats
             .jobs
             .fetch_add((durable_acks.len() + quick_acks.len()) as u64, Relaxed);
+        // A durable group is synced within its commit, so it is visible only once durable.
+        let durability = if durable_acks.is_empty() {
+            Durability::Buffered
+        } else {
+            Durability::SyncData
+        };
         let mut catalog_changed = false;
         let committed = finished.and_then(|(batch, changed)| {
             catalog_changed = changed;
-            if batch.is_empty() {
-                Ok(())
-            } else {
-                backend
-                    .commit(batch, Durability::Buffered)
-                    .map_err(Error::from)
+            if let Some(reason) = stats.read_only_reason() {
+                return Err(read_only_error(&reason));
             }
+            if durability == Durability::SyncData {
+                stats.syncs.fetch_add(1, Relaxed);
+            }
+            let result = if batch.is_empty() {
+                // Nothing new, but an earlier buffered group may not be on disk yet.
+                match durability {
+                    Durability::SyncData => backend.persist(durability),
+                    Durability::Buffered => Ok(()),
+                }
+            } else {
+                backend.commit(batch, durability)
+            };
+            result.map_err(|e| stats.commit_failed(e))
         });
-        if let Err(e) = &committed {
-            tracing::error!(error = %e, "commit failed; the group's writes are rolled back");
+        if committed.is_err() {
             catalog = before;
         } else if catalog_changed {
             if let Ok(mut slot) = published.write() {
                 *slot = Arc::new(catalog.clone());
             }
         }
-        for ack in quick_acks {
+        for ack in quick_acks.into_iter().chain(durable_acks) {
             ack(committed.clone());
-        }
-        if durable_acks.is_empty() {
-            continue;
-        }
-        let synced = committed.and_then(|()| {
-            stats.syncs.fetch_add(1, Relaxed);
-            backend.persist(Durability::SyncData).map_err(|e| {
-                tracing::error!(error = %e, "journal sync failed");
-                Error::from(e)
-            })
-        });
-        for ack in durable_acks {
-            ack(synced.clone());
         }
     }
 }

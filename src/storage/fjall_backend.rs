@@ -17,15 +17,26 @@
 //!   `_id` and usually miss); `indexes` and `expiry` are only range-scanned, so they build no
 //!   filters. Block size, compression (LZ4) and compaction (leveled) are fjall's defaults.
 //! - Background workers: fjall's default, min(cores, 4).
+//!
+//! # Failures
+//!
+//! fjall poisons itself on any failed journal write or sync and refuses every later write until
+//! reopened; it applies a batch to its memtables only after the journal write (and, with
+//! `SyncData`, the sync) succeeded, but bytes of a failed batch may still reach the journal
+//! (its buffer is flushed again when the database closes) and be replayed at the next open.
+//! So every I/O error of a commit is [`StorageError::OutcomeUnknown`]. To keep a full disk
+//! from getting that far, each commit first checks the data directory's free space
+//! (`statvfs`) and refuses the batch with [`StorageError::OutOfSpace`], touching nothing, when
+//! less than twice its size plus [`FjallConfig::reserve_bytes`] is free.
 
 use super::{
-    Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch, WriteOp,
-    MAX_KEY_LEN,
+    bounds_are_empty, check_key, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError,
+    WriteBatch, WriteOp, MAX_KEY_LEN,
 };
 use fjall::config::FilterPolicy;
 use fjall::{KeyspaceCreateOptions, PersistMode, Readable, SingleWriterTxDatabase};
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Options for [`FjallBackend::open_with`].
@@ -33,12 +44,16 @@ use std::sync::Arc;
 pub struct FjallConfig {
     /// Block cache capacity in bytes.
     pub cache_bytes: u64,
+    /// Free space a commit leaves on the file system, for fjall's own files (journal buffer,
+    /// memtable flushes, version files): a commit that would go below it is refused.
+    pub reserve_bytes: u64,
 }
 
 impl Default for FjallConfig {
     fn default() -> Self {
         FjallConfig {
             cache_bytes: 256 * 1024 * 1024,
+            reserve_bytes: 2 * 1024 * 1024,
         }
     }
 }
@@ -55,6 +70,8 @@ struct Handles {
 pub struct FjallBackend {
     db: SingleWriterTxDatabase,
     keyspaces: Arc<Handles>,
+    path: PathBuf,
+    reserve_bytes: u64,
 }
 
 impl FjallBackend {
@@ -79,7 +96,25 @@ impl FjallBackend {
         Ok(FjallBackend {
             db,
             keyspaces: Arc::new(keyspaces),
+            path: path.to_path_buf(),
+            reserve_bytes: config.reserve_bytes,
         })
+    }
+
+    /// Refuses `batch` when the file system lacks room for it and the reserve. A file system
+    /// that cannot say how much is free is not checked.
+    fn check_space(&self, batch: &WriteBatch) -> Result<(), StorageError> {
+        let Ok(stats) = rustix::fs::statvfs(&self.path) else {
+            return Ok(());
+        };
+        let available = stats.f_bavail.saturating_mul(stats.f_frsize);
+        let needed = (batch.approximate_size() as u64)
+            .saturating_mul(2)
+            .saturating_add(self.reserve_bytes);
+        if available < needed {
+            return Err(StorageError::OutOfSpace { available, needed });
+        }
+        Ok(())
     }
 
     /// Bytes on disk (tables and journals), for `dbStats`/`serverStatus`.
@@ -127,13 +162,13 @@ impl Backend for FjallBackend {
         if batch.is_empty() {
             return Ok(());
         }
-        // fjall panics on an over-long key; refuse the batch before any of it is applied.
+        // fjall panics on an empty or over-long key; refuse the batch before any of it is
+        // applied.
         for op in batch.ops() {
             let (WriteOp::Put { key, .. } | WriteOp::Delete { key, .. }) = op;
-            if key.len() > MAX_KEY_LEN {
-                return Err(StorageError::KeyTooLarge { len: key.len() });
-            }
+            check_key(key)?;
         }
+        self.check_space(&batch)?;
         // The write transaction takes fjall's single-writer lock and keeps only the last write
         // per key, which gives the batch its "later operation wins" order.
         let mut tx = self
@@ -152,11 +187,13 @@ impl Backend for FjallBackend {
                 }
             }
         }
-        Ok(tx.commit()?)
+        tx.commit().map_err(journal_failure)
     }
 
     fn persist(&self, durability: Durability) -> Result<(), StorageError> {
-        Ok(self.db.persist(persist_mode(durability))?)
+        self.db
+            .persist(persist_mode(durability))
+            .map_err(journal_failure)
     }
 }
 
@@ -171,7 +208,7 @@ impl Snapshot for FjallSnapshot {
     type Iter = FjallIter;
 
     fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        if key.len() > MAX_KEY_LEN {
+        if key.is_empty() || key.len() > MAX_KEY_LEN {
             return Ok(None);
         }
         let value = self.snapshot.get(handle(&self.keyspaces, keyspace), key)?;
@@ -186,7 +223,9 @@ impl Snapshot for FjallSnapshot {
         reverse: bool,
     ) -> FjallIter {
         let (start, end) = (clamp_start(start), clamp_end(end));
-        let inner = if is_empty_range(start, end) {
+        // No key is empty, so nothing is below an empty end bound.
+        let below_every_key = matches!(end, Bound::Included([]) | Bound::Excluded([]));
+        let inner = if below_every_key || bounds_are_empty(start, end) {
             None
         } else {
             Some(
@@ -203,6 +242,8 @@ impl Snapshot for FjallSnapshot {
 /// (`x == p` sorts below `k`), so the bound becomes `Excluded(p)`.
 fn clamp_start(start: Bound<&[u8]>) -> Bound<&[u8]> {
     match start {
+        // No key is empty, so every key is above an empty bound (fjall refuses empty keys).
+        Bound::Included([]) | Bound::Excluded([]) => Bound::Unbounded,
         Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_LEN => {
             Bound::Excluded(k.get(..MAX_KEY_LEN).unwrap_or(k))
         }
@@ -217,16 +258,6 @@ fn clamp_end(end: Bound<&[u8]>) -> Bound<&[u8]> {
             Bound::Included(k.get(..MAX_KEY_LEN).unwrap_or(k))
         }
         other => other,
-    }
-}
-
-/// Whether no key can satisfy both bounds (the engine may hand us inverted bounds).
-fn is_empty_range(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
-    match (start, end) {
-        (Bound::Included(s), Bound::Included(e)) => s > e,
-        (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
-        | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
-        _ => false,
     }
 }
 
@@ -252,6 +283,14 @@ impl Iterator for FjallIter {
                 .map(|(key, value)| (key.to_vec(), value.to_vec()))
                 .map_err(StorageError::from),
         )
+    }
+}
+
+/// A failed journal write or sync: fjall is poisoned and the batch's fate unknown.
+fn journal_failure(error: fjall::Error) -> StorageError {
+    match error {
+        fjall::Error::Io(io) => StorageError::OutcomeUnknown(io),
+        other => StorageError::from(other),
     }
 }
 

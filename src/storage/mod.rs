@@ -2,8 +2,9 @@
 //! a thin trait so the engine above never names the embedded engine.
 //!
 //! Owns: the [`Backend`] and [`Snapshot`] traits, [`WriteBatch`], [`Durability`],
-//! [`StorageError`], the fjall implementation ([`fjall_backend`]) and the order-preserving key
-//! encoding ([`keys`]). Does not own: BSON query semantics, the catalog format, TTL, time, or
+//! [`StorageError`], the fjall implementation ([`fjall_backend`]), the in-memory one
+//! ([`memory`]), the runtime choice between them ([`store`]), the fault-injecting wrapper tests
+//! use ([`faults`]) and the order-preserving key encoding ([`keys`]). Does not own: BSON query semantics, the catalog format, TTL, time, or
 //! group commit — the engine's writer thread decides what goes into a batch and when to commit.
 //! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
 //!
@@ -28,15 +29,22 @@
 //! `PersistMode::Buffer` (written to the OS, survives a process crash but not a power loss).
 //! Snapshots are `read_tx()` snapshots: a sequence number, so taking one is O(1).
 
+pub mod faults;
 pub mod fjall_backend;
 pub mod keys;
+pub mod memory;
+pub mod store;
 
+pub use faults::{Faults, FaultyBackend};
 pub use fjall_backend::{FjallBackend, FjallConfig, FjallSnapshot};
+pub use memory::{MemoryBackend, MemorySnapshot};
+pub use store::{Store, StoreIter, StoreSnapshot};
 
 use std::ops::Bound;
 
 /// Longest key a backend accepts (fjall's limit). Longer keys are refused by
-/// [`Backend::commit`] with [`StorageError::KeyTooLarge`]; the engine should check first and
+/// [`Backend::commit`] with [`StorageError::KeyTooLarge`], empty ones with
+/// [`StorageError::EmptyKey`]; the engine should check first and
 /// give the client a proper error (a large `_id` or indexed value can produce one).
 pub const MAX_KEY_LEN: usize = u16::MAX as usize;
 
@@ -180,9 +188,11 @@ pub trait Backend: Send + Sync + 'static {
     fn snapshot(&self) -> Self::Snapshot;
 
     /// Applies every operation of `batch` atomically, in order; with [`Durability::SyncData`]
-    /// the batch is on disk when this returns. An empty batch is a no-op; a batch with a key
-    /// longer than [`MAX_KEY_LEN`] is refused whole. After an I/O failure
-    /// the backend may refuse every later commit ([`StorageError::Poisoned`]).
+    /// the batch is on disk when this returns, and visible to snapshots only then. An empty
+    /// batch is a no-op; a batch with a key longer than [`MAX_KEY_LEN`] is refused whole.
+    /// An error means nothing of the batch was applied, except
+    /// [`StorageError::OutcomeUnknown`] (and [`StorageError::Poisoned`]): then the batch may or
+    /// may not be durable, and the backend may refuse every later commit.
     fn commit(&self, batch: WriteBatch, durability: Durability) -> Result<(), StorageError>;
 
     /// Makes every earlier commit as durable as `durability` (e.g. after `Buffered` commits).
@@ -222,24 +232,85 @@ pub trait Snapshot: Clone + Send + Sync + 'static {
     }
 }
 
-/// A storage failure. Never caused by a client; reported as `InternalError`.
+/// Refuses a key no backend can store: an empty one, or one longer than [`MAX_KEY_LEN`].
+pub fn check_key(key: &[u8]) -> Result<(), StorageError> {
+    if key.is_empty() {
+        return Err(StorageError::EmptyKey);
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(StorageError::KeyTooLarge { len: key.len() });
+    }
+    Ok(())
+}
+
+/// Whether no key can satisfy both bounds (callers may pass inverted bounds, on which
+/// `BTreeMap::range` would panic).
+pub fn bounds_are_empty(start: Bound<&[u8]>, end: Bound<&[u8]>) -> bool {
+    match (start, end) {
+        (Bound::Included(s), Bound::Included(e)) => s > e,
+        (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+        | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
+        _ => false,
+    }
+}
+
+/// A storage failure. Never caused by a client.
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
+    /// An I/O failure before anything of the batch was applied.
     #[error("storage I/O error: {0}")]
     Io(#[from] std::io::Error),
+    /// The batch was refused before anything was written: the data directory's file system
+    /// has less free space than the batch needs plus a reserve.
+    #[error(
+        "not enough free disk space in the data directory: {available} bytes available, \
+         {needed} needed"
+    )]
+    OutOfSpace { available: u64, needed: u64 },
+    /// The journal write or sync failed after the batch was handed to the engine: whether it
+    /// is durable is unknown (it may appear after a restart, or be visible already).
+    #[error("storage journal write or sync failed; the write may or may not be durable: {0}")]
+    OutcomeUnknown(std::io::Error),
     /// An earlier write failed (e.g. the journal could not be synced); the engine refuses every
     /// further write until restarted, because what reached disk is unknown.
     #[error("storage engine is unusable after an earlier write failure; restart the server")]
     Poisoned,
     #[error("storage key of {len} bytes exceeds the limit of {MAX_KEY_LEN} bytes")]
     KeyTooLarge { len: usize },
+    #[error("storage keys may not be empty")]
+    EmptyKey,
     #[error("storage engine error: {0}")]
     Engine(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
+impl StorageError {
+    /// Whether the failed batch may have been applied or made durable, so the failure must not
+    /// be reported as a clean refusal.
+    pub fn outcome_unknown(&self) -> bool {
+        matches!(
+            self,
+            StorageError::OutcomeUnknown(_) | StorageError::Poisoned
+        )
+    }
+
+    /// Whether the failure is the file system running out of space.
+    pub fn is_out_of_space(&self) -> bool {
+        match self {
+            StorageError::OutOfSpace { .. } => true,
+            StorageError::Io(io) => io.kind() == std::io::ErrorKind::StorageFull,
+            _ => false,
+        }
+    }
+}
+
 impl From<StorageError> for crate::error::Error {
     fn from(error: StorageError) -> Self {
-        crate::error::Error::internal(error.to_string())
+        use crate::error::{Error, ErrorCode};
+        if error.is_out_of_space() {
+            Error::new(ErrorCode::OutOfDiskSpace, error.to_string())
+        } else {
+            Error::internal(error.to_string())
+        }
     }
 }
 

@@ -35,12 +35,27 @@ impl TestServer {
         TestServer::start_with(|_| {}).await
     }
 
+    /// A server on the storage `MAYFLY_TEST_STORAGE` names (`memory`; otherwise on disk), so
+    /// any test file can run against the in-memory backend.
     pub async fn start_with(adjust: impl FnOnce(&mut Config)) -> TestServer {
         let dir = tempfile::tempdir().unwrap();
         let mut config = Config::for_tests(dir.path());
+        if std::env::var("MAYFLY_TEST_STORAGE").as_deref() == Ok("memory") {
+            config.storage = mayfly::config::StorageKind::Memory;
+        }
         adjust(&mut config);
         let clock = Arc::new(ManualClock::starting_at_secs(SystemClock::new().now_secs()));
         TestServer::launch(config, clock, dir).await
+    }
+
+    /// A server that keeps everything in memory (`--storage memory`).
+    pub async fn start_memory() -> TestServer {
+        TestServer::start_with(|c| c.storage = mayfly::config::StorageKind::Memory).await
+    }
+
+    /// The data directory (unused by a memory server).
+    pub fn dbpath(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     async fn launch(config: Config, clock: Arc<ManualClock>, dir: tempfile::TempDir) -> TestServer {

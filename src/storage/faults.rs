@@ -1,0 +1,115 @@
+//! A fault-injecting wrapper around any [`Backend`], for tests of how the engine takes storage
+//! failures: fail the next commits cleanly (nothing applied), make the next syncs fail after the
+//! batch was applied (its durability unknown), or report a full disk until told otherwise.
+//!
+//! Owns: the switches ([`Faults`]) and where in a commit each one strikes. Does not own: what
+//! the engine does about a failure (`engine::writer`). With every switch off (the default) the
+//! wrapper only forwards.
+
+use super::{Backend, Durability, StorageError, WriteBatch};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The switches of a [`FaultyBackend`]; shared, so a test flips them while the server runs.
+#[derive(Debug, Default)]
+pub struct Faults {
+    failing_commits: AtomicU64,
+    failing_syncs: AtomicU64,
+    disk_full: AtomicBool,
+}
+
+impl Faults {
+    /// The next `n` commits fail with an I/O error before anything of them is applied.
+    pub fn fail_next_commits(&self, n: u64) {
+        self.failing_commits.store(n, Ordering::SeqCst);
+    }
+
+    /// The next `n` syncs fail: a durable commit is applied (visible, not durable) and then
+    /// reports [`StorageError::OutcomeUnknown`], as does a `persist`.
+    pub fn fail_next_syncs(&self, n: u64) {
+        self.failing_syncs.store(n, Ordering::SeqCst);
+    }
+
+    /// While on, every commit fails with ENOSPC before anything of it is applied.
+    pub fn set_disk_full(&self, full: bool) {
+        self.disk_full.store(full, Ordering::SeqCst);
+    }
+
+    /// Takes one from `counter` if it is not zero; whether it did.
+    fn take(counter: &AtomicU64) -> bool {
+        counter
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
+
+fn injected(kind: std::io::ErrorKind, what: &str) -> std::io::Error {
+    std::io::Error::new(kind, format!("{what} (injected fault)"))
+}
+
+/// A backend whose commits and syncs fail when its [`Faults`] say so.
+pub struct FaultyBackend<B> {
+    inner: B,
+    faults: Arc<Faults>,
+}
+
+impl<B: Backend> FaultyBackend<B> {
+    pub fn new(inner: B) -> Self {
+        FaultyBackend {
+            inner,
+            faults: Arc::default(),
+        }
+    }
+
+    pub fn faults(&self) -> &Arc<Faults> {
+        &self.faults
+    }
+
+    pub fn inner(&self) -> &B {
+        &self.inner
+    }
+}
+
+impl<B: Backend> Backend for FaultyBackend<B> {
+    type Snapshot = B::Snapshot;
+
+    fn snapshot(&self) -> B::Snapshot {
+        self.inner.snapshot()
+    }
+
+    fn commit(&self, batch: WriteBatch, durability: Durability) -> Result<(), StorageError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if self.faults.disk_full.load(Ordering::SeqCst) {
+            return Err(StorageError::Io(injected(
+                std::io::ErrorKind::StorageFull,
+                "no space left on device",
+            )));
+        }
+        if Faults::take(&self.faults.failing_commits) {
+            return Err(StorageError::Io(injected(
+                std::io::ErrorKind::Other,
+                "journal write failed",
+            )));
+        }
+        if durability == Durability::SyncData && Faults::take(&self.faults.failing_syncs) {
+            self.inner.commit(batch, Durability::Buffered)?;
+            return Err(StorageError::OutcomeUnknown(injected(
+                std::io::ErrorKind::Other,
+                "journal sync failed",
+            )));
+        }
+        self.inner.commit(batch, durability)
+    }
+
+    fn persist(&self, durability: Durability) -> Result<(), StorageError> {
+        if Faults::take(&self.faults.failing_syncs) {
+            return Err(StorageError::OutcomeUnknown(injected(
+                std::io::ErrorKind::Other,
+                "journal sync failed",
+            )));
+        }
+        self.inner.persist(durability)
+    }
+}
