@@ -212,11 +212,26 @@ async fn a_real_full_disk_refuses_writes_until_space_is_freed() {
     let fill = db.collection::<Document>("fill");
     keep.insert_one(doc! {"_id": 0i64}).await.unwrap();
 
-    let padding = "x".repeat(16 * 1024);
+    // Incompressible (fjall compresses large journal entries).
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut padding = || {
+        let bytes: Vec<u8> = (0..16 * 1024)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        common::bson::Binary {
+            subtype: common::bson::spec::BinarySubtype::Generic,
+            bytes,
+        }
+    };
     let mut acknowledged = Vec::new();
     let mut refused = None;
     for id in 0i64..2_000 {
-        match fill.insert_one(doc! {"_id": id, "pad": &padding}).await {
+        match fill.insert_one(doc! {"_id": id, "pad": padding()}).await {
             Ok(_) => acknowledged.push(id),
             Err(err) => {
                 assert_eq!(error_code(&err), Some(OUT_OF_DISK_SPACE), "{err}");
@@ -229,7 +244,7 @@ async fn a_real_full_disk_refuses_writes_until_space_is_freed() {
     assert!(!acknowledged.is_empty());
     // Still full: writes keep failing, drop included, and reads work.
     let err = keep
-        .insert_one(doc! {"_id": 1i64, "pad": &padding})
+        .insert_one(doc! {"_id": 1i64, "pad": padding()})
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(OUT_OF_DISK_SPACE), "{err}");
@@ -252,7 +267,7 @@ async fn a_real_full_disk_refuses_writes_until_space_is_freed() {
 
     // Dropping the big collection works and gives the space back to writes.
     fill.drop().await.unwrap();
-    keep.insert_one(doc! {"_id": 3i64, "pad": &padding})
+    keep.insert_one(doc! {"_id": 3i64, "pad": padding()})
         .await
         .unwrap();
     let server = server.restart().await;
