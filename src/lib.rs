@@ -10,7 +10,8 @@
 //!   -> command   one `match` on the command name -> a module per family
 //!   -> engine    catalog, executor (planner, plan stages, explain), documents, indexes, cursors,
 //!                TTL visibility, group-commit writer, index builds, reaper
-//!   -> storage   ordered keyspaces with snapshots and atomic write batches (fjall on disk, or in memory)
+//!   -> storage   ordered keyspaces with snapshots and atomic write batches: fjall on disk, or
+//!                in memory (`--storage memory`)
 //!   side roads:  query (filter, update, projection, sort, BSON order: pure)
 //!                ttl (the Cosmos TTL rules: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),

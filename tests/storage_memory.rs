@@ -6,7 +6,11 @@ mod common;
 use common::bson::{doc, Document};
 use common::TestServer;
 use futures::TryStreamExt;
+use mayfly::clock::{Clock, ManualClock};
+use mayfly::engine::exec::ReadRequest;
+use mayfly::engine::{collection, ddl, Engine, Interrupt};
 use mongodb::IndexModel;
+use std::sync::Arc;
 
 #[tokio::test]
 async fn a_memory_server_serves_crud_indexes_and_aggregation() {
@@ -92,4 +96,52 @@ async fn a_memory_server_writes_nothing_to_disk_and_forgets_at_restart() {
     assert!(!names.contains(&"app".to_owned()), "{names:?}");
     let coll = client.database("app").collection::<Document>("items");
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
+}
+
+/// A sort over its memory limit spills to a temporary directory when there is no data
+/// directory, and merges exactly as on disk.
+#[tokio::test]
+async fn a_memory_engine_spills_big_sorts_to_a_temporary_directory() {
+    let clock: Arc<dyn Clock> = Arc::new(ManualClock::starting_at_secs(1_000_000));
+    let engine = Engine::open_memory(clock).unwrap();
+    engine
+        .write(true, |txn, now| {
+            let (meta, _) = ddl::ensure_collection(txn, "d", "c").unwrap();
+            for i in 0..2000 {
+                let d = doc! {"_id": i, "k": (i * 7919) % 97, "pad": "x".repeat(100)};
+                collection::insert(txn, &meta, &d, now).unwrap();
+            }
+        })
+        .await
+        .unwrap();
+    let view = engine.read();
+    let meta = view.collection("d", "c");
+    let mut req = ReadRequest::new(doc! {})
+        .unwrap()
+        .sorted(doc! {"k": -1})
+        .unwrap();
+    req.allow_disk_use = true;
+    req.sort_memory_limit = 20_000;
+    let execution = view
+        .execute(meta.as_deref(), &req, view.now_cell(), Interrupt::none())
+        .unwrap();
+    let docs: Vec<Document> = execution
+        .docs
+        .map(|d| d.map(|d| d.doc))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // Without a limit the root is the SORT.
+    let spills = execution
+        .stats
+        .counters
+        .spills
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(spills > 5, "{spills} runs");
+    let mut expected: Vec<(i32, i32)> = (0..2000).map(|i| ((i * 7919) % 97, i)).collect();
+    expected.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let got: Vec<(i32, i32)> = docs
+        .iter()
+        .map(|d| (d.get_i32("k").unwrap(), d.get_i32("_id").unwrap()))
+        .collect();
+    assert_eq!(got, expected);
 }
