@@ -70,7 +70,8 @@ impl MemoryBackend {
         MemoryBackend::default()
     }
 
-    /// Bytes of keys and values held, every version included.
+    /// Bytes of keys and values held, every version included. Walks every entry: for
+    /// occasional statistics, not for hot paths.
     pub fn bytes_held(&self) -> u64 {
         let Ok(data) = self.shared.data.read() else {
             return 0;
