@@ -303,7 +303,3 @@ impl From<fjall::Error> for StorageError {
         }
     }
 }
-
-#[cfg(test)]
-#[path = "fjall_backend_tests.rs"]
-mod tests;

@@ -315,6 +315,9 @@ impl From<StorageError> for crate::error::Error {
 }
 
 #[cfg(test)]
+mod backend_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
