@@ -220,9 +220,13 @@ impl Stage {
     /// Applies the stage to its input.
     pub fn apply(self, rows: Rows) -> Result<Rows> {
         Ok(match self {
-            Stage::Match { filter, .. } => Box::new(rows.filter(move |r| match r {
-                Ok(row) => filter.matches(&row.doc),
-                Err(_) => true,
+            Stage::Match { filter, .. } => Box::new(rows.filter_map(move |r| match r {
+                Ok(row) => match filter.matches(&row.doc) {
+                    Ok(true) => Some(Ok(row)),
+                    Ok(false) => None,
+                    Err(e) => Some(Err(e)),
+                },
+                Err(e) => Some(Err(e)),
             })),
             Stage::Sort { spec: sort, .. } => {
                 let mut keyed = Vec::new();
@@ -235,7 +239,12 @@ impl Stage {
             }
             Stage::Skip(n) => Box::new(rows.skip(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Limit(n) => Box::new(rows.take(usize::try_from(n).unwrap_or(usize::MAX))),
-            Stage::Project(p) => Box::new(rows.map(move |r| r.map(|row| row.derived(p.apply(&row.doc))))),
+            Stage::Project(p) => Box::new(rows.map(move |r| {
+                r.and_then(|row| {
+                    let doc = p.apply(&row.doc)?;
+                    Ok(row.derived(doc))
+                })
+            })),
             Stage::AddFields(tree) => Box::new(rows.map(move |r| {
                 r.map(|row| {
                     let mut out = row.doc.clone();

@@ -18,6 +18,7 @@ pub(super) fn document(doc: &Document) -> Result<Expr> {
             }
             continue;
         }
+        crate::query::depth::check_path(key)?;
         children.push(Expr::Field {
             path: path::split(key),
             preds: field_predicates(key, value)?,
