@@ -7,6 +7,7 @@
 //! bitwise operators (refused at compile time with a clear error), collations, or index use.
 
 mod compile;
+mod in_set;
 #[cfg(test)]
 mod tests;
 
@@ -15,6 +16,7 @@ use crate::query::compare::{compare_values, type_bracket, values_equal, Number};
 use crate::query::path::{self, PathValues};
 use crate::query::regex::Regex;
 use bson::{Bson, Document, RawDocument};
+pub(crate) use in_set::InSet;
 use std::cmp::Ordering;
 
 pub use compile::equality_fields;
@@ -222,7 +224,7 @@ pub(crate) enum Pred {
     Eq(Bson),
     Cmp(CmpOp, Bson),
     In {
-        values: Vec<Bson>,
+        values: InSet,
         regexes: Vec<RegexPred>,
     },
     Exists(bool),
@@ -253,7 +255,8 @@ impl Pred {
                 pv.all().any(|v| compare_matches(*op, v, target))
             }
             Pred::In { values, regexes } => {
-                values.iter().any(|target| eq_matches(target, pv))
+                (values.has_null() && eq_matches(&Bson::Null, pv))
+                    || pv.all().any(|v| values.contains(v))
                     || pv.all().any(|v| regexes.iter().any(|r| r.test_value(v)))
             }
             Pred::Exists(expected) => pv.values.is_empty() != *expected,
