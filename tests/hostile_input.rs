@@ -188,6 +188,16 @@ async fn limits_are_answered_with_mongods_errors() {
     let pipeline: Vec<Document> = (0..1_000).map(|_| doc! {"$match": {}}).collect();
     coll.aggregate(pipeline).await.unwrap();
 
+    // Stages that each wrap the document one level deeper.
+    let pipeline: Vec<Document> = (0..300)
+        .map(|_| doc! {"$project": {"_id": 0, "w": "$$ROOT"}})
+        .collect();
+    let err = coll.aggregate(pipeline).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
+    assert!(err.to_string().contains(
+        "cannot convert document to BSON because it exceeds the limit of 200 levels of nesting"
+    ));
+
     assert_serving(&server).await;
 }
 

@@ -8,6 +8,7 @@
 //! its paths), nor the full validation of BSON (the `bson` crate does that afterwards).
 
 use crate::error::{Error, ErrorCode, Result};
+use bson::{Bson, Document};
 
 /// Levels of documents and arrays a request may have below its top-level document: mongod's
 /// `maxBSONDepth` default.
@@ -107,6 +108,53 @@ pub fn check_path(path: &str) -> Result<()> {
         return Err(Error::new(ErrorCode::Overflow, "FieldPath is too long"));
     }
     Ok(())
+}
+
+/// Checks a document built in memory (a pipeline stage's output): at most [`MAX_BSON_DEPTH`]
+/// levels below it, walked without recursion. mongod checks the same when it converts a
+/// pipeline's document to BSON.
+pub fn check_document(doc: &Document) -> Result<()> {
+    let mut stack = vec![Children::Document(doc.iter())];
+    while let Some(top) = stack.last_mut() {
+        let Some(value) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        let child = match value {
+            Bson::Document(d) => Children::Document(d.iter()),
+            Bson::Array(items) => Children::Array(items.iter()),
+            _ => continue,
+        };
+        // The child would be `stack.len()` levels below the top-level document.
+        if stack.len() > MAX_BSON_DEPTH {
+            return Err(Error::new(
+                ErrorCode::Overflow,
+                format!(
+                    "cannot convert document to BSON because it exceeds the limit of \
+                     {MAX_BSON_DEPTH} levels of nesting"
+                ),
+            ));
+        }
+        stack.push(child);
+    }
+    Ok(())
+}
+
+/// The values inside one document or array, for the walk above.
+enum Children<'a> {
+    Document(bson::document::Iter<'a>),
+    Array(std::slice::Iter<'a, Bson>),
+}
+
+impl<'a> Iterator for Children<'a> {
+    type Item = &'a Bson;
+
+    fn next(&mut self) -> Option<&'a Bson> {
+        match self {
+            Children::Document(it) => it.next().map(|(_, v)| v),
+            Children::Array(it) => it.next(),
+        }
+    }
 }
 
 fn read_i32(bytes: &[u8], at: usize) -> Option<usize> {

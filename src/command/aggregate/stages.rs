@@ -33,6 +33,14 @@ impl Row {
         }
     }
 
+    /// A row whose document a stage built from expressions: it may be deeper than its input,
+    /// so it is checked against the nesting limit before later stages (and their recursive
+    /// comparisons) see it.
+    pub fn reshaped(&self, doc: Document) -> Result<Row> {
+        crate::query::depth::check_document(&doc)?;
+        Ok(self.derived(doc))
+    }
+
     pub fn derived(&self, doc: Document) -> Row {
         Row {
             doc,
@@ -242,20 +250,20 @@ impl Stage {
             Stage::Project(p) => Box::new(rows.map(move |r| {
                 r.and_then(|row| {
                     let doc = p.apply(&row.doc)?;
-                    Ok(row.derived(doc))
+                    row.reshaped(doc)
                 })
             })),
             Stage::AddFields(tree) => Box::new(rows.map(move |r| {
-                r.map(|row| {
+                r.and_then(|row| {
                     let mut out = row.doc.clone();
                     apply_tree(&row.doc, &mut out, &tree);
-                    row.derived(out)
+                    row.reshaped(out)
                 })
             })),
             Stage::ReplaceRoot(expr) => Box::new(rows.map(move |r| {
                 let row = r?;
                 match expr.eval(&row.doc) {
-                    Some(Bson::Document(d)) => Ok(row.derived(d)),
+                    Some(Bson::Document(d)) => row.reshaped(d),
                     other => Err(Error::new(
                         ErrorCode::Location40228,
                         format!(

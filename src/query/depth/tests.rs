@@ -119,3 +119,19 @@ fn paths_longer_than_the_limit_are_refused() {
         (ErrorCode::Overflow, "FieldPath is too long")
     );
 }
+
+#[test]
+fn documents_built_in_memory_are_checked_without_recursion() {
+    assert!(check_document(&nested_doc(201)).is_ok());
+    let err = check_document(&nested_doc(202)).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Overflow);
+    let mut arrays = Bson::Int32(1);
+    for _ in 0..201 {
+        arrays = Bson::Array(vec![Bson::Int32(0), arrays]);
+    }
+    assert!(check_document(&doc! {"a": arrays.clone()}).is_err());
+    let Bson::Array(inner) = arrays else {
+        unreachable!()
+    };
+    assert!(check_document(&doc! {"a": inner[1].clone(), "b": [{"c": [1]}]}).is_ok());
+}
