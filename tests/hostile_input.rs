@@ -141,6 +141,16 @@ async fn limits_are_answered_with_mongods_errors() {
             .contains("Document exceeds maximum nesting depth of 100"),
         "{err}"
     );
+    let err = coll
+        .find_one_and_update(doc! {"_id": 1}, doc! {"$set": {dotted(150): 1}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
+    let err = coll
+        .find_one_and_replace(doc! {"_id": 1}, doc! {"v": nested_value(150)})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
     // Inserting one.
     let err = coll
         .insert_one(doc! {"_id": 2, "v": nested_value(150)})
@@ -197,6 +207,11 @@ async fn limits_are_answered_with_mongods_errors() {
     assert!(err.to_string().contains(
         "cannot convert document to BSON because it exceeds the limit of 200 levels of nesting"
     ));
+    let pipeline: Vec<Document> = (0..150)
+        .map(|_| doc! {"$group": {"_id": null, "w": {"$push": "$$ROOT"}}})
+        .collect();
+    let err = coll.aggregate(pipeline).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
 
     assert_serving(&server).await;
 }

@@ -281,7 +281,11 @@ impl Stage {
             })),
             Stage::Group(g) => {
                 let groups = g.run(rows.map(|r| r.map(|row| row.doc)))?;
-                Box::new(groups.into_iter().map(|d| Ok(Row::computed(d))))
+                // Accumulators such as `$push` nest their inputs a level or two deeper.
+                Box::new(groups.into_iter().map(|d| {
+                    crate::query::depth::check_document(&d)?;
+                    Ok(Row::computed(d))
+                }))
             }
             Stage::Count(field) => {
                 let mut n = 0u64;
