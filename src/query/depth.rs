@@ -59,19 +59,24 @@ pub fn too_deep_on_the_wire() -> Error {
     )
 }
 
-/// Checks a request document: at most [`MAX_BSON_DEPTH`] levels below its top level. Malformed
-/// bytes are left to the decoder that follows, which reports them.
+/// Checks a request document: at most [`MAX_BSON_DEPTH`] levels below its top level. Bytes the
+/// scan cannot follow are refused here too: the recursive decoder must never be the first to
+/// walk past them.
 pub fn check_request(bytes: &[u8]) -> Result<()> {
     match scan(bytes, MAX_BSON_DEPTH + 1, Count::All) {
+        Depth::Within => Ok(()),
         Depth::TooDeep => Err(too_deep_on_the_wire()),
-        Depth::Within | Depth::Malformed => Ok(()),
+        Depth::Malformed => Err(Error::new(
+            ErrorCode::InvalidBSON,
+            "invalid BSON: an element or a nested document does not fit in its document",
+        )),
     }
 }
 
 /// Checks a stored document before it is decoded: one written before the limits existed, or
 /// put there some other way, may be arbitrarily deep, and decoding it must not overflow the
 /// stack. Documents deeper than a request may be are refused with mongod's BSON-validation
-/// error; the document can still be deleted (by `_id`) or its collection dropped.
+/// error wherever they would be decoded; dropping the collection removes them.
 pub fn check_stored_for_read(bytes: &[u8]) -> Result<()> {
     check_request(bytes)
 }

@@ -105,6 +105,10 @@ fn malformed_bytes_are_reported_not_followed() {
     cases.push(unknown);
     for case in cases {
         assert_eq!(scan(&case, 10, Count::All), Depth::Malformed, "{case:?}");
+        assert_eq!(
+            check_request(&case).unwrap_err().code,
+            ErrorCode::InvalidBSON
+        );
     }
 }
 
