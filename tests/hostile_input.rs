@@ -188,6 +188,14 @@ async fn limits_are_answered_with_mongods_errors() {
         .unwrap_err();
     assert_eq!(error_code(&err), Some(5729100), "{err}");
 
+    // A sort path of 100,000 components.
+    let err = coll
+        .find_one(doc! {})
+        .sort(doc! {dotted(100_000): 1})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
+
     // A pipeline of 10,000 stages.
     let pipeline: Vec<Document> = (0..10_000).map(|_| doc! {"$match": {}}).collect();
     let err = coll.aggregate(pipeline).await.unwrap_err();
