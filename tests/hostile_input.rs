@@ -9,6 +9,7 @@ use mayfly::engine::Record;
 use mayfly::storage::keys::document_key;
 use mayfly::storage::Keyspace;
 use mongodb::Collection;
+use tokio::io::AsyncReadExt;
 
 /// `levels` nested documents `{a: {a: ... {}}}`, encoded by hand (no recursion).
 fn nested_bytes(levels: usize) -> Vec<u8> {
@@ -383,6 +384,22 @@ async fn a_poison_document_crashes_no_command_and_can_be_removed() {
             coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
                 .await
                 .unwrap_err(),
+        );
+        // A find without projection sends it as stored, never decoding it (read here as bytes:
+        // a client's recursive decoder is not under test).
+        let mut conn = server.raw().await;
+        let mut find = Vec::new();
+        doc! {"find": "p", "filter": {"_id": 1}, "$db": "test"}
+            .to_writer(&mut find)
+            .unwrap();
+        conn.send(&op_msg_frame(7, &find)).await;
+        let mut len = [0u8; 4];
+        conn.stream.read_exact(&mut len).await.unwrap();
+        let mut rest = vec![0u8; i32::from_le_bytes(len) as usize - 4];
+        conn.stream.read_exact(&mut rest).await.unwrap();
+        assert!(
+            rest.len() > levels * 8,
+            "the reply carries the stored document"
         );
         // Counting and reads that never decode it still work.
         assert_eq!(coll.estimated_document_count().await.unwrap(), 2);
