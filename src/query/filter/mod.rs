@@ -72,8 +72,12 @@ impl Filter {
     /// The array index the positional `$` update operator refers to: the first element of the
     /// first array a field predicate traverses that satisfies that predicate, as mongod
     /// records while matching. `None` when no predicate goes through an array.
+    /// It is asked after [`Filter::matches`] answered for the same document, so any `$regex`
+    /// here has already decided on these values; a failure is not kept for a later evaluation.
     pub fn positional_match(&self, doc: &Document) -> Option<usize> {
-        self.root.positional_match(doc)
+        regex_failure::watch(|| self.root.positional_match(doc))
+            .ok()
+            .flatten()
     }
 
     /// The compiled tree, for the planner to derive index bounds from.

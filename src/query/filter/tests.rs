@@ -385,3 +385,34 @@ fn matching_stored_bytes_agrees_with_matching_documents() {
         }
     }
 }
+
+#[test]
+fn a_regex_out_of_budget_is_an_error_wherever_a_filter_meets_it() {
+    let text = format!("{}c", "a".repeat(28));
+    let slow = "^(a+)+$|c$";
+    let doc = doc! {"s": text.clone(), "arr": [{"s": text.clone()}]};
+    for filter in [
+        doc! {"s": {"$regex": slow}},
+        doc! {"s": {"$in": [bson::Bson::RegularExpression(bson::Regex {
+            pattern: slow.into(),
+            options: String::new(),
+        })]}},
+        doc! {"arr": {"$elemMatch": {"s": {"$regex": slow}}}},
+        doc! {"$or": [{"x": 1}, {"s": {"$not": {"$regex": slow}}}]},
+    ] {
+        let compiled = Filter::compile(&filter).unwrap();
+        let err = compiled.matches(&doc).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Location51156, "{filter}");
+    }
+    // The failure belongs to that evaluation only.
+    let fine = Filter::compile(&doc! {"s": {"$regex": "c$"}}).unwrap();
+    assert!(fine.matches(&doc).unwrap());
+    let projection = crate::query::projection::Projection::compile(
+        &doc! {"arr": {"$elemMatch": {"s": {"$regex": slow}}}},
+    )
+    .unwrap();
+    assert_eq!(
+        projection.apply(&doc).unwrap_err().code,
+        ErrorCode::Location51156
+    );
+}
