@@ -35,6 +35,7 @@ macro_rules! error_codes {
 
 error_codes! {
     InternalError = 1,
+    Overflow = 15,
     BadValue = 2,
     NoSuchKey = 4,
     FailedToParse = 9,
@@ -145,6 +146,9 @@ error_codes! {
     Location51074 = 51074,
     Location51075 = 51075,
     Location51091 = 51091,
+    Location51156 = 51156,
+    Location5729100 = 5729100,
+    Location7749501 = 7749501,
     Location51270 = 51270,
     AuthenticationFailed = 18,
     Location40571 = 40571,

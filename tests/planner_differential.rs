@@ -360,7 +360,7 @@ fn check(engine: &Engine, coll: &str, case: &Case) -> Result<(), TestCaseError> 
         }
         for d in &got {
             let filter = mayfly::query::filter::Filter::compile(&case.filter).unwrap();
-            prop_assert!(filter.matches(d), "{} does not match", d);
+            prop_assert!(filter.matches(d).unwrap(), "{} does not match", d);
         }
     }
     Ok(())

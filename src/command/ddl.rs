@@ -285,8 +285,10 @@ pub fn list_collections(shared: &Shared, req: &Request<'_>) -> Result<bson::RawD
             "idIndex": id_index_entry(),
         };
         // The filter sees the full entry, also with nameOnly (a superset of what mongod allows).
-        if filter.as_ref().is_some_and(|f| !f.matches(&entry)) {
-            continue;
+        if let Some(f) = &filter {
+            if !f.matches(&entry)? {
+                continue;
+            }
         }
         entries.push(if name_only {
             doc! {"name": meta.name.as_str(), "type": "collection"}
@@ -329,8 +331,10 @@ pub fn list_databases(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             }
             doc! {"name": name.as_str(), "sizeOnDisk": size, "empty": size == 0}
         };
-        if filter.as_ref().is_some_and(|f| !f.matches(&entry)) {
-            continue;
+        if let Some(f) = &filter {
+            if !f.matches(&entry)? {
+                continue;
+            }
         }
         total = total.saturating_add(entry.get_i64("sizeOnDisk").unwrap_or(0));
         databases.push(Bson::Document(entry));

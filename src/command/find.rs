@@ -184,7 +184,7 @@ pub fn project(
         }
         let record_id = record_ids.map(|c| keyed::record_id(c, &d));
         let mut doc = match &projection {
-            Some(p) => p.apply(&d.doc),
+            Some(p) => p.apply(&d.doc)?,
             None => d.doc,
         };
         if let Some(id) = record_id {

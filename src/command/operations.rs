@@ -242,13 +242,12 @@ pub fn current_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         }
     }
     let filter = Filter::compile(&conditions)?;
-    let inprog: Vec<Bson> = shared
-        .ops
-        .report()
-        .into_iter()
-        .filter(|entry| filter.matches(entry))
-        .map(Bson::Document)
-        .collect();
+    let mut inprog: Vec<Bson> = Vec::new();
+    for entry in shared.ops.report() {
+        if filter.matches(&entry)? {
+            inprog.push(Bson::Document(entry));
+        }
+    }
     Ok(doc! {"inprog": inprog, "ok": 1.0})
 }
 

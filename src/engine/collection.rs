@@ -13,6 +13,7 @@ use super::record::Record;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
+use crate::query::depth;
 use crate::query::path::render;
 use crate::storage::keys::{self, Direction};
 use crate::storage::{Keyspace, MAX_KEY_LEN};
@@ -123,6 +124,7 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
     }
     let record = Record::new(now, doc)?;
     check_size(doc, record.body.len())?;
+    depth::check_storable(&record.body, depth::Write::Insert)?;
     let size = record.body.len();
     let mut replaced = None;
     if let Some(bytes) = txn.get(Keyspace::Documents, &key)? {
@@ -172,6 +174,7 @@ pub fn replace(
 ) -> Result<()> {
     let record = Record::new(now, new)?;
     check_size(new, record.body.len())?;
+    depth::check_storable(&record.body, depth::Write::Update)?;
     let size = size_delta(old.record.body.len(), record.body.len());
     remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
     if let Err(e) = add_entries(txn, meta, old.key.clone(), record, new, now) {

@@ -77,7 +77,10 @@ impl Record {
         })
     }
 
+    /// The decoded body. A body nested deeper than any request may be is refused before the
+    /// recursive decoder sees it (`query::depth`).
     pub fn document(&self) -> Result<Document> {
+        crate::query::depth::check_stored_for_read(&self.body)?;
         Document::from_reader(self.body.as_slice())
             .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))
     }

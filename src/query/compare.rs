@@ -39,17 +39,80 @@ pub fn is_number(value: &Bson) -> bool {
 }
 
 /// Total order over BSON values, as mongod's `BSONElement::compareElements` without collation.
+/// Documents and arrays are compared with an explicit stack, not recursion, so no nesting
+/// depth can exhaust the thread's stack.
 pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
+    match compare_shallow(a, b) {
+        Shallow::Done(ord) => ord,
+        Shallow::Descend(pair) => compare_nested(pair),
+    }
+}
+
+/// Two documents or two arrays whose elements are compared in step.
+enum Pair<'a> {
+    Documents(bson::document::Iter<'a>, bson::document::Iter<'a>),
+    Arrays(std::slice::Iter<'a, Bson>, std::slice::Iter<'a, Bson>),
+}
+
+/// The comparison of two values as far as it goes without looking inside documents or arrays.
+enum Shallow<'a> {
+    Done(Ordering),
+    /// Equal so far; the order is that of these elements.
+    Descend(Pair<'a>),
+}
+
+fn compare_nested(first: Pair<'_>) -> Ordering {
+    let mut stack = vec![first];
+    while let Some(top) = stack.last_mut() {
+        let step = match top {
+            Pair::Documents(left, right) => match (left.next(), right.next()) {
+                (None, None) => None,
+                (None, Some(_)) => return Ordering::Less,
+                (Some(_), None) => return Ordering::Greater,
+                (Some((ka, va)), Some((kb, vb))) => {
+                    let ord = type_bracket(va)
+                        .cmp(&type_bracket(vb))
+                        .then_with(|| ka.as_bytes().cmp(kb.as_bytes()));
+                    if ord != Ordering::Equal {
+                        return ord;
+                    }
+                    Some(compare_shallow(va, vb))
+                }
+            },
+            Pair::Arrays(left, right) => match (left.next(), right.next()) {
+                (None, None) => None,
+                (None, Some(_)) => return Ordering::Less,
+                (Some(_), None) => return Ordering::Greater,
+                (Some(x), Some(y)) => Some(compare_shallow(x, y)),
+            },
+        };
+        match step {
+            None => {
+                stack.pop();
+            }
+            Some(Shallow::Done(Ordering::Equal)) => {}
+            Some(Shallow::Done(ord)) => return ord,
+            Some(Shallow::Descend(pair)) => stack.push(pair),
+        }
+    }
+    Ordering::Equal
+}
+
+fn compare_shallow<'a>(a: &'a Bson, b: &'a Bson) -> Shallow<'a> {
     let (ta, tb) = (type_bracket(a), type_bracket(b));
     if ta != tb {
-        return ta.cmp(&tb);
+        return Shallow::Done(ta.cmp(&tb));
     }
-    match (a, b) {
+    Shallow::Done(match (a, b) {
         (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => {
             x.as_bytes().cmp(y.as_bytes())
         }
-        (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
-        (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
+        (Bson::Document(x), Bson::Document(y)) => {
+            return Shallow::Descend(Pair::Documents(x.iter(), y.iter()))
+        }
+        (Bson::Array(x), Bson::Array(y)) => {
+            return Shallow::Descend(Pair::Arrays(x.iter(), y.iter()))
+        }
         (Bson::Binary(x), Bson::Binary(y)) => x
             .bytes
             .len()
@@ -67,10 +130,14 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             .cmp(&y.pattern)
             .then_with(|| x.options.cmp(&y.options)),
         (Bson::JavaScriptCode(x), Bson::JavaScriptCode(y)) => x.cmp(y),
-        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => x
-            .code
-            .cmp(&y.code)
-            .then_with(|| compare_documents(&x.scope, &y.scope)),
+        (Bson::JavaScriptCodeWithScope(x), Bson::JavaScriptCodeWithScope(y)) => {
+            match x.code.cmp(&y.code) {
+                Ordering::Equal => {
+                    return Shallow::Descend(Pair::Documents(x.scope.iter(), y.scope.iter()))
+                }
+                ord => ord,
+            }
+        }
         (Bson::DbPointer(_), Bson::DbPointer(_)) => {
             // mongod: value size, then the raw value bytes.
             let (x, y) = (raw_value_bytes(a), raw_value_bytes(b));
@@ -81,7 +148,7 @@ pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
             // MinKey, MaxKey, Null, Undefined: one value per bracket.
             _ => Ordering::Equal,
         },
-    }
+    })
 }
 
 /// Equality under the BSON order (so `1 == 1.0 == NumberLong(1)`, `-0.0 == 0.0`).
@@ -91,24 +158,7 @@ pub fn values_equal(a: &Bson, b: &Bson) -> bool {
 
 /// Documents order field by field: value bracket, then field name, then value; a prefix is less.
 pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
-    let mut left = a.iter();
-    let mut right = b.iter();
-    loop {
-        match (left.next(), right.next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some((ka, va)), Some((kb, vb))) => {
-                let ord = type_bracket(va)
-                    .cmp(&type_bracket(vb))
-                    .then_with(|| ka.as_bytes().cmp(kb.as_bytes()))
-                    .then_with(|| compare_values(va, vb));
-                if ord != Ordering::Equal {
-                    return ord;
-                }
-            }
-        }
-    }
+    compare_nested(Pair::Documents(a.iter(), b.iter()))
 }
 
 /// The raw BSON bytes of one value. The bson crate keeps DbPointer's fields private, so they are
@@ -124,16 +174,6 @@ fn raw_value_bytes(value: &Bson) -> Vec<u8> {
     raw.get(6..raw.len().saturating_sub(1))
         .map(<[u8]>::to_vec)
         .unwrap_or_default()
-}
-
-fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
-    for (x, y) in a.iter().zip(b.iter()) {
-        let ord = compare_values(x, y);
-        if ord != Ordering::Equal {
-            return ord;
-        }
-    }
-    a.len().cmp(&b.len())
 }
 
 /// A numeric value with its exact representation kept.

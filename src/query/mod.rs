@@ -6,6 +6,7 @@
 //!
 //! Map:
 //! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
+//! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
 //! - [`regex`]: the `$regex` matcher (a PCRE subset with a step budget).
 //! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
@@ -14,6 +15,7 @@
 //! - [`sort`]: `SortSpec::compile`, `compare`.
 
 pub mod compare;
+pub mod depth;
 pub mod filter;
 pub mod path;
 pub mod projection;

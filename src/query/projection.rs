@@ -8,6 +8,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::is_number;
+use crate::query::depth::MAX_STORED_DEPTH;
 use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
 
@@ -161,13 +162,14 @@ impl Projection {
         })
     }
 
-    /// Applies the projection to one document.
-    pub fn apply(&self, doc: &Document) -> Document {
-        match &self.tree {
+    /// Applies the projection to one document; an error when an `$elemMatch` `$regex` could
+    /// not decide.
+    pub fn apply(&self, doc: &Document) -> Result<Document> {
+        crate::query::filter::watch_regex(|| match &self.tree {
             None => doc.clone(),
             Some(tree) if self.inclusion => include(doc, tree),
             Some(tree) => exclude(doc, tree),
-        }
+        })
     }
 }
 
@@ -194,6 +196,12 @@ fn flatten(spec: &Document, prefix: &str, out: &mut Vec<(String, Node, Kind)>) -
             return Err(Error::bad_value(format!(
                 "FieldPath must not contain empty field names: {field}"
             )));
+        }
+        if field.split('.').nth(MAX_STORED_DEPTH).is_some() {
+            return Err(Error::new(
+                ErrorCode::Location5729100,
+                "FieldPath is too long",
+            ));
         }
         match value {
             Bson::Boolean(b) => out.push(include_or_exclude(field, *b)),
@@ -405,7 +413,7 @@ fn first_elem_match(value: &Bson, filter: &Filter, field: &str) -> Option<Bson> 
     };
     items
         .iter()
-        .find(|item| filter.matches(&doc! {field: [(*item).clone()]}))
+        .find(|item| filter.matches_within(&doc! {field: [(*item).clone()]}))
         .cloned()
 }
 
@@ -414,7 +422,7 @@ mod tests {
     use super::*;
 
     fn project(spec: Document, d: Document) -> Document {
-        Projection::compile(&spec).unwrap().apply(&d)
+        Projection::compile(&spec).unwrap().apply(&d).unwrap()
     }
 
     #[test]

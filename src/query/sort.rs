@@ -33,6 +33,7 @@ impl SortSpec {
                     "Sort key path is invalid: '{field}'"
                 )));
             }
+            crate::query::depth::check_path(field)?;
             let ascending = if values_equal(value, &Bson::Int32(1)) && is_number(value) {
                 true
             } else if values_equal(value, &Bson::Int32(-1)) && is_number(value) {

@@ -210,7 +210,45 @@ fn tag(value: &Bson) -> u8 {
     }
 }
 
+/// Appends the body of `value`. Documents and arrays are walked with an explicit stack, not
+/// recursion, so no nesting depth can exhaust the thread's stack.
 fn encode_body(value: &Bson, out: &mut Vec<u8>) {
+    let mut open: Vec<Composite<'_>> = Vec::new();
+    if let Some(composite) = encode_scalar_or_open(value, out) {
+        open.push(composite);
+    }
+    while let Some(top) = open.last_mut() {
+        let next = match top {
+            Composite::Document(fields) => fields.next().map(|(name, value)| {
+                out.push(tag(value));
+                encode_string(name, out);
+                value
+            }),
+            Composite::Array(items) => items.next().inspect(|value| out.push(tag(value))),
+        };
+        match next {
+            Some(value) => {
+                if let Some(composite) = encode_scalar_or_open(value, out) {
+                    open.push(composite);
+                }
+            }
+            None => {
+                out.push(END_OF_COMPOSITE);
+                open.pop();
+            }
+        }
+    }
+}
+
+/// A document or array whose elements are being encoded.
+enum Composite<'a> {
+    Document(bson::document::Iter<'a>),
+    Array(std::slice::Iter<'a, Bson>),
+}
+
+/// Appends the body of a scalar, or what precedes a composite's elements and returns the
+/// composite for the caller to walk (its elements, then `END_OF_COMPOSITE`).
+fn encode_scalar_or_open<'a>(value: &'a Bson, out: &mut Vec<u8>) -> Option<Composite<'a>> {
     match value {
         Bson::MinKey | Bson::Undefined | Bson::Null | Bson::MaxKey => {}
         Bson::Boolean(b) => out.push(u8::from(*b)),
@@ -219,13 +257,8 @@ fn encode_body(value: &Bson, out: &mut Vec<u8>) {
         Bson::Double(d) => encode_f64_exact(*d, out),
         Bson::Decimal128(d) => encode_decimal128(d, out),
         Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => encode_string(s, out),
-        Bson::Document(doc) => encode_document_body(doc, out),
-        Bson::Array(items) => {
-            for item in items {
-                encode_value(item, out);
-            }
-            out.push(END_OF_COMPOSITE);
-        }
+        Bson::Document(doc) => return Some(Composite::Document(doc.iter())),
+        Bson::Array(items) => return Some(Composite::Array(items.iter())),
         Bson::Binary(bin) => {
             let len = u32::try_from(bin.bytes.len()).unwrap_or(u32::MAX);
             out.extend_from_slice(&len.to_be_bytes());
@@ -245,18 +278,10 @@ fn encode_body(value: &Bson, out: &mut Vec<u8>) {
         Bson::DbPointer(_) => encode_raw_value(value, out),
         Bson::JavaScriptCodeWithScope(code) => {
             encode_string(&code.code, out);
-            encode_document_body(&code.scope, out);
+            return Some(Composite::Document(code.scope.iter()));
         }
     }
-}
-
-fn encode_document_body(doc: &Document, out: &mut Vec<u8>) {
-    for (name, value) in doc {
-        out.push(tag(value));
-        encode_string(name, out);
-        encode_body(value, out);
-    }
-    out.push(END_OF_COMPOSITE);
+    None
 }
 
 /// Escapes `00` as `00 FF` and terminates with `00 00`, so a string sorts before its

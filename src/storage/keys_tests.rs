@@ -606,3 +606,52 @@ proptest! {
         prop_assert_eq!(ExactDecimal::from_f64(d), expected);
     }
 }
+
+/// Encoding and comparing values nested far past every limit need no stack per level: they run
+/// on a 256 KiB stack (values are built and dropped on a big one: `Drop` recurses).
+#[test]
+fn deeply_nested_values_encode_and_compare_without_recursion() {
+    fn nested(levels: usize, leaf: i32, arrays: bool) -> Bson {
+        let mut v = Bson::Int32(leaf);
+        for _ in 0..levels {
+            v = if arrays {
+                Bson::Array(vec![v])
+            } else {
+                Bson::Document(doc! {"a": v})
+            };
+        }
+        v
+    }
+    std::thread::Builder::new()
+        .stack_size(512 * 1024 * 1024)
+        .spawn(|| {
+            let (one, two) = (nested(50_000, 1, false), nested(50_000, 2, false));
+            let (arr_one, arr_two) = (nested(50_000, 1, true), nested(50_000, 2, true));
+            std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(s, || {
+                        use crate::query::compare::compare_values;
+                        use std::cmp::Ordering;
+                        assert_eq!(compare_values(&one, &two), Ordering::Less);
+                        assert_eq!(compare_values(&two, &one), Ordering::Greater);
+                        assert_eq!(compare_values(&one, &one), Ordering::Equal);
+                        assert_eq!(compare_values(&arr_one, &arr_two), Ordering::Less);
+                        let key = |v: &Bson| {
+                            let mut out = Vec::new();
+                            encode_value(v, &mut out);
+                            out
+                        };
+                        assert!(key(&one) < key(&two));
+                        assert!(key(&arr_one) < key(&arr_two));
+                        assert!(key(&arr_one) > key(&one), "arrays sort after documents");
+                    })
+                    .unwrap()
+                    .join()
+                    .unwrap();
+            });
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+}

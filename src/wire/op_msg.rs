@@ -165,6 +165,8 @@ pub(crate) fn parse_document(bytes: &[u8], limit: usize) -> Result<Document, Err
             ),
         ));
     }
+    // Before the recursive decoder sees it: a deeply nested request must not exhaust the stack.
+    crate::query::depth::check_request(bytes)?;
     let raw = bson::RawDocument::from_bytes(bytes)
         .map_err(|e| Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}")))?;
     raw.try_into().map_err(|e: bson::raw::Error| {

@@ -131,6 +131,7 @@ pub fn field_path(s: &str) -> Result<Vec<String>> {
             "'$' by itself is not a valid FieldPath",
         ));
     }
+    crate::query::depth::check_path(body)?;
     let parts: Vec<String> = body.split('.').map(str::to_owned).collect();
     for part in &parts {
         if part.is_empty() {

@@ -30,6 +30,9 @@ use bson::{doc, Bson, Document};
 use stages::{Row, Rows, Stage};
 use std::sync::Arc;
 
+/// mongod's `internalPipelineLengthLimit`.
+const MAX_PIPELINE_LENGTH: usize = 1_000;
+
 const FIELDS: &[&str] = &[
     "pipeline",
     "cursor",
@@ -85,6 +88,12 @@ impl AggregateArgs {
         let allow_disk_use = optional_bool(cmd, "aggregate", "allowDiskUse")?.unwrap_or(false);
         check_collation(cmd, "aggregate")?;
         let vars = expr::let_variables(optional_doc(cmd, "aggregate", "let")?)?;
+        if pipeline.len() > MAX_PIPELINE_LENGTH {
+            return Err(Error::new(
+                ErrorCode::Location7749501,
+                format!("Pipeline length must be no longer than {MAX_PIPELINE_LENGTH} stages."),
+            ));
+        }
         let mut stages = Vec::new();
         for (i, spec) in pipeline.iter().enumerate() {
             stages.extend(Stage::parse(spec, i == 0, &vars)?);

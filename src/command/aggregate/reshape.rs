@@ -96,9 +96,9 @@ impl Project {
         })
     }
 
-    pub fn apply(&self, doc: &Document) -> Document {
+    pub fn apply(&self, doc: &Document) -> Result<Document> {
         let mut out = match &self.base {
-            Base::Projection(p) => p.apply(doc),
+            Base::Projection(p) => p.apply(doc)?,
             Base::IdOnly(true) => doc
                 .get("_id")
                 .map(|id| doc! {"_id": id.clone()})
@@ -120,7 +120,7 @@ impl Project {
                 }
             }
         }
-        out
+        Ok(out)
     }
 }
 

@@ -33,6 +33,14 @@ impl Row {
         }
     }
 
+    /// A row whose document a stage built from expressions: it may be deeper than its input,
+    /// so it is checked against the nesting limit before later stages (and their recursive
+    /// comparisons) see it.
+    pub fn reshaped(&self, doc: Document) -> Result<Row> {
+        crate::query::depth::check_document(&doc)?;
+        Ok(self.derived(doc))
+    }
+
     pub fn derived(&self, doc: Document) -> Row {
         Row {
             doc,
@@ -220,9 +228,13 @@ impl Stage {
     /// Applies the stage to its input.
     pub fn apply(self, rows: Rows) -> Result<Rows> {
         Ok(match self {
-            Stage::Match { filter, .. } => Box::new(rows.filter(move |r| match r {
-                Ok(row) => filter.matches(&row.doc),
-                Err(_) => true,
+            Stage::Match { filter, .. } => Box::new(rows.filter_map(move |r| match r {
+                Ok(row) => match filter.matches(&row.doc) {
+                    Ok(true) => Some(Ok(row)),
+                    Ok(false) => None,
+                    Err(e) => Some(Err(e)),
+                },
+                Err(e) => Some(Err(e)),
             })),
             Stage::Sort { spec: sort, .. } => {
                 let mut keyed = Vec::new();
@@ -235,18 +247,23 @@ impl Stage {
             }
             Stage::Skip(n) => Box::new(rows.skip(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Limit(n) => Box::new(rows.take(usize::try_from(n).unwrap_or(usize::MAX))),
-            Stage::Project(p) => Box::new(rows.map(move |r| r.map(|row| row.derived(p.apply(&row.doc))))),
+            Stage::Project(p) => Box::new(rows.map(move |r| {
+                r.and_then(|row| {
+                    let doc = p.apply(&row.doc)?;
+                    row.reshaped(doc)
+                })
+            })),
             Stage::AddFields(tree) => Box::new(rows.map(move |r| {
-                r.map(|row| {
+                r.and_then(|row| {
                     let mut out = row.doc.clone();
                     apply_tree(&row.doc, &mut out, &tree);
-                    row.derived(out)
+                    row.reshaped(out)
                 })
             })),
             Stage::ReplaceRoot(expr) => Box::new(rows.map(move |r| {
                 let row = r?;
                 match expr.eval(&row.doc) {
-                    Some(Bson::Document(d)) => Ok(row.derived(d)),
+                    Some(Bson::Document(d)) => row.reshaped(d),
                     other => Err(Error::new(
                         ErrorCode::Location40228,
                         format!(
@@ -264,7 +281,11 @@ impl Stage {
             })),
             Stage::Group(g) => {
                 let groups = g.run(rows.map(|r| r.map(|row| row.doc)))?;
-                Box::new(groups.into_iter().map(|d| Ok(Row::computed(d))))
+                // Accumulators such as `$push` nest their inputs a level or two deeper.
+                Box::new(groups.into_iter().map(|d| {
+                    crate::query::depth::check_document(&d)?;
+                    Ok(Row::computed(d))
+                }))
             }
             Stage::Count(field) => {
                 let mut n = 0u64;

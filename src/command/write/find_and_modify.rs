@@ -85,7 +85,7 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
         })
         .await??;
     let value = match (value, &projection) {
-        (Some(doc), Some(p)) => Bson::Document(p.apply(&doc)),
+        (Some(doc), Some(p)) => Bson::Document(p.apply(&doc)?),
         (Some(doc), None) => Bson::Document(doc),
         (None, _) => Bson::Null,
     };

@@ -485,7 +485,7 @@ fn pinned_ids(preds: &[&Pred]) -> Option<Vec<Bson>> {
     let mut ids = preds.iter().find_map(|p| match p {
         Pred::Eq(v) if pinnable(v) => Some(vec![v.clone()]),
         Pred::In { values, regexes } if regexes.is_empty() && values.iter().all(pinnable) => {
-            Some(values.clone())
+            Some(values.to_vec())
         }
         _ => None,
     })?;

@@ -1,7 +1,7 @@
 //! Filter document → [`Expr`] tree, with mongod's parse errors (codes and messages follow
 //! `expression_parser.cpp`). Also the upsert equality extraction.
 
-use super::{CmpOp, Expr, Pred, RegexPred, TypeSel};
+use super::{CmpOp, Expr, InSet, Pred, RegexPred, TypeSel};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::is_number;
 use crate::query::path;
@@ -18,6 +18,7 @@ pub(super) fn document(doc: &Document) -> Result<Expr> {
             }
             continue;
         }
+        crate::query::depth::check_path(key)?;
         children.push(Expr::Field {
             path: path::split(key),
             preds: field_predicates(key, value)?,
@@ -181,7 +182,10 @@ fn in_list(arg: &Bson, op: &str) -> Result<Pred> {
             other => values.push(other.clone()),
         }
     }
-    Ok(Pred::In { values, regexes })
+    Ok(Pred::In {
+        values: InSet::new(values),
+        regexes,
+    })
 }
 
 const TYPE_ALIASES: &[(&str, i32)] = &[

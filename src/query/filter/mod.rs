@@ -7,6 +7,7 @@
 //! bitwise operators (refused at compile time with a clear error), collations, or index use.
 
 mod compile;
+mod in_set;
 #[cfg(test)]
 mod tests;
 
@@ -15,6 +16,7 @@ use crate::query::compare::{compare_values, type_bracket, values_equal, Number};
 use crate::query::path::{self, PathValues};
 use crate::query::regex::Regex;
 use bson::{Bson, Document, RawDocument};
+pub(crate) use in_set::InSet;
 use std::cmp::Ordering;
 
 pub use compile::equality_fields;
@@ -36,8 +38,14 @@ impl Filter {
         Ok(Filter { root, fields })
     }
 
-    /// Whether `doc` satisfies the filter.
-    pub fn matches(&self, doc: &Document) -> bool {
+    /// Whether `doc` satisfies the filter; an error when a `$regex` could not decide.
+    pub fn matches(&self, doc: &Document) -> Result<bool> {
+        regex_failure::watch(|| self.root.matches(doc))
+    }
+
+    /// Like [`Filter::matches`] inside an evaluation that [`watch_regex`] wraps (a projection,
+    /// an update): a `$regex` failure reads as false here and is returned by the `watch_regex`.
+    pub(crate) fn matches_within(&self, doc: &Document) -> bool {
         self.root.matches(doc)
     }
 
@@ -53,18 +61,23 @@ impl Filter {
             let element = element.map_err(corrupt)?;
             let key = element.key();
             if self.fields.iter().any(|f| f == key) {
+                check_value_depth(&element)?;
                 let value = Bson::try_from(element.value().map_err(corrupt)?).map_err(corrupt)?;
                 partial.insert(key, value);
             }
         }
-        Ok(self.root.matches(&partial))
+        regex_failure::watch(|| self.root.matches(&partial))
     }
 
     /// The array index the positional `$` update operator refers to: the first element of the
     /// first array a field predicate traverses that satisfies that predicate, as mongod
     /// records while matching. `None` when no predicate goes through an array.
+    /// It is asked after [`Filter::matches`] answered for the same document, so any `$regex`
+    /// here has already decided on these values; a failure is not kept for a later evaluation.
     pub fn positional_match(&self, doc: &Document) -> Option<usize> {
-        self.root.positional_match(doc)
+        regex_failure::watch(|| self.root.positional_match(doc))
+            .ok()
+            .flatten()
     }
 
     /// The compiled tree, for the planner to derive index bounds from.
@@ -189,7 +202,13 @@ pub(crate) struct RegexPred {
 impl RegexPred {
     fn test_value(&self, value: &Bson) -> bool {
         match value {
-            Bson::String(s) | Bson::Symbol(s) => self.regex.is_match(s),
+            Bson::String(s) | Bson::Symbol(s) => match self.regex.is_match(s) {
+                Ok(found) => found,
+                Err(e) => {
+                    regex_failure::record(e);
+                    false
+                }
+            },
             Bson::RegularExpression(r) => r.pattern == self.pattern && r.options == self.options,
             _ => false,
         }
@@ -209,7 +228,7 @@ pub(crate) enum Pred {
     Eq(Bson),
     Cmp(CmpOp, Bson),
     In {
-        values: Vec<Bson>,
+        values: InSet,
         regexes: Vec<RegexPred>,
     },
     Exists(bool),
@@ -240,7 +259,8 @@ impl Pred {
                 pv.all().any(|v| compare_matches(*op, v, target))
             }
             Pred::In { values, regexes } => {
-                values.iter().any(|target| eq_matches(target, pv))
+                (values.has_null() && eq_matches(&Bson::Null, pv))
+                    || pv.all().any(|v| values.contains(v))
                     || pv.all().any(|v| regexes.iter().any(|r| r.test_value(v)))
             }
             Pred::Exists(expected) => pv.values.is_empty() != *expected,
@@ -371,4 +391,47 @@ fn mod_matches(value: &Bson, divisor: i64, remainder: i64) -> bool {
         None => return false,
     };
     n.wrapping_rem(divisor) == remainder
+}
+
+/// Refuses a stored field's value nested deeper than any request may be, before the recursive
+/// decoder sees it (`query::depth`).
+fn check_value_depth(element: &bson::raw::RawElement<'_>) -> Result<()> {
+    let bytes = match element.value().map_err(corrupt)? {
+        bson::RawBsonRef::Document(d) => d.as_bytes(),
+        bson::RawBsonRef::Array(a) => a.as_bytes(),
+        bson::RawBsonRef::JavaScriptCodeWithScope(c) => c.scope.as_bytes(),
+        _ => return Ok(()),
+    };
+    crate::query::depth::check_stored_for_read(bytes)
+}
+
+pub(crate) use regex_failure::watch as watch_regex;
+
+/// A `$regex` that ran out of its matching budget cannot answer: the predicate reads as false
+/// while the tree is evaluated (so the evaluation stays a plain boolean walk), and the failure is
+/// kept for the calling thread until [`Filter::matches`] turns it into the error it returns.
+mod regex_failure {
+    use crate::error::{Error, Result};
+    use std::cell::RefCell;
+
+    thread_local! {
+        static FAILURE: RefCell<Option<Error>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn record(e: Error) {
+        FAILURE.with(|f| {
+            f.borrow_mut().get_or_insert(e);
+        });
+    }
+
+    /// Runs one evaluation; its result, or the first regex failure recorded during it.
+    pub(crate) fn watch<T>(evaluate: impl FnOnce() -> T) -> Result<T> {
+        let outer = FAILURE.with(|f| f.borrow_mut().take());
+        let result = evaluate();
+        let failure = FAILURE.with(|f| std::mem::replace(&mut *f.borrow_mut(), outer));
+        match failure {
+            Some(e) => Err(e),
+            None => Ok(result),
+        }
+    }
 }

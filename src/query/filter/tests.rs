@@ -7,7 +7,11 @@ use bson::{doc, oid::ObjectId, Bson, Document, Regex as BsonRegex};
 fn check(cases: &[(Document, Document, bool)]) {
     for (i, (d, filter, expected)) in cases.iter().enumerate() {
         let compiled = Filter::compile(filter).unwrap_or_else(|e| panic!("case {i} {filter}: {e}"));
-        assert_eq!(compiled.matches(d), *expected, "case {i}: {filter} on {d}");
+        assert_eq!(
+            compiled.matches(d).unwrap(),
+            *expected,
+            "case {i}: {filter} on {d}"
+        );
     }
 }
 
@@ -345,7 +349,7 @@ fn positional_match_index() {
     ];
     for (d, filter, expected) in cases {
         let compiled = Filter::compile(&filter).unwrap();
-        assert!(compiled.matches(&d), "{filter} should match {d}");
+        assert!(compiled.matches(&d).unwrap(), "{filter} should match {d}");
         assert_eq!(compiled.positional_match(&d), expected, "{filter} on {d}");
     }
 }
@@ -375,9 +379,40 @@ fn matching_stored_bytes_agrees_with_matching_documents() {
             let raw = bson::RawDocument::from_bytes(&bytes).unwrap();
             assert_eq!(
                 filter.matches_raw(raw).unwrap(),
-                filter.matches(d),
+                filter.matches(d).unwrap(),
                 "{f} on {d}"
             );
         }
     }
+}
+
+#[test]
+fn a_regex_out_of_budget_is_an_error_wherever_a_filter_meets_it() {
+    let text = format!("{}c", "a".repeat(28));
+    let slow = "^(a+)+$|c$";
+    let doc = doc! {"s": text.clone(), "arr": [{"s": text.clone()}]};
+    for filter in [
+        doc! {"s": {"$regex": slow}},
+        doc! {"s": {"$in": [bson::Bson::RegularExpression(bson::Regex {
+            pattern: slow.into(),
+            options: String::new(),
+        })]}},
+        doc! {"arr": {"$elemMatch": {"s": {"$regex": slow}}}},
+        doc! {"$or": [{"x": 1}, {"s": {"$not": {"$regex": slow}}}]},
+    ] {
+        let compiled = Filter::compile(&filter).unwrap();
+        let err = compiled.matches(&doc).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Location51156, "{filter}");
+    }
+    // The failure belongs to that evaluation only.
+    let fine = Filter::compile(&doc! {"s": {"$regex": "c$"}}).unwrap();
+    assert!(fine.matches(&doc).unwrap());
+    let projection = crate::query::projection::Projection::compile(
+        &doc! {"arr": {"$elemMatch": {"s": {"$regex": slow}}}},
+    )
+    .unwrap();
+    assert_eq!(
+        projection.apply(&doc).unwrap_err().code,
+        ErrorCode::Location51156
+    );
 }

@@ -5,8 +5,9 @@
 //! `i m s x`.
 //!
 //! Owns: compiling and running patterns. Does not own: backreferences, lookbehind, named groups,
-//! Unicode properties (compile errors). A step budget bounds pathological patterns: past it the
-//! match reports false rather than running unbounded.
+//! Unicode properties (compile errors). Groups nest at most 250 deep (PCRE2's default
+//! `PARENS_NEST_LIMIT`), so parsing is bounded; a step budget and a frame budget bound matching:
+//! past either, the match is an error (mongod's 51156), never a silent "no match".
 
 use crate::error::{Error, ErrorCode, Result};
 use std::cell::Cell;
@@ -19,8 +20,11 @@ use parse::Parser;
 
 /// Upper bound on matcher steps per `is_match` call.
 const STEP_BUDGET: usize = 1_000_000;
-/// Upper bound on nested matcher frames (protects the stack).
-const DEPTH_BUDGET: usize = 5_000;
+/// Upper bound on nested matcher frames: each costs a few stack frames, and matching runs on
+/// threads with 2 MiB stacks.
+const DEPTH_BUDGET: usize = 2_000;
+/// How deep groups may nest in a pattern (PCRE2's `PARENS_NEST_LIMIT`).
+pub(super) const MAX_GROUP_NESTING: usize = 250;
 
 /// A compiled pattern.
 #[derive(Debug, Clone)]
@@ -107,6 +111,7 @@ impl Regex {
             pos: 0,
             extended,
             pattern,
+            nesting: 0,
         };
         let root = parser.alternation()?;
         if parser.pos < chars.len() {
@@ -116,17 +121,27 @@ impl Regex {
         Ok(regex)
     }
 
-    /// Whether the pattern matches anywhere in `text`.
-    pub fn is_match(&self, text: &str) -> bool {
+    /// Whether the pattern matches anywhere in `text`; an error when matching ran out of its
+    /// step or frame budget (the answer is then unknown).
+    pub fn is_match(&self, text: &str) -> Result<bool> {
         let chars: Vec<char> = text.chars().collect();
         let run = Run {
             re: self,
             text: &chars,
             steps: Cell::new(0),
             depth: Cell::new(0),
+            out_of_budget: Cell::new(false),
         };
-        (0..=chars.len())
-            .any(|start| !run.exhausted() && run.node(&self.root, start, &mut |_| true))
+        let found = (0..=chars.len())
+            .any(|start| !run.exhausted() && run.node(&self.root, start, &mut |_| true));
+        if !found && (run.out_of_budget.get() || run.exhausted()) {
+            return Err(Error::new(
+                ErrorCode::Location51156,
+                "Error occurred while executing the regular expression in $regex. Result code: \
+                 match limit exceeded",
+            ));
+        }
+        Ok(found)
     }
 }
 
@@ -135,6 +150,8 @@ struct Run<'r> {
     text: &'r [char],
     steps: Cell<usize>,
     depth: Cell<usize>,
+    /// Set when a budget cut a branch short: a "no match" is then not an answer.
+    out_of_budget: Cell<bool>,
 }
 
 fn is_word(c: char) -> bool {
@@ -188,6 +205,7 @@ impl Run<'_> {
     fn node(&self, node: &Node, pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
         self.steps.set(self.steps.get() + 1);
         if self.exhausted() || self.depth.get() > DEPTH_BUDGET {
+            self.out_of_budget.set(true);
             return false;
         }
         self.depth.set(self.depth.get() + 1);

@@ -1,6 +1,6 @@
 //! The pattern parser: PCRE-subset syntax into the matcher's [`Node`] tree.
 
-use super::{invalid, Class, ClassItem, Node};
+use super::{invalid, Class, ClassItem, Node, MAX_GROUP_NESTING};
 use crate::error::Result;
 
 pub(super) struct Parser<'p> {
@@ -8,6 +8,8 @@ pub(super) struct Parser<'p> {
     pub(super) pos: usize,
     pub(super) extended: bool,
     pub(super) pattern: &'p str,
+    /// Groups open around the current position.
+    pub(super) nesting: usize,
 }
 
 impl Parser<'_> {
@@ -176,6 +178,16 @@ impl Parser<'_> {
     }
 
     fn group(&mut self) -> Result<Node> {
+        if self.nesting >= MAX_GROUP_NESTING {
+            return Err(invalid(self.pattern, "parentheses are too deeply nested"));
+        }
+        self.nesting += 1;
+        let node = self.group_body();
+        self.nesting -= 1;
+        node
+    }
+
+    fn group_body(&mut self) -> Result<Node> {
         let mut look = None;
         if self.peek() == Some('?') {
             let kind = self.chars.get(self.pos + 1).copied();

@@ -105,6 +105,6 @@ impl ArrayFilters {
     /// Whether `element` passes the filter named `id`; `None` when there is no such filter.
     pub(crate) fn matches(&self, id: &str, element: &Bson) -> Option<bool> {
         let (_, filter) = self.filters.iter().find(|(k, _)| k == id)?;
-        Some(filter.matches(&doc! {id: element.clone()}))
+        Some(filter.matches_within(&doc! {id: element.clone()}))
     }
 }

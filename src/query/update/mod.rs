@@ -127,6 +127,11 @@ impl Update {
     /// Applies the update to `doc` in place. Returns whether the document changed. On error
     /// `doc` is left untouched.
     pub fn apply(&self, doc: &mut Document, ctx: &UpdateContext<'_>) -> Result<bool> {
+        // `$pull` conditions and array filters may hold a `$regex` that cannot decide.
+        crate::query::filter::watch_regex(|| self.apply_watched(doc, ctx))?
+    }
+
+    fn apply_watched(&self, doc: &mut Document, ctx: &UpdateContext<'_>) -> Result<bool> {
         match self {
             Update::Replacement(replacement) => apply_replacement(doc, replacement),
             Update::Pipeline(stages) => {

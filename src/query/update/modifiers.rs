@@ -288,9 +288,11 @@ impl PullCondition {
     pub(super) fn removes(&self, element: &Bson) -> bool {
         match self {
             PullCondition::Equals(v) => values_equal(element, v),
-            PullCondition::Value(filter) => filter.matches(&doc! {PULL_WRAPPER: element.clone()}),
+            PullCondition::Value(filter) => {
+                filter.matches_within(&doc! {PULL_WRAPPER: element.clone()})
+            }
             PullCondition::Object(filter) => match element {
-                Bson::Document(d) => filter.matches(d),
+                Bson::Document(d) => filter.matches_within(d),
                 _ => false,
             },
         }

@@ -81,6 +81,7 @@ fn checked_path(field: &str) -> Result<Vec<String>> {
             "An empty update path is not valid.",
         ));
     }
+    crate::query::depth::check_path(field)?;
     let components = path::split(field);
     for (i, component) in components.iter().enumerate() {
         if component.is_empty() {
@@ -198,6 +199,7 @@ fn rename(field: &str, value: &Bson) -> Result<Op> {
             path::render(value)
         )));
     };
+    crate::query::depth::check_path(field)?;
     let source = path::split(field);
     let target_path = checked_path(target)?;
     if is_dynamic(&source) {

@@ -145,6 +145,9 @@ fn flatten_set(
     for (key, value) in spec {
         let mut full = prefix.to_vec();
         full.extend(path::split(key));
+        if full.len() > crate::query::depth::MAX_PATH_COMPONENTS {
+            return Err(Error::new(ErrorCode::Overflow, "FieldPath is too long"));
+        }
         if full.iter().any(|c| c.is_empty() || c.starts_with('$')) {
             return Err(Error::new(
                 ErrorCode::Location16410,
@@ -271,7 +274,7 @@ pub(crate) fn run(pipeline: &Pipeline, doc: &Document) -> Result<Document> {
                 }
                 current
             }
-            Stage::Project(projection) => projection.apply(&current),
+            Stage::Project(projection) => projection.apply(&current)?,
             Stage::ReplaceRoot(e) => match evaluate(e, &current) {
                 Some(Bson::Document(d)) => d,
                 other => {
