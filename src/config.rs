@@ -3,6 +3,7 @@
 //!
 //! Precedence: flag, then environment variable, then config file, then the default.
 
+use crate::engine::cursor::{DEFAULT_CURSOR_MEMORY_BYTES, DEFAULT_MAX_NO_TIMEOUT_CURSORS};
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -40,7 +41,8 @@ pub enum ClockKind {
 #[command(name = "mayfly", version, about, long_about = None)]
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
-    /// log_format, log_level, slow_ms, enable_test_commands, clock).
+    /// log_format, log_level, slow_ms, enable_test_commands, clock, cursor_memory_limit_mb,
+    /// max_no_timeout_cursors).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -86,6 +88,23 @@ pub struct Cli {
     /// `advanceClock` test command). [default: system]
     #[arg(long, env = "MAYFLY_CLOCK", value_enum)]
     pub clock: Option<ClockKind>,
+
+    /// Megabytes of sorted or grouped results that open cursors may hold together; a cursor
+    /// that would pass it is closed with error 146. [default: 1024]
+    #[arg(
+        long = "cursorMemoryLimitMB",
+        env = "MAYFLY_CURSOR_MEMORY_LIMIT_MB",
+        value_name = "MB"
+    )]
+    pub cursor_memory_limit_mb: Option<u64>,
+
+    /// Most open `noCursorTimeout` cursors; opening one more fails with error 96. [default: 1000]
+    #[arg(
+        long = "maxNoTimeoutCursors",
+        env = "MAYFLY_MAX_NO_TIMEOUT_CURSORS",
+        value_name = "N"
+    )]
+    pub max_no_timeout_cursors: Option<u64>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -101,6 +120,8 @@ pub struct FileConfig {
     pub slow_ms: Option<u64>,
     pub enable_test_commands: Option<bool>,
     pub clock: Option<ClockKind>,
+    pub cursor_memory_limit_mb: Option<u64>,
+    pub max_no_timeout_cursors: Option<u64>,
 }
 
 /// The resolved configuration the server runs with.
@@ -117,6 +138,10 @@ pub struct Config {
     pub clock: ClockKind,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
+    /// Bytes of sorted or grouped results open cursors may hold together.
+    pub cursor_memory_limit_bytes: usize,
+    /// Most open `noCursorTimeout` cursors.
+    pub max_no_timeout_cursors: usize,
 }
 
 impl Default for Config {
@@ -186,6 +211,18 @@ impl Config {
                 || file.enable_test_commands.unwrap_or(false),
             clock: cli.clock.or(file.clock).unwrap_or_default(),
             argv,
+            cursor_memory_limit_bytes: cli
+                .cursor_memory_limit_mb
+                .or(file.cursor_memory_limit_mb)
+                .map_or(DEFAULT_CURSOR_MEMORY_BYTES, |mb| {
+                    usize::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
+                }),
+            max_no_timeout_cursors: cli
+                .max_no_timeout_cursors
+                .or(file.max_no_timeout_cursors)
+                .map_or(DEFAULT_MAX_NO_TIMEOUT_CURSORS, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
         }
     }
 
@@ -258,6 +295,18 @@ mod tests {
         ]);
         assert_eq!(cli.max_conns, Some(7));
         assert!(cli.enable_test_commands);
+    }
+
+    #[test]
+    fn cursor_caps_come_from_flags_or_the_file() {
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert_eq!(c.cursor_memory_limit_bytes, 1024 * 1024 * 1024);
+        assert_eq!(c.max_no_timeout_cursors, 1000);
+        let file: FileConfig =
+            toml::from_str("cursor_memory_limit_mb = 8\nmax_no_timeout_cursors = 3").unwrap();
+        let c = Config::resolve(parse(&["--maxNoTimeoutCursors", "5"]), file, vec![]);
+        assert_eq!(c.cursor_memory_limit_bytes, 8 * 1024 * 1024);
+        assert_eq!(c.max_no_timeout_cursors, 5);
     }
 
     #[test]

@@ -5,9 +5,11 @@
 
 use super::expr::Expr;
 use super::group::Group;
+use super::memory::{document_size, Blocking, StageLimits};
 use super::reshape::{add_fields_tree, apply_tree, AddNode, Project};
 use super::unwind::Unwind;
 use crate::command::{args, stats};
+use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::{integral_value, Filter};
 use crate::query::sort::SortSpec;
@@ -217,8 +219,8 @@ impl Stage {
         Ok(vec![stage])
     }
 
-    /// Applies the stage to its input.
-    pub fn apply(self, rows: Rows) -> Result<Rows> {
+    /// Applies the stage to its input; blocking stages hold at most their memory limit.
+    pub fn apply(self, rows: Rows, limits: &StageLimits) -> Result<Rows> {
         Ok(match self {
             Stage::Match { filter, .. } => Box::new(rows.filter(move |r| match r {
                 Ok(row) => filter.matches(&row.doc),
@@ -226,12 +228,16 @@ impl Stage {
             })),
             Stage::Sort { spec: sort, .. } => {
                 let mut keyed = Vec::new();
+                let mut memory = limits.budget(Blocking::Sort);
                 for row in rows {
                     let row = row?;
-                    keyed.push((sort.keys_of(&row.doc), row));
+                    let size = row.size.unwrap_or_else(|| document_size(&row.doc));
+                    memory.charge(size)?;
+                    keyed.push((sort.keys_of(&row.doc), (size, row)));
                 }
                 keyed.sort_by(|a, b| sort.compare_keys(&a.0, &b.0));
-                Box::new(keyed.into_iter().map(|(_, row)| Ok(row)))
+                let sorted = keyed.into_iter().map(|(_, row)| row).collect();
+                Box::new(HeldIter::new(sorted, limits.held.clone()).map(Ok))
             }
             Stage::Skip(n) => Box::new(rows.skip(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Limit(n) => Box::new(rows.take(usize::try_from(n).unwrap_or(usize::MAX))),
@@ -263,8 +269,13 @@ impl Stage {
                 Err(e) => vec![Err(e)],
             })),
             Stage::Group(g) => {
-                let groups = g.run(rows.map(|r| r.map(|row| row.doc)))?;
-                Box::new(groups.into_iter().map(|d| Ok(Row::computed(d))))
+                let mut memory = limits.budget(Blocking::Group);
+                let groups = g.run(rows.map(|r| r.map(|row| row.doc)), &mut memory)?;
+                let sized = groups
+                    .into_iter()
+                    .map(|d| (document_size(&d), Row::computed(d)))
+                    .collect();
+                Box::new(HeldIter::new(sized, limits.held.clone()).map(Ok))
             }
             Stage::Count(field) => {
                 let mut n = 0u64;
