@@ -90,7 +90,7 @@ pub struct Cli {
     pub clock: Option<ClockKind>,
 
     /// Megabytes of sorted or grouped results that open cursors may hold together; a cursor
-    /// that would pass it is closed with error 146. [default: 1024]
+    /// that would pass it is closed with error 146. [default: 512]
     #[arg(
         long = "cursorMemoryLimitMB",
         env = "MAYFLY_CURSOR_MEMORY_LIMIT_MB",
@@ -300,7 +300,7 @@ mod tests {
     #[test]
     fn cursor_caps_come_from_flags_or_the_file() {
         let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
-        assert_eq!(c.cursor_memory_limit_bytes, 1024 * 1024 * 1024);
+        assert_eq!(c.cursor_memory_limit_bytes, 512 * 1024 * 1024);
         assert_eq!(c.max_no_timeout_cursors, 1000);
         let file: FileConfig =
             toml::from_str("cursor_memory_limit_mb = 8\nmax_no_timeout_cursors = 3").unwrap();

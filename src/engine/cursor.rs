@@ -256,8 +256,8 @@ pub struct CursorLimits {
     pub no_timeout: AtomicUsize,
 }
 
-/// Default cap on what open cursors hold materialised: ten blocking stages at their limit.
-pub const DEFAULT_CURSOR_MEMORY_BYTES: usize = 1024 * 1024 * 1024;
+/// Default cap on what open cursors hold materialised: five blocking stages at their limit.
+pub const DEFAULT_CURSOR_MEMORY_BYTES: usize = 512 * 1024 * 1024;
 /// Default cap on open `noCursorTimeout` cursors.
 pub const DEFAULT_MAX_NO_TIMEOUT_CURSORS: usize = 1000;
 

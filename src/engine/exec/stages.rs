@@ -303,10 +303,11 @@ impl SortIter<'_> {
         }
         self.trim(&mut keyed, self.limit.unwrap_or(usize::MAX));
         self.sorted = if runs.is_empty() {
-            let sized = keyed
-                .into_iter()
-                .map(|(_, d)| (kept_bytes(&d), d))
-                .collect();
+            // A cursor is charged with what the sorted documents really hold: the stored bytes
+            // and, when decoded, the document again (the limit above counts the stored bytes
+            // only, as mongod counts BSON sizes).
+            let held = |d: &StoredDoc| kept_bytes(d) * if d.doc.is_empty() { 1 } else { 2 };
+            let sized = keyed.into_iter().map(|(_, d)| (held(&d), d)).collect();
             Box::new(crate::engine::cursor::HeldIter::new(sized, self.held.clone()).map(Ok))
         } else {
             let merged = Merge::new(self.spec.clone(), runs, keyed);
