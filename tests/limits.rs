@@ -289,3 +289,26 @@ async fn open_cursors_hold_at_most_the_server_wide_cursor_memory() {
     assert_eq!(shared.engine.cursors.held_bytes(), 0);
     assert!(cursor_id(&find(&server, sorted).await) > 0);
 }
+
+#[tokio::test]
+async fn a_million_empty_documents_in_the_command_body_are_counted_not_decoded() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start().await;
+    let documents: Vec<Document> = (0..1_000_000).map(|_| Document::new()).collect();
+    let body = doc! {"insert": "c", "documents": documents, "$db": "limits"};
+    let message = mayfly::wire::client::op_msg(3, &body, &Default::default()).unwrap();
+    drop(body);
+    let mut raw = server.raw().await;
+    reset_peak_rss();
+    let before = current_rss();
+    raw.send(&message).await;
+    let reply = raw.read().await.expect("a reply").document;
+    let grown = peak_rss().saturating_sub(before);
+    assert_error(&reply, 16);
+    assert!(grown < 48 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+    let ok = raw
+        .command(4, &doc! {"ping": 1, "$db": "limits"})
+        .await
+        .document;
+    assert_eq!(ok.get_f64("ok"), Ok(1.0));
+}

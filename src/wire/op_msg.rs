@@ -155,6 +155,7 @@ impl RawSections<'_> {
                 ))
             }
         };
+        check_body_batch(body)?;
         let mut command = parse_document(body, MAX_COMMAND_SIZE)?;
         for RawSequence {
             identifier,
@@ -179,6 +180,27 @@ impl RawSections<'_> {
         }
         Ok(command)
     }
+}
+
+/// The fields that carry a write batch in a command body (the same batches a document sequence
+/// carries). One with more than `maxWriteBatchSize` elements is refused before the body is
+/// decoded, so a 16 MiB body of a million empty documents costs a count, not a million
+/// documents. Malformed bytes are left to [`parse_document`] to report.
+const BATCH_FIELDS: &[&str] = &["documents", "updates", "deletes"];
+
+fn check_body_batch(body: &[u8]) -> Result<(), Error> {
+    let Ok(raw) = bson::RawDocument::from_bytes(body) else {
+        return Ok(());
+    };
+    for field in BATCH_FIELDS {
+        if let Ok(items) = raw.get_array(field) {
+            let count = items.into_iter().count();
+            if count > MAX_SEQUENCE_DOCS {
+                return Err(Error::write_batch_size(count));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Validates one framed BSON document.
