@@ -158,6 +158,10 @@ async fn blocking_aggregation_stages_fail_past_100_mb() {
         .unwrap()
         .contains("Sort exceeded memory limit of 104857600 bytes"));
 
+    // So does $sample, which mongod runs as a sort on random keys.
+    let reply = aggregate(&server, vec![doc! {"$sample": {"size": 100}}], false).await;
+    assert_error(&reply, 292);
+
     // Under the limit the same stages work, and the server serves on.
     let small = vec![
         doc! {"$group": {"_id": "$g", "ids": {"$push": "$_id"}}},

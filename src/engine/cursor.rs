@@ -5,6 +5,11 @@
 //! batch the cell is moved to the current server time (TTL-18). Idle cursors expire after
 //! ten minutes; an exhausted cursor is released at once.
 //!
+//! A cursor holds nothing materialised unless a blocking stage (a sort, `$group`) under it does;
+//! such a stage reports what it holds in the cursor's [`Held`] gauge and releases it as the
+//! documents leave. The registry caps what open cursors hold together, and how many
+//! `noCursorTimeout` cursors are open ([`CursorLimits`]); a cursor past either is refused.
+//!
 //! A cursor also keeps the [`Interrupt`] its iterators check. The `maxTimeMS` of the command that
 //! opened it is a budget for all its batches, as in mongod: the time left is kept while the
 //! cursor is idle and becomes the deadline of the next `getMore`.

@@ -1,5 +1,5 @@
 //! Memory accounting for the pipeline's blocking stages that run above the executor (`$group`,
-//! a `$sort` after the leading stages): each may hold mongod's 100 MB per stage
+//! a `$sort` after the leading stages, `$sample`): each may hold mongod's 100 MB per stage
 //! (`internalQueryMaxBlockingSortMemoryUsageBytes`) and fails past it.
 //!
 //! Owns: the per-stage budget, its errors, and the size estimate of a value. Does not own: the

@@ -287,7 +287,10 @@ impl Stage {
                 let out = (n > 0).then(|| Row::computed(doc! {field: stats::number(n)}));
                 Box::new(out.into_iter().map(Ok))
             }
-            Stage::Sample(size) => Box::new(sample(rows, size)?.into_iter().map(Ok)),
+            Stage::Sample(size) => {
+                let sampled = sample(rows, size, limits)?;
+                Box::new(HeldIter::new(sampled, limits.held.clone()).map(Ok))
+            }
             // Only valid first, where the pipeline's source produces it.
             Stage::CollStats { .. } | Stage::CurrentOp => rows,
         })
@@ -433,20 +436,26 @@ fn sample_size(arg: &Bson) -> Result<u64> {
 }
 
 /// A uniform random sample of `size` rows (reservoir sampling), in random order.
-fn sample(rows: Rows, size: u64) -> Result<Vec<Row>> {
+/// A uniform sample of `size` rows (with their sizes), held within one stage's memory limit
+/// (mongod samples with a sort on random keys, and fails as a sort does).
+fn sample(rows: Rows, size: u64, limits: &StageLimits) -> Result<Vec<(usize, Row)>> {
     let size = usize::try_from(size).unwrap_or(usize::MAX);
     let mut rng = SplitMix(
         std::collections::hash_map::RandomState::new()
             .build_hasher()
             .finish(),
     );
-    let mut reservoir: Vec<Row> = Vec::new();
+    let mut reservoir: Vec<(usize, Row)> = Vec::new();
+    let mut memory = limits.budget(Blocking::Sort);
     for (seen, row) in rows.enumerate() {
         let row = row?;
+        let bytes = row.size.unwrap_or_else(|| document_size(&row.doc));
         if reservoir.len() < size {
-            reservoir.push(row);
+            memory.charge(bytes)?;
+            reservoir.push((bytes, row));
         } else if let Some(slot) = reservoir.get_mut(rng.below(seen as u64 + 1) as usize) {
-            *slot = row;
+            memory.adjust(bytes as isize - slot.0 as isize)?;
+            *slot = (bytes, row);
         }
     }
     for i in (1..reservoir.len()).rev() {
