@@ -188,3 +188,22 @@ async fn ids_that_cannot_be_stored_are_write_errors() {
     );
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
 }
+
+#[tokio::test]
+async fn a_negative_or_non_numeric_max_time_ms_is_refused() {
+    let server = TestServer::start().await;
+    for (value, message) in [
+        (Bson::Int32(-1), "-1 value for maxTimeMS is out of range"),
+        (Bson::String("10".into()), "maxTimeMS must be a number"),
+        (Bson::Double(1.5), "maxTimeMS has non-integral value"),
+    ] {
+        for command in [
+            doc! {"insert": "c", "documents": [{}], "maxTimeMS": value.clone()},
+            doc! {"find": "c", "maxTimeMS": value.clone()},
+        ] {
+            assert_error(&run(&server, command).await, 2, message);
+        }
+    }
+    let reply = run(&server, doc! {"find": "c", "maxTimeMS": 1000}).await;
+    assert_eq!(reply.get_f64("ok"), Ok(1.0), "{reply}");
+}
