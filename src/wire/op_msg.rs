@@ -155,7 +155,9 @@ impl RawSections<'_> {
                 ))
             }
         };
-        check_body_batch(body)?;
+        if body.len() <= MAX_COMMAND_SIZE {
+            check_body_batch(body)?;
+        }
         let mut command = parse_document(body, MAX_COMMAND_SIZE)?;
         for RawSequence {
             identifier,
