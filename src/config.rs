@@ -3,6 +3,7 @@
 //!
 //! Precedence: flag, then environment variable, then config file, then the default.
 
+use crate::engine::cursor::{DEFAULT_CURSOR_MEMORY_BYTES, DEFAULT_MAX_NO_TIMEOUT_CURSORS};
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -51,7 +52,8 @@ pub enum StorageKind {
 #[command(name = "mayfly", version, about, long_about = None)]
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
-    /// log_format, log_level, slow_ms, enable_test_commands, clock, storage).
+    /// log_format, log_level, slow_ms, enable_test_commands, clock, storage,
+    /// cursor_memory_limit_mb, max_no_timeout_cursors).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -102,6 +104,22 @@ pub struct Cli {
     /// disk and everything is lost at exit: for tests and CI). [default: disk]
     #[arg(long, env = "MAYFLY_STORAGE", value_enum)]
     pub storage: Option<StorageKind>,
+    /// Megabytes of sorted or grouped results that open cursors may hold together; a cursor
+    /// that would pass it is closed with error 146. [default: 512]
+    #[arg(
+        long = "cursorMemoryLimitMB",
+        env = "MAYFLY_CURSOR_MEMORY_LIMIT_MB",
+        value_name = "MB"
+    )]
+    pub cursor_memory_limit_mb: Option<u64>,
+
+    /// Most open `noCursorTimeout` cursors; opening one more fails with error 96. [default: 1000]
+    #[arg(
+        long = "maxNoTimeoutCursors",
+        env = "MAYFLY_MAX_NO_TIMEOUT_CURSORS",
+        value_name = "N"
+    )]
+    pub max_no_timeout_cursors: Option<u64>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -118,6 +136,8 @@ pub struct FileConfig {
     pub enable_test_commands: Option<bool>,
     pub clock: Option<ClockKind>,
     pub storage: Option<StorageKind>,
+    pub cursor_memory_limit_mb: Option<u64>,
+    pub max_no_timeout_cursors: Option<u64>,
 }
 
 /// The resolved configuration the server runs with.
@@ -135,6 +155,10 @@ pub struct Config {
     pub storage: StorageKind,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
+    /// Bytes of sorted or grouped results open cursors may hold together.
+    pub cursor_memory_limit_bytes: usize,
+    /// Most open `noCursorTimeout` cursors.
+    pub max_no_timeout_cursors: usize,
 }
 
 impl Default for Config {
@@ -205,6 +229,18 @@ impl Config {
             clock: cli.clock.or(file.clock).unwrap_or_default(),
             storage: cli.storage.or(file.storage).unwrap_or_default(),
             argv,
+            cursor_memory_limit_bytes: cli
+                .cursor_memory_limit_mb
+                .or(file.cursor_memory_limit_mb)
+                .map_or(DEFAULT_CURSOR_MEMORY_BYTES, |mb| {
+                    usize::try_from(mb.saturating_mul(1024 * 1024)).unwrap_or(usize::MAX)
+                }),
+            max_no_timeout_cursors: cli
+                .max_no_timeout_cursors
+                .or(file.max_no_timeout_cursors)
+                .map_or(DEFAULT_MAX_NO_TIMEOUT_CURSORS, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                }),
         }
     }
 
@@ -297,6 +333,18 @@ mod tests {
             assert_eq!(c.storage, expected, "{args:?} {file:?}");
         }
         assert!(Cli::try_parse_from(["mayfly", "--storage", "tape"]).is_err());
+    }
+
+    #[test]
+    fn cursor_caps_come_from_flags_or_the_file() {
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert_eq!(c.cursor_memory_limit_bytes, 512 * 1024 * 1024);
+        assert_eq!(c.max_no_timeout_cursors, 1000);
+        let file: FileConfig =
+            toml::from_str("cursor_memory_limit_mb = 8\nmax_no_timeout_cursors = 3").unwrap();
+        let c = Config::resolve(parse(&["--maxNoTimeoutCursors", "5"]), file, vec![]);
+        assert_eq!(c.cursor_memory_limit_bytes, 8 * 1024 * 1024);
+        assert_eq!(c.max_no_timeout_cursors, 5);
     }
 
     #[test]

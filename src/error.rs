@@ -154,6 +154,7 @@ error_codes! {
     Location40571 = 40571,
     Location26823 = 26823,
     Location5739101 = 5739101,
+    ExceededMemoryLimit = 146,
 }
 
 /// A failure a client can cause (or an internal one), carrying mongod's code and message.
@@ -196,6 +197,17 @@ impl Error {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Error::new(ErrorCode::InternalError, message)
+    }
+
+    /// A write batch of `got` statements, outside `1..=maxWriteBatchSize` (16 InvalidLength).
+    pub fn write_batch_size(got: usize) -> Self {
+        Error::new(
+            ErrorCode::InvalidLength,
+            format!(
+                "Write batch sizes must be between 1 and {}. Got {got} operations.",
+                crate::protocol::MAX_WRITE_BATCH_SIZE
+            ),
+        )
     }
 
     /// The reply document for a failed command: `{ok: 0.0, errmsg, code, codeName, ...extra}`.

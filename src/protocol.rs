@@ -8,6 +8,8 @@ pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
 pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
 /// Largest command document: a user document plus room for the command's own fields.
 pub const MAX_COMMAND_SIZE: usize = MAX_BSON_OBJECT_SIZE + 16 * 1024;
+/// Most statements one `insert`, `update` or `delete` may carry (`maxWriteBatchSize`).
+pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
 
 /// A wire compressor, by the name `hello.compression` negotiates and the id OP_COMPRESSED carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

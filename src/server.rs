@@ -44,8 +44,15 @@ impl Server {
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
             listeners.push(listener);
         }
+        let (held_bytes, no_timeout) = (
+            config.cursor_memory_limit_bytes,
+            config.max_no_timeout_cursors,
+        );
         let shared = Shared::open(config, clock)
             .map_err(|e| io::Error::other(format!("cannot open the data directory: {e}")))?;
+        let limits = &shared.engine.cursors.limits;
+        limits.held_bytes.store(held_bytes, Ordering::Relaxed);
+        limits.no_timeout.store(no_timeout, Ordering::Relaxed);
         Ok(Server {
             listeners,
             shared: Arc::new(shared),

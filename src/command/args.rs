@@ -107,6 +107,85 @@ pub fn check_fields(cmd: &Document, command: &str, known: &[&str]) -> Result<()>
     Ok(())
 }
 
+/// Checks a command's `writeConcern` as a standalone mongod does: `w` may be 0, 1 or
+/// `"majority"` (there are no other members to wait for); a `w` above 1 or a named mode is
+/// refused (2 BadValue), as is a malformed one (9 FailedToParse, 14 TypeMismatch).
+pub fn check_write_concern(cmd: &Document) -> Result<()> {
+    let Some(wc) = cmd.get("writeConcern") else {
+        return Ok(());
+    };
+    let Bson::Document(wc) = wc else {
+        return Err(Error::failed_to_parse("writeConcern must be an object"));
+    };
+    for field in ["j", "fsync"] {
+        match wc.get(field) {
+            None | Some(Bson::Boolean(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) => {}
+            Some(Bson::Decimal128(_)) => {}
+            Some(other) => {
+                return Err(wrong_type(
+                    "writeConcern",
+                    field,
+                    other,
+                    "[bool, long, int, decimal, double]",
+                ))
+            }
+        }
+    }
+    if wc.get("j").is_some_and(is_truthy) && wc.get("fsync").is_some_and(is_truthy) {
+        return Err(Error::failed_to_parse(
+            "fsync and j options cannot be used together",
+        ));
+    }
+    // A wtimeout of another type counts as 0, as in mongod; only its range is checked.
+    if let Some(wtimeout) = wc.get("wtimeout").and_then(number_of) {
+        if wtimeout > f64::from(i32::MAX) {
+            return Err(Error::failed_to_parse("wtimeout must be a 32-bit integer"));
+        }
+    }
+    match wc.get("w") {
+        None | Some(Bson::Null | Bson::Undefined) => Ok(()),
+        Some(w @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {
+            let n = number_of(w).unwrap_or(f64::NAN);
+            if n.is_nan() {
+                return Err(Error::failed_to_parse("w cannot be NaN"));
+            }
+            // mongod's safeNumberLong: truncated toward zero, saturating.
+            let n = n.trunc();
+            if !(0.0..=f64::from(MAX_REPLICA_SET_MEMBERS)).contains(&n) {
+                return Err(Error::failed_to_parse(format!(
+                    "w has to be a non-negative number and not greater than {MAX_REPLICA_SET_MEMBERS}; found: {}",
+                    n as i64
+                )));
+            }
+            if n > 1.0 {
+                return Err(Error::bad_value(
+                    "cannot use 'w' > 1 when a host is not replicated",
+                ));
+            }
+            Ok(())
+        }
+        Some(Bson::String(mode)) if mode == "majority" => Ok(()),
+        Some(Bson::String(mode)) => Err(Error::bad_value(format!(
+            "cannot use non-majority 'w' mode \"{mode}\" when a host is not a member of a replica set"
+        ))),
+        Some(_) => Err(Error::failed_to_parse("w has to be a number or a string")),
+    }
+}
+
+/// mongod's `ReplSetConfig::kMaxMembers`, the largest numeric `w`.
+const MAX_REPLICA_SET_MEMBERS: i32 = 50;
+
+/// A numeric BSON value as a double.
+fn number_of(value: &Bson) -> Option<f64> {
+    match value {
+        Bson::Int32(n) => Some(f64::from(*n)),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(n) => Some(*n),
+        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        _ => None,
+    }
+}
+
 /// Whether a write must be on disk before it is acknowledged. mayfly acknowledges only durable
 /// writes unless the client opts out with `writeConcern: {j: false}` or `{w: 0}`.
 pub fn durable(cmd: &Document) -> bool {
@@ -167,4 +246,89 @@ pub fn documents_of<'a>(
             )),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod write_concern_tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use bson::doc;
+
+    #[test]
+    fn a_standalone_accepts_w_0_1_and_majority_and_refuses_the_rest() {
+        for wc in [
+            doc! {},
+            doc! {"w": 0},
+            doc! {"w": 1},
+            doc! {"w": 1.0},
+            doc! {"w": "majority"},
+            doc! {"w": 1, "j": true, "wtimeout": 100},
+            doc! {"fsync": 1},
+            doc! {"wtimeout": "soon"},
+        ] {
+            check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()})
+                .unwrap_or_else(|e| panic!("{wc}: {e}"));
+        }
+        for (wc, code, message) in [
+            (
+                Bson::Document(doc! {"w": 2}),
+                ErrorCode::BadValue,
+                "cannot use 'w' > 1 when a host is not replicated",
+            ),
+            (
+                Bson::Document(doc! {"w": 50}),
+                ErrorCode::BadValue,
+                "cannot use 'w' > 1 when a host is not replicated",
+            ),
+            (
+                Bson::Document(doc! {"w": "bogusTag"}),
+                ErrorCode::BadValue,
+                "cannot use non-majority 'w' mode \"bogusTag\" when a host is not a member of a replica set",
+            ),
+            (
+                Bson::Document(doc! {"w": -1}),
+                ErrorCode::FailedToParse,
+                "w has to be a non-negative number and not greater than 50; found: -1",
+            ),
+            (
+                Bson::Document(doc! {"w": 51}),
+                ErrorCode::FailedToParse,
+                "w has to be a non-negative number and not greater than 50; found: 51",
+            ),
+            (
+                Bson::Document(doc! {"w": true}),
+                ErrorCode::FailedToParse,
+                "w has to be a number or a string",
+            ),
+            (
+                Bson::Document(doc! {"j": "yes"}),
+                ErrorCode::TypeMismatch,
+                "BSON field 'writeConcern.j' is the wrong type 'string', expected types '[bool, long, int, decimal, double]'",
+            ),
+            (
+                Bson::Document(doc! {"fsync": [1]}),
+                ErrorCode::TypeMismatch,
+                "BSON field 'writeConcern.fsync' is the wrong type 'array', expected types '[bool, long, int, decimal, double]'",
+            ),
+            (
+                Bson::Document(doc! {"j": true, "fsync": true}),
+                ErrorCode::FailedToParse,
+                "fsync and j options cannot be used together",
+            ),
+            (
+                Bson::Document(doc! {"wtimeout": 3_000_000_000i64}),
+                ErrorCode::FailedToParse,
+                "wtimeout must be a 32-bit integer",
+            ),
+            (
+                Bson::Int32(1),
+                ErrorCode::FailedToParse,
+                "writeConcern must be an object",
+            ),
+        ] {
+            let err = check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()})
+                .unwrap_err();
+            assert_eq!((err.code, err.message.as_str()), (code, message), "{wc}");
+        }
+    }
 }

@@ -23,7 +23,7 @@ pub fn first_batch_reply(
     let id = if exhausted || single_batch {
         0
     } else {
-        shared.engine.cursors.register(cursor)
+        shared.engine.cursors.register(cursor)?
     };
     Ok(cursor_reply(id, &ns, "firstBatch", batch))
 }

@@ -153,8 +153,9 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
         stored_as_is,
     );
     // The plan applies the limit; the cursor also stops there without reading ahead.
-    let mut cursor =
-        Cursor::new(ns, docs, now, args.read.limit).with_interrupt(Arc::clone(&req.interrupt));
+    let mut cursor = Cursor::new(ns, docs, now, args.read.limit)
+        .with_interrupt(Arc::clone(&req.interrupt))
+        .with_held(args.read.held.clone());
     cursor.no_timeout = args.no_timeout;
     let first = args
         .batch_size

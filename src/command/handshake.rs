@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 pub const MIN_WIRE_VERSION: i32 = 0;
 /// MongoDB 7.0.
 pub const MAX_WIRE_VERSION: i32 = 21;
-pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
+pub use crate::protocol::MAX_WRITE_BATCH_SIZE;
 pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
 
 pub fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Result<Document> {

@@ -5,7 +5,7 @@ use super::args::{check_fields, documents_of, durable, optional_bool};
 use super::{batch, Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::{collection, ddl};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::status::OpKind;
 use bson::{doc, Document};
 use std::sync::Arc;
@@ -19,6 +19,9 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     validate_collection_name(req.db, &coll)?;
     let ordered = optional_bool(cmd, "insert", "ordered")?.unwrap_or(true);
     let docs = documents_of(cmd, "insert", "documents")?;
+    if docs.is_empty() || docs.len() > crate::protocol::MAX_WRITE_BATCH_SIZE as usize {
+        return Err(Error::write_batch_size(docs.len()));
+    }
     shared.counters.count(OpKind::Insert, docs.len() as u64);
     // Preparing (adding `_id`) happens before the writer so errors keep their index.
     let prepared: Vec<Result<Document>> = docs

@@ -149,6 +149,7 @@ async fn run(
             "Transaction numbers are only allowed on a replica set member or mongos",
         ));
     }
+    args::check_write_concern(body)?;
     if let Some(millis) = max_time_ms(body)? {
         interrupt.set_deadline(Some(Deadline::after_millis(millis)));
     }

@@ -88,17 +88,50 @@ pub fn prepare_for_insert(mut doc: Document) -> Result<Document> {
     Ok(doc)
 }
 
+/// mongod's `storageValidIdField`: no array, regex or undefined `_id` (53 InvalidIdField), and
+/// no `$`-prefixed field anywhere inside a document `_id` (52 DollarPrefixedFieldName).
 fn check_id(id: &Bson) -> Result<()> {
-    let kind = match id {
-        Bson::Array(_) => "an array",
-        Bson::RegularExpression(_) => "a regex",
-        Bson::Undefined => "a undefined",
-        _ => return Ok(()),
-    };
-    Err(Error::new(
-        ErrorCode::BadValue,
-        format!("can't use {kind} for _id"),
-    ))
+    match id {
+        Bson::Array(_) | Bson::RegularExpression(_) | Bson::Undefined => Err(Error::new(
+            ErrorCode::InvalidIdField,
+            format!(
+                "The '_id' value cannot be of type {}",
+                crate::query::path::type_name(id)
+            ),
+        )),
+        Bson::Document(d) => match dollar_prefixed_field(d) {
+            Some(name) => Err(Error::new(
+                ErrorCode::DollarPrefixedFieldName,
+                format!(
+                    "_id fields may not contain '$'-prefixed fields: {name} is not valid for storage."
+                ),
+            )),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// The first `$`-prefixed field name in `doc` or the documents nested in it, in document
+/// order, walked with an explicit stack rather than recursion.
+fn dollar_prefixed_field(doc: &Document) -> Option<String> {
+    type Fields<'a> = Box<dyn Iterator<Item = (Option<&'a str>, &'a Bson)> + 'a>;
+    let mut stack: Vec<Fields<'_>> = vec![Box::new(doc.iter().map(|(k, v)| (Some(k.as_str()), v)))];
+    while let Some(top) = stack.last_mut() {
+        let Some((name, value)) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        if let Some(name) = name.filter(|n| n.starts_with('$')) {
+            return Some(name.to_owned());
+        }
+        match value {
+            Bson::Document(d) => stack.push(Box::new(d.iter().map(|(k, v)| (Some(k.as_str()), v)))),
+            Bson::Array(items) => stack.push(Box::new(items.iter().map(|v| (None, v)))),
+            _ => {}
+        }
+    }
+    None
 }
 
 fn check_size(doc: &Document, body_len: usize) -> Result<()> {

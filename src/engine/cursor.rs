@@ -5,6 +5,11 @@
 //! batch the cell is moved to the current server time (TTL-18). Idle cursors expire after
 //! ten minutes; an exhausted cursor is released at once.
 //!
+//! A cursor holds nothing materialised unless a blocking stage (a sort, `$group`) under it does;
+//! such a stage reports what it holds in the cursor's [`Held`] gauge and releases it as the
+//! documents leave. The registry caps what open cursors hold together, and how many
+//! `noCursorTimeout` cursors are open ([`CursorLimits`]); a cursor past either is refused.
+//!
 //! A cursor also keeps the [`Interrupt`] its iterators check. The `maxTimeMS` of the command that
 //! opened it is a budget for all its batches, as in mongod: the time left is kept while the
 //! cursor is idle and becomes the deadline of the next `getMore`.
@@ -12,11 +17,11 @@
 use super::interrupt::Interrupt;
 use super::read::NowCell;
 use crate::clock::{Clock, Deadline};
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use bson::{Document, RawDocumentBuf};
 use std::collections::HashMap;
 use std::iter::Peekable;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -67,6 +72,68 @@ impl Item {
 
 pub type Docs = Box<dyn Iterator<Item = Result<Item>> + Send>;
 
+/// Bytes of materialised results (a blocking sort's or `$group`'s output) that a cursor's
+/// iterators hold. The stages that materialise add to it and release as they hand documents
+/// on; the registry charges open cursors with it against the server-wide cap.
+#[derive(Debug, Clone, Default)]
+pub struct Held(Arc<AtomicUsize>);
+
+impl Held {
+    pub fn add(&self, bytes: usize) {
+        self.0.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub fn release(&self, bytes: usize) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |v| {
+                Some(v.saturating_sub(bytes))
+            });
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A materialised result handed on one item at a time: each item's bytes are held until it is
+/// taken, and whatever is left is released when the iterator is dropped.
+pub struct HeldIter<T> {
+    items: std::vec::IntoIter<(usize, T)>,
+    held: Held,
+    remaining: usize,
+}
+
+impl<T> HeldIter<T> {
+    /// `items` with their sizes in bytes, charged to `held` from now on.
+    pub fn new(items: Vec<(usize, T)>, held: Held) -> HeldIter<T> {
+        let remaining = items.iter().map(|(n, _)| *n).sum();
+        held.add(remaining);
+        HeldIter {
+            items: items.into_iter(),
+            held,
+            remaining,
+        }
+    }
+}
+
+impl<T> Iterator for HeldIter<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        let (bytes, item) = self.items.next()?;
+        self.remaining = self.remaining.saturating_sub(bytes);
+        self.held.release(bytes);
+        Some(item)
+    }
+}
+
+impl<T> Drop for HeldIter<T> {
+    fn drop(&mut self) {
+        self.held.release(self.remaining);
+    }
+}
+
 pub struct Cursor {
     /// `"db.collection"` as getMore must name it.
     pub ns: String,
@@ -79,6 +146,8 @@ pub struct Cursor {
     interrupt: Arc<Interrupt>,
     /// The `maxTimeMS` budget left while the cursor is idle; `None` when unlimited.
     time_left: Option<Duration>,
+    /// What its blocking stages hold materialised.
+    held: Held,
 }
 
 impl Cursor {
@@ -92,7 +161,18 @@ impl Cursor {
             remaining,
             interrupt: Interrupt::none(),
             time_left: None,
+            held: Held::default(),
         }
+    }
+
+    /// The gauge of what the cursor's blocking stages hold (charged while the cursor is open).
+    pub fn with_held(mut self, held: Held) -> Cursor {
+        self.held = held;
+        self
+    }
+
+    pub fn held_bytes(&self) -> usize {
+        self.held.bytes()
     }
 
     /// The interrupt the cursor's iterators check (the one of the command that built them).
@@ -172,10 +252,34 @@ impl Cursor {
     }
 }
 
+/// Server-wide caps on open cursors (`--cursorMemoryLimitMB`, `--maxNoTimeoutCursors`).
+#[derive(Debug)]
+pub struct CursorLimits {
+    /// Bytes of materialised results all open cursors may hold together.
+    pub held_bytes: AtomicUsize,
+    /// Open cursors with `noCursorTimeout`, which only their client can close.
+    pub no_timeout: AtomicUsize,
+}
+
+/// Default cap on what open cursors hold materialised: five blocking stages at their limit.
+pub const DEFAULT_CURSOR_MEMORY_BYTES: usize = 512 * 1024 * 1024;
+/// Default cap on open `noCursorTimeout` cursors.
+pub const DEFAULT_MAX_NO_TIMEOUT_CURSORS: usize = 1000;
+
+impl Default for CursorLimits {
+    fn default() -> Self {
+        CursorLimits {
+            held_bytes: AtomicUsize::new(DEFAULT_CURSOR_MEMORY_BYTES),
+            no_timeout: AtomicUsize::new(DEFAULT_MAX_NO_TIMEOUT_CURSORS),
+        }
+    }
+}
+
 pub struct CursorRegistry {
     clock: Arc<dyn Clock>,
     cursors: Mutex<HashMap<i64, Cursor>>,
     next_id: AtomicI64,
+    pub limits: CursorLimits,
 }
 
 impl CursorRegistry {
@@ -186,19 +290,65 @@ impl CursorRegistry {
             clock,
             cursors: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(seed.max(1)),
+            limits: CursorLimits::default(),
         }
     }
 
-    /// Keeps `cursor` open and returns its id (a positive int64).
-    pub fn register(&self, mut cursor: Cursor) -> i64 {
+    /// Keeps `cursor` open and returns its id (a positive int64), unless that would pass a
+    /// server-wide cap: then the cursor is closed and the caller gets the error.
+    pub fn register(&self, mut cursor: Cursor) -> Result<i64> {
         cursor.last_used_ms = self.clock.now_millis();
         cursor.suspend();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut map) = self.cursors.lock() {
-            self.sweep(&mut map);
-            map.insert(id, cursor);
+        let mut map = self
+            .cursors
+            .lock()
+            .map_err(|_| Error::internal("the cursor registry is poisoned"))?;
+        self.sweep(&mut map);
+        self.check_limits(&map, &cursor)?;
+        map.insert(id, cursor);
+        Ok(id)
+    }
+
+    fn check_limits(&self, open: &HashMap<i64, Cursor>, cursor: &Cursor) -> Result<()> {
+        let max_no_timeout = self.limits.no_timeout.load(Ordering::Relaxed);
+        if cursor.no_timeout {
+            let n = open.values().filter(|c| c.no_timeout).count();
+            if n >= max_no_timeout {
+                return Err(Error::new(
+                    ErrorCode::OperationFailed,
+                    format!(
+                        "cannot open another noCursorTimeout cursor: {n} are open, the server's \
+                         limit (maxNoTimeoutCursors). Exhaust or kill some with killCursors."
+                    ),
+                ));
+            }
         }
-        id
+        let own = cursor.held_bytes();
+        if own > 0 {
+            let max_held = self.limits.held_bytes.load(Ordering::Relaxed);
+            let total = open.values().map(Cursor::held_bytes).sum::<usize>() + own;
+            if total > max_held {
+                return Err(Error::new(
+                    ErrorCode::ExceededMemoryLimit,
+                    format!(
+                        "cannot keep this cursor open: with its {own} bytes of sorted or grouped \
+                         results, open cursors would hold {total} bytes, more than the server's \
+                         limit of {max_held} bytes (cursorMemoryLimitMB). Exhaust or kill other \
+                         cursors, or ask for fewer documents."
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// What open cursors hold materialised, in bytes (`serverStatus`, tests).
+    pub fn held_bytes(&self) -> usize {
+        self.cursors
+            .lock()
+            .map(|m| m.values().map(Cursor::held_bytes).sum())
+            .unwrap_or(0)
     }
 
     /// Takes cursor `id` out for a getMore; `None` if unknown or timed out.
@@ -363,12 +513,14 @@ mod tests {
     fn idle_cursors_time_out_after_ten_minutes() {
         let clock = Arc::new(ManualClock::starting_at_secs(1_000));
         let registry = CursorRegistry::new(clock.clone());
-        let id = registry.register(Cursor::new(
-            "d.c".into(),
-            docs(5, 1),
-            Arc::new(AtomicI64::new(0)),
-            None,
-        ));
+        let id = registry
+            .register(Cursor::new(
+                "d.c".into(),
+                docs(5, 1),
+                Arc::new(AtomicI64::new(0)),
+                None,
+            ))
+            .unwrap();
         assert!(id > 0);
         clock.advance(std::time::Duration::from_secs(599));
         let c = registry.take(id).unwrap();

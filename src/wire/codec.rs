@@ -43,6 +43,11 @@ pub struct Outgoing {
     pub compressor: Option<Compressor>,
 }
 
+/// How far ahead of the bytes received the read buffer grows for one message. A header may
+/// claim up to 48 MB; the buffer grows with what actually arrives, so a connection that
+/// announces a large message and sends a few bytes holds a few bytes, not 48 MB.
+pub const READ_AHEAD: usize = 64 * 1024;
+
 /// Reply request ids are unique across the server.
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
 
@@ -68,7 +73,7 @@ impl Decoder for MessageCodec {
         // Checked before a single byte of the body is buffered for it.
         let len = check_length(i64::from(i32::from_le_bytes(len_bytes)))?;
         if src.len() < len {
-            src.reserve(len - src.len());
+            src.reserve((len - src.len()).min(READ_AHEAD));
             return Ok(None);
         }
         let frame = src.split_to(len);
@@ -188,4 +193,47 @@ pub fn write_message(
     header.write(dst);
     dst.extend_from_slice(&body);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header announcing `len` bytes, followed by `body` (not a whole message).
+    fn announced(len: i32, body: &[u8]) -> BytesMut {
+        let mut buf = BytesMut::new();
+        buf.extend_from_slice(&len.to_le_bytes());
+        buf.extend_from_slice(&1i32.to_le_bytes());
+        buf.extend_from_slice(&0i32.to_le_bytes());
+        buf.extend_from_slice(&(OpCode::Msg as i32).to_le_bytes());
+        buf.extend_from_slice(body);
+        buf
+    }
+
+    #[test]
+    fn a_header_claiming_48_mb_reserves_only_a_bounded_read_ahead() {
+        let mut buf = announced(MAX_MESSAGE_SIZE as i32, &[0; 8]);
+        let mut codec = MessageCodec::default();
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        assert!(
+            buf.capacity() <= buf.len() + READ_AHEAD,
+            "capacity {} for {} bytes received",
+            buf.capacity(),
+            buf.len()
+        );
+        // More bytes arrive: still nothing reserved beyond them plus the read-ahead.
+        buf.extend_from_slice(&[0; 100_000]);
+        assert!(codec.decode(&mut buf).unwrap().is_none());
+        assert!(buf.capacity() <= 2 * (buf.len() + READ_AHEAD));
+        assert!(buf.capacity() < 1024 * 1024, "{}", buf.capacity());
+    }
+
+    #[test]
+    fn a_length_over_48_mb_is_still_refused_before_any_body_is_read() {
+        let mut buf = announced(MAX_MESSAGE_SIZE as i32 + 1, &[]);
+        assert!(matches!(
+            MessageCodec::default().decode(&mut buf),
+            Err(WireError::BadLength(_))
+        ));
+    }
 }

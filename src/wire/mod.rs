@@ -4,8 +4,10 @@
 //! Owns: bytes to requests and replies to bytes, with every length checked before anything is
 //! allocated. Does not own: what a command means (the `command` layer) or the socket (`session`).
 //! BSON documents are parsed here only to frame them; their fields are never interpreted, except
-//! that OP_MSG document sequences are merged into the command body. Their nesting depth is
-//! checked over the raw bytes (`query::depth`) before the recursive decoder sees them.
+//! that OP_MSG document sequences are merged into the command body, and a write batch (a
+//! sequence, or a `documents`/`updates`/`deletes` array of the body) is counted before it is
+//! decoded, to refuse more than `maxWriteBatchSize` statements without decoding them. Their nesting depth is checked over the raw bytes
+//! (`query::depth`) before the recursive decoder sees them.
 
 pub mod client;
 mod codec;

@@ -40,6 +40,8 @@ pub struct OpMsg {
 }
 
 const SECTION_BODY: u8 = 0;
+/// Most documents a kind-1 section may carry: each is a write batch.
+const MAX_SEQUENCE_DOCS: usize = crate::protocol::MAX_WRITE_BATCH_SIZE as usize;
 const SECTION_SEQUENCE: u8 = 1;
 
 /// Parses an OP_MSG payload (everything after the header). `header` is the raw header the
@@ -82,7 +84,15 @@ pub fn parse(header: &[u8], payload: &[u8]) -> Result<OpMsg, WireError> {
 /// The sections of one message, framed but not yet validated as BSON.
 struct RawSections<'a> {
     bodies: Vec<&'a [u8]>,
-    sequences: Vec<(&'a str, Vec<&'a [u8]>)>,
+    sequences: Vec<RawSequence<'a>>,
+}
+
+/// A kind-1 section: its documents are kept up to `maxWriteBatchSize`, and only counted past it,
+/// so a 48 MB sequence of empty documents costs a count, not millions of slices.
+struct RawSequence<'a> {
+    identifier: &'a str,
+    docs: Vec<&'a [u8]>,
+    count: usize,
 }
 
 fn read_sections(bytes: &[u8]) -> Result<RawSections<'_>, WireError> {
@@ -105,10 +115,19 @@ fn read_sections(bytes: &[u8]) -> Result<RawSections<'_>, WireError> {
                 let mut seq = Reader::new(r.take(len)?, "OP_MSG document sequence");
                 let identifier = seq.cstring()?;
                 let mut docs = Vec::new();
+                let mut count = 0usize;
                 while !seq.is_empty() {
-                    docs.push(seq.bson_bytes(MAX_MESSAGE_SIZE)?);
+                    let doc = seq.bson_bytes(MAX_MESSAGE_SIZE)?;
+                    if count < MAX_SEQUENCE_DOCS {
+                        docs.push(doc);
+                    }
+                    count += 1;
                 }
-                raw.sequences.push((identifier, docs));
+                raw.sequences.push(RawSequence {
+                    identifier,
+                    docs,
+                    count,
+                });
             }
             kind => {
                 return Err(WireError::malformed(
@@ -136,8 +155,20 @@ impl RawSections<'_> {
                 ))
             }
         };
+        if body.len() <= MAX_COMMAND_SIZE {
+            check_body_batch(body)?;
+        }
         let mut command = parse_document(body, MAX_COMMAND_SIZE)?;
-        for (identifier, docs) in self.sequences {
+        for RawSequence {
+            identifier,
+            docs,
+            count,
+        } in self.sequences
+        {
+            // Every document sequence is a write batch (`documents`, `updates`, `deletes`).
+            if count > MAX_SEQUENCE_DOCS {
+                return Err(Error::write_batch_size(count));
+            }
             if command.contains_key(identifier) {
                 return Err(Error::bad_value(format!(
                     "field '{identifier}' appears both in the command body and as a document sequence"
@@ -151,6 +182,27 @@ impl RawSections<'_> {
         }
         Ok(command)
     }
+}
+
+/// The fields that carry a write batch in a command body (the same batches a document sequence
+/// carries). One with more than `maxWriteBatchSize` elements is refused before the body is
+/// decoded, so a 16 MiB body of a million empty documents costs a count, not a million
+/// documents. Malformed bytes are left to [`parse_document`] to report.
+const BATCH_FIELDS: &[&str] = &["documents", "updates", "deletes"];
+
+fn check_body_batch(body: &[u8]) -> Result<(), Error> {
+    let Ok(raw) = bson::RawDocument::from_bytes(body) else {
+        return Ok(());
+    };
+    for field in BATCH_FIELDS {
+        if let Ok(items) = raw.get_array(field) {
+            let count = items.into_iter().count();
+            if count > MAX_SEQUENCE_DOCS {
+                return Err(Error::write_batch_size(count));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Validates one framed BSON document.

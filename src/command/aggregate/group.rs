@@ -3,6 +3,7 @@
 //! `NumberLong(1)` are one group); groups come out in order of first appearance.
 
 use super::expr::Expr;
+use super::memory::{value_size, StageMemory};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::compare_values;
 use bson::{Bson, Document};
@@ -140,8 +141,13 @@ impl Group {
         Ok(Group { id, accumulators })
     }
 
-    /// Groups every input document; the result is one document per distinct key.
-    pub fn run(&self, docs: impl Iterator<Item = Result<Document>>) -> Result<Vec<Document>> {
+    /// Groups every input document; the result is one document per distinct key. The keys and
+    /// the accumulators' values count against `memory`.
+    pub fn run(
+        &self,
+        docs: impl Iterator<Item = Result<Document>>,
+        memory: &mut StageMemory,
+    ) -> Result<Vec<Document>> {
         let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
         let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
         for doc in docs {
@@ -150,6 +156,10 @@ impl Group {
             let slot = match index.get(&OrdBson(key.clone())) {
                 Some(slot) => *slot,
                 None => {
+                    // The key is held twice (the index and the group), plus each state.
+                    memory.charge(
+                        2 * value_size(&key) + GROUP_OVERHEAD * (1 + self.accumulators.len()),
+                    )?;
                     let states = self
                         .accumulators
                         .iter()
@@ -164,7 +174,7 @@ impl Group {
                 continue;
             };
             for (state, (_, _, expr)) in states.iter_mut().zip(&self.accumulators) {
-                state.add(expr.eval(&doc))?;
+                memory.adjust(state.add(expr.eval(&doc))?)?;
             }
         }
         Ok(groups
@@ -180,6 +190,9 @@ impl Group {
             .collect())
     }
 }
+
+/// Bytes a group or an accumulator state holds besides its values (map and vector entries).
+const GROUP_OVERHEAD: usize = 64;
 
 #[derive(Debug)]
 enum State {
@@ -277,6 +290,14 @@ fn keep_extreme(best: &mut Option<Bson>, value: Option<Bson>, wanted: Ordering) 
     }
 }
 
+/// [`keep_extreme`], returning how many bytes the kept value grew (or shrank).
+fn replace_extreme(best: &mut Option<Bson>, value: Option<Bson>, wanted: Ordering) -> isize {
+    let size = |v: &Option<Bson>| v.as_ref().map_or(0, value_size) as isize;
+    let before = size(best);
+    keep_extreme(best, value, wanted);
+    size(best) - before
+}
+
 impl State {
     fn new(op: Op) -> State {
         match op {
@@ -291,29 +312,48 @@ impl State {
         }
     }
 
-    fn add(&mut self, value: Option<Bson>) -> Result<()> {
-        match self {
+    /// Adds a value; returns how many bytes the state holds more (or fewer) afterwards.
+    fn add(&mut self, value: Option<Bson>) -> Result<isize> {
+        let size = |v: &Option<Bson>| v.as_ref().map_or(0, value_size) as isize;
+        Ok(match self {
             State::Sum(s) | State::Avg(s) => {
                 if let Some(v) = value {
                     s.add(&v)?;
                 }
+                0
             }
-            State::Min(best) => keep_extreme(best, value, Ordering::Less),
-            State::Max(best) => keep_extreme(best, value, Ordering::Greater),
+            State::Min(best) => replace_extreme(best, value, Ordering::Less),
+            State::Max(best) => replace_extreme(best, value, Ordering::Greater),
             State::First(first) => {
                 if first.is_none() {
                     *first = Some(value.unwrap_or(Bson::Null));
+                    size(first)
+                } else {
+                    0
                 }
             }
-            State::Last(last) => *last = value.unwrap_or(Bson::Null),
-            State::Push(items) => items.extend(value),
-            State::AddToSet(set) => {
-                if let Some(v) = value {
-                    set.insert(OrdBson(v));
-                }
+            State::Last(last) => {
+                let before = value_size(last) as isize;
+                *last = value.unwrap_or(Bson::Null);
+                value_size(last) as isize - before
             }
-        }
-        Ok(())
+            State::Push(items) => {
+                let added = size(&value);
+                items.extend(value);
+                added
+            }
+            State::AddToSet(set) => match value {
+                Some(v) => {
+                    let added = value_size(&v) as isize;
+                    if set.insert(OrdBson(v)) {
+                        added
+                    } else {
+                        0
+                    }
+                }
+                None => 0,
+            },
+        })
     }
 
     fn finish(self) -> Bson {
@@ -336,7 +376,10 @@ mod tests {
     fn group(spec: Document, docs: Vec<Document>) -> Vec<Document> {
         Group::compile(&Bson::Document(spec), &Document::new())
             .unwrap()
-            .run(docs.into_iter().map(Ok))
+            .run(
+                docs.into_iter().map(Ok),
+                &mut StageMemory::new(super::super::memory::Blocking::Group, false),
+            )
             .unwrap()
     }
 

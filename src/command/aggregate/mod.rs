@@ -10,6 +10,7 @@
 
 mod expr;
 mod group;
+mod memory;
 mod reshape;
 mod stages;
 mod unwind;
@@ -22,7 +23,7 @@ use super::explain::{explain_read, Root, Verbosity};
 use super::read::{check_collation, validate_read_namespace};
 use super::{stats, Reply, Request, Shared};
 use crate::engine::cursor::Item;
-use crate::engine::cursor::{Cursor, DEFAULT_FIRST_BATCH};
+use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::{Hint, ReadRequest};
 use crate::engine::{CollectionMeta, Interrupt, ReadView};
 use crate::error::{Error, ErrorCode, Result};
@@ -198,6 +199,10 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
     let allow_disk_use = args.allow_disk_use;
     let parsed = args.stages;
     let ns = format!("{}.{coll}", req.db);
+    let limits = memory::StageLimits {
+        allow_disk_use,
+        held: Held::default(),
+    };
 
     let view = shared.engine.read();
     let now = view.now_cell();
@@ -233,6 +238,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         (_, Some(meta)) => {
             let (mut read, _) = leading_read(&mut stages, hint)?;
             read.allow_disk_use = allow_disk_use;
+            read.held = limits.held.clone();
             let execution =
                 view.execute(Some(meta), &read, now.clone(), Arc::clone(&req.interrupt))?;
             source(execution.docs, meta)
@@ -240,9 +246,11 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
     };
     let mut rows = rows;
     for stage in stages {
-        rows = stage.apply(rows)?;
+        rows = stage.apply(rows, &limits)?;
     }
-    let cursor = Cursor::new(ns, sized(rows), now, None).with_interrupt(Arc::clone(&req.interrupt));
+    let cursor = Cursor::new(ns, sized(rows), now, None)
+        .with_interrupt(Arc::clone(&req.interrupt))
+        .with_held(limits.held);
     first_batch_reply(
         shared,
         cursor,

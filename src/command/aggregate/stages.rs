@@ -5,9 +5,11 @@
 
 use super::expr::Expr;
 use super::group::Group;
+use super::memory::{document_size, Blocking, StageLimits};
 use super::reshape::{add_fields_tree, apply_tree, AddNode, Project};
 use super::unwind::Unwind;
 use crate::command::{args, stats};
+use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::{integral_value, Filter};
 use crate::query::sort::SortSpec;
@@ -225,8 +227,8 @@ impl Stage {
         Ok(vec![stage])
     }
 
-    /// Applies the stage to its input.
-    pub fn apply(self, rows: Rows) -> Result<Rows> {
+    /// Applies the stage to its input; blocking stages hold at most their memory limit.
+    pub fn apply(self, rows: Rows, limits: &StageLimits) -> Result<Rows> {
         Ok(match self {
             Stage::Match { filter, .. } => Box::new(rows.filter_map(move |r| match r {
                 Ok(row) => match filter.matches(&row.doc) {
@@ -238,12 +240,16 @@ impl Stage {
             })),
             Stage::Sort { spec: sort, .. } => {
                 let mut keyed = Vec::new();
+                let mut memory = limits.budget(Blocking::Sort);
                 for row in rows {
                     let row = row?;
-                    keyed.push((sort.keys_of(&row.doc), row));
+                    let size = row.size.unwrap_or_else(|| document_size(&row.doc));
+                    memory.charge(size)?;
+                    keyed.push((sort.keys_of(&row.doc), (size, row)));
                 }
                 keyed.sort_by(|a, b| sort.compare_keys(&a.0, &b.0));
-                Box::new(keyed.into_iter().map(|(_, row)| Ok(row)))
+                let sorted = keyed.into_iter().map(|(_, row)| row).collect();
+                Box::new(HeldIter::new(sorted, limits.held.clone()).map(Ok))
             }
             Stage::Skip(n) => Box::new(rows.skip(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Limit(n) => Box::new(rows.take(usize::try_from(n).unwrap_or(usize::MAX))),
@@ -280,12 +286,17 @@ impl Stage {
                 Err(e) => vec![Err(e)],
             })),
             Stage::Group(g) => {
-                let groups = g.run(rows.map(|r| r.map(|row| row.doc)))?;
+                let mut memory = limits.budget(Blocking::Group);
+                let groups = g.run(rows.map(|r| r.map(|row| row.doc)), &mut memory)?;
                 // Accumulators such as `$push` nest their inputs a level or two deeper.
-                Box::new(groups.into_iter().map(|d| {
-                    crate::query::depth::check_document(&d)?;
-                    Ok(Row::computed(d))
-                }))
+                let sized = groups
+                    .into_iter()
+                    .map(|d| {
+                        crate::query::depth::check_document(&d)?;
+                        Ok((document_size(&d), Row::computed(d)))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Box::new(HeldIter::new(sized, limits.held.clone()).map(Ok))
             }
             Stage::Count(field) => {
                 let mut n = 0u64;
@@ -297,7 +308,10 @@ impl Stage {
                 let out = (n > 0).then(|| Row::computed(doc! {field: stats::number(n)}));
                 Box::new(out.into_iter().map(Ok))
             }
-            Stage::Sample(size) => Box::new(sample(rows, size)?.into_iter().map(Ok)),
+            Stage::Sample(size) => {
+                let sampled = sample(rows, size, limits)?;
+                Box::new(HeldIter::new(sampled, limits.held.clone()).map(Ok))
+            }
             // Only valid first, where the pipeline's source produces it.
             Stage::CollStats { .. } | Stage::CurrentOp => rows,
         })
@@ -443,20 +457,26 @@ fn sample_size(arg: &Bson) -> Result<u64> {
 }
 
 /// A uniform random sample of `size` rows (reservoir sampling), in random order.
-fn sample(rows: Rows, size: u64) -> Result<Vec<Row>> {
+/// A uniform sample of `size` rows (with their sizes), held within one stage's memory limit
+/// (mongod samples with a sort on random keys, and fails as a sort does).
+fn sample(rows: Rows, size: u64, limits: &StageLimits) -> Result<Vec<(usize, Row)>> {
     let size = usize::try_from(size).unwrap_or(usize::MAX);
     let mut rng = SplitMix(
         std::collections::hash_map::RandomState::new()
             .build_hasher()
             .finish(),
     );
-    let mut reservoir: Vec<Row> = Vec::new();
+    let mut reservoir: Vec<(usize, Row)> = Vec::new();
+    let mut memory = limits.budget(Blocking::Sort);
     for (seen, row) in rows.enumerate() {
         let row = row?;
+        let bytes = row.size.unwrap_or_else(|| document_size(&row.doc));
         if reservoir.len() < size {
-            reservoir.push(row);
+            memory.charge(bytes)?;
+            reservoir.push((bytes, row));
         } else if let Some(slot) = reservoir.get_mut(rng.below(seen as u64 + 1) as usize) {
-            *slot = row;
+            memory.adjust(bytes as isize - slot.0 as isize)?;
+            *slot = (bytes, row);
         }
     }
     for i in (1..reservoir.len()).rev() {

@@ -104,13 +104,7 @@ fn statements<'a>(cmd: &'a Document, command: &str, field: &str) -> Result<Vec<&
     let stmts = documents_of(cmd, command, field)?;
     let max = usize::try_from(MAX_WRITE_BATCH_SIZE).unwrap_or(usize::MAX);
     if stmts.is_empty() || stmts.len() > max {
-        return Err(Error::new(
-            ErrorCode::InvalidLength,
-            format!(
-                "Write batch sizes must be between 1 and {max}. Got {} operations.",
-                stmts.len()
-            ),
-        ));
+        return Err(Error::write_batch_size(stmts.len()));
     }
     Ok(stmts)
 }

@@ -111,6 +111,9 @@ pub struct ReadRequest {
     /// Bytes of documents a blocking sort may hold (mongod's
     /// `internalQueryMaxBlockingSortMemoryUsageBytes`, 100 MB).
     pub sort_memory_limit: usize,
+    /// Where a blocking sort reports the bytes it holds materialised, for the cursor that keeps
+    /// its result.
+    pub held: crate::engine::cursor::Held,
 }
 
 impl ReadRequest {
@@ -132,6 +135,7 @@ impl ReadRequest {
             max: None,
             return_key: false,
             sort_memory_limit: stages::MAX_BLOCKING_SORT_BYTES,
+            held: Default::default(),
         })
     }
 
@@ -189,6 +193,7 @@ pub fn execute<'r, S: Source<'r>>(
         decode: req.decode || !req.sort.is_empty(),
         spill: spill.cloned(),
         sort_memory_limit: req.sort_memory_limit,
+        held: req.held.clone(),
     };
     let choice = planner::choose(meta, req, &ctx, cache)?;
     let (docs, stats) = stages::run(&choice.winner, &ctx);

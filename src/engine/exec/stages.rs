@@ -112,6 +112,8 @@ pub struct RunContext<S> {
     pub spill: Option<SpillDir>,
     /// Bytes of documents a blocking sort may hold.
     pub sort_memory_limit: usize,
+    /// Where a blocking sort reports what it holds once sorted (a cursor is charged with it).
+    pub held: crate::engine::cursor::Held,
 }
 
 /// Runs `node`: its documents, lazily, and the counters it fills as it is pulled.
@@ -203,6 +205,7 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
                 limit: limit.map(|l| usize::try_from(l).unwrap_or(usize::MAX)),
                 spill: ctx.spill.clone().filter(|_| ctx.allow_disk_use),
                 memory_limit: ctx.sort_memory_limit,
+                held: ctx.held.clone(),
                 budget: ctx.budget.clone(),
                 counters,
                 sorted: Box::new(std::iter::empty()),
@@ -254,6 +257,7 @@ struct SortIter<'r> {
     limit: Option<usize>,
     spill: Option<SpillDir>,
     memory_limit: usize,
+    held: crate::engine::cursor::Held,
     budget: Option<Arc<WorkBudget>>,
     counters: Arc<Counters>,
     sorted: Box<dyn Iterator<Item = Result<StoredDoc>> + Send>,
@@ -299,7 +303,12 @@ impl SortIter<'_> {
         }
         self.trim(&mut keyed, self.limit.unwrap_or(usize::MAX));
         self.sorted = if runs.is_empty() {
-            Box::new(keyed.into_iter().map(|(_, d)| Ok(d)))
+            // A cursor is charged with what the sorted documents really hold: the stored bytes
+            // and, when decoded, the document again (the limit above counts the stored bytes
+            // only, as mongod counts BSON sizes).
+            let held = |d: &StoredDoc| kept_bytes(d) * if d.doc.is_empty() { 1 } else { 2 };
+            let sized = keyed.into_iter().map(|(_, d)| (held(&d), d)).collect();
+            Box::new(crate::engine::cursor::HeldIter::new(sized, self.held.clone()).map(Ok))
         } else {
             let merged = Merge::new(self.spec.clone(), runs, keyed);
             match self.limit {

@@ -1,0 +1,184 @@
+//! Memory accounting for the pipeline's blocking stages that run above the executor (`$group`,
+//! a `$sort` after the leading stages, `$sample`): each may hold mongod's 100 MB per stage
+//! (`internalQueryMaxBlockingSortMemoryUsageBytes`) and fails past it.
+//!
+//! Owns: the per-stage budget, its errors, and the size estimate of a value. Does not own: the
+//! executor's sort (its own budget, with spilling, lives in `engine::exec`). These stages do not
+//! spill: past the limit they fail with 292 without `allowDiskUse`, and with it fail with 146
+//! ExceededMemoryLimit, saying that this server cannot spill them.
+
+use crate::engine::cursor::Held;
+use crate::engine::exec::stages::MAX_BLOCKING_SORT_BYTES;
+use crate::error::{Error, ErrorCode, Result};
+use bson::{Bson, Document};
+
+/// What every blocking stage of one pipeline shares: whether it may use the disk, and the
+/// gauge of what its output holds materialised (the cursor is charged with it).
+#[derive(Debug, Clone, Default)]
+pub struct StageLimits {
+    pub allow_disk_use: bool,
+    pub held: Held,
+}
+
+impl StageLimits {
+    pub fn budget(&self, stage: Blocking) -> StageMemory {
+        StageMemory::new(stage, self.allow_disk_use)
+    }
+}
+
+/// Which blocking stage a budget belongs to (its errors name it as mongod does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blocking {
+    Group,
+    Sort,
+}
+
+/// The bytes one stage holds, against its limit.
+#[derive(Debug)]
+pub struct StageMemory {
+    stage: Blocking,
+    used: usize,
+    limit: usize,
+    allow_disk_use: bool,
+}
+
+impl StageMemory {
+    pub fn new(stage: Blocking, allow_disk_use: bool) -> StageMemory {
+        StageMemory::with_limit(stage, allow_disk_use, MAX_BLOCKING_SORT_BYTES)
+    }
+
+    pub fn with_limit(stage: Blocking, allow_disk_use: bool, limit: usize) -> StageMemory {
+        StageMemory {
+            stage,
+            used: 0,
+            limit,
+            allow_disk_use,
+        }
+    }
+
+    /// Records `delta` more (or, negative, fewer) bytes held; fails once past the limit.
+    pub fn adjust(&mut self, delta: isize) -> Result<()> {
+        self.used = self.used.saturating_add_signed(delta);
+        if self.used > self.limit {
+            return Err(self.exceeded());
+        }
+        Ok(())
+    }
+
+    pub fn charge(&mut self, bytes: usize) -> Result<()> {
+        self.adjust(isize::try_from(bytes).unwrap_or(isize::MAX))
+    }
+
+    fn exceeded(&self) -> Error {
+        let limit = self.limit;
+        if self.allow_disk_use {
+            let name = match self.stage {
+                Blocking::Group => "$group",
+                Blocking::Sort => "$sort",
+            };
+            return Error::new(
+                ErrorCode::ExceededMemoryLimit,
+                format!(
+                    "{name} exceeded its memory limit of {limit} bytes; this server does not spill \
+                     a {name} stage to disk, so allowDiskUse cannot help it. Filter, project or \
+                     limit the documents before the stage."
+                ),
+            );
+        }
+        let reason = match self.stage {
+            Blocking::Group => "Exceeded memory limit for $group, but didn't allow external sort. \
+                                Pass allowDiskUse:true to opt in."
+                .to_owned(),
+            Blocking::Sort => format!(
+                "Sort exceeded memory limit of {limit} bytes, but did not opt in to external \
+                 sorting."
+            ),
+        };
+        Error::new(
+            ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed,
+            format!("PlanExecutor error during aggregation :: caused by :: {reason}"),
+        )
+    }
+}
+
+/// The encoded BSON size of `value` as an element (type byte and value, without its name),
+/// walked without recursion.
+pub fn value_size(value: &Bson) -> usize {
+    let mut total = 0usize;
+    let mut pending = vec![value];
+    while let Some(v) = pending.pop() {
+        total += 1 + match v {
+            Bson::Document(d) => {
+                pending.extend(d.values());
+                5 + d.keys().map(|k| k.len() + 1).sum::<usize>()
+            }
+            Bson::Array(items) => {
+                pending.extend(items.iter());
+                // Array keys are the indexes as strings: about 6 bytes each.
+                5 + items.len() * 6
+            }
+            Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => 5 + s.len(),
+            Bson::Binary(b) => 5 + b.bytes.len(),
+            Bson::RegularExpression(r) => r.pattern.len() + r.options.len() + 2,
+            Bson::JavaScriptCodeWithScope(c) => 9 + c.code.len() + document_size(&c.scope),
+            Bson::Int32(_) => 4,
+            Bson::Decimal128(_) => 16,
+            Bson::ObjectId(_) => 12,
+            Bson::Boolean(_) => 1,
+            Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
+            _ => 8,
+        };
+    }
+    total
+}
+
+/// The encoded size of a document.
+pub fn document_size(doc: &Document) -> usize {
+    5 + doc
+        .iter()
+        .map(|(k, v)| k.len() + 1 + value_size(v))
+        .sum::<usize>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn sizes_follow_the_encoding() {
+        for d in [
+            doc! {},
+            doc! {"a": 1, "b": "xyz", "c": {"d": [1, 2.5, null]}},
+            doc! {"s": "x".repeat(1000), "n": {"m": {"o": true}}},
+        ] {
+            let encoded = bson::to_vec(&d).unwrap().len();
+            let estimate = document_size(&d);
+            assert!(
+                estimate >= encoded && estimate <= encoded + 32,
+                "{d}: {estimate} vs {encoded}"
+            );
+        }
+    }
+
+    #[test]
+    fn past_the_limit_a_stage_fails_with_mongods_error() {
+        let mut m = StageMemory::with_limit(Blocking::Group, false, 100);
+        m.charge(60).unwrap();
+        m.adjust(-30).unwrap();
+        m.charge(70).unwrap();
+        let err = m.charge(1).unwrap_err();
+        assert_eq!(
+            err.code,
+            ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed
+        );
+        assert!(err.message.ends_with(
+            "Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in."
+        ));
+        let mut m = StageMemory::with_limit(Blocking::Sort, true, 10);
+        assert_eq!(
+            m.charge(11).unwrap_err().code,
+            ErrorCode::ExceededMemoryLimit
+        );
+    }
+}

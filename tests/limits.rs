@@ -1,0 +1,318 @@
+//! Limits that bound what one client can make the server hold: write batches counted before
+//! they are decoded, 100 MB per blocking aggregation stage, and server-wide caps on what open
+//! cursors hold and on `noCursorTimeout` cursors. Each refusal is mongod's error (or a clear
+//! one where mongod has no such limit), and the server keeps serving.
+
+mod common;
+
+use common::bson::{doc, Document};
+use common::TestServer;
+
+/// The tests of this file run one at a time: one measures this process's peak memory, which
+/// another's 112 MB collection would disturb.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn assert_error(reply: &Document, code: i32) {
+    assert_eq!(reply.get_f64("ok"), Ok(0.0), "{reply}");
+    assert_eq!(reply.get_i32("code"), Ok(code), "{reply}");
+}
+
+/// An OP_MSG insert whose `documents` sequence holds `n` empty documents, built as bytes (five
+/// bytes a document), without a `Document` for each.
+fn insert_of_empty_documents(n: usize) -> Vec<u8> {
+    let body = common::bson::to_vec(&doc! {"insert": "c", "$db": "limits"}).unwrap();
+    let mut section = b"documents\0".to_vec();
+    for _ in 0..n {
+        section.extend_from_slice(&[5, 0, 0, 0, 0]);
+    }
+    let mut payload = 0u32.to_le_bytes().to_vec();
+    payload.push(0);
+    payload.extend_from_slice(&body);
+    payload.push(1);
+    payload.extend_from_slice(&(section.len() as i32 + 4).to_le_bytes());
+    payload.extend_from_slice(&section);
+    let mut message = ((16 + payload.len()) as i32).to_le_bytes().to_vec();
+    message.extend_from_slice(&7i32.to_le_bytes());
+    message.extend_from_slice(&0i32.to_le_bytes());
+    message.extend_from_slice(&2013i32.to_le_bytes());
+    message.extend_from_slice(&payload);
+    message
+}
+
+/// This process's peak resident set since the last [`reset_peak_rss`], in bytes.
+fn peak_rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    let kb: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+fn current_rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kb: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+fn reset_peak_rss() {
+    std::fs::write("/proc/self/clear_refs", "5").unwrap();
+}
+
+#[tokio::test]
+async fn a_million_empty_documents_are_refused_before_they_are_decoded() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start().await;
+    let message = insert_of_empty_documents(1_000_000);
+    let mut raw = server.raw().await;
+    reset_peak_rss();
+    let before = current_rss();
+    raw.send(&message).await;
+    let reply = raw.read().await.expect("a reply").document;
+    let grown = peak_rss().saturating_sub(before);
+    assert_error(&reply, 16);
+    assert_eq!(
+        reply.get_str("errmsg"),
+        Ok("Write batch sizes must be between 1 and 100000. Got 1000000 operations.")
+    );
+    // The 5 MB message itself is buffered; a million decoded documents would be far more.
+    assert!(grown < 48 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+
+    // The connection and the server go on serving.
+    let ok = raw
+        .command(
+            2,
+            &doc! {"insert": "c", "documents": [{"_id": 1}], "$db": "limits"},
+        )
+        .await
+        .document;
+    assert_eq!(ok.get_i32("n"), Ok(1), "{ok}");
+    let count = server
+        .client()
+        .await
+        .database("limits")
+        .collection::<Document>("c")
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(count, 1, "nothing of the refused batch was written");
+}
+
+#[tokio::test]
+async fn a_sequence_of_exactly_100000_documents_is_accepted() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start().await;
+    let mut raw = server.raw().await;
+    raw.send(&insert_of_empty_documents(100_000)).await;
+    let reply = raw.read().await.expect("a reply").document;
+    assert_eq!(reply.get_i32("n"), Ok(100_000), "{reply}");
+}
+
+/// A collection `big` of 14 documents of 8 MB each: 112 MB, past one stage's 100 MB.
+async fn seed_big(server: &TestServer) {
+    let client = server.client().await;
+    let coll = client.database("limits").collection::<Document>("big");
+    for i in 0..14 {
+        let s = format!("{i:02}").repeat(4 * 1024 * 1024);
+        coll.insert_one(doc! {"_id": i, "g": i % 2, "s": s})
+            .await
+            .unwrap();
+    }
+}
+
+async fn aggregate(server: &TestServer, pipeline: Vec<Document>, allow_disk_use: bool) -> Document {
+    let mut raw = server.raw().await;
+    raw.command(
+        1,
+        &doc! {
+            "aggregate": "big", "pipeline": pipeline, "cursor": {"batchSize": 1},
+            "allowDiskUse": allow_disk_use, "$db": "limits",
+        },
+    )
+    .await
+    .document
+}
+
+#[tokio::test]
+async fn blocking_aggregation_stages_fail_past_100_mb() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start().await;
+    seed_big(&server).await;
+    let group = vec![doc! {"$group": {"_id": "$g", "all": {"$push": "$$ROOT"}}}];
+    let reply = aggregate(&server, group.clone(), false).await;
+    assert_error(&reply, 292);
+    assert_eq!(
+        reply.get_str("errmsg"),
+        Ok("PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.")
+    );
+    // $group does not spill here: allowDiskUse cannot help, and the error says so.
+    let reply = aggregate(&server, group, true).await;
+    assert_error(&reply, 146);
+    assert!(reply.get_str("errmsg").unwrap().contains("does not spill"));
+
+    // A $sort after the leading stages counts too.
+    let sort = vec![doc! {"$addFields": {"k": "$g"}}, doc! {"$sort": {"k": 1}}];
+    let reply = aggregate(&server, sort, false).await;
+    assert_error(&reply, 292);
+    assert!(reply
+        .get_str("errmsg")
+        .unwrap()
+        .contains("Sort exceeded memory limit of 104857600 bytes"));
+
+    // So does $sample, which mongod runs as a sort on random keys.
+    let reply = aggregate(&server, vec![doc! {"$sample": {"size": 100}}], false).await;
+    assert_error(&reply, 292);
+
+    // Under the limit the same stages work, and the server serves on.
+    let small = vec![
+        doc! {"$group": {"_id": "$g", "ids": {"$push": "$_id"}}},
+        doc! {"$sort": {"_id": 1}},
+    ];
+    let reply = aggregate(&server, small, false).await;
+    let first = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    assert_eq!(
+        first[0]
+            .as_document()
+            .unwrap()
+            .get_array("ids")
+            .unwrap()
+            .len(),
+        7
+    );
+}
+
+async fn find(server: &TestServer, command: Document) -> Document {
+    let mut raw = server.raw().await;
+    let mut body = command;
+    body.insert("$db", "limits");
+    raw.command(1, &body).await.document
+}
+
+fn cursor_id(reply: &Document) -> i64 {
+    reply
+        .get_document("cursor")
+        .unwrap_or_else(|_| panic!("{reply}"))
+        .get_i64("id")
+        .unwrap()
+}
+
+#[tokio::test]
+async fn no_cursor_timeout_cursors_are_capped() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start_with(|c| c.max_no_timeout_cursors = 2).await;
+    let client = server.client().await;
+    let coll = client.database("limits").collection::<Document>("c");
+    coll.insert_many((0..10).map(|i| doc! {"_id": i}))
+        .await
+        .unwrap();
+    let open = doc! {"find": "c", "batchSize": 1, "noCursorTimeout": true};
+    let first = cursor_id(&find(&server, open.clone()).await);
+    cursor_id(&find(&server, open.clone()).await);
+    let refused = find(&server, open.clone()).await;
+    assert_error(&refused, 96);
+    assert!(refused
+        .get_str("errmsg")
+        .unwrap()
+        .contains("noCursorTimeout"));
+    // Ordinary cursors are not counted.
+    cursor_id(&find(&server, doc! {"find": "c", "batchSize": 1}).await);
+    // Closing one makes room.
+    find(&server, doc! {"killCursors": "c", "cursors": [first]}).await;
+    assert!(cursor_id(&find(&server, open).await) > 0);
+
+    // The driver sees the same refusal.
+    let Err(err) = coll
+        .find(doc! {})
+        .no_cursor_timeout(true)
+        .batch_size(1)
+        .await
+    else {
+        panic!("a third noCursorTimeout cursor is refused");
+    };
+    assert_eq!(common::error_code(&err), Some(96));
+}
+
+#[tokio::test]
+async fn open_cursors_hold_at_most_the_server_wide_cursor_memory() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start_with(|c| c.cursor_memory_limit_bytes = 5 * 1024 * 1024).await;
+    let client = server.client().await;
+    let coll = client.database("limits").collection::<Document>("c");
+    let s = "x".repeat(200 * 1024);
+    coll.insert_many((0..10).map(|i| doc! {"_id": i, "a": 10 - i, "s": s.clone()}))
+        .await
+        .unwrap();
+    let shared = server.shared();
+
+    // An unsorted cursor keeps a snapshot and a position, nothing materialised.
+    let plain = cursor_id(&find(&server, doc! {"find": "c", "batchSize": 1}).await);
+    assert!(plain > 0);
+    assert_eq!(shared.engine.cursors.held_bytes(), 0);
+
+    // A sorted one holds the rest of its sorted result (9 x 200 KB, stored and decoded).
+    let sorted = doc! {"find": "c", "sort": {"a": 1}, "batchSize": 1};
+    let first = cursor_id(&find(&server, sorted.clone()).await);
+    let held = shared.engine.cursors.held_bytes();
+    assert!(
+        (2 * 9 * 200 * 1024..5 * 1024 * 1024).contains(&held),
+        "held {held}"
+    );
+    // A second would pass the 5 MB cap: refused, and nothing more is held.
+    let refused = find(&server, sorted.clone()).await;
+    assert_error(&refused, 146);
+    assert_eq!(shared.engine.cursors.held_bytes(), held);
+    let grouped = find(
+        &server,
+        doc! {"aggregate": "c", "pipeline": [{"$sort": {"a": 1}}], "cursor": {"batchSize": 1}},
+    )
+    .await;
+    assert_error(&grouped, 146);
+
+    // Reading a cursor releases what it held; killing it releases the rest.
+    let mut raw = server.raw().await;
+    let more = raw
+        .command(
+            2,
+            &doc! {"getMore": first, "collection": "c", "batchSize": 4, "$db": "limits"},
+        )
+        .await
+        .document;
+    assert_eq!(
+        more.get_document("cursor")
+            .unwrap()
+            .get_array("nextBatch")
+            .unwrap()
+            .len(),
+        4
+    );
+    assert!(shared.engine.cursors.held_bytes() < held);
+    find(&server, doc! {"killCursors": "c", "cursors": [first]}).await;
+    assert_eq!(shared.engine.cursors.held_bytes(), 0);
+    assert!(cursor_id(&find(&server, sorted).await) > 0);
+}
+
+#[tokio::test]
+async fn a_million_empty_documents_in_the_command_body_are_counted_not_decoded() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start().await;
+    let documents: Vec<Document> = (0..1_000_000).map(|_| Document::new()).collect();
+    let body = doc! {"insert": "c", "documents": documents, "$db": "limits"};
+    let message = mayfly::wire::client::op_msg(3, &body, &Default::default()).unwrap();
+    drop(body);
+    let mut raw = server.raw().await;
+    reset_peak_rss();
+    let before = current_rss();
+    raw.send(&message).await;
+    let reply = raw.read().await.expect("a reply").document;
+    let grown = peak_rss().saturating_sub(before);
+    assert_error(&reply, 16);
+    assert!(grown < 48 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+    let ok = raw
+        .command(4, &doc! {"ping": 1, "$db": "limits"})
+        .await
+        .document;
+    assert_eq!(ok.get_f64("ok"), Ok(1.0));
+}
