@@ -38,6 +38,8 @@ pub struct ReaperStats {
     pub errors: AtomicU64,
     pub paused: AtomicBool,
     pub last_error: Mutex<Option<String>>,
+    /// Whether the last pass failed (a repeated failure is counted, not logged again).
+    failing: AtomicBool,
 }
 
 /// Where the next pass starts in one expiry range: valid while the collection TTL is unchanged.
@@ -142,12 +144,21 @@ impl Reaper {
             Ordering::Relaxed,
         );
         match &result {
-            Ok(_) => {}
+            Ok(_) => self.stats.failing.store(false, Ordering::Relaxed),
             Err(e) => {
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                tracing::error!(error = %e, "TTL reaper pass failed");
-                if let Ok(mut last) = self.stats.last_error.lock() {
-                    *last = Some(e.to_string());
+                let message = e.to_string();
+                // A lasting failure (a read-only engine) fails every pass: log it when it
+                // first appears or changes; `serverStatus` counts every failed pass.
+                let same = self
+                    .stats
+                    .last_error
+                    .lock()
+                    .map(|mut last| last.replace(message.clone()).as_ref() == Some(&message))
+                    .unwrap_or(false);
+                let repeated = self.stats.failing.swap(true, Ordering::Relaxed) && same;
+                if !repeated {
+                    tracing::error!(error = %message, "TTL reaper pass failed");
                 }
             }
         }
