@@ -1,5 +1,5 @@
-//! Whole commands through the command layer's `execute`, on an in-process engine: envelope
-//! checks, typed argument parsing of every CRUD, index and cursor command, planning and
+//! Whole commands through the wire codec and the command layer's `execute`, on an in-process
+//! engine: envelope checks, typed argument parsing of every CRUD, index and cursor command, planning and
 //! execution. Each document of the input is one command, run in order. When a document's first
 //! key is not one of `server::COMMANDS`, a command chosen by that key's length is put before it
 //! (on the seeded collection), so generated documents run too. A `getMore` or `killCursors`
@@ -53,7 +53,9 @@ fuzz_target!(|data: &[u8]| {
             command.extend(body);
             command
         };
-        let reply = server::run(with_cursor(command, cursor));
+        let Some(reply) = server::run(with_cursor(command, cursor)) else {
+            continue;
+        };
         if let Some(id) = open_cursor(&reply) {
             cursor = Some(id);
             opened.push(Bson::Int64(id));

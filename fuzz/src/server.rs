@@ -9,13 +9,16 @@
 //! its reply is printed (to see what the seeds reach).
 
 use bson::{doc, Bson, Document};
+use bytes::BytesMut;
 use mayfly::clock::ManualClock;
 use mayfly::command::{execute, Connection, Reply, Shared};
 use mayfly::config::Config;
 use mayfly::engine::Interrupt;
+use mayfly::wire::{client, Incoming, MessageCodec, Request};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use tokio::runtime::Runtime;
+use tokio_util::codec::Decoder;
 
 /// Commands a fuzz input may run. Left out: those that wait on purpose (`sleep`), stop the
 /// server, move the clock, or manage users.
@@ -103,10 +106,25 @@ fn seed(instance: &Instance) {
     }
 }
 
-/// Runs one command document (its first key is the command name) in [`DB`].
-pub fn run(mut body: Document) -> Reply {
+/// Runs one command document (its first key is the command name) in [`DB`], as a client's
+/// OP_MSG would reach it: encoded, then decoded by the wire codec, so the wire's limits (size,
+/// nesting) apply exactly as they do for a connection. `None` when the wire refuses it.
+pub fn run(mut body: Document) -> Option<Reply> {
     body.insert("$db", DB);
-    run_in(instance(), body)
+    let body = through_wire(&body)?;
+    Some(run_in(instance(), body))
+}
+
+fn through_wire(body: &Document) -> Option<Document> {
+    let bytes = client::op_msg(1, body, &client::MsgOptions::default()).ok()?;
+    let mut buf = BytesMut::from(&bytes[..]);
+    match MessageCodec::default().decode(&mut buf) {
+        Ok(Some(Incoming {
+            request: Request::Msg(msg),
+            ..
+        })) => msg.body.ok(),
+        _ => None,
+    }
 }
 
 fn run_in(instance: &Instance, mut body: Document) -> Reply {
