@@ -111,6 +111,11 @@ fn pipelines() -> Vec<Vec<Document>> {
         vec![doc! {"$bucket": {"groupBy": "$qty", "boundaries": [0, 3, 10], "default": "other"}}],
         vec![doc! {"$sample": {"size": 2}}, doc! {"$project": {"_id": 0}}],
         vec![doc! {"$match": {"$expr": {"$eq": ["$a", 1]}}}],
+        vec![doc! {"$group": {"_id": {"b": "$b"}, "p": {"$push": "$a"}, "s": {"$addToSet": "$tags"},
+                   "hi": {"$max": "$qty"}, "lo": {"$min": "$qty"}, "l": {"$last": "$_id"}}}, doc! {"$sort": {"_id": -1}}],
+        vec![doc! {"$match": {"x": {"$exists": true}}}, doc! {"$replaceWith": "$x"}],
+        vec![doc! {"$set": {"n": {"$literal": 1}, "c": "$a.b"}}, doc! {"$unset": ["tags", "x.y"]}, doc! {"$limit": 4}],
+        vec![doc! {"$documents": [{"a": 1}, {"a": [2, 3]}]}, doc! {"$unwind": "$a"}],
     ]
 }
 
