@@ -111,11 +111,24 @@ fn pipelines() -> Vec<Vec<Document>> {
         vec![doc! {"$bucket": {"groupBy": "$qty", "boundaries": [0, 3, 10], "default": "other"}}],
         vec![doc! {"$sample": {"size": 2}}, doc! {"$project": {"_id": 0}}],
         vec![doc! {"$match": {"$expr": {"$eq": ["$a", 1]}}}],
-        vec![doc! {"$group": {"_id": {"b": "$b"}, "p": {"$push": "$a"}, "s": {"$addToSet": "$tags"},
-                   "hi": {"$max": "$qty"}, "lo": {"$min": "$qty"}, "l": {"$last": "$_id"}}}, doc! {"$sort": {"_id": -1}}],
-        vec![doc! {"$match": {"x": {"$exists": true}}}, doc! {"$replaceWith": "$x"}],
-        vec![doc! {"$set": {"n": {"$literal": 1}, "c": "$a.b"}}, doc! {"$unset": ["tags", "x.y"]}, doc! {"$limit": 4}],
-        vec![doc! {"$documents": [{"a": 1}, {"a": [2, 3]}]}, doc! {"$unwind": "$a"}],
+        vec![
+            doc! {"$group": {"_id": {"b": "$b"}, "p": {"$push": "$a"}, "s": {"$addToSet": "$tags"},
+            "hi": {"$max": "$qty"}, "lo": {"$min": "$qty"}, "l": {"$last": "$_id"}}},
+            doc! {"$sort": {"_id": -1}},
+        ],
+        vec![
+            doc! {"$match": {"x": {"$exists": true}}},
+            doc! {"$replaceWith": "$x"},
+        ],
+        vec![
+            doc! {"$set": {"n": {"$literal": 1}, "c": "$a.b"}},
+            doc! {"$unset": ["tags", "x.y"]},
+            doc! {"$limit": 4},
+        ],
+        vec![
+            doc! {"$documents": [{"a": 1}, {"a": [2, 3]}]},
+            doc! {"$unwind": "$a"},
+        ],
     ]
 }
 
@@ -195,6 +208,19 @@ fn wire() {
         };
         messages.push(client::op_msg(8, &insert, &opts).unwrap());
     }
+    // The deepest nesting a client may send (200 levels with the body), through the codec.
+    let mut deep = doc! {"a": 1};
+    for _ in 0..197 {
+        deep = doc! {"a": deep};
+    }
+    messages.push(
+        client::op_msg(
+            9,
+            &doc! {"find": "c", "filter": deep, "$db": "test"},
+            &plain,
+        )
+        .unwrap(),
+    );
     // Two messages back to back, as a pipelining client sends them.
     let mut pair = messages[1].clone();
     pair.extend_from_slice(&messages[2]);
@@ -230,10 +256,16 @@ fn main() {
         v.extend(docs.iter().cloned());
         v
     };
-    seeds(
-        "filter",
-        &filters().into_iter().map(with_docs).collect::<Vec<_>>(),
-    );
+    // The deepest nesting a client may send: 98 `$elemMatch` levels over arrays as deep.
+    let mut deep_filter = doc! {"a": {"$gt": 1}};
+    let mut deep_doc = doc! {"a": 1};
+    for _ in 0..98 {
+        deep_filter = doc! {"a": {"$elemMatch": deep_filter}};
+        deep_doc = doc! {"a": [deep_doc]};
+    }
+    let mut filter_inputs: Vec<Vec<Document>> = filters().into_iter().map(with_docs).collect();
+    filter_inputs.push(vec![deep_filter, deep_doc]);
+    seeds("filter", &filter_inputs);
     seeds(
         "projection",
         &projections().into_iter().map(with_docs).collect::<Vec<_>>(),

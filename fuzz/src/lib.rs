@@ -7,7 +7,7 @@
 //! An input's first byte picks its encoding:
 //! - even: the rest is a sequence of length-prefixed BSON documents, as drivers send them (the
 //!   seed corpus is written this way, so mutations start from realistic commands); decoding
-//!   stops at the first invalid one.
+//!   stops at the first invalid one, or the first nested deeper than a client may send.
 //! - odd: the rest drives [`arbitrary::Unstructured`], which builds documents that are always
 //!   valid BSON, with keys drawn mostly from [`WORDS`], so mutations reach deep code instead of
 //!   failing at the BSON decoder.
@@ -16,12 +16,19 @@ pub mod server;
 
 use arbitrary::{Result, Unstructured};
 use bson::spec::BinarySubtype;
-use bson::{Binary, Bson, Decimal128, Document, JavaScriptCodeWithScope, Regex, Timestamp};
+use bson::{
+    Binary, Bson, Decimal128, Document, JavaScriptCodeWithScope, RawBsonRef, RawDocument, Regex,
+    Timestamp,
+};
 
 /// The most documents one input yields.
 const MAX_DOCUMENTS: usize = 8;
-/// How deep generated values nest (BSON-encoded inputs nest as deep as their bytes allow).
+/// How deep generated values nest.
 const MAX_DEPTH: u32 = 24;
+/// The deepest document a client may send (mayfly's documented wire limit: 200 levels).
+/// BSON-encoded inputs nested deeper are skipped: refusing them is the wire codec's job, fuzzed
+/// by `wire_codec` and, through it, by the command targets.
+pub const MAX_CLIENT_DEPTH: usize = 200;
 
 /// Field names, operators, stage names and argument names seen in real commands.
 pub const WORDS: &[&str] = &[
@@ -278,6 +285,9 @@ fn bson_sequence(mut rest: &[u8]) -> Vec<Document> {
             .and_then(|l| usize::try_from(l).ok())
             .unwrap_or(0);
         let Some(bytes) = rest.get(..len) else { break };
+        if !within_client_depth(bytes) {
+            break;
+        }
         let Ok(doc) = Document::from_reader(bytes) else {
             break;
         };
@@ -285,6 +295,36 @@ fn bson_sequence(mut rest: &[u8]) -> Vec<Document> {
         rest = rest.get(len..).unwrap_or_default();
     }
     docs
+}
+
+/// Whether `bytes` is a BSON document nested at most [`MAX_CLIENT_DEPTH`] levels, checked
+/// without recursion (decoding a deeper one would overflow the stack before any check).
+fn within_client_depth(bytes: &[u8]) -> bool {
+    fn values(doc: &RawDocument) -> Option<Vec<RawBsonRef<'_>>> {
+        doc.iter().map(|e| e.ok().map(|(_, v)| v)).collect()
+    }
+    let Some(top) = RawDocument::from_bytes(bytes).ok().and_then(values) else {
+        return false;
+    };
+    let mut stack = vec![(top, 1usize)];
+    while let Some((level, depth)) = stack.pop() {
+        if depth > MAX_CLIENT_DEPTH {
+            return false;
+        }
+        for value in level {
+            let children = match value {
+                RawBsonRef::Document(d) => values(d),
+                RawBsonRef::Array(a) => a.into_iter().map(|v| v.ok()).collect(),
+                RawBsonRef::JavaScriptCodeWithScope(c) => values(c.scope),
+                _ => continue,
+            };
+            let Some(children) = children else {
+                return false;
+            };
+            stack.push((children, depth + 1));
+        }
+    }
+    true
 }
 
 fn generated(rest: &[u8]) -> Vec<Document> {
