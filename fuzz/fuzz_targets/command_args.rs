@@ -36,7 +36,7 @@ fn with_cursor(mut body: Document, cursor: Option<i64>) -> Document {
     body
 }
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let mut cursor = None;
     let mut opened = Vec::new();
     for body in mayfly_fuzz::documents(data) {
@@ -68,4 +68,8 @@ fuzz_target!(|data: &[u8]| {
             let _ = server::run(doc! {"killCursors": collection, "cursors": opened.clone()});
         }
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    mayfly_fuzz::on_server_stack(|| run(data));
 });

@@ -7,7 +7,7 @@ use bson::RawDocument;
 use libfuzzer_sys::fuzz_target;
 use mayfly::query::filter::Filter;
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let docs = mayfly_fuzz::documents(data);
     let Some((spec, candidates)) = docs.split_first() else {
         return;
@@ -32,4 +32,8 @@ fuzz_target!(|data: &[u8]| {
             Err(e) => panic!("matches_raw refused a valid document {doc:?}: {e:?}"),
         }
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    mayfly_fuzz::on_server_stack(|| run(data));
 });

@@ -21,7 +21,7 @@ fn key_desc(value: &Bson) -> Vec<u8> {
     out
 }
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let docs = mayfly_fuzz::documents(data);
     let mut values: Vec<Bson> = Vec::new();
     for doc in &docs {
@@ -45,4 +45,8 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(values_equal(a, b), ka == kb, "{a:?} vs {b:?}");
         }
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    mayfly_fuzz::on_server_stack(|| run(data));
 });

@@ -8,7 +8,7 @@ use bson::{doc, Bson};
 use libfuzzer_sys::fuzz_target;
 use mayfly_fuzz::server;
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let stages = mayfly_fuzz::documents(data);
     if stages.is_empty()
         || stages
@@ -23,4 +23,8 @@ fuzz_target!(|data: &[u8]| {
         "pipeline": pipeline,
         "cursor": {},
     });
+}
+
+fuzz_target!(|data: &[u8]| {
+    mayfly_fuzz::on_server_stack(|| run(data));
 });

@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 use mayfly::query::projection::Projection;
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let docs = mayfly_fuzz::documents(data);
     let Some((spec, targets)) = docs.split_first() else {
         return;
@@ -23,4 +23,8 @@ fuzz_target!(|data: &[u8]| {
             );
         }
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    mayfly_fuzz::on_server_stack(|| run(data));
 });

@@ -19,7 +19,7 @@ fn parse(spec: &Document) -> Option<Update> {
     Update::parse(spec).ok()
 }
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let docs = mayfly_fuzz::documents(data);
     let mut docs = docs.into_iter();
     let Some(update) = docs.next().as_ref().and_then(parse) else {
@@ -57,4 +57,8 @@ fuzz_target!(|data: &[u8]| {
             "a failed update changed the document"
         );
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    mayfly_fuzz::on_server_stack(|| run(data));
 });

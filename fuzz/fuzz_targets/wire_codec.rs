@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 use mayfly::wire::{client, MessageCodec, Request};
 use tokio_util::codec::Decoder;
 
-fuzz_target!(|data: &[u8]| {
+fn run(data: &[u8]) {
     let mut codec = MessageCodec::default();
     let mut buf = BytesMut::from(data);
     // A stream of messages, as a connection reads them, until one is incomplete or bad.
@@ -38,4 +38,8 @@ fuzz_target!(|data: &[u8]| {
             "a body changed in a round trip"
         );
     }
+}
+
+fuzz_target!(|data: &[u8]| {
+    mayfly_fuzz::on_server_stack(|| run(data));
 });

@@ -12,6 +12,7 @@
 //!   valid BSON, with keys drawn mostly from [`WORDS`], so mutations reach deep code instead of
 //!   failing at the BSON decoder.
 
+mod overflow;
 pub mod server;
 
 use arbitrary::{Result, Unstructured};
@@ -255,6 +256,29 @@ pub const WORDS: &[&str] = &[
     "lsid",
     "txnNumber",
 ];
+
+/// The stack size of the server's threads (tokio's default, for its workers and blocking pool).
+pub const SERVER_STACK: usize = 2 * 1024 * 1024;
+
+/// Runs `f` on a fresh thread with the server's stack size, so recursion that would overflow
+/// in the server overflows here too. A thread, not the fuzzer's own main thread, because Rust
+/// A thread, not libFuzzer's main thread, so the depth at which it overflows does not depend on
+/// the shell's stack limit; an overflow is reported and saved as a crash (`overflow`).
+pub fn on_server_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    std::thread::scope(|scope| {
+        let thread = std::thread::Builder::new()
+            .stack_size(SERVER_STACK)
+            .spawn_scoped(scope, || overflow::guarded(f));
+        match thread.map(|t| t.join()) {
+            Ok(Ok(result)) => result,
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(e) => {
+                eprintln!("cannot start a fuzzing thread: {e}");
+                std::process::abort()
+            }
+        }
+    })
+}
 
 /// Decodes an input into at most [`MAX_DOCUMENTS`] documents (see the module comment).
 pub fn documents(data: &[u8]) -> Vec<Document> {
