@@ -1,7 +1,8 @@
 //! Turns fuzzer bytes into the BSON documents the targets feed to mayfly.
 //!
-//! Owns: the two input encodings every BSON-taking target shares, and the words that steer
-//! generated documents towards real operators. Does not own: what a target does with the
+//! Owns: the two input encodings every BSON-taking target shares, the words that steer
+//! generated documents towards real operators, and the thread every input runs on (the
+//! server's stack size, overflows saved as crashes: [`on_server_stack`]). Does not own: what a target does with the
 //! documents (`fuzz_targets/`), nor the in-process server the command targets drive (`server`).
 //!
 //! An input's first byte picks its encoding:
