@@ -12,7 +12,8 @@ use std::sync::Once;
 const ALT_STACK: usize = 1024 * 1024;
 
 extern "C" fn on_fault(_: libc::c_int) {
-    const MSG: &[u8] = b"\n==fuzz== SIGSEGV/SIGBUS on a fuzzing thread: stack overflow (or a bad access)\n";
+    const MSG: &[u8] =
+        b"\n==fuzz== SIGSEGV/SIGBUS on a fuzzing thread: stack overflow (or a bad access)\n";
     // Only async-signal-safe calls here.
     unsafe {
         libc::write(2, MSG.as_ptr().cast(), MSG.len());
