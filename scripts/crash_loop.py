@@ -155,7 +155,7 @@ def bulk_request(key, kind, body):
 
 
 def execute_one(coll, key, kind, body):
-    """The single-document helpers, as applications call them. Returns a problem, or None."""
+    """The single-document methods, as applications call them. Returns a problem, or None."""
     if kind == "insert":
         coll.insert_one(body)
         return None
