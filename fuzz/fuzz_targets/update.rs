@@ -34,7 +34,7 @@ fn run(data: &[u8]) {
     let filter = Filter::compile(&query).ok();
     let positional_match = filter
         .as_ref()
-        .filter(|f| f.matches(&target))
+        .filter(|f| f.matches(&target).unwrap_or(false))
         .and_then(|f| f.positional_match(&target));
     let ctx = UpdateContext {
         now: bson::DateTime::from_millis(1_700_000_000_000),
