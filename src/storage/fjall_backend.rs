@@ -30,8 +30,8 @@
 //! less than twice its size plus [`FjallConfig::reserve_bytes`] is free.
 
 use super::{
-    bounds_are_empty, check_key, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError,
-    WriteBatch, WriteOp, MAX_KEY_LEN,
+    bounds_are_empty, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch,
+    WriteOp, MAX_KEY_LEN,
 };
 use fjall::config::FilterPolicy;
 use fjall::{KeyspaceCreateOptions, PersistMode, Readable, SingleWriterTxDatabase};
@@ -164,10 +164,7 @@ impl Backend for FjallBackend {
         }
         // fjall panics on an empty or over-long key; refuse the batch before any of it is
         // applied.
-        for op in batch.ops() {
-            let (WriteOp::Put { key, .. } | WriteOp::Delete { key, .. }) = op;
-            check_key(key)?;
-        }
+        batch.check_keys()?;
         self.check_space(&batch)?;
         // The write transaction takes fjall's single-writer lock and keeps only the last write
         // per key, which gives the batch its "later operation wins" order.

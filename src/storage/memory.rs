@@ -20,8 +20,8 @@
 //! after the last key it returned, so it can be kept by a cursor without holding the lock.
 
 use super::{
-    bounds_are_empty, check_key, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError,
-    WriteBatch, WriteOp, MAX_KEY_LEN,
+    bounds_are_empty, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch,
+    WriteOp, MAX_KEY_LEN,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -192,10 +192,7 @@ impl Backend for MemoryBackend {
         if batch.is_empty() {
             return Ok(());
         }
-        for op in batch.ops() {
-            let (WriteOp::Put { key, .. } | WriteOp::Delete { key, .. }) = op;
-            check_key(key)?;
-        }
+        batch.check_keys()?;
         let _commit = self.shared.commit.lock().map_err(|_| poisoned())?;
         let mut data = self.shared.data.write().map_err(|_| poisoned())?;
         let seqno = self.shared.pins.lock().map_err(|_| poisoned())?.published + 1;

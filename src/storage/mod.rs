@@ -175,6 +175,15 @@ impl WriteBatch {
     pub fn into_ops(self) -> Vec<WriteOp> {
         self.ops
     }
+
+    /// Refuses the whole batch if any of its keys is one no backend can store ([`check_key`]),
+    /// before any of it is applied.
+    pub fn check_keys(&self) -> Result<(), StorageError> {
+        self.ops.iter().try_for_each(|op| {
+            let (WriteOp::Put { key, .. } | WriteOp::Delete { key, .. }) = op;
+            check_key(key)
+        })
+    }
 }
 
 /// A key-value pair read from a snapshot.
