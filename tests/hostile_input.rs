@@ -419,3 +419,85 @@ async fn a_poison_document_crashes_no_command_and_can_be_removed() {
         assert_serving(&server).await;
     }
 }
+
+/// A stored document as deep as a read may decode (written past the 100-level store check, as
+/// an older server could have stored it) goes through every path that decodes it, on the
+/// server's 2 MiB stacks, without a crash.
+#[tokio::test]
+async fn a_document_at_the_read_limit_goes_through_every_path() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let coll: Collection<Document> = client.database("test").collection("r");
+    coll.insert_many([doc! {"_id": 1, "a": 1}, doc! {"_id": 2, "a": 2}])
+        .await
+        .unwrap();
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"b": 1}).build())
+        .await
+        .unwrap();
+    // 200 levels: the document, then 199 nested documents (the innermost one empty).
+    store_poison(&server, "r", 1, 200).await;
+
+    let projected = coll
+        .find_one(doc! {"_id": 1})
+        .projection(doc! {"a": 1})
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(projected.contains_key("a"));
+    assert_eq!(
+        coll.count_documents(doc! {"a": {"$gt": 0}}).await.unwrap(),
+        1
+    );
+    assert_eq!(
+        coll.count_documents(doc! {"a.a.a": {"$exists": true}})
+            .await
+            .unwrap(),
+        1
+    );
+    let sorted: Vec<Document> = coll
+        .find(doc! {})
+        .sort(doc! {"a": -1})
+        .projection(doc! {"_id": 1})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(sorted.len(), 2);
+    assert_eq!(coll.distinct("a", doc! {}).await.unwrap().len(), 2);
+    let grouped = async {
+        let cursor = coll
+            .aggregate(vec![
+                doc! {"$sort": {"a": 1}},
+                doc! {"$group": {"_id": null, "all": {"$push": "$$ROOT"}}},
+            ])
+            .await?;
+        cursor.try_collect::<Vec<_>>().await
+    };
+    // `$push` nests the document one level deeper than any document may be.
+    assert_eq!(error_code(&grouped.await.unwrap_err()), Some(15));
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .unwrap();
+    assert_eq!(
+        coll.count_documents(doc! {"a": {"$type": "object"}})
+            .await
+            .unwrap(),
+        1
+    );
+    // Its update would store a document deeper than 100 levels: refused, as any such write.
+    let err = coll
+        .update_one(doc! {"_id": 1}, doc! {"$set": {"b": 1}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(15), "{err}");
+    assert_eq!(
+        coll.delete_one(doc! {"_id": 1})
+            .await
+            .unwrap()
+            .deleted_count,
+        1
+    );
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+    assert_serving(&server).await;
+}

@@ -6,7 +6,7 @@
 
 use crate::error::{Error, Result};
 use crate::ttl;
-use bson::Document;
+use bson::{Document, RawDocument};
 
 const VERSION: u8 = 1;
 /// Bytes before the BSON body.
@@ -81,8 +81,14 @@ impl Record {
     /// recursive decoder sees it (`query::depth`).
     pub fn document(&self) -> Result<Document> {
         crate::query::depth::check_stored_for_read(&self.body)?;
-        Document::from_reader(self.body.as_slice())
-            .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))
+        // The raw conversion, not serde's decoder: it takes a small frame per level, where
+        // serde's takes kilobytes (a 150-level document overflowed a 2 MiB debug-build stack).
+        let corrupt =
+            |e: bson::raw::Error| Error::internal(format!("corrupt stored document: {e}"));
+        RawDocument::from_bytes(&self.body)
+            .map_err(corrupt)?
+            .try_into()
+            .map_err(corrupt)
     }
 
     /// When this document expires under `collection_ttl`, if ever (TTL-10, TTL-13, TTL-14).
