@@ -219,6 +219,14 @@ async fn no_cursor_timeout_cursors_are_capped() {
         .contains("noCursorTimeout"));
     // Ordinary cursors are not counted.
     cursor_id(&find(&server, doc! {"find": "c", "batchSize": 1}).await);
+    let status = find(&server, doc! {"serverStatus": 1}).await;
+    let open_cursors = status
+        .get_document("metrics")
+        .and_then(|m| m.get_document("cursor"))
+        .and_then(|c| c.get_document("open"))
+        .unwrap();
+    assert_eq!(open_cursors.get_i64("noTimeout"), Ok(2));
+    assert_eq!(open_cursors.get_i64("total"), Ok(3));
     // Closing one makes room.
     find(&server, doc! {"killCursors": "c", "cursors": [first]}).await;
     assert!(cursor_id(&find(&server, open).await) > 0);
@@ -260,6 +268,13 @@ async fn open_cursors_hold_at_most_the_server_wide_cursor_memory() {
         (2 * 9 * 200 * 1024..5 * 1024 * 1024).contains(&held),
         "held {held}"
     );
+    let status = find(&server, doc! {"serverStatus": 1}).await;
+    let shown = status
+        .get_document("metrics")
+        .and_then(|m| m.get_document("cursor"))
+        .and_then(|c| c.get_i64("heldBytes"))
+        .unwrap();
+    assert_eq!(shown, held as i64, "serverStatus shows what cursors hold");
     // A second would pass the 5 MB cap: refused, and nothing more is held.
     let refused = find(&server, sorted.clone()).await;
     assert_error(&refused, 146);

@@ -147,7 +147,14 @@ fn all_sections(shared: &Shared, cmd: &Document) -> Document {
                 "deletedDocuments": Counters::get(&shared.engine.reaper.stats.deleted),
                 "passes": Counters::get(&shared.engine.reaper.stats.passes),
             },
-            "cursor": {"open": {"total": shared.engine.cursors.open_count() as i64}},
+            "cursor": {
+                "open": {
+                    "total": shared.engine.cursors.open_count() as i64,
+                    "noTimeout": shared.engine.cursors.no_timeout_count() as i64,
+                },
+                // What open cursors hold of blocking stages' results (cursorMemoryLimitMB).
+                "heldBytes": shared.engine.cursors.held_bytes() as i64,
+            },
         },
         "writer": writer_status(shared),
         "ok": 1.0,

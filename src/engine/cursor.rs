@@ -384,6 +384,14 @@ impl CursorRegistry {
         self.cursors.lock().map(|m| m.len()).unwrap_or(0)
     }
 
+    /// Open `noCursorTimeout` cursors (`serverStatus.metrics.cursor.open.noTimeout`).
+    pub fn no_timeout_count(&self) -> usize {
+        self.cursors
+            .lock()
+            .map(|m| m.values().filter(|c| c.no_timeout).count())
+            .unwrap_or(0)
+    }
+
     fn sweep(&self, map: &mut HashMap<i64, Cursor>) {
         let now = self.clock.now_millis();
         map.retain(|_, c| c.no_timeout || now - c.last_used_ms < CURSOR_TIMEOUT_MILLIS);
