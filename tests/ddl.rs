@@ -57,6 +57,7 @@ async fn create_refuses_options_mayfly_does_not_implement() {
             doc! {"create": "c", "collation": {"locale": "fr"}},
             "collation",
         ),
+        (doc! {"create": "c", "autoIndexId": false}, "autoIndexId"),
     ] {
         let (code, message) = fails_with(&db, cmd.clone()).await;
         assert_eq!(code, 115, "{cmd}");
@@ -81,6 +82,7 @@ async fn create_keeps_harmless_options_and_list_collections_shows_them() {
     let db = server.client().await.database("test");
     db.run_command(doc! {
         "create": "c", "capped": false, "validationLevel": "moderate", "validationAction": "warn",
+        "autoIndexId": true,
         "collation": {"locale": "simple"}, "idIndex": {"key": {"_id": 1}, "name": "_id_"},
     })
     .await
@@ -113,7 +115,7 @@ async fn create_keeps_harmless_options_and_list_collections_shows_them() {
         .clone();
     assert_eq!(
         entry.get_document("options").unwrap(),
-        &doc! {"validationLevel": "moderate", "validationAction": "warn"}
+        &doc! {"autoIndexId": true, "validationLevel": "moderate", "validationAction": "warn"}
     );
     assert!(matches!(
         entry.get_document("info").unwrap().get("uuid"),

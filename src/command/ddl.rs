@@ -45,6 +45,7 @@ const CREATE_FIELDS: &[&str] = &[
     "encryptedFields",
     "temp",
     "flags",
+    "autoIndexId",
 ];
 
 pub async fn create(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -86,6 +87,12 @@ fn create_options(cmd: &Document) -> Result<Document> {
     if cmd.contains_key("encryptedFields") {
         return refuse("queryable encryption ('encryptedFields') is");
     }
+    // Drivers from before 2018 (the Java 3.x drivers among them) send `autoIndexId: true` on
+    // every create. Every mayfly collection is clustered on `_id`, so it always has that index.
+    let auto_index_id = optional_bool(cmd, "create", "autoIndexId")?;
+    if auto_index_id == Some(false) {
+        return refuse("collections without an _id index ('autoIndexId: false') are");
+    }
     if optional_bool(cmd, "create", "temp")? == Some(true) {
         return refuse("temporary collections ('temp') are");
     }
@@ -123,6 +130,10 @@ fn create_options(cmd: &Document) -> Result<Document> {
     optional_i64(cmd, "create", "max")?;
     optional_i64(cmd, "create", "flags")?;
     let mut options = Document::new();
+    if auto_index_id == Some(true) {
+        // Shown by listCollections, as mongod shows an explicit autoIndexId.
+        options.insert("autoIndexId", true);
+    }
     for (field, allowed) in [
         ("validationLevel", &["off", "strict", "moderate"][..]),
         ("validationAction", &["error", "warn"][..]),
