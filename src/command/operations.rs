@@ -207,7 +207,7 @@ fn namespace(req: &Request<'_>) -> String {
 }
 
 fn reported_command(body: &Document) -> Document {
-    if super::stats::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
+    if crate::query::size::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
         return body.clone();
     }
     let text: String = Bson::Document(body.clone())

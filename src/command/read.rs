@@ -168,7 +168,7 @@ pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         }
     }
     dedup_sorted(&mut values);
-    let bytes: usize = values.iter().map(super::stats::value_size).sum();
+    let bytes: usize = values.iter().map(crate::query::size::value_size).sum();
     if bytes > DISTINCT_MAX_BYTES {
         return Err(Error::new(
             ErrorCode::Location17217,

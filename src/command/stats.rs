@@ -13,6 +13,7 @@ use crate::engine::catalog::{collection_arg, validate_db_name, CollectionMeta};
 use crate::engine::ReadView;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::path;
+use crate::query::size::value_size;
 use bson::{doc, Bson, Document};
 
 /// Bytes an index entry costs beyond its key values: the collection/index id prefix, the
@@ -231,74 +232,9 @@ pub fn db_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     Ok(reply)
 }
 
-/// The encoded BSON size of a document, computed without encoding it.
-pub fn document_size(doc: &Document) -> usize {
-    // int32 length + (type byte + key + NUL + value) per element + trailing NUL.
-    4 + doc
-        .iter()
-        .map(|(k, v)| 1 + k.len() + 1 + value_size(v))
-        .sum::<usize>()
-        + 1
-}
-
-/// The encoded size of a BSON value (its payload, without type byte and field name).
-pub fn value_size(value: &Bson) -> usize {
-    let string = |s: &str| 4 + s.len() + 1;
-    match value {
-        Bson::Double(_) | Bson::Int64(_) | Bson::DateTime(_) | Bson::Timestamp(_) => 8,
-        Bson::Int32(_) => 4,
-        Bson::Decimal128(_) => 16,
-        Bson::Boolean(_) => 1,
-        Bson::ObjectId(_) => 12,
-        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
-        Bson::String(s) | Bson::Symbol(s) | Bson::JavaScriptCode(s) => string(s),
-        Bson::Document(d) => document_size(d),
-        Bson::Array(items) => {
-            4 + items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| 1 + decimal_len(i) + 1 + value_size(v))
-                .sum::<usize>()
-                + 1
-        }
-        Bson::Binary(b) => 4 + 1 + b.bytes.len() + if u8::from(b.subtype) == 2 { 4 } else { 0 },
-        Bson::RegularExpression(r) => r.pattern.len() + 1 + r.options.len() + 1,
-        Bson::JavaScriptCodeWithScope(c) => 4 + string(&c.code) + document_size(&c.scope),
-        // The namespace string is private in `bson`; 12 bytes of ObjectId plus a short name.
-        Bson::DbPointer(_) => 4 + 32 + 1 + 12,
-    }
-}
-
-fn decimal_len(mut n: usize) -> usize {
-    let mut len = 1;
-    while n >= 10 {
-        n /= 10;
-        len += 1;
-    }
-    len
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{oid::ObjectId, Binary, Regex};
-
-    #[test]
-    fn computed_sizes_match_encoded_sizes() {
-        let docs = [
-            doc! {},
-            doc! {"_id": ObjectId::new(), "a": 1, "b": 2i64, "c": 1.5, "s": "héllo"},
-            doc! {"arr": (0..25).map(Bson::Int32).collect::<Vec<_>>(), "n": null, "t": true},
-            doc! {"d": {"x": [1, {"y": "z"}]}, "r": Regex { pattern: "a+".into(), options: "i".into() }},
-            doc! {"bin": Binary { subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2, 3] }},
-            doc! {"dt": bson::DateTime::from_millis(5), "ts": bson::Timestamp { time: 1, increment: 2 }},
-        ];
-        for d in docs {
-            let mut bytes = Vec::new();
-            d.to_writer(&mut bytes).unwrap();
-            assert_eq!(document_size(&d), bytes.len(), "{d}");
-        }
-    }
 
     #[test]
     fn numbers_are_int32_when_they_fit() {

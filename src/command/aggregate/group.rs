@@ -3,9 +3,10 @@
 //! `NumberLong(1)` are one group); groups come out in order of first appearance.
 
 use super::expr::Expr;
-use super::memory::{value_size, StageMemory};
+use super::memory::StageMemory;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::compare_values;
+use crate::query::size::value_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,7 +2,7 @@
 //! a `$sort` after the leading stages, `$sample`): each may hold mongod's 100 MB per stage
 //! (`internalQueryMaxBlockingSortMemoryUsageBytes`) and fails past it.
 //!
-//! Owns: the per-stage budget, its errors, and the size estimate of a value. Does not own: the
+//! Owns: the per-stage budget and its errors (sizes come from `query::size`). Does not own: the
 //! executor's sort (its own budget, with spilling, lives in `engine::exec`). These stages do not
 //! spill: past the limit they fail with 292 without `allowDiskUse`, and with it fail with 146
 //! ExceededMemoryLimit, saying that this server cannot spill them.
@@ -10,7 +10,6 @@
 use crate::engine::cursor::Held;
 use crate::engine::exec::stages::MAX_BLOCKING_SORT_BYTES;
 use crate::error::{Error, ErrorCode, Result};
-use bson::{Bson, Document};
 
 /// What every blocking stage of one pipeline shares: whether it may use the disk, and the
 /// gauge of what its output holds materialised (the cursor is charged with it).
@@ -101,65 +100,9 @@ impl StageMemory {
     }
 }
 
-/// The encoded BSON size of `value` as an element (type byte and value, without its name),
-/// walked without recursion.
-pub fn value_size(value: &Bson) -> usize {
-    let mut total = 0usize;
-    let mut pending = vec![value];
-    while let Some(v) = pending.pop() {
-        total += 1 + match v {
-            Bson::Document(d) => {
-                pending.extend(d.values());
-                5 + d.keys().map(|k| k.len() + 1).sum::<usize>()
-            }
-            Bson::Array(items) => {
-                pending.extend(items.iter());
-                // Array keys are the indexes as strings: about 6 bytes each.
-                5 + items.len() * 6
-            }
-            Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => 5 + s.len(),
-            Bson::Binary(b) => 5 + b.bytes.len(),
-            Bson::RegularExpression(r) => r.pattern.len() + r.options.len() + 2,
-            Bson::JavaScriptCodeWithScope(c) => 9 + c.code.len() + document_size(&c.scope),
-            Bson::Int32(_) => 4,
-            Bson::Decimal128(_) => 16,
-            Bson::ObjectId(_) => 12,
-            Bson::Boolean(_) => 1,
-            Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
-            _ => 8,
-        };
-    }
-    total
-}
-
-/// The encoded size of a document.
-pub fn document_size(doc: &Document) -> usize {
-    5 + doc
-        .iter()
-        .map(|(k, v)| k.len() + 1 + value_size(v))
-        .sum::<usize>()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
-
-    #[test]
-    fn sizes_follow_the_encoding() {
-        for d in [
-            doc! {},
-            doc! {"a": 1, "b": "xyz", "c": {"d": [1, 2.5, null]}},
-            doc! {"s": "x".repeat(1000), "n": {"m": {"o": true}}},
-        ] {
-            let encoded = bson::to_vec(&d).unwrap().len();
-            let estimate = document_size(&d);
-            assert!(
-                estimate >= encoded && estimate <= encoded + 32,
-                "{d}: {estimate} vs {encoded}"
-            );
-        }
-    }
 
     #[test]
     fn past_the_limit_a_stage_fails_with_mongods_error() {

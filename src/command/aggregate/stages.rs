@@ -5,13 +5,14 @@
 
 use super::expr::Expr;
 use super::group::Group;
-use super::memory::{document_size, Blocking, StageLimits};
+use super::memory::{Blocking, StageLimits};
 use super::reshape::{add_fields_tree, apply_tree, AddNode, Project};
 use super::unwind::Unwind;
 use crate::command::{args, stats};
 use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::{integral_value, Filter};
+use crate::query::size::document_size;
 use crate::query::sort::SortSpec;
 use bson::{doc, Bson, Document};
 use std::hash::{BuildHasher, Hasher};
