@@ -14,6 +14,7 @@
 //!                in memory (`--storage memory`)
 //!   side roads:  query (filter, update, projection, sort, BSON order, depth and size: pure)
 //!                ttl (the Cosmos TTL rules: pure)
+//!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),
 //!                protocol (limits and compressor names every layer shares), status (counters)
 //! ```
@@ -31,6 +32,7 @@
     )
 )]
 
+pub mod auth;
 pub mod clock;
 pub mod command;
 pub mod config;

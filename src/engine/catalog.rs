@@ -1,10 +1,12 @@
 //! The catalog: databases, collections (with a stable id, a UUID and their options) and their
-//! indexes, stored in the engine's `Catalog` keyspace and loaded at start.
+//! indexes, and the users of each database (mongod's `admin.system.users`), stored in the
+//! engine's `Catalog` keyspace and loaded at start.
 //!
 //! A database exists while it has a collection. The collection TTL is not stored on its own: it
 //! is the `expireAfterSeconds` of the collection's `_ts` index (TTL-1), so the two can never
 //! disagree.
 
+use crate::auth::User;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::{Keyspace, Snapshot};
 use crate::ttl;
@@ -14,6 +16,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 const COLLECTION_KEY_PREFIX: &[u8] = b"coll\0";
+const USER_KEY_PREFIX: &[u8] = b"user\0";
 
 /// A secondary index (the `_id` index is implicit and not stored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -140,11 +143,20 @@ fn collection_key(db: &str, name: &str) -> Vec<u8> {
     key
 }
 
-/// All collections, by (database, name). Cheap to clone for publishing to readers.
+fn user_key(db: &str, name: &str) -> Vec<u8> {
+    let mut key = USER_KEY_PREFIX.to_vec();
+    key.extend_from_slice(db.as_bytes());
+    key.push(0);
+    key.extend_from_slice(name.as_bytes());
+    key
+}
+
+/// All collections and users, by (database, name). Cheap to clone for publishing to readers.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     collections: BTreeMap<(String, String), Arc<CollectionMeta>>,
     next_collection_id: u64,
+    users: BTreeMap<(String, String), Arc<User>>,
 }
 
 impl Catalog {
@@ -153,7 +165,16 @@ impl Catalog {
         let mut catalog = Catalog {
             collections: BTreeMap::new(),
             next_collection_id: 1,
+            users: BTreeMap::new(),
         };
+        for entry in snapshot.prefix(Keyspace::Catalog, USER_KEY_PREFIX, false) {
+            let (_, value) = entry?;
+            let user: User = bson::from_slice(&value)
+                .map_err(|e| Error::internal(format!("corrupt user entry: {e}")))?;
+            catalog
+                .users
+                .insert((user.db.clone(), user.name.clone()), Arc::new(user));
+        }
         for entry in snapshot.prefix(Keyspace::Catalog, COLLECTION_KEY_PREFIX, false) {
             let (_, value) = entry?;
             let meta: CollectionMeta = bson::from_slice(&value)
@@ -219,6 +240,46 @@ impl Catalog {
         self.collections
             .insert((meta.db.clone(), meta.name.clone()), Arc::new(meta));
         Ok((key, value))
+    }
+
+    /// The user `name` of database `db`.
+    pub fn user(&self, db: &str, name: &str) -> Option<&Arc<User>> {
+        self.users.get(&(db.to_owned(), name.to_owned()))
+    }
+
+    /// Users of `db`, in name order.
+    pub fn users_in<'a>(&'a self, db: &'a str) -> impl Iterator<Item = &'a Arc<User>> + 'a {
+        self.users
+            .range((db.to_owned(), String::new())..)
+            .take_while(move |((d, _), _)| d == db)
+            .map(|(_, u)| u)
+    }
+
+    /// Every user, by database then name.
+    pub fn all_users(&self) -> impl Iterator<Item = &Arc<User>> {
+        self.users.values()
+    }
+
+    /// Whether any user exists (the localhost exception ends with the first one).
+    pub fn has_users(&self) -> bool {
+        !self.users.is_empty()
+    }
+
+    /// Inserts or replaces a user; returns the catalog entry to store.
+    pub fn put_user(&mut self, user: User) -> Result<(Vec<u8>, Vec<u8>)> {
+        let value = bson::to_vec(&user)
+            .map_err(|e| Error::internal(format!("cannot encode user entry: {e}")))?;
+        let key = user_key(&user.db, &user.name);
+        self.users
+            .insert((user.db.clone(), user.name.clone()), Arc::new(user));
+        Ok((key, value))
+    }
+
+    /// Removes a user; returns its storage key.
+    pub fn remove_user(&mut self, db: &str, name: &str) -> Option<(Arc<User>, Vec<u8>)> {
+        self.users
+            .remove(&(db.to_owned(), name.to_owned()))
+            .map(|u| (u, user_key(db, name)))
     }
 
     /// Removes a collection; returns its storage key.

@@ -20,6 +20,7 @@ pub mod read;
 pub mod reaper;
 pub mod record;
 pub mod txn;
+pub mod users;
 pub mod writer;
 
 pub use catalog::{Catalog, CollectionMeta, IndexMeta};
