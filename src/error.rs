@@ -155,6 +155,9 @@ error_codes! {
     Location26823 = 26823,
     Location5739101 = 5739101,
     ExceededMemoryLimit = 146,
+    UserNotFound = 11,
+    RoleNotFound = 31,
+    Location51003 = 51003,
 }
 
 /// A failure a client can cause (or an internal one), carrying mongod's code and message.

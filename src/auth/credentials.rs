@@ -77,6 +77,25 @@ impl ScramCredential {
         )
     }
 
+    /// SCRAM-SHA-1 credentials from MongoDB's password digest, `hex(MD5(user ":mongo:"
+    /// password))`, as a client computes it itself (`createUser` with `digestPassword: false`).
+    pub fn generate_from_digest(digest: &str) -> Result<ScramCredential> {
+        let mechanism = Mechanism::ScramSha1;
+        let mut salt = vec![0u8; mechanism.salt_len()];
+        getrandom::fill(&mut salt)
+            .map_err(|e| Error::internal(format!("no random bytes for a salt: {e}")))?;
+        let iterations = mechanism.default_iterations();
+        let salted = pbkdf2::pbkdf2_hmac_array::<Sha1, 20>(digest.as_bytes(), &salt, iterations);
+        let client_key = hmac(mechanism, &salted, b"Client Key")?;
+        let server_key = hmac(mechanism, &salted, b"Server Key")?;
+        Ok(ScramCredential {
+            iteration_count: iterations,
+            salt,
+            stored_key: hash(mechanism, &client_key),
+            server_key,
+        })
+    }
+
     /// The credentials for `password` with the given salt and iteration count.
     pub fn derive(
         mechanism: Mechanism,

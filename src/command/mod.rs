@@ -28,6 +28,8 @@ mod sessions;
 mod stats;
 mod table;
 mod testing;
+mod users;
+mod users_info;
 mod write;
 
 pub use context::{Connection, Shared};
@@ -297,6 +299,15 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::Sleep => blocking(shared, req, testing::sleep).await,
         C::CurrentOp => operations::current_op(shared, req).map(Reply::from),
         C::KillOp => operations::kill_op(shared, req).map(Reply::from),
+        C::CreateUser => awaiting_writer(req, users::create_user(shared, req)).await,
+        C::UpdateUser => awaiting_writer(req, users::update_user(shared, req)).await,
+        C::DropUser => awaiting_writer(req, users::drop_user(shared, req)).await,
+        C::DropAllUsersFromDatabase => awaiting_writer(req, users::drop_all_users(shared, req)).await,
+        C::UsersInfo => users_info::users_info(shared, req).map(Reply::from),
+        C::GrantRolesToUser => awaiting_writer(req, users::change_roles(shared, req, true)).await,
+        C::RevokeRolesFromUser => {
+            awaiting_writer(req, users::change_roles(shared, req, false)).await
+        }
     }
 }
 

@@ -111,5 +111,12 @@ command_table! {
     CollMod = "collMod", Any, "Refused (Cosmos DB does not support collMod), except {collMod: c} alone, which changes nothing.";
     CurrentOp = "currentOp", Admin, "Lists the operations running now: {currentOp: 1, <field>: <condition>...}.";
     KillOp = "killOp", Admin, "Asks a running operation to stop: {killOp: 1, op: <opid>}.";
+    CreateUser = "createUser", Any, "Creates a user of this database: {createUser: name, pwd, roles}.";
+    UpdateUser = "updateUser", Any, "Changes a user's password, roles, custom data or mechanisms.";
+    DropUser = "dropUser", Any, "Removes a user of this database.";
+    DropAllUsersFromDatabase = "dropAllUsersFromDatabase", Any, "Removes every user of this database.";
+    UsersInfo = "usersInfo", Any, "Describes users: {usersInfo: 1 | name | {user, db} | [...]}.";
+    GrantRolesToUser = "grantRolesToUser", Any, "Adds roles to a user.";
+    RevokeRolesFromUser = "revokeRolesFromUser", Any, "Removes roles from a user.";
     Sleep = "sleep", Test, "Test command: sleeps for {millis: N} (or {secs: N}) milliseconds.";
 }
