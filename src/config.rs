@@ -14,6 +14,11 @@ pub const DEFAULT_DBPATH: &str = "./mayfly-data";
 /// mongod's default `net.maxIncomingConnections`.
 pub const DEFAULT_MAX_CONNS: u32 = 1_000_000;
 pub const DEFAULT_SLOW_MS: u64 = 100;
+/// The Azure Cosmos DB emulator's account name.
+pub const DEFAULT_COSMOS_ACCOUNT: &str = "localhost";
+/// The Azure Cosmos DB emulator's published, well-known primary key.
+pub const EMULATOR_COSMOS_KEY: &str =
+    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
 #[serde(rename_all = "lowercase")]
@@ -53,7 +58,7 @@ pub enum StorageKind {
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
     /// log_format, log_level, slow_ms, enable_test_commands, clock, storage,
-    /// cursor_memory_limit_mb, max_no_timeout_cursors).
+    /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -120,6 +125,31 @@ pub struct Cli {
         value_name = "N"
     )]
     pub max_no_timeout_cursors: Option<u64>,
+
+    /// Require authentication and enforce users' roles (mongod's `--auth`). Off by default:
+    /// every client may run every command.
+    #[arg(long, env = "MAYFLY_AUTH")]
+    pub auth: bool,
+
+    /// The Cosmos DB account: at start a user of this name in `admin` with role `root` and the
+    /// account key as password is created or updated, as Cosmos DB's connection strings
+    /// expect. An empty name creates no account. [default: localhost]
+    #[arg(
+        long = "cosmos-account",
+        env = "MAYFLY_COSMOS_ACCOUNT",
+        value_name = "NAME"
+    )]
+    pub cosmos_account: Option<String>,
+
+    /// The Cosmos DB account key: the account user's password. [default: the emulator's
+    /// well-known key]
+    #[arg(
+        long = "cosmos-key",
+        env = "MAYFLY_COSMOS_KEY",
+        value_name = "KEY",
+        hide_env_values = true
+    )]
+    pub cosmos_key: Option<String>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -138,6 +168,9 @@ pub struct FileConfig {
     pub storage: Option<StorageKind>,
     pub cursor_memory_limit_mb: Option<u64>,
     pub max_no_timeout_cursors: Option<u64>,
+    pub auth: Option<bool>,
+    pub cosmos_account: Option<String>,
+    pub cosmos_key: Option<String>,
 }
 
 /// The resolved configuration the server runs with.
@@ -159,6 +192,12 @@ pub struct Config {
     pub cursor_memory_limit_bytes: usize,
     /// Most open `noCursorTimeout` cursors.
     pub max_no_timeout_cursors: usize,
+    /// Authentication required and roles enforced.
+    pub auth: bool,
+    /// The Cosmos DB account user in `admin`; `None` when disabled with an empty name.
+    pub cosmos_account: Option<String>,
+    /// The account user's password.
+    pub cosmos_key: String,
 }
 
 impl Default for Config {
@@ -228,7 +267,7 @@ impl Config {
                 || file.enable_test_commands.unwrap_or(false),
             clock: cli.clock.or(file.clock).unwrap_or_default(),
             storage: cli.storage.or(file.storage).unwrap_or_default(),
-            argv,
+            argv: redact_secrets(argv),
             cursor_memory_limit_bytes: cli
                 .cursor_memory_limit_mb
                 .or(file.cursor_memory_limit_mb)
@@ -241,18 +280,52 @@ impl Config {
                 .map_or(DEFAULT_MAX_NO_TIMEOUT_CURSORS, |n| {
                     usize::try_from(n).unwrap_or(usize::MAX)
                 }),
+            auth: cli.auth || file.auth.unwrap_or(false),
+            cosmos_account: Some(
+                cli.cosmos_account
+                    .or(file.cosmos_account)
+                    .unwrap_or_else(|| DEFAULT_COSMOS_ACCOUNT.to_owned()),
+            )
+            .filter(|name| !name.is_empty()),
+            cosmos_key: cli
+                .cosmos_key
+                .or(file.cosmos_key)
+                .unwrap_or_else(|| EMULATOR_COSMOS_KEY.to_owned()),
         }
     }
 
-    /// A configuration for tests: an ephemeral port on loopback, test commands on.
+    /// A configuration for tests: an ephemeral port on loopback, test commands on, no Cosmos
+    /// account user (tests that want it set `cosmos_account`).
     pub fn for_tests(dbpath: &Path) -> Config {
         Config {
             port: 0,
             dbpath: dbpath.to_path_buf(),
             enable_test_commands: true,
+            cosmos_account: None,
             ..Config::default()
         }
     }
+}
+
+/// The command line as `getCmdLineOpts` may show it: the account key replaced by
+/// `<password>`, as mongod hides its password options.
+fn redact_secrets(argv: Vec<String>) -> Vec<String> {
+    let mut hide_next = false;
+    argv.into_iter()
+        .map(|arg| {
+            if std::mem::take(&mut hide_next) {
+                return "<password>".to_owned();
+            }
+            if arg == "--cosmos-key" {
+                hide_next = true;
+                return arg;
+            }
+            if arg.starts_with("--cosmos-key=") {
+                return "--cosmos-key=<password>".to_owned();
+            }
+            arg
+        })
+        .collect()
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -345,6 +418,52 @@ mod tests {
         let c = Config::resolve(parse(&["--maxNoTimeoutCursors", "5"]), file, vec![]);
         assert_eq!(c.cursor_memory_limit_bytes, 8 * 1024 * 1024);
         assert_eq!(c.max_no_timeout_cursors, 5);
+    }
+
+    #[test]
+    fn auth_and_the_cosmos_account_come_from_flags_or_the_file() {
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert!(!c.auth, "off by default, as mongod");
+        assert_eq!(c.cosmos_account.as_deref(), Some("localhost"));
+        assert_eq!(c.cosmos_key, EMULATOR_COSMOS_KEY);
+        let file: FileConfig =
+            toml::from_str("auth = true\ncosmos_account = \"acct\"\ncosmos_key = \"k\"").unwrap();
+        let c = Config::resolve(parse(&[]), file, vec![]);
+        assert!(c.auth);
+        assert_eq!(c.cosmos_account.as_deref(), Some("acct"));
+        assert_eq!(c.cosmos_key, "k");
+        let c = Config::resolve(
+            parse(&["--auth", "--cosmos-account", "", "--cosmos-key", "x"]),
+            FileConfig::default(),
+            vec![],
+        );
+        assert!(c.auth);
+        assert_eq!(c.cosmos_account, None, "an empty name disables the account");
+        assert_eq!(c.cosmos_key, "x");
+        let argv = [
+            "mayfly",
+            "--cosmos-key",
+            "k1",
+            "--cosmos-key=k2",
+            "--port",
+            "1",
+        ];
+        let c = Config::resolve(
+            parse(&["--cosmos-key", "k1"]),
+            FileConfig::default(),
+            argv.iter().map(|a| a.to_string()).collect(),
+        );
+        assert_eq!(
+            c.argv,
+            [
+                "mayfly",
+                "--cosmos-key",
+                "<password>",
+                "--cosmos-key=<password>",
+                "--port",
+                "1"
+            ]
+        );
     }
 
     #[test]

@@ -66,6 +66,12 @@ async fn run(config: Config) -> ExitCode {
         storage = ?storage,
         "mayfly starting"
     );
+    let shared = server.shared();
+    let has_users = shared.engine.catalog().has_users();
+    for warning in mayfly::command::startup_warnings(&shared.config, has_users) {
+        tracing::warn!(tags = "startupWarnings", "{warning}");
+    }
+    drop(shared);
     for addr in server.local_addrs() {
         tracing::info!(address = %addr, port = addr.port(), "waiting for connections");
     }

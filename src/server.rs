@@ -53,6 +53,9 @@ impl Server {
         let limits = &shared.engine.cursors.limits;
         limits.held_bytes.store(held_bytes, Ordering::Relaxed);
         limits.no_timeout.store(no_timeout, Ordering::Relaxed);
+        crate::command::ensure_account(&shared).await.map_err(|e| {
+            io::Error::other(format!("cannot create the Cosmos DB account user: {e}"))
+        })?;
         Ok(Server {
             listeners,
             shared: Arc::new(shared),

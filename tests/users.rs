@@ -369,3 +369,48 @@ async fn users_survive_a_restart() {
     let db = server.client().await.database("app");
     assert_eq!(users_of(&db, "erin".into()).await, before);
 }
+
+#[tokio::test]
+async fn the_cosmos_account_user_is_created_at_start_and_rekeyed_when_the_key_changes() {
+    let server = TestServer::start_with(|c| c.cosmos_account = Some("localhost".into())).await;
+    let admin = server.client().await.database("admin");
+    let users = users_of(&admin, "localhost".into()).await;
+    assert_eq!(
+        users[0].get_array("roles").unwrap(),
+        &vec![Bson::Document(doc! {"role": "root", "db": "admin"})]
+    );
+    let created = server
+        .shared()
+        .engine
+        .catalog()
+        .user("admin", "localhost")
+        .cloned()
+        .unwrap();
+    // Same key: the stored keys are kept.
+    let server = server.restart().await;
+    let kept = server
+        .shared()
+        .engine
+        .catalog()
+        .user("admin", "localhost")
+        .cloned()
+        .unwrap();
+    assert_eq!(kept.credentials, created.credentials);
+    // The server starts again with another key: the user's keys change, its id does not.
+    let shared = server.shared();
+    let mut config = shared.config.clone();
+    drop(shared);
+    config.cosmos_key = "another-key".into();
+    server.server.shutdown().await;
+    let clock = std::sync::Arc::new(mayfly::clock::ManualClock::starting_at_secs(1_000));
+    let bound = mayfly::server::Server::bind(config, clock).await.unwrap();
+    let rekeyed = bound
+        .shared()
+        .engine
+        .catalog()
+        .user("admin", "localhost")
+        .cloned()
+        .unwrap();
+    assert_ne!(rekeyed.credentials, created.credentials);
+    assert_eq!(rekeyed.user_id, created.user_id);
+}

@@ -1,4 +1,5 @@
-//! Small administrative commands: `ping`, `getParameter`, `getLog`, `whatsmyuri`,
+//! Small administrative commands: `ping`, `getParameter`, `getLog` (with the start-up
+//! warnings), `whatsmyuri`,
 //! `connectionStatus`.
 
 use super::args::{is_generic, is_truthy, type_name};
@@ -62,17 +63,20 @@ pub fn get_parameter(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     Ok(reply)
 }
 
-/// The logs `getLog` can read. mayfly emits no start-up warnings.
+/// The logs `getLog` can read.
 const LOG_NAMES: &[&str] = &["startupWarnings"];
 
-pub fn get_log(req: &Request<'_>) -> Result<Document> {
+pub fn get_log(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     match req.body.get("getLog") {
         Some(Bson::String(name)) if name == "*" => Ok(doc! {"names": LOG_NAMES, "ok": 1.0}),
-        Some(Bson::String(name)) if name == "startupWarnings" => Ok(doc! {
-            "totalLinesWritten": 0,
-            "log": Bson::Array(Vec::new()),
-            "ok": 1.0,
-        }),
+        Some(Bson::String(name)) if name == "startupWarnings" => {
+            let lines = startup_warning_lines(shared);
+            Ok(doc! {
+                "totalLinesWritten": i32::try_from(lines.len()).unwrap_or(i32::MAX),
+                "log": lines,
+                "ok": 1.0,
+            })
+        }
         Some(Bson::String(name)) => Err(Error::new(
             ErrorCode::OperationFailed,
             format!("No log named '{name}'"),
@@ -85,6 +89,28 @@ pub fn get_log(req: &Request<'_>) -> Result<Document> {
             "Argument to getLog must be of type String",
         )),
     }
+}
+
+/// The start-up warnings as mongod's structured log lines (mongosh prints their `msg`).
+fn startup_warning_lines(shared: &Shared) -> Vec<Bson> {
+    let has_users = shared.engine.catalog().has_users();
+    let date = bson::DateTime::from_millis(shared.start_millis)
+        .try_to_rfc3339_string()
+        .unwrap_or_default();
+    super::authz::startup_warnings(&shared.config, has_users)
+        .into_iter()
+        .map(|msg| {
+            let line = doc! {
+                "t": {"$date": date.as_str()},
+                "s": "W",
+                "c": "CONTROL",
+                "ctx": "initandlisten",
+                "msg": msg,
+                "tags": ["startupWarnings"],
+            };
+            Bson::String(Bson::Document(line).into_relaxed_extjson().to_string())
+        })
+        .collect()
 }
 
 pub fn whats_my_uri(conn: &Connection) -> Document {

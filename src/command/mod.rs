@@ -12,6 +12,7 @@ mod admin;
 mod aggregate;
 mod args;
 mod auth;
+mod authz;
 mod batch;
 mod context;
 mod cursor;
@@ -29,11 +30,14 @@ mod stats;
 mod table;
 mod testing;
 mod users;
+mod users_account;
 mod users_info;
 mod write;
 
+pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
 pub use table::{CommandName, Scope};
+pub use users_account::ensure_account;
 
 use crate::clock::Deadline;
 use crate::engine::Interrupt;
@@ -162,8 +166,13 @@ async fn run(
         body,
         interrupt,
     };
+    let access = authz::check(shared, conn, &request)?;
     let _op = shared.ops.register(shared, conn, &request);
-    dispatch(shared, conn, &request).await
+    let reply = dispatch(shared, conn, &request).await?;
+    Ok(match access {
+        authz::Access::Allowed => reply,
+        authz::Access::OnlyDatabasesOf(roles) => authz::only_databases_of(&roles, reply),
+    })
 }
 
 /// The command's `maxTimeMS` in milliseconds; `None` when absent or 0 (no limit). mongod's
@@ -252,7 +261,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::Ping => Ok(admin::ping().into()),
         C::BuildInfo | C::BuildInfoLower => Ok(introspection::build_info().into()),
         C::GetParameter => admin::get_parameter(shared, req).map(Reply::from),
-        C::GetLog => admin::get_log(req).map(Reply::from),
+        C::GetLog => admin::get_log(shared, req).map(Reply::from),
         C::GetCmdLineOpts => Ok(introspection::cmd_line_opts(shared).into()),
         C::HostInfo => Ok(introspection::host_info(shared).into()),
         C::ServerStatus => {
@@ -302,7 +311,9 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::CreateUser => awaiting_writer(req, users::create_user(shared, req)).await,
         C::UpdateUser => awaiting_writer(req, users::update_user(shared, req)).await,
         C::DropUser => awaiting_writer(req, users::drop_user(shared, req)).await,
-        C::DropAllUsersFromDatabase => awaiting_writer(req, users::drop_all_users(shared, req)).await,
+        C::DropAllUsersFromDatabase => {
+            awaiting_writer(req, users::drop_all_users(shared, req)).await
+        }
         C::UsersInfo => users_info::users_info(shared, req).map(Reply::from),
         C::GrantRolesToUser => awaiting_writer(req, users::change_roles(shared, req, true)).await,
         C::RevokeRolesFromUser => {

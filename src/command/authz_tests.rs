@@ -1,0 +1,389 @@
+use super::*;
+use bson::doc;
+
+fn user(db: &str, name: &str, roles: &[(&str, &str)]) -> AuthenticatedUser {
+    AuthenticatedUser {
+        db: db.into(),
+        name: name.into(),
+        roles: roles.iter().map(|(r, d)| RoleName::new(*r, *d)).collect(),
+    }
+}
+
+fn decide(
+    users: &[AuthenticatedUser],
+    localhost: bool,
+    db: &str,
+    body: &Document,
+) -> Result<Access> {
+    let name = body
+        .keys()
+        .next()
+        .and_then(|n| CommandName::from_name(n))
+        .unwrap();
+    let caller = Caller {
+        users,
+        localhost_exception: localhost,
+    };
+    authorize(&caller, name, db, body)
+}
+
+#[test]
+fn unauthenticated_clients_run_only_the_handshake_commands() {
+    for body in [
+        doc! {"hello": 1},
+        doc! {"isMaster": 1},
+        doc! {"ismaster": 1},
+        doc! {"ping": 1},
+        doc! {"buildInfo": 1},
+        doc! {"buildinfo": 1},
+        doc! {"saslStart": 1},
+        doc! {"saslContinue": 1},
+        doc! {"connectionStatus": 1},
+        doc! {"whatsmyuri": 1},
+        doc! {"endSessions": []},
+        doc! {"listCommands": 1},
+    ] {
+        assert_eq!(
+            decide(&[], false, "admin", &body),
+            Ok(Access::Allowed),
+            "{body}"
+        );
+    }
+    for (body, name) in [
+        (doc! {"find": "c"}, "find"),
+        (doc! {"insert": "c", "documents": []}, "insert"),
+        (doc! {"listDatabases": 1}, "listDatabases"),
+        (
+            doc! {"createUser": "u", "pwd": "p", "roles": []},
+            "createUser",
+        ),
+        (doc! {"usersInfo": 1}, "usersInfo"),
+        (doc! {"serverStatus": 1}, "serverStatus"),
+        (doc! {"startSession": 1}, "startSession"),
+    ] {
+        let err = decide(&[], false, "test", &body).unwrap_err();
+        assert_eq!(err.code, ErrorCode::Unauthorized);
+        assert_eq!(
+            err.message,
+            format!("Command {name} requires authentication")
+        );
+    }
+}
+
+#[test]
+fn the_localhost_exception_allows_only_the_first_user_in_admin() {
+    let create = doc! {"createUser": "root", "pwd": "p", "roles": ["root"]};
+    assert_eq!(decide(&[], true, "admin", &create), Ok(Access::Allowed));
+    let err = decide(&[], true, "test", &create).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unauthorized);
+    assert!(
+        err.message.starts_with(
+            "not authorized on test to execute command { createUser: \"root\", pwd: \"xxx\""
+        ),
+        "{}",
+        err.message
+    );
+    let err = decide(&[], true, "test", &doc! {"find": "c"}).unwrap_err();
+    assert_eq!(
+        err.message,
+        "not authorized on test to execute command { find: \"c\" }"
+    );
+}
+
+#[test]
+fn commands_need_the_privileges_mongod_asks_for() {
+    let reader = [user("app", "r", &[("read", "app")])];
+    let writer = [user("app", "w", &[("readWrite", "app")])];
+    let admin = [user("app", "a", &[("dbAdmin", "app")])];
+    let users_admin = [user("app", "ua", &[("userAdmin", "app")])];
+    let monitor = [user("admin", "m", &[("clusterMonitor", "admin")])];
+    let root = [user("admin", "root", &[("root", "admin")])];
+    let table: &[(&[AuthenticatedUser], &str, Document, bool)] = &[
+        (&reader, "app", doc! {"find": "c", "filter": {}}, true),
+        (&reader, "other", doc! {"find": "c"}, false),
+        (&reader, "app", doc! {"count": "c"}, true),
+        (&reader, "app", doc! {"distinct": "c", "key": "a"}, true),
+        (
+            &reader,
+            "app",
+            doc! {"aggregate": "c", "pipeline": [], "cursor": {}},
+            true,
+        ),
+        (
+            &reader,
+            "app",
+            doc! {"getMore": 5_i64, "collection": "c"},
+            true,
+        ),
+        (
+            &reader,
+            "app",
+            doc! {"killCursors": "c", "cursors": [5_i64]},
+            true,
+        ),
+        (&reader, "app", doc! {"listCollections": 1}, true),
+        (&reader, "app", doc! {"listIndexes": "c"}, true),
+        (&reader, "app", doc! {"dbStats": 1}, true),
+        (&reader, "app", doc! {"collStats": "c"}, true),
+        (
+            &reader,
+            "app",
+            doc! {"aggregate": "c", "pipeline": [{"$collStats": {}}]},
+            true,
+        ),
+        (&reader, "app", doc! {"explain": {"find": "c"}}, true),
+        (
+            &reader,
+            "app",
+            doc! {"explain": {"delete": "c", "deletes": []}},
+            false,
+        ),
+        (&reader, "app", doc! {"insert": "c", "documents": []}, false),
+        (&reader, "app", doc! {"update": "c", "updates": []}, false),
+        (&reader, "app", doc! {"delete": "c", "deletes": []}, false),
+        (
+            &reader,
+            "app",
+            doc! {"findAndModify": "c", "update": {}},
+            false,
+        ),
+        (&reader, "app", doc! {"create": "c"}, false),
+        (&reader, "app", doc! {"drop": "c"}, false),
+        (
+            &reader,
+            "app",
+            doc! {"createIndexes": "c", "indexes": []},
+            false,
+        ),
+        (&reader, "app", doc! {"dropDatabase": 1}, false),
+        (&reader, "admin", doc! {"serverStatus": 1}, false),
+        (&reader, "app", doc! {"usersInfo": 1}, false),
+        (&reader, "app", doc! {"startSession": 1}, true),
+        (&writer, "app", doc! {"insert": "c", "documents": []}, true),
+        (
+            &writer,
+            "app",
+            doc! {"update": "c", "updates": [{"q": {}, "u": {}, "upsert": true}]},
+            true,
+        ),
+        (&writer, "app", doc! {"delete": "c", "deletes": []}, true),
+        (
+            &writer,
+            "app",
+            doc! {"findAndModify": "c", "remove": true},
+            true,
+        ),
+        (&writer, "app", doc! {"create": "c"}, true),
+        (&writer, "app", doc! {"drop": "c"}, true),
+        (
+            &writer,
+            "app",
+            doc! {"createIndexes": "c", "indexes": []},
+            true,
+        ),
+        (
+            &writer,
+            "app",
+            doc! {"dropIndexes": "c", "index": "*"},
+            true,
+        ),
+        (
+            &writer,
+            "app",
+            doc! {"explain": {"delete": "c", "deletes": []}},
+            true,
+        ),
+        (&writer, "app", doc! {"dropDatabase": 1}, false),
+        (&writer, "app", doc! {"collMod": "c"}, false),
+        (
+            &writer,
+            "admin",
+            doc! {"renameCollection": "app.a", "to": "app.b"},
+            true,
+        ),
+        (
+            &writer,
+            "admin",
+            doc! {"renameCollection": "app.a", "to": "other.b"},
+            false,
+        ),
+        (
+            &writer,
+            "app",
+            doc! {"createUser": "x", "pwd": "p", "roles": []},
+            false,
+        ),
+        (&admin, "app", doc! {"find": "c"}, false),
+        (&admin, "app", doc! {"dropDatabase": 1}, true),
+        (&admin, "app", doc! {"collMod": "c"}, true),
+        (
+            &admin,
+            "app",
+            doc! {"createIndexes": "c", "indexes": []},
+            true,
+        ),
+        (
+            &users_admin,
+            "app",
+            doc! {"createUser": "x", "pwd": "p", "roles": ["read"]},
+            true,
+        ),
+        (
+            &users_admin,
+            "app",
+            doc! {"createUser": "x", "pwd": "p", "roles": [{"role": "read", "db": "other"}]},
+            false,
+        ),
+        (&users_admin, "app", doc! {"dropUser": "x"}, true),
+        (&users_admin, "app", doc! {"usersInfo": 1}, true),
+        (
+            &users_admin,
+            "app",
+            doc! {"usersInfo": {"forAllDBs": true}},
+            false,
+        ),
+        (
+            &users_admin,
+            "app",
+            doc! {"grantRolesToUser": "x", "roles": ["readWrite"]},
+            true,
+        ),
+        (
+            &users_admin,
+            "app",
+            doc! {"revokeRolesFromUser": "x", "roles": ["readWrite"]},
+            true,
+        ),
+        (
+            &users_admin,
+            "app",
+            doc! {"updateUser": "x", "pwd": "new"},
+            true,
+        ),
+        (&users_admin, "app", doc! {"find": "c"}, false),
+        (&monitor, "admin", doc! {"serverStatus": 1}, true),
+        (&monitor, "admin", doc! {"getLog": "startupWarnings"}, true),
+        (&monitor, "admin", doc! {"currentOp": 1}, true),
+        (
+            &monitor,
+            "admin",
+            doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}]},
+            true,
+        ),
+        (&monitor, "admin", doc! {"killOp": 1, "op": 3}, false),
+        (&monitor, "admin", doc! {"listDatabases": 1}, true),
+        (&monitor, "app", doc! {"find": "c"}, false),
+        (&root, "app", doc! {"find": "c"}, true),
+        (&root, "admin", doc! {"killOp": 1, "op": 3}, true),
+        (&root, "admin", doc! {"advanceClock": 1}, true),
+        (&writer, "admin", doc! {"advanceClock": 1}, false),
+    ];
+    for (users, db, body, allowed) in table {
+        let result = decide(users, false, db, body);
+        if *allowed {
+            assert!(
+                result.is_ok(),
+                "{body} on {db} by {:?}: {result:?}",
+                users[0].roles
+            );
+        } else {
+            let err = result.unwrap_err();
+            assert_eq!(err.code, ErrorCode::Unauthorized, "{body}");
+            assert!(
+                err.message
+                    .starts_with(&format!("not authorized on {db} to execute command {{ ")),
+                "{}",
+                err.message
+            );
+        }
+    }
+}
+
+#[test]
+fn users_may_look_at_and_change_themselves() {
+    let me = [user("app", "me", &[("read", "app")])];
+    for body in [
+        doc! {"usersInfo": "me"},
+        doc! {"usersInfo": {"user": "me", "db": "app"}},
+        doc! {"usersInfo": ["me"]},
+        doc! {"updateUser": "me", "pwd": "new"},
+        doc! {"updateUser": "me", "customData": {"x": 1}},
+    ] {
+        assert_eq!(
+            decide(&me, false, "app", &body),
+            Ok(Access::Allowed),
+            "{body}"
+        );
+    }
+    for body in [
+        doc! {"usersInfo": "other"},
+        doc! {"usersInfo": ["me", "other"]},
+        doc! {"updateUser": "me", "roles": ["readWrite"]},
+        doc! {"updateUser": "other", "pwd": "new"},
+    ] {
+        assert!(decide(&me, false, "app", &body).is_err(), "{body}");
+    }
+}
+
+#[test]
+fn list_databases_without_the_action_shows_the_users_databases() {
+    let reader = [user("app", "r", &[("read", "app")])];
+    assert_eq!(
+        decide(&reader, false, "admin", &doc! {"listDatabases": 1}),
+        Ok(Access::OnlyDatabasesOf(vec![RoleName::new("read", "app")]))
+    );
+    let err = decide(
+        &reader,
+        false,
+        "admin",
+        &doc! {"listDatabases": 1, "authorizedDatabases": false},
+    )
+    .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Unauthorized);
+    let reply = Reply::Document(doc! {
+        "databases": [
+            {"name": "app", "sizeOnDisk": 10_i64, "empty": false},
+            {"name": "other", "sizeOnDisk": 20_i64, "empty": false},
+        ],
+        "totalSize": 30_i64,
+        "totalSizeMb": 0_i64,
+        "ok": 1.0,
+    });
+    let Reply::Document(filtered) = only_databases_of(&[RoleName::new("read", "app")], reply)
+    else {
+        panic!("a document reply stays a document");
+    };
+    assert_eq!(filtered.get_array("databases").unwrap().len(), 1);
+    assert_eq!(filtered.get_i64("totalSize").unwrap(), 10);
+}
+
+#[test]
+fn shown_commands_are_bounded_and_hide_passwords() {
+    let mut deep = doc! {"x": 1};
+    for _ in 0..50 {
+        deep = doc! {"d": deep};
+    }
+    let err = not_authorized("test", &doc! {"find": "c", "filter": deep, "pwd": "secret"});
+    assert!(err.message.contains("{ ... }"), "{}", err.message);
+    assert!(!err.message.contains("secret"));
+}
+
+#[test]
+fn startup_warnings_follow_auth_and_binding() {
+    let mut config = Config::default();
+    assert!(
+        startup_warnings(&config, false).is_empty(),
+        "loopback, auth off"
+    );
+    config.bind_ips = vec!["0.0.0.0".into()];
+    let warnings = startup_warnings(&config, false);
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].starts_with("Access control is not enabled for the database."));
+    config.auth = true;
+    assert_eq!(
+        startup_warnings(&config, false).len(),
+        1,
+        "auth on, no users"
+    );
+    assert!(startup_warnings(&config, true).is_empty());
+}
