@@ -57,6 +57,15 @@ async fn the_localhost_exception_allows_the_first_user_in_admin_then_ends() {
     )
     .await;
     assert_eq!(code, 13, "the first user goes in admin");
+    let (code, _) = fails_with(
+        &admin,
+        doc! {"createUser": "u", "pwd": "pw", "roles": [{"role": "readWrite", "db": "app"}]},
+    )
+    .await;
+    assert_eq!(
+        code, 13,
+        "with roles of admin only, as mongod's default privileges"
+    );
     admin
         .run_command(doc! {"createUser": "root", "pwd": "pw", "roles": ["root"]})
         .await

@@ -8,7 +8,7 @@
 
 use super::context::AuthenticatedUser;
 use super::{CommandName, Connection, Reply, Request, Shared};
-use crate::auth::roles::{self, Action, Resource};
+use crate::auth::roles::{self, Action, Resource, ResourcePattern};
 use crate::auth::RoleName;
 use crate::config::Config;
 use crate::error::{Error, ErrorCode, Result};
@@ -92,11 +92,16 @@ pub fn authorize(
     }
     if caller.users.is_empty() {
         if caller.localhost_exception {
-            // mongod's localhost exception allows creating the first user, in admin only.
-            if name == CommandName::CreateUser && db == "admin" {
-                return Ok(Access::Allowed);
-            }
-            return Err(not_authorized(db, body));
+            let needs = needs(name, db, body, 0);
+            let allowed = !needs.is_empty()
+                && needs.iter().all(|(resource, actions)| {
+                    actions.iter().any(|a| localhost_allows(resource, *a))
+                });
+            return if allowed {
+                Ok(Access::Allowed)
+            } else {
+                Err(not_authorized(db, body))
+            };
         }
         return Err(Error::new(
             ErrorCode::Unauthorized,
@@ -122,6 +127,15 @@ pub fn authorize(
     } else {
         Err(not_authorized(db, body))
     }
+}
+
+/// mongod's privileges under the localhost exception (`getDefaultPrivileges`): enough to
+/// create the first user, in `admin`, with roles of `admin`.
+fn localhost_allows(resource: &Resource<'_>, action: Action) -> bool {
+    let admin = ResourcePattern::Database("admin".to_owned());
+    let external = ResourcePattern::Database("$external".to_owned());
+    (admin.matches(resource) && matches!(action, Action::CreateUser | Action::GrantRole))
+        || (external.matches(resource) && action == Action::CreateUser)
 }
 
 /// Commands whose rule is more than a list of privileges.
@@ -190,12 +204,12 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
     let on_target = |actions: &'static [Action]| vec![(target, actions)];
     match name {
         C::Find | C::Count | C::Distinct => on_target(&[A::Find]),
-        C::GetMore => {
+        C::GetMore => match body.get_str("collection").unwrap_or_default() {
+            "$cmd.listCollections" => database(&[A::ListCollections]),
             // Cursors do not record who opened them: reading on needs find on the namespace.
-            let collection = body.get_str("collection").unwrap_or_default();
-            vec![(Resource::Collection { db, collection }, &[A::Find])]
-        }
-        C::KillCursors => on_target(&[A::KillCursors]),
+            collection => vec![(Resource::Collection { db, collection }, &[A::Find])],
+        },
+        C::KillCursors => on_target(&[A::KillCursors, A::Find]),
         C::Insert => on_target(&[A::Insert]),
         C::Update => {
             let mut needs = on_target(&[A::Update]);

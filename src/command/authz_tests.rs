@@ -83,6 +83,22 @@ fn the_localhost_exception_allows_only_the_first_user_in_admin() {
         "{}",
         err.message
     );
+    // Roles of admin only: granting a role elsewhere needs a user who may.
+    let elsewhere =
+        doc! {"createUser": "u", "pwd": "p", "roles": [{"role": "readWrite", "db": "app"}]};
+    assert_eq!(
+        decide(&[], true, "admin", &elsewhere).unwrap_err().code,
+        ErrorCode::Unauthorized
+    );
+    let any_db = doc! {"createUser": "u", "pwd": "p", "roles": ["readWriteAnyDatabase", {"role": "userAdminAnyDatabase", "db": "admin"}]};
+    assert_eq!(decide(&[], true, "admin", &any_db), Ok(Access::Allowed));
+    for body in [
+        doc! {"startSession": 1},
+        doc! {"usersInfo": 1},
+        doc! {"dropUser": "u"},
+    ] {
+        assert!(decide(&[], true, "admin", &body).is_err(), "{body}");
+    }
     let err = decide(&[], true, "test", &doc! {"find": "c"}).unwrap_err();
     assert_eq!(
         err.message,
@@ -120,6 +136,30 @@ fn commands_need_the_privileges_mongod_asks_for() {
             "app",
             doc! {"killCursors": "c", "cursors": [5_i64]},
             true,
+        ),
+        (
+            &reader,
+            "app",
+            doc! {"getMore": 5_i64, "collection": "$cmd.listCollections"},
+            true,
+        ),
+        (
+            &admin,
+            "app",
+            doc! {"getMore": 5_i64, "collection": "$cmd.listCollections"},
+            true,
+        ),
+        (
+            &admin,
+            "app",
+            doc! {"getMore": 5_i64, "collection": "c"},
+            false,
+        ),
+        (
+            &users_admin,
+            "app",
+            doc! {"killCursors": "c", "cursors": [5_i64]},
+            false,
         ),
         (&reader, "app", doc! {"listCollections": 1}, true),
         (&reader, "app", doc! {"listIndexes": "c"}, true),
