@@ -138,6 +138,8 @@ async fn users_info_shows_credentials_and_privileges_when_asked() {
         .get_array("actions")
         .unwrap()
         .contains(&Bson::from("insert")));
+    let (code, _) = fails_with(&db, doc! {"usersInfo": 1, "showPrivileges": true}).await;
+    assert_eq!(code, 20, "privileges only for named users, as mongod");
     let filtered = db
         .run_command(doc! {"usersInfo": 1, "filter": {"roles.role": "readWrite"}})
         .await
@@ -275,10 +277,7 @@ async fn update_user_replaces_roles_custom_data_and_credentials() {
     );
 
     let (code, message) = fails_with(&db, doc! {"updateUser": "nobody", "pwd": "x"}).await;
-    assert_eq!(
-        (code, message.as_str()),
-        (11, "Could not find user \"nobody@app\"")
-    );
+    assert_eq!((code, message.as_str()), (11, "User nobody@app not found"));
     let (code, message) = fails_with(&db, doc! {"updateUser": "carol"}).await;
     assert_eq!(
         (code, message.as_str()),
@@ -316,8 +315,20 @@ async fn grant_and_revoke_change_a_users_roles() {
         roles(users_of(&db, "dave".into()).await),
         vec![Bson::Document(doc! {"role": "readWrite", "db": "app"})]
     );
-    let (code, _) = fails_with(&db, doc! {"grantRolesToUser": "nobody", "roles": ["read"]}).await;
-    assert_eq!(code, 11);
+    let (code, message) =
+        fails_with(&db, doc! {"grantRolesToUser": "nobody", "roles": ["read"]}).await;
+    assert_eq!(
+        (code, message.as_str()),
+        (11, "Could not find user \"nobody\" for db \"app\"")
+    );
+    let (code, message) = fails_with(&db, doc! {"revokeRolesFromUser": "dave", "roles": []}).await;
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            2,
+            "revokeRolesFromUser command requires a non-empty \"roles\" array"
+        )
+    );
     let (code, _) = fails_with(&db, doc! {"grantRolesToUser": "dave", "roles": ["godMode"]}).await;
     assert_eq!(code, 31);
 }
@@ -339,10 +350,7 @@ async fn drop_user_and_drop_all_users_remove_only_that_databases_users() {
         .unwrap();
     app.run_command(doc! {"dropUser": "a"}).await.unwrap();
     let (code, message) = fails_with(&app, doc! {"dropUser": "a"}).await;
-    assert_eq!(
-        (code, message.as_str()),
-        (11, "Could not find user \"a@app\"")
-    );
+    assert_eq!((code, message.as_str()), (11, "User 'a@app' not found"));
     let reply = app
         .run_command(doc! {"dropAllUsersFromDatabase": 1})
         .await

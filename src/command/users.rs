@@ -14,12 +14,24 @@ use crate::engine::users;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 
-/// 11 UserNotFound as mongod words it.
-pub fn user_not_found(name: &str, db: &str) -> Error {
-    Error::new(
-        ErrorCode::UserNotFound,
-        format!("Could not find user \"{name}@{db}\""),
-    )
+/// 11 UserNotFound, worded as each mongod command words it.
+#[derive(Clone, Copy)]
+enum Missing {
+    /// `dropUser`.
+    Drop,
+    /// `updateUser`.
+    Update,
+    /// `grantRolesToUser`, `revokeRolesFromUser` (mongod reads the user's roles first).
+    Roles,
+}
+
+fn user_not_found(missing: Missing, name: &str, db: &str) -> Error {
+    let message = match missing {
+        Missing::Drop => format!("User '{name}@{db}' not found"),
+        Missing::Update => format!("User {name}@{db} not found"),
+        Missing::Roles => format!("Could not find user \"{name}\" for db \"{db}\""),
+    };
+    Error::new(ErrorCode::UserNotFound, message)
 }
 
 /// The user name a command names in its first field.
@@ -238,7 +250,7 @@ pub async fn update_user(shared: &Shared, req: &Request<'_>) -> Result<Document>
         .catalog()
         .user(req.db, name)
         .cloned()
-        .ok_or_else(|| user_not_found(name, req.db))?;
+        .ok_or_else(|| user_not_found(Missing::Update, name, req.db))?;
     let credentials = match (password, &mechanisms) {
         (Some(pwd), mechanisms) => {
             let mechanisms = mechanisms
@@ -269,7 +281,7 @@ pub async fn update_user(shared: &Shared, req: &Request<'_>) -> Result<Document>
         .engine
         .write(durable(cmd), move |txn, _now| -> Result<()> {
             let current = users::user(txn, &db, &owned_name)
-                .ok_or_else(|| user_not_found(&owned_name, &db))?;
+                .ok_or_else(|| user_not_found(Missing::Update, &owned_name, &db))?;
             let mut user = User::clone(&current);
             if let Some(credentials) = credentials {
                 user.credentials = credentials;
@@ -302,7 +314,7 @@ pub async fn drop_user(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             .await?
     };
     if !removed {
-        return Err(user_not_found(&name, req.db));
+        return Err(user_not_found(Missing::Drop, &name, req.db));
     }
     tracing::info!(user = %name, db = req.db, "dropped user");
     Ok(doc! {"ok": 1.0})
@@ -331,14 +343,15 @@ pub async fn change_roles(shared: &Shared, req: &Request<'_>, grant: bool) -> Re
     let changed = parse_roles(cmd, command, req.db)?;
     if changed.is_empty() {
         return Err(Error::bad_value(format!(
-            "{command} requires at least one role"
+            "{command} command requires a non-empty \"roles\" array"
         )));
     }
     let db = req.db.to_owned();
     shared
         .engine
         .write(durable(cmd), move |txn, _now| -> Result<()> {
-            let current = users::user(txn, &db, &name).ok_or_else(|| user_not_found(&name, &db))?;
+            let current = users::user(txn, &db, &name)
+                .ok_or_else(|| user_not_found(Missing::Roles, &name, &db))?;
             let mut user = User::clone(&current);
             if grant {
                 for role in changed {

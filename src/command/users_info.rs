@@ -9,7 +9,7 @@ use super::args::{check_fields, optional_bool, optional_doc, wrong_type};
 use super::{Request, Shared};
 use crate::auth::roles::{privileges_of, Privilege};
 use crate::auth::{ScramCredential, User};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
@@ -90,6 +90,12 @@ pub fn users_info(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         Some(f) if !f.is_empty() => Some(Filter::compile(f)?),
         _ => None,
     };
+    if show_privileges && (filter.is_some() || !matches!(wanted, Wanted::Named(_))) {
+        return Err(Error::new(
+            ErrorCode::IllegalOperation,
+            "Privilege or restriction details require exact-match usersInfo queries.",
+        ));
+    }
     let catalog = shared.engine.catalog();
     let found: Vec<&Arc<User>> = match &wanted {
         Wanted::AllOfDb => catalog.users_in(req.db).collect(),
