@@ -189,3 +189,43 @@ async fn the_cosmos_emulator_connection_string_works_unchanged() {
     let names = client.list_database_names().await.unwrap();
     assert!(names.contains(&"app".to_owned()));
 }
+
+#[tokio::test]
+async fn a_user_created_from_a_client_side_digest_logs_in_with_its_password() {
+    let server = server_with_root().await;
+    let root = login(&server, "admin", "root", ROOT_PASSWORD).await;
+    // What mongosh sends for passwordDigestor "client": hex(MD5("digested:mongo:pw")).
+    let digest = md5_hex("digested:mongo:pw");
+    root.database("app")
+        .run_command(doc! {
+            "createUser": "digested", "pwd": digest, "roles": ["read"],
+            "digestPassword": false, "mechanisms": ["SCRAM-SHA-1"],
+        })
+        .await
+        .unwrap();
+    let client = server
+        .client_with(|o| {
+            o.credential = Some(
+                Credential::builder()
+                    .username("digested".to_owned())
+                    .password("pw".to_owned())
+                    .source("app".to_owned())
+                    .mechanism(mongodb::options::AuthMechanism::ScramSha1)
+                    .build(),
+            )
+        })
+        .await;
+    client
+        .database("app")
+        .run_command(doc! {"find": "c"})
+        .await
+        .unwrap();
+}
+
+fn md5_hex(text: &str) -> String {
+    use md5::{Digest, Md5};
+    Md5::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
