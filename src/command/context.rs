@@ -1,6 +1,7 @@
 //! What a command runs against: the server-wide [`Shared`] state and the [`Connection`] it
 //! arrived on. Owns no sockets: the session layer fills in the addresses.
 
+use crate::auth::RoleName;
 use crate::clock::{Clock, Stopwatch};
 use crate::config::{Config, StorageKind};
 use crate::engine::Engine;
@@ -51,6 +52,14 @@ impl Shared {
     }
 }
 
+/// A user this connection authenticated as.
+#[derive(Debug, Clone)]
+pub struct AuthenticatedUser {
+    pub db: String,
+    pub name: String,
+    pub roles: Vec<RoleName>,
+}
+
 /// Per-connection state.
 #[derive(Debug)]
 pub struct Connection {
@@ -61,6 +70,8 @@ pub struct Connection {
     pub client_metadata: Option<Document>,
     /// Compressors agreed in the handshake, in the client's order of preference.
     pub compressors: Vec<Compressor>,
+    /// The users this connection authenticated as, with their roles as of authentication.
+    pub authenticated: Vec<AuthenticatedUser>,
 }
 
 impl Connection {
@@ -71,6 +82,7 @@ impl Connection {
             local,
             client_metadata: None,
             compressors: Vec::new(),
+            authenticated: Vec::new(),
         }
     }
 
