@@ -6,6 +6,7 @@
 //! needs which action, and the per-connection authentication state, are the command layer's.
 
 pub mod credentials;
+pub mod scram;
 pub mod user;
 
 pub use credentials::{Mechanism, ScramCredential};
