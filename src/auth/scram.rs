@@ -224,7 +224,8 @@ impl Conversation {
         result
     }
 
-    /// Step 2: `c=<gs2 header b64>,r=<nonce>[,ext],p=<proof>` → `v=<ServerSignature>`.
+    /// Step 2: `c=<gs2 header b64>,r=<nonce>[,ext],p=<proof>` → `v=<ServerSignature>`. No
+    /// error message repeats the proof: they are logged.
     fn verify_proof(&self, payload: &[u8]) -> Result<Reply> {
         let text = std::str::from_utf8(payload)
             .map_err(|_| bad("SCRAM client-final message is not valid UTF-8"))?;
@@ -234,7 +235,7 @@ impl Conversation {
         let proof = proof
             .strip_prefix("p=")
             .filter(|p| !p.is_empty())
-            .ok_or_else(|| bad(format!("Incorrect SCRAM ClientProof: {proof}")))?;
+            .ok_or_else(|| bad("Incorrect SCRAM ClientProof"))?;
         let mut fields = without_proof.split(',');
         let binding = match fields.next() {
             Some(f) if f.len() > 2 && f.starts_with("c=") => f.get(2..).unwrap_or(""),
@@ -262,7 +263,7 @@ impl Conversation {
         }
         let proof = STANDARD
             .decode(proof)
-            .map_err(|_| bad(format!("Incorrect SCRAM ClientProof: p={proof}")))?;
+            .map_err(|_| bad("Incorrect SCRAM ClientProof"))?;
         let auth_message = format!("{},{without_proof}", self.auth_message);
         let signature = hmac(self.mechanism, &self.stored_key, auth_message.as_bytes())?;
         if proof.len() != signature.len() {
@@ -296,30 +297,40 @@ fn mismatch() -> Error {
 mod tests {
     use super::*;
 
-    /// The auth specification's SCRAM-SHA-1 conversation and RFC 7677's SCRAM-SHA-256 one:
-    /// (mechanism, salt, iterations, client-first, server nonce, server-first, client-final,
-    /// server-final).
-    const EXAMPLES: &[(Mechanism, &str, u32, &str, &str, &str, &str, &str)] = &[
-        (
-            Mechanism::ScramSha1,
-            "rQ9ZY3MntBeuP3E1TDVC4w==",
-            10_000,
-            "n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL",
-            "Ho+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE",
-            "r=fyko+d2lbbFgONRv9qkxdawLHo+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE,s=rQ9ZY3MntBeuP3E1TDVC4w==,i=10000",
-            "c=biws,r=fyko+d2lbbFgONRv9qkxdawLHo+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE,p=MC2T8BvbmWRckDw8oWl5IVghwCY=",
-            "v=UMWeI25JD1yNYZRMpZ4VHvhZ9e0=",
-        ),
-        (
-            Mechanism::ScramSha256,
-            "W22ZaJ0SNY7soEsUEjb6gQ==",
-            4096,
-            "n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
-            "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
-            "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
-            "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
-            "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
-        ),
+    /// One example conversation, with the server's salt, iterations and nonce.
+    struct Example {
+        mechanism: Mechanism,
+        salt: &'static str,
+        iterations: u32,
+        client_first: &'static str,
+        server_nonce: &'static str,
+        server_first: &'static str,
+        client_final: &'static str,
+        server_final: &'static str,
+    }
+
+    /// The auth specification's SCRAM-SHA-1 conversation and RFC 7677's SCRAM-SHA-256 one.
+    const EXAMPLES: &[Example] = &[
+        Example {
+            mechanism: Mechanism::ScramSha1,
+            salt: "rQ9ZY3MntBeuP3E1TDVC4w==",
+            iterations: 10_000,
+            client_first: "n,,n=user,r=fyko+d2lbbFgONRv9qkxdawL",
+            server_nonce: "Ho+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE",
+            server_first: "r=fyko+d2lbbFgONRv9qkxdawLHo+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE,s=rQ9ZY3MntBeuP3E1TDVC4w==,i=10000",
+            client_final: "c=biws,r=fyko+d2lbbFgONRv9qkxdawLHo+Vgk7qvUOKUwuWLIWg4l/9SraGMHEE,p=MC2T8BvbmWRckDw8oWl5IVghwCY=",
+            server_final: "v=UMWeI25JD1yNYZRMpZ4VHvhZ9e0=",
+        },
+        Example {
+            mechanism: Mechanism::ScramSha256,
+            salt: "W22ZaJ0SNY7soEsUEjb6gQ==",
+            iterations: 4096,
+            client_first: "n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+            server_nonce: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+            server_first: "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
+            client_final: "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+            server_final: "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+        },
     ];
 
     fn credential(mechanism: Mechanism, salt: &str, iterations: u32) -> ScramCredential {
@@ -329,18 +340,26 @@ mod tests {
 
     /// A conversation of an example, after its first step.
     fn started(example: usize, skip_empty_exchange: bool) -> Conversation {
-        let (mechanism, salt, iterations, first, snonce, ..) = EXAMPLES[example];
-        let cred = credential(mechanism, salt, iterations);
-        let first = ClientFirst::parse(first.as_bytes()).unwrap();
-        Conversation::start(mechanism, first, &cred, snonce, skip_empty_exchange).0
+        let e = &EXAMPLES[example];
+        let cred = credential(e.mechanism, e.salt, e.iterations);
+        let first = ClientFirst::parse(e.client_first.as_bytes()).unwrap();
+        Conversation::start(
+            e.mechanism,
+            first,
+            &cred,
+            e.server_nonce,
+            skip_empty_exchange,
+        )
+        .0
     }
 
     #[test]
     fn the_specification_conversations_succeed() {
-        for &(mechanism, salt, iterations, first, snonce, server_first, final_, server_final) in
-            EXAMPLES
-        {
-            let cred = credential(mechanism, salt, iterations);
+        for e in EXAMPLES {
+            let (mechanism, first, snonce) = (e.mechanism, e.client_first, e.server_nonce);
+            let (server_first, final_, server_final) =
+                (e.server_first, e.client_final, e.server_final);
+            let cred = credential(mechanism, e.salt, e.iterations);
             let parsed = ClientFirst::parse(first.as_bytes()).unwrap();
             assert_eq!(parsed.user, "user");
             let (mut conv, reply) = Conversation::start(mechanism, parsed, &cred, snonce, true);
@@ -356,8 +375,8 @@ mod tests {
     #[test]
     fn without_skip_empty_exchange_an_empty_third_message_completes() {
         let mut conv = started(1, false);
-        let reply = conv.step(EXAMPLES[1].6.as_bytes()).unwrap();
-        assert_eq!(reply.payload, EXAMPLES[1].7);
+        let reply = conv.step(EXAMPLES[1].client_final.as_bytes()).unwrap();
+        assert_eq!(reply.payload, EXAMPLES[1].server_final);
         assert!(!reply.done);
         let reply = conv.step(b"").unwrap();
         assert_eq!(
@@ -372,16 +391,23 @@ mod tests {
 
     #[test]
     fn a_wrong_password_fails_with_a_storedkey_mismatch() {
-        let (mechanism, salt, iterations, first, snonce, ..) = EXAMPLES[1];
+        let Example {
+            mechanism,
+            salt,
+            iterations,
+            client_first: first,
+            server_nonce: snonce,
+            ..
+        } = EXAMPLES[1];
         let salt_bytes = STANDARD.decode(salt).unwrap();
         let other =
             ScramCredential::derive(mechanism, "user", "pencils", &salt_bytes, iterations).unwrap();
         let first = ClientFirst::parse(first.as_bytes()).unwrap();
         let (mut conv, _) = Conversation::start(mechanism, first, &other, snonce, true);
-        let err = conv.step(EXAMPLES[1].6.as_bytes()).unwrap_err();
+        let err = conv.step(EXAMPLES[1].client_final.as_bytes()).unwrap_err();
         assert_eq!(err.code, ErrorCode::AuthenticationFailed);
         assert!(
-            conv.step(EXAMPLES[1].6.as_bytes()).is_err(),
+            conv.step(EXAMPLES[1].client_final.as_bytes()).is_err(),
             "a failed conversation stays failed"
         );
     }
@@ -431,7 +457,12 @@ mod tests {
 
     #[test]
     fn the_channel_binding_must_repeat_the_gs2_header() {
-        let (mechanism, salt, iterations, ..) = EXAMPLES[1];
+        let Example {
+            mechanism,
+            salt,
+            iterations,
+            ..
+        } = EXAMPLES[1];
         let cred = credential(mechanism, salt, iterations);
         // "y,," is "eSws" in base64; a client that sent y must say so in c=.
         let first = ClientFirst::parse(b"y,,n=user,r=rOprNGfwEbeRWgbNEkqO").unwrap();
@@ -442,7 +473,7 @@ mod tests {
             "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
             true,
         );
-        let err = conv.step(EXAMPLES[1].6.as_bytes()).unwrap_err();
+        let err = conv.step(EXAMPLES[1].client_final.as_bytes()).unwrap_err();
         assert_eq!(
             err.message,
             "SCRAM channel binding does not match the client-first message's gs2 header"
@@ -455,15 +486,15 @@ mod tests {
         for (payload, code, message) in [
             ("".to_owned(), ErrorCode::BadValue, "Incorrect number of arguments for second SCRAM client message, got 1 expected at least 3".to_owned()),
             ("c=biws".to_owned(), ErrorCode::BadValue, "Incorrect number of arguments for second SCRAM client message, got 1 expected at least 3".to_owned()),
-            (format!("c=biws,r={nonce},p="), ErrorCode::BadValue, "Incorrect SCRAM ClientProof: p=".to_owned()),
-            (format!("c=biws,r={nonce},q=abcd"), ErrorCode::BadValue, "Incorrect SCRAM ClientProof: q=abcd".to_owned()),
+            (format!("c=biws,r={nonce},p="), ErrorCode::BadValue, "Incorrect SCRAM ClientProof".to_owned()),
+            (format!("c=biws,r={nonce},q=abcd"), ErrorCode::BadValue, "Incorrect SCRAM ClientProof".to_owned()),
             ("c=biws,p=abcd".to_owned(), ErrorCode::BadValue, "Incorrect number of arguments for second SCRAM client message, got 2 expected at least 3".to_owned()),
             (format!("x=biws,r={nonce},p=abcd"), ErrorCode::BadValue, "Incorrect SCRAM channel binding: x=biws".to_owned()),
             (format!("c=!!!!,r={nonce},p=abcd"), ErrorCode::BadValue, "Incorrect SCRAM channel binding: c=!!!!".to_owned()),
             (format!("c=eSws,r={nonce},p=abcd"), ErrorCode::BadValue, "SCRAM channel binding does not match the client-first message's gs2 header".to_owned()),
             ("c=biws,r=abc,p=abcd".to_owned(), ErrorCode::BadValue, "Incorrect SCRAM client|server nonce: r=abc".to_owned()),
             ("c=biws,r=rOprNGfwEbeRWgbNEkqO,p=abcd".to_owned(), ErrorCode::BadValue, format!("Unmatched SCRAM nonce received from client in second step, expected {nonce} but received rOprNGfwEbeRWgbNEkqO")),
-            (format!("c=biws,r={nonce},p=not base64"), ErrorCode::BadValue, "Incorrect SCRAM ClientProof: p=not base64".to_owned()),
+            (format!("c=biws,r={nonce},p=not base64"), ErrorCode::BadValue, "Incorrect SCRAM ClientProof".to_owned()),
             (format!("c=biws,r={nonce},p=AAAA"), ErrorCode::AuthenticationFailed, "SCRAM authentication failed, storedKey mismatch".to_owned()),
             (format!("c=biws,r={nonce},p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVA="), ErrorCode::AuthenticationFailed, "SCRAM authentication failed, storedKey mismatch".to_owned()),
         ] {
