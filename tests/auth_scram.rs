@@ -11,6 +11,7 @@ use common::{RawConnection, TestServer};
 use mayfly::auth::Mechanism;
 use mayfly::wire::client;
 use mongodb::options::{AuthMechanism, Credential};
+use std::sync::{Arc, Mutex, OnceLock};
 
 const BOTH: &[Mechanism] = &[Mechanism::ScramSha1, Mechanism::ScramSha256];
 
@@ -599,6 +600,79 @@ async fn protocol_errors_get_mongods_codes() {
     assert_eq!(
         status.get_array("authenticatedUsers").unwrap(),
         &vec![Bson::Document(doc! {"user": "alice", "db": "admin"})]
+    );
+}
+
+/// Everything the server logs at info and above, for the whole test binary.
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&logs);
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .with_writer(move || LogSink(Arc::clone(&sink)))
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        logs
+    })
+    .clone()
+}
+
+struct LogSink(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn failures_are_logged_with_who_and_how_but_never_the_proof() {
+    let logs = captured_logs();
+    let server = TestServer::start().await;
+    add_user(&server, "admin", "logged", "right-pw-9Zk", &[], BOTH).await;
+    let mut conn = server.raw().await;
+    let mut scram = ScramClient::new(Mechanism::ScramSha256, "logged", "wrong-pw-7Qx");
+    let first = sasl_start(&mut conn, &scram, true).await;
+    let last = scram.client_final(&payload_of(&first));
+    let reply = sasl_continue(&mut conn, &last).await;
+    assert_eq!(code_of(&reply), 18);
+    let proof = std::str::from_utf8(&last)
+        .unwrap()
+        .rsplit_once(",p=")
+        .unwrap()
+        .1
+        .to_owned();
+    authenticate(&mut conn, Mechanism::ScramSha1, "logged", "right-pw-9Zk").await;
+
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let failure = text
+        .lines()
+        .find(|l| l.contains("Authentication failed") && l.contains("user=\"logged\""))
+        .unwrap_or_else(|| panic!("no failure logged:\n{text}"));
+    for part in [
+        "db=\"admin\"",
+        "mechanism=\"SCRAM-SHA-256\"",
+        "remote=127.0.0.1:",
+        "storedKey mismatch",
+    ] {
+        assert!(failure.contains(part), "{part} missing from {failure}");
+    }
+    let success = text
+        .lines()
+        .find(|l| l.contains("Authentication succeeded") && l.contains("user=\"logged\""))
+        .unwrap_or_else(|| panic!("no success logged:\n{text}"));
+    assert!(success.contains("mechanism=\"SCRAM-SHA-1\""), "{success}");
+    assert!(!text.contains(&proof), "the proof is never logged");
+    assert!(
+        !text.contains("wrong-pw-7Qx") && !text.contains("right-pw-9Zk"),
+        "nor a password"
     );
 }
 
