@@ -460,6 +460,31 @@ async fn sasl_over_op_query_authenticates() {
 }
 
 #[tokio::test]
+async fn a_new_sasl_start_replaces_the_unfinished_conversation() {
+    let server = TestServer::start().await;
+    add_user(&server, "admin", "alice", "pencil", &[], BOTH).await;
+    add_user(&server, "admin", "bob", "secret", &[], BOTH).await;
+    let mut conn = server.raw().await;
+    let mut abandoned = ScramClient::new(Mechanism::ScramSha256, "alice", "pencil");
+    let first = sasl_start(&mut conn, &abandoned, true).await;
+    let stale_final = abandoned.client_final(&payload_of(&first));
+    let mut current = ScramClient::new(Mechanism::ScramSha1, "bob", "secret");
+    let first = sasl_start(&mut conn, &current, true).await;
+    // The first conversation's last message answers a nonce the server no longer holds.
+    let reply = sasl_continue(&mut conn, &stale_final).await;
+    assert_eq!(code_of(&reply), 18, "{reply}");
+    // That failure ended the second conversation too; a fresh one completes.
+    let reply = sasl_continue(&mut conn, &current.client_final(&payload_of(&first))).await;
+    assert_eq!(code_of(&reply), 17, "{reply}");
+    authenticate(&mut conn, Mechanism::ScramSha1, "bob", "secret").await;
+    let status = connection_status(&mut conn).await;
+    assert_eq!(
+        status.get_array("authenticatedUsers").unwrap(),
+        &vec![Bson::Document(doc! {"user": "bob", "db": "admin"})]
+    );
+}
+
+#[tokio::test]
 async fn protocol_errors_get_mongods_codes() {
     let server = TestServer::start().await;
     add_user(&server, "admin", "alice", "pencil", &[], BOTH).await;

@@ -155,7 +155,7 @@ enum State {
 }
 
 /// One server-side SCRAM conversation after its first step.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Conversation {
     mechanism: Mechanism,
     gs2_header: String,
@@ -283,6 +283,16 @@ impl Conversation {
             payload: format!("v={}", STANDARD.encode(server_signature)),
             done: self.skip_empty_exchange,
         })
+    }
+}
+
+/// Shows where the conversation is, never the user's keys.
+impl std::fmt::Debug for Conversation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversation")
+            .field("mechanism", &self.mechanism)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
     }
 }
 
@@ -504,6 +514,17 @@ mod tests {
         }
         let mut conv = started(1, true);
         assert!(conv.step(b"\xff,p=abcd").is_err());
+    }
+
+    #[test]
+    fn debug_output_hides_the_keys() {
+        let conv = started(1, true);
+        let shown = format!("{conv:?}");
+        assert!(shown.contains("ScramSha256"), "{shown}");
+        assert!(
+            !shown.contains("stored_key") && !shown.contains("server_key"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -128,12 +128,7 @@ fn start(
         optional_str(cmd, NAME, "mechanism")?.ok_or_else(|| missing(NAME, "mechanism"))?;
     // Ignored by mongod too: a successful conversation always authorizes the user.
     optional_bool(cmd, NAME, "autoAuthorize")?;
-    let skip_empty_exchange =
-        match optional_doc(cmd, NAME, "options")?.and_then(|o| o.get("skipEmptyExchange")) {
-            None => false,
-            Some(Bson::Boolean(b)) => *b,
-            Some(_) => return Err(Error::bad_value("skipEmptyExchange must be boolean")),
-        };
+    let options = optional_doc(cmd, NAME, "options")?;
     let (payload, as_base64) = payload(cmd, NAME)?;
     // A new conversation ends the old one, whatever happens next.
     conn.sasl = None;
@@ -149,6 +144,11 @@ fn start(
             ErrorCode::MechanismUnavailable,
             format!("Received authentication for mechanism {mechanism_name} which is not enabled"),
         ));
+    };
+    let skip_empty_exchange = match options.and_then(|o| o.get("skipEmptyExchange")) {
+        None => false,
+        Some(Bson::Boolean(b)) => *b,
+        Some(_) => return Err(Error::bad_value("skipEmptyExchange must be boolean")),
     };
     let first = match ClientFirst::parse(&payload) {
         Ok(first) => first,
