@@ -344,7 +344,8 @@ async fn passwords_are_saslprepped_for_sha256() {
 #[tokio::test]
 async fn percent_encoded_keys_in_the_connection_string_authenticate() {
     let server = TestServer::start().await;
-    // The Cosmos DB emulator's well-known key: base64 with '/', '+' and '='.
+    // The Cosmos DB emulator's well-known key: base64 with '/', '+' and '='. Cosmos connection
+    // strings name no database, so the driver authenticates against `admin`.
     let key =
         "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
     add_user(
@@ -361,7 +362,7 @@ async fn percent_encoded_keys_in_the_connection_string_authenticate() {
         .replace('+', "%2B")
         .replace('=', "%3D");
     let uri = format!(
-        "mongodb://localhost:{encoded}@{}/admin?directConnection=true&authSource=admin",
+        "mongodb://localhost:{encoded}@{}/?directConnection=true&retrywrites=false&maxIdleTimeMS=120000&appName=@localhost@",
         server.addr
     );
     let client = mongodb::Client::with_uri_str(&uri).await.unwrap();
