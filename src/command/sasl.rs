@@ -25,6 +25,8 @@ const CONVERSATION_ID: i32 = 1;
 pub struct SaslSession {
     db: String,
     user: String,
+    /// Started inside `hello`, for the logs.
+    speculative: bool,
     conversation: Conversation,
 }
 
@@ -73,7 +75,7 @@ pub fn sasl_continue(
                 &session.db,
                 &session.user,
                 mechanism.name(),
-                false,
+                session.speculative,
                 &err,
             ))
         }
@@ -193,6 +195,7 @@ fn start(
     conn.sasl = Some(SaslSession {
         db: db.to_owned(),
         user: user_name,
+        speculative,
         conversation,
     });
     Ok(sasl_reply(step.payload.as_bytes(), step.done, as_base64))
