@@ -58,7 +58,14 @@ async fn op_query_sasl_start_reaches_the_auth_command() {
         &client::op_query(
             1,
             "admin.$cmd",
-            &doc! {"saslStart": 1, "mechanism": "SCRAM-SHA-256"},
+            &doc! {
+                "saslStart": 1,
+                "mechanism": "SCRAM-SHA-256",
+                "payload": common::bson::Binary {
+                    subtype: common::bson::spec::BinarySubtype::Generic,
+                    bytes: b"n,,n=nobody,r=abcdefgh".to_vec(),
+                },
+            },
         )
         .unwrap(),
     )

@@ -7,6 +7,7 @@
 
 pub mod credentials;
 pub mod roles;
+pub mod scram;
 pub mod user;
 
 pub use credentials::{Mechanism, ScramCredential};

@@ -117,12 +117,28 @@ pub fn whats_my_uri(conn: &Connection) -> Document {
     doc! {"you": conn.peer.to_string(), "ok": 1.0}
 }
 
-pub fn connection_status(req: &Request<'_>) -> Document {
+/// `connectionStatus`: the user this connection authenticated as and that user's roles.
+/// Privileges (`showPrivileges: true`) are listed empty: roles are not expanded into them here.
+pub fn connection_status(conn: &Connection, req: &Request<'_>) -> Document {
+    let show_privileges = req.body.get("showPrivileges").is_some_and(is_truthy);
+    let users: Vec<Bson> = conn
+        .authenticated
+        .iter()
+        .map(|u| Bson::Document(doc! {"user": u.name.as_str(), "db": u.db.as_str()}))
+        .collect();
+    let mut roles: Vec<&crate::auth::RoleName> =
+        conn.authenticated.iter().flat_map(|u| &u.roles).collect();
+    roles.sort();
+    roles.dedup();
+    let roles: Vec<Bson> = roles
+        .iter()
+        .map(|r| Bson::Document(r.to_document()))
+        .collect();
     let mut auth_info = doc! {
-        "authenticatedUsers": Bson::Array(Vec::new()),
-        "authenticatedUserRoles": Bson::Array(Vec::new()),
+        "authenticatedUsers": users,
+        "authenticatedUserRoles": roles,
     };
-    if req.body.get("showPrivileges").is_some_and(is_truthy) {
+    if show_privileges {
         auth_info.insert("authenticatedUserPrivileges", Bson::Array(Vec::new()));
     }
     doc! {"authInfo": auth_info, "ok": 1.0}

@@ -1,19 +1,122 @@
-//! Authentication. mayfly has no users yet: a SASL conversation for any user fails the way
-//! mongod's does for an unknown user, with 18 AuthenticationFailed, so clients configured with
-//! credentials get a clear error instead of a missing command.
+//! Who a connection is: adding the user a SASL conversation authenticated, `logout`, and the
+//! `authenticate` command (MONGODB-X509, MONGODB-CR), which mayfly refuses as a mongod on
+//! which those mechanisms are not enabled does.
+//!
+//! The conversations themselves are `sasl.rs`'s; what an authenticated user may do is the
+//! roles' concern, not this module's.
 
-use super::Request;
+use super::args::{check_fields, optional_str};
+use super::context::AuthenticatedUser;
+use super::sasl::authentication_failed;
+use super::{Connection, Request, Shared};
+use crate::auth::Mechanism;
 use crate::error::{Error, ErrorCode, Result};
-use bson::Document;
+use bson::{doc, Document};
 
-pub fn sasl(req: &Request<'_>) -> Result<Document> {
+/// Adds the user a conversation has just authenticated to the connection, with its roles as
+/// they are now. mongod 7.0 allows one user per connection: authenticating again as the same
+/// user changes nothing; as another user it is refused, with mongod's codes and messages.
+pub fn authenticated(
+    shared: &Shared,
+    conn: &mut Connection,
+    db: &str,
+    name: &str,
+    mechanism: Mechanism,
+) -> Result<()> {
+    let Some(user) = shared.engine.catalog().user(db, name).cloned() else {
+        // Dropped while the conversation ran.
+        tracing::info!(
+            user = name,
+            db,
+            mechanism = mechanism.name(),
+            remote = %conn.peer,
+            error = "UserNotFound",
+            "Authentication failed"
+        );
+        return Err(authentication_failed());
+    };
+    if let Some(previous) = conn.authenticated.first() {
+        let previous_name = format!("{}@{}", previous.name, previous.db);
+        if previous.db == db && previous.name == name {
+            tracing::warn!(
+                user = name,
+                db,
+                "Client has attempted to reauthenticate as a single user"
+            );
+            return Ok(());
+        }
+        let err = if previous.db != db {
+            Error::new(
+                ErrorCode::Location5626701,
+                format!(
+                    "Each client connection may only be authenticated once. Previously authenticated as: {previous_name}"
+                ),
+            )
+        } else {
+            Error::new(
+                ErrorCode::Location5626702,
+                format!(
+                    "Client has attempted to authenticate on multiple databases.Already authenticated as: {previous_name}"
+                ),
+            )
+        };
+        tracing::info!(
+            user = name,
+            db,
+            mechanism = mechanism.name(),
+            remote = %conn.peer,
+            error = %err.message,
+            "Authentication failed"
+        );
+        return Err(err);
+    }
+    conn.authenticated.push(AuthenticatedUser {
+        db: db.to_owned(),
+        name: name.to_owned(),
+        roles: user.roles.clone(),
+    });
     tracing::info!(
-        command = req.name.name(),
-        db = req.db,
-        "authentication attempted; mayfly has no users"
+        user = name,
+        db,
+        mechanism = mechanism.name(),
+        remote = %conn.peer,
+        "Authentication succeeded"
     );
-    Err(Error::new(
-        ErrorCode::AuthenticationFailed,
-        "Authentication failed.",
-    ))
+    Ok(())
+}
+
+/// `logout`: the connection is no longer authenticated as its user of this database.
+pub fn logout(conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
+    check_fields(req.body, "logout", &[])?;
+    let before = conn.authenticated.len();
+    conn.authenticated.retain(|u| u.db != req.db);
+    if conn.authenticated.len() != before {
+        tracing::info!(db = req.db, remote = %conn.peer, "Logged out");
+    }
+    Ok(doc! {"ok": 1.0})
+}
+
+/// `authenticate {mechanism, user}`: mongod's command for MONGODB-X509 (and, before 6.0,
+/// MONGODB-CR). mayfly enables neither; mongod answers such a request with 18, and so does
+/// mayfly, logging the reason.
+pub fn authenticate(conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
+    const NAME: &str = "authenticate";
+    check_fields(req.body, NAME, &["mechanism", "user"])?;
+    let mechanism = optional_str(req.body, NAME, "mechanism")?.ok_or_else(|| {
+        Error::new(
+            ErrorCode::Location40414,
+            "BSON field 'authenticate.mechanism' is missing but a required field",
+        )
+    })?;
+    let user = optional_str(req.body, NAME, "user")?.unwrap_or("");
+    conn.sasl = None;
+    tracing::info!(
+        user,
+        db = req.db,
+        mechanism,
+        remote = %conn.peer,
+        error = %format!("Received authentication for mechanism {mechanism} which is not enabled"),
+        "Authentication failed"
+    );
+    Err(authentication_failed())
 }

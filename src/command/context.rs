@@ -70,8 +70,10 @@ pub struct Connection {
     pub client_metadata: Option<Document>,
     /// Compressors agreed in the handshake, in the client's order of preference.
     pub compressors: Vec<Compressor>,
-    /// The users this connection authenticated as, with their roles as loaded then.
+    /// The users this connection authenticated as, with their roles as of authentication.
     pub authenticated: Vec<AuthenticatedUser>,
+    /// The SASL conversation in progress, between `saslStart` and its last `saslContinue`.
+    pub(crate) sasl: Option<super::sasl::SaslSession>,
 }
 
 impl Connection {
@@ -83,6 +85,7 @@ impl Connection {
             client_metadata: None,
             compressors: Vec::new(),
             authenticated: Vec::new(),
+            sasl: None,
         }
     }
 

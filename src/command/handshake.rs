@@ -1,5 +1,9 @@
 //! `hello` / `isMaster` / `ismaster`: mayfly presents itself as a standalone mongod 7.0.
 //!
+//! The handshake also names a user's SASL mechanisms (`saslSupportedMechs`) and runs the first
+//! step of a speculative SCRAM conversation (`speculativeAuthenticate`, left out of the reply
+//! whenever that step fails, so the client authenticates the ordinary way).
+//!
 //! No `setName`, `msg: "isdbgrid"` or `topologyVersion`: drivers then treat the server as a
 //! standalone, send no `$readPreference` or `txnNumber`, and poll `hello` every 10 seconds.
 
@@ -69,12 +73,44 @@ pub fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Resul
             reply.insert("compression", names);
         }
     }
-    if optional_str(cmd, name, "saslSupportedMechs")?.is_some() {
-        // mayfly has no users, so no mechanism can authenticate the named user.
-        reply.insert("saslSupportedMechs", Bson::Array(Vec::new()));
+    if let Some(principal) = optional_str(cmd, name, "saslSupportedMechs")? {
+        if let Some(mechanisms) = supported_mechanisms(shared, principal)? {
+            reply.insert("saslSupportedMechs", mechanisms);
+        }
+    }
+    if let Some(Bson::Document(spec)) = cmd.get("speculativeAuthenticate") {
+        if let Some(first_step) = super::sasl::speculative_start(shared, conn, spec) {
+            reply.insert("speculativeAuthenticate", first_step);
+        }
     }
     reply.insert("ok", 1.0);
     Ok(reply)
+}
+
+/// The mechanisms the user `"<db>.<user>"` has credentials for; `None` (the field is left
+/// out, as mongod does) for a user that does not exist.
+fn supported_mechanisms(shared: &Shared, principal: &str) -> Result<Option<Vec<Bson>>> {
+    let Some((db, user)) = principal.split_once('.') else {
+        return Err(Error::bad_value(
+            "UserName must contain a '.' separated database.user pair",
+        ));
+    };
+    let catalog = shared.engine.catalog();
+    let Some(user) = catalog.user(db, user) else {
+        tracing::info!(
+            user,
+            db,
+            "Supported SASL mechanisms requested for unknown user"
+        );
+        return Ok(None);
+    };
+    Ok(Some(
+        user.credentials
+            .mechanisms()
+            .into_iter()
+            .map(|m| Bson::from(m.name()))
+            .collect(),
+    ))
 }
 
 /// The client's compressors that mayfly supports, in the client's order of preference.

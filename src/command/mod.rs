@@ -25,6 +25,7 @@ mod insert;
 mod introspection;
 mod operations;
 mod read;
+mod sasl;
 mod sessions;
 mod stats;
 mod table;
@@ -271,13 +272,16 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             .await
         }
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn).into()),
-        C::ConnectionStatus => Ok(admin::connection_status(req).into()),
+        C::ConnectionStatus => Ok(admin::connection_status(conn, req).into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
         C::StartSession => Ok(sessions::start_session().into()),
         C::EndSessions | C::RefreshSessions | C::KillSessions | C::KillAllSessions => {
             sessions::acknowledge(req).map(Reply::from)
         }
-        C::SaslStart | C::SaslContinue => auth::sasl(req).map(Reply::from),
+        C::SaslStart => sasl::sasl_start(shared, conn, req).map(Reply::from),
+        C::SaslContinue => sasl::sasl_continue(shared, conn, req).map(Reply::from),
+        C::Logout => auth::logout(conn, req).map(Reply::from),
+        C::Authenticate => auth::authenticate(conn, req).map(Reply::from),
         C::Insert => awaiting_writer(req, insert::insert(shared, req)).await,
         C::Find => blocking(shared, req, find::find).await,
         C::GetMore => blocking(shared, req, cursor::get_more).await,

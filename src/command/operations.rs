@@ -206,7 +206,24 @@ fn namespace(req: &Request<'_>) -> String {
     format!("{}.{}", req.db, collection.unwrap_or("$cmd"))
 }
 
+/// Fields that carry secrets: SASL payloads (a client proof), passwords and a speculative
+/// `saslStart`. Shown as `"xxx"`, as mongod's `redactForLogging` shows them.
+const SECRET_FIELDS: &[&str] = &["payload", "pwd", "speculativeAuthenticate"];
+
 fn reported_command(body: &Document) -> Document {
+    let redacted;
+    let body = if SECRET_FIELDS.iter().any(|f| body.contains_key(f)) {
+        let mut copy = body.clone();
+        for field in SECRET_FIELDS {
+            if let Some(value) = copy.get_mut(*field) {
+                *value = Bson::String("xxx".into());
+            }
+        }
+        redacted = copy;
+        &redacted
+    } else {
+        body
+    };
     if crate::query::size::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
         return body.clone();
     }
@@ -308,6 +325,23 @@ mod tests {
             code(doc! {"killOp": 1, "op": i64::MAX}),
             ErrorCode::Location26823
         );
+    }
+
+    #[test]
+    fn secrets_are_never_reported() {
+        for body in [
+            doc! {"saslContinue": 1, "conversationId": 1, "payload": "Yz1iaXdzLHI9"},
+            doc! {"createUser": "u", "pwd": "secret", "roles": []},
+            doc! {"hello": 1, "speculativeAuthenticate": {"saslStart": 1}},
+        ] {
+            let reported = reported_command(&body);
+            let text = reported.to_string();
+            assert!(text.contains("\"xxx\""), "{text}");
+            for secret in ["Yz1iaXdzLHI9", "secret", "saslStart"] {
+                assert!(!text.contains(secret), "{text}");
+            }
+            assert_eq!(reported.keys().next(), body.keys().next());
+        }
     }
 
     #[test]

@@ -82,6 +82,8 @@ command_table! {
     KillAllSessions = "killAllSessions", Any, "Kills all logical sessions of the given users.";
     SaslStart = "saslStart", Any, "Starts a SASL authentication conversation.";
     SaslContinue = "saslContinue", Any, "Continues a SASL authentication conversation.";
+    Logout = "logout", Any, "Ends this connection's authentication on the database.";
+    Authenticate = "authenticate", Any, "Refused: the MONGODB-X509 and MONGODB-CR mechanisms are not enabled.";
     Insert = "insert", Any, "Inserts documents.";
     Find = "find", Any, "Queries a collection and opens a cursor over the result.";
     GetMore = "getMore", Any, "Returns the next batch of a cursor.";

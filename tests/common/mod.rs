@@ -16,6 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 pub use mongodb::bson;
+pub mod auth;
 pub mod ttl;
 
 pub struct TestServer {
