@@ -81,6 +81,25 @@ async fn each_role_allows_its_actions_and_refuses_the_rest() {
         message.starts_with("not authorized on app to execute command { insert: \"c\""),
         "{message}"
     );
+    let status = reader
+        .run_command(doc! {"connectionStatus": 1, "showPrivileges": true})
+        .await
+        .unwrap();
+    let privileges = status
+        .get_document("authInfo")
+        .unwrap()
+        .get_array("authenticatedUserPrivileges")
+        .unwrap();
+    assert_eq!(privileges.len(), 1, "{privileges:?}");
+    let granted = privileges[0].as_document().unwrap();
+    assert_eq!(
+        granted.get_document("resource").unwrap(),
+        &doc! {"db": "app", "collection": ""}
+    );
+    assert!(granted
+        .get_array("actions")
+        .unwrap()
+        .contains(&Bson::from("find")));
     let elsewhere = login(&server, "app", "reader", "pw")
         .await
         .database("other");

@@ -139,7 +139,16 @@ pub fn connection_status(conn: &Connection, req: &Request<'_>) -> Document {
         "authenticatedUserRoles": roles,
     };
     if show_privileges {
-        auth_info.insert("authenticatedUserPrivileges", Bson::Array(Vec::new()));
+        let granted: Vec<crate::auth::RoleName> = conn
+            .authenticated
+            .iter()
+            .flat_map(|u| u.roles.iter().cloned())
+            .collect();
+        let privileges: Vec<Bson> = crate::auth::roles::privileges_of(&granted)
+            .iter()
+            .map(|p| Bson::Document(p.to_document()))
+            .collect();
+        auth_info.insert("authenticatedUserPrivileges", privileges);
     }
     doc! {"authInfo": auth_info, "ok": 1.0}
 }
