@@ -355,7 +355,7 @@ async fn drop_user_and_drop_all_users_remove_only_that_databases_users() {
         .run_command(doc! {"dropAllUsersFromDatabase": 1})
         .await
         .unwrap();
-    assert_eq!(reply.get_i64("n").unwrap(), 2);
+    assert_eq!(reply.get_i32("n").unwrap(), 2);
     assert!(users_of(&app, Bson::Int32(1)).await.is_empty());
     assert_eq!(users_of(&other, Bson::Int32(1)).await.len(), 1);
     // mongod: dropDatabase keeps the database's users.

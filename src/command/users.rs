@@ -331,7 +331,7 @@ pub async fn drop_all_users(shared: &Shared, req: &Request<'_>) -> Result<Docume
         })
         .await?;
     tracing::info!(db = req.db, count = n, "dropped all users of a database");
-    Ok(doc! {"n": i64::try_from(n).unwrap_or(i64::MAX), "ok": 1.0})
+    Ok(doc! {"n": i32::try_from(n).unwrap_or(i32::MAX), "ok": 1.0})
 }
 
 /// `grantRolesToUser` (`grant: true`) and `revokeRolesFromUser`.
