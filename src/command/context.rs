@@ -61,6 +61,8 @@ pub struct Connection {
     pub client_metadata: Option<Document>,
     /// Compressors agreed in the handshake, in the client's order of preference.
     pub compressors: Vec<Compressor>,
+    /// Whether the connection is TLS (set by the session after the handshake).
+    pub tls: bool,
 }
 
 impl Connection {
@@ -71,6 +73,7 @@ impl Connection {
             local,
             client_metadata: None,
             compressors: Vec::new(),
+            tls: false,
         }
     }
 
