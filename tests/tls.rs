@@ -90,6 +90,9 @@ async fn a_server_whose_ca_the_client_does_not_trust_is_refused() {
     );
     let careless = client(&server, "&tls=true&tlsAllowInvalidCertificates=true").await;
     ping(&careless).await.unwrap();
+    // `ssl=true` is the older spelling Cosmos DB connection strings use.
+    let cosmos_style = client(&server, "&ssl=true&tlsAllowInvalidCertificates=true").await;
+    ping(&cosmos_style).await.unwrap();
 }
 
 #[tokio::test]
