@@ -52,13 +52,157 @@ pub enum StorageKind {
     Memory,
 }
 
+/// Whether clients connect with TLS (mongod's `--tlsMode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+pub enum TlsMode {
+    /// No TLS: a client that starts a TLS handshake is logged and disconnected.
+    #[default]
+    #[value(name = "disabled")]
+    #[serde(rename = "disabled")]
+    Disabled,
+    /// TLS and plain clients on the same port.
+    #[value(name = "allowTLS")]
+    #[serde(rename = "allowTLS")]
+    AllowTls,
+    /// TLS and plain clients on the same port; each plain connection is logged.
+    #[value(name = "preferTLS")]
+    #[serde(rename = "preferTLS")]
+    PreferTls,
+    /// TLS only: a plain connection is logged and closed.
+    #[value(name = "requireTLS")]
+    #[serde(rename = "requireTLS")]
+    RequireTls,
+}
+
+impl TlsMode {
+    /// mongod's spelling, for logs and `getCmdLineOpts`.
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsMode::Disabled => "disabled",
+            TlsMode::AllowTls => "allowTLS",
+            TlsMode::PreferTls => "preferTLS",
+            TlsMode::RequireTls => "requireTLS",
+        }
+    }
+}
+
+/// The TLS settings (mongod's `net.tls`), checked together by [`TlsConfig::validate`].
+#[derive(Clone, PartialEq, Default)]
+pub struct TlsConfig {
+    pub mode: TlsMode,
+    /// PEM with the certificate chain and the private key; none: development certificates
+    /// are generated.
+    pub certificate_key_file: Option<PathBuf>,
+    /// Decrypts an `ENCRYPTED PRIVATE KEY` (PKCS#8) in `certificate_key_file`.
+    pub certificate_key_file_password: Option<String>,
+    /// CA certificates that verify client certificates; clients must present one unless
+    /// `allow_connections_without_certificates`.
+    pub ca_file: Option<PathBuf>,
+    pub allow_connections_without_certificates: bool,
+}
+
+/// A configured secret (the Cosmos account key): `Debug` shows `<password>`, never the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Secret {
+        Secret(value.into())
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<password>")
+    }
+}
+
+impl std::fmt::Debug for TlsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsConfig")
+            .field("mode", &self.mode)
+            .field("certificate_key_file", &self.certificate_key_file)
+            .field(
+                "certificate_key_file_password",
+                &self
+                    .certificate_key_file_password
+                    .as_ref()
+                    .map(|_| "<password>"),
+            )
+            .field("ca_file", &self.ca_file)
+            .field(
+                "allow_connections_without_certificates",
+                &self.allow_connections_without_certificates,
+            )
+            .finish()
+    }
+}
+
+impl TlsConfig {
+    /// Refuses the combinations mongod refuses at start (and one it would accept without
+    /// effect: allowing connections without certificates when none are requested).
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |message: &str| Err(ConfigError::Tls(message.to_owned()));
+        if self.mode == TlsMode::Disabled {
+            if self.certificate_key_file.is_some()
+                || self.certificate_key_file_password.is_some()
+                || self.ca_file.is_some()
+                || self.allow_connections_without_certificates
+            {
+                return bad("need to enable TLS via the tlsMode flag when using TLS configuration parameters");
+            }
+            return Ok(());
+        }
+        if self.certificate_key_file_password.is_some() && self.certificate_key_file.is_none() {
+            return bad("--tlsCertificateKeyFilePassword needs --tlsCertificateKeyFile");
+        }
+        if self.allow_connections_without_certificates && self.ca_file.is_none() {
+            return bad("--tlsAllowConnectionsWithoutCertificates needs --tlsCAFile: without a CA file client certificates are not requested");
+        }
+        Ok(())
+    }
+}
+
+/// Flags whose value is a secret: `getCmdLineOpts` and the logs show `<password>` instead.
+const SECRET_FLAGS: &[&str] = &["--tlsCertificateKeyFilePassword", "--cosmos-key"];
+
+/// The command line with secret values replaced, as mongod redacts `getCmdLineOpts`.
+pub fn redact_argv(argv: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(argv.len());
+    let mut hide_next = false;
+    for arg in argv {
+        if hide_next {
+            out.push("<password>".to_owned());
+            hide_next = false;
+            continue;
+        }
+        match SECRET_FLAGS.iter().find(|f| arg.starts_with(**f)) {
+            Some(flag) if arg.len() == flag.len() => {
+                hide_next = true;
+                out.push(arg);
+            }
+            Some(flag) if arg.get(flag.len()..flag.len() + 1) == Some("=") => {
+                out.push(format!("{flag}=<password>"));
+            }
+            _ => out.push(arg),
+        }
+    }
+    out
+}
+
 /// mayfly: a MongoDB wire-protocol compatible server with Azure Cosmos DB TTL semantics.
 #[derive(Debug, Parser, Default)]
 #[command(name = "mayfly", version, about, long_about = None)]
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
     /// log_format, log_level, slow_ms, enable_test_commands, clock, storage,
-    /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key).
+    /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
+    /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
+    /// tls_allow_connections_without_certificates).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -150,6 +294,47 @@ pub struct Cli {
         hide_env_values = true
     )]
     pub cosmos_key: Option<String>,
+    // TLS (mongod's net.tls): keep these together.
+    /// TLS for client connections: disabled, allowTLS, preferTLS or requireTLS. [default: disabled]
+    #[arg(
+        long = "tlsMode",
+        env = "MAYFLY_TLS_MODE",
+        value_enum,
+        value_name = "MODE"
+    )]
+    pub tls_mode: Option<TlsMode>,
+
+    /// PEM file with the server's certificate chain and private key. Without it, a TLS mode
+    /// generates development certificates under <dbpath>/tls/.
+    #[arg(
+        long = "tlsCertificateKeyFile",
+        env = "MAYFLY_TLS_CERTIFICATE_KEY_FILE",
+        value_name = "FILE"
+    )]
+    pub tls_certificate_key_file: Option<PathBuf>,
+
+    /// Password of an encrypted PKCS#8 private key ("ENCRYPTED PRIVATE KEY") in
+    /// --tlsCertificateKeyFile.
+    #[arg(
+        long = "tlsCertificateKeyFilePassword",
+        env = "MAYFLY_TLS_CERTIFICATE_KEY_FILE_PASSWORD",
+        value_name = "PASSWORD",
+        hide_env_values = true
+    )]
+    pub tls_certificate_key_file_password: Option<String>,
+
+    /// PEM file of CA certificates that verify client certificates; with it, clients must
+    /// present a certificate (unless --tlsAllowConnectionsWithoutCertificates).
+    #[arg(long = "tlsCAFile", env = "MAYFLY_TLS_CA_FILE", value_name = "FILE")]
+    pub tls_ca_file: Option<PathBuf>,
+
+    /// With --tlsCAFile: accept clients that present no certificate (one they do present is
+    /// still verified).
+    #[arg(
+        long = "tlsAllowConnectionsWithoutCertificates",
+        env = "MAYFLY_TLS_ALLOW_CONNECTIONS_WITHOUT_CERTIFICATES"
+    )]
+    pub tls_allow_connections_without_certificates: bool,
 }
 
 /// The settings a config file may hold (all optional).
@@ -171,6 +356,12 @@ pub struct FileConfig {
     pub auth: Option<bool>,
     pub cosmos_account: Option<String>,
     pub cosmos_key: Option<String>,
+    // TLS: keep these together.
+    pub tls_mode: Option<TlsMode>,
+    pub tls_certificate_key_file: Option<PathBuf>,
+    pub tls_certificate_key_file_password: Option<String>,
+    pub tls_ca_file: Option<PathBuf>,
+    pub tls_allow_connections_without_certificates: Option<bool>,
 }
 
 /// The resolved configuration the server runs with.
@@ -197,7 +388,9 @@ pub struct Config {
     /// The Cosmos DB account user in `admin`; `None` when disabled with an empty name.
     pub cosmos_account: Option<String>,
     /// The account user's password.
-    pub cosmos_key: String,
+    pub cosmos_key: Secret,
+    /// TLS for client connections.
+    pub tls: TlsConfig,
 }
 
 impl Default for Config {
@@ -220,6 +413,8 @@ pub enum ConfigError {
     },
     #[error("--bind-ip must name at least one address")]
     NoBindIp,
+    #[error("{0}")]
+    Tls(String),
 }
 
 impl Config {
@@ -233,6 +428,7 @@ impl Config {
         if config.bind_ips.is_empty() {
             return Err(ConfigError::NoBindIp);
         }
+        config.tls.validate()?;
         Ok(config)
     }
 
@@ -267,7 +463,7 @@ impl Config {
                 || file.enable_test_commands.unwrap_or(false),
             clock: cli.clock.or(file.clock).unwrap_or_default(),
             storage: cli.storage.or(file.storage).unwrap_or_default(),
-            argv: redact_secrets(argv),
+            argv: redact_argv(argv),
             cursor_memory_limit_bytes: cli
                 .cursor_memory_limit_mb
                 .or(file.cursor_memory_limit_mb)
@@ -287,10 +483,26 @@ impl Config {
                     .unwrap_or_else(|| DEFAULT_COSMOS_ACCOUNT.to_owned()),
             )
             .filter(|name| !name.is_empty()),
-            cosmos_key: cli
-                .cosmos_key
-                .or(file.cosmos_key)
-                .unwrap_or_else(|| EMULATOR_COSMOS_KEY.to_owned()),
+            cosmos_key: Secret::new(
+                cli.cosmos_key
+                    .or(file.cosmos_key)
+                    .unwrap_or_else(|| EMULATOR_COSMOS_KEY.to_owned()),
+            ),
+            tls: TlsConfig {
+                mode: cli.tls_mode.or(file.tls_mode).unwrap_or_default(),
+                certificate_key_file: cli
+                    .tls_certificate_key_file
+                    .or(file.tls_certificate_key_file),
+                certificate_key_file_password: cli
+                    .tls_certificate_key_file_password
+                    .or(file.tls_certificate_key_file_password),
+                ca_file: cli.tls_ca_file.or(file.tls_ca_file),
+                allow_connections_without_certificates: cli
+                    .tls_allow_connections_without_certificates
+                    || file
+                        .tls_allow_connections_without_certificates
+                        .unwrap_or(false),
+            },
         }
     }
 
@@ -305,27 +517,6 @@ impl Config {
             ..Config::default()
         }
     }
-}
-
-/// The command line as `getCmdLineOpts` may show it: the account key replaced by
-/// `<password>`, as mongod hides its password options.
-fn redact_secrets(argv: Vec<String>) -> Vec<String> {
-    let mut hide_next = false;
-    argv.into_iter()
-        .map(|arg| {
-            if std::mem::take(&mut hide_next) {
-                return "<password>".to_owned();
-            }
-            if arg == "--cosmos-key" {
-                hide_next = true;
-                return arg;
-            }
-            if arg.starts_with("--cosmos-key=") {
-                return "--cosmos-key=<password>".to_owned();
-            }
-            arg
-        })
-        .collect()
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -425,13 +616,14 @@ mod tests {
         let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
         assert!(!c.auth, "off by default, as mongod");
         assert_eq!(c.cosmos_account.as_deref(), Some("localhost"));
-        assert_eq!(c.cosmos_key, EMULATOR_COSMOS_KEY);
+        assert_eq!(c.cosmos_key.expose(), EMULATOR_COSMOS_KEY);
+        assert_eq!(format!("{:?}", c.cosmos_key), "<password>");
         let file: FileConfig =
             toml::from_str("auth = true\ncosmos_account = \"acct\"\ncosmos_key = \"k\"").unwrap();
         let c = Config::resolve(parse(&[]), file, vec![]);
         assert!(c.auth);
         assert_eq!(c.cosmos_account.as_deref(), Some("acct"));
-        assert_eq!(c.cosmos_key, "k");
+        assert_eq!(c.cosmos_key.expose(), "k");
         let c = Config::resolve(
             parse(&["--auth", "--cosmos-account", "", "--cosmos-key", "x"]),
             FileConfig::default(),
@@ -439,7 +631,7 @@ mod tests {
         );
         assert!(c.auth);
         assert_eq!(c.cosmos_account, None, "an empty name disables the account");
-        assert_eq!(c.cosmos_key, "x");
+        assert_eq!(c.cosmos_key.expose(), "x");
         let argv = [
             "mayfly",
             "--cosmos-key",
@@ -464,6 +656,106 @@ mod tests {
                 "1"
             ]
         );
+    }
+
+    #[test]
+    fn tls_settings_come_from_flags_or_the_file() {
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert_eq!(c.tls, TlsConfig::default());
+        assert_eq!(c.tls.mode, TlsMode::Disabled);
+        let file: FileConfig = toml::from_str(
+            "tls_mode = \"preferTLS\"\ntls_ca_file = \"/ca.pem\"\ntls_allow_connections_without_certificates = true",
+        )
+        .unwrap();
+        let c = Config::resolve(
+            parse(&[
+                "--tlsMode",
+                "requireTLS",
+                "--tlsCertificateKeyFile",
+                "/s.pem",
+            ]),
+            file,
+            vec![],
+        );
+        assert_eq!(c.tls.mode, TlsMode::RequireTls);
+        assert_eq!(c.tls.certificate_key_file, Some(PathBuf::from("/s.pem")));
+        assert_eq!(c.tls.ca_file, Some(PathBuf::from("/ca.pem")));
+        assert!(c.tls.allow_connections_without_certificates);
+        assert!(Cli::try_parse_from(["mayfly", "--tlsMode", "requireSSL"]).is_err());
+    }
+
+    #[test]
+    fn bad_tls_combinations_are_refused_at_start() {
+        let table: [(&[&str], Option<&str>); 7] = [
+            (&[], None),
+            (&["--tlsMode", "allowTLS"], None),
+            (
+                &["--tlsCAFile", "/ca.pem"],
+                Some("need to enable TLS via the tlsMode flag"),
+            ),
+            (
+                &["--tlsCertificateKeyFile", "/s.pem"],
+                Some("need to enable TLS via the tlsMode flag"),
+            ),
+            (
+                &[
+                    "--tlsMode",
+                    "requireTLS",
+                    "--tlsCertificateKeyFilePassword",
+                    "x",
+                ],
+                Some("needs --tlsCertificateKeyFile"),
+            ),
+            (
+                &[
+                    "--tlsMode",
+                    "requireTLS",
+                    "--tlsAllowConnectionsWithoutCertificates",
+                ],
+                Some("needs --tlsCAFile"),
+            ),
+            (
+                &[
+                    "--tlsMode",
+                    "requireTLS",
+                    "--tlsCAFile",
+                    "/ca.pem",
+                    "--tlsAllowConnectionsWithoutCertificates",
+                ],
+                None,
+            ),
+        ];
+        for (args, refused) in table {
+            let c = Config::resolve(parse(args), FileConfig::default(), vec![]);
+            match (c.tls.validate(), refused) {
+                (Ok(()), None) => {}
+                (Err(e), Some(text)) => assert!(e.to_string().contains(text), "{args:?}: {e}"),
+                (got, want) => panic!("{args:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_key_password_never_shows() {
+        let argv: Vec<String> = [
+            "mayfly",
+            "--tlsCertificateKeyFilePassword",
+            "s3cret",
+            "--tlsCertificateKeyFilePassword=s3cret",
+            "--port",
+            "1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let c = Config::resolve(
+            parse(&["--tlsCertificateKeyFilePassword", "s3cret"]),
+            FileConfig::default(),
+            argv,
+        );
+        assert!(!c.argv.iter().any(|a| a.contains("s3cret")), "{:?}", c.argv);
+        assert_eq!(c.argv.len(), 6);
+        assert!(!format!("{c:?}").contains("s3cret"));
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! ```text
 //! socket bytes
 //!   -> wire      frame, decode OP_MSG / OP_QUERY / OP_COMPRESSED, encode replies
-//!   -> session   one task per connection: request loop, compression, tracing span
+//!   -> session   one task per connection: TLS (tls: sniff, handshake, certificates), request
+//!                loop, compression, tracing span
 //!   -> command   one `match` on the command name -> a module per family
 //!   -> engine    catalog, executor (planner, plan stages, explain), documents, indexes, cursors,
 //!                TTL visibility, group-commit writer, index builds, reaper
@@ -45,5 +46,6 @@ pub mod server;
 pub mod session;
 pub mod status;
 pub mod storage;
+pub mod tls;
 pub mod ttl;
 pub mod wire;

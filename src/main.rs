@@ -72,11 +72,40 @@ async fn run(config: Config) -> ExitCode {
         tracing::warn!(tags = "startupWarnings", "{warning}");
     }
     drop(shared);
+    log_tls(&server);
     for addr in server.local_addrs() {
         tracing::info!(address = %addr, port = addr.port(), "waiting for connections");
     }
     server.run(shutdown_signal()).await;
     ExitCode::SUCCESS
+}
+
+/// Says how clients reach the server over TLS; with development certificates, the CA file to
+/// trust and what to put in a connection string.
+fn log_tls(server: &Server) {
+    let Some(tls) = server.tls() else {
+        tracing::info!("TLS disabled (--tlsMode disabled)");
+        return;
+    };
+    tracing::info!(
+        mode = tls.mode.name(),
+        certificate = %tls.certificate_file.display(),
+        client_certificates = if tls.client_certificates_required { "required" } else { "optional" },
+        "TLS enabled"
+    );
+    if let Some(dev) = &tls.dev {
+        tracing::info!(
+            ca_file = %dev.ca_file.display(),
+            "development TLS certificates: clients add tls=true&tlsCAFile={} (or, for a quick test, tls=true&tlsAllowInvalidCertificates=true) to the connection string",
+            dev.ca_file.display()
+        );
+        if server.shared().config.storage == mayfly::config::StorageKind::Memory {
+            tracing::info!(
+                dir = %dev.dir.display(),
+                "the development certificates are in a temporary directory, removed at exit"
+            );
+        }
+    }
 }
 
 fn init_logging(config: &Config) -> Result<(), String> {

@@ -1,11 +1,13 @@
-//! The listener: binds the configured addresses, enforces the connection limit, spawns one
-//! session task per connection, and shuts down gracefully (stop accepting, let every command in
-//! flight finish and its reply go out, then return).
+//! The listener: binds the configured addresses, sets up TLS (`tls::setup`), enforces the
+//! connection limit, spawns one session task per connection, and shuts down gracefully (stop
+//! accepting, let every command in flight finish and its reply go out, then return). The TLS
+//! handshake happens in the session task, never in the accept loop.
 
 use crate::clock::Clock;
 use crate::command::Shared;
 use crate::config::{Config, StorageKind};
 use crate::session;
+use crate::tls::{self, ServerTls};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -19,6 +21,7 @@ use tokio_util::task::TaskTracker;
 pub struct Server {
     listeners: Vec<TcpListener>,
     shared: Arc<Shared>,
+    tls: Option<Arc<ServerTls>>,
 }
 
 impl Server {
@@ -35,6 +38,19 @@ impl Server {
                     ),
                 )
             })?;
+        }
+        let tls = tls::setup(&config)
+            .map_err(|e| io::Error::other(format!("cannot set up TLS: {e}")))?
+            .map(Arc::new);
+        if let Some(dev) = tls.as_ref().and_then(|t| t.dev.as_ref()) {
+            if dev.generated_ca || dev.generated_server {
+                tracing::info!(
+                    dir = %dev.dir.display(),
+                    ca = dev.generated_ca,
+                    server = dev.generated_server,
+                    "generated development TLS certificates"
+                );
+            }
         }
         let mut listeners = Vec::new();
         for ip in &config.bind_ips {
@@ -59,6 +75,7 @@ impl Server {
         Ok(Server {
             listeners,
             shared: Arc::new(shared),
+            tls,
         })
     }
 
@@ -73,21 +90,30 @@ impl Server {
         Arc::clone(&self.shared)
     }
 
+    /// The TLS side (`None` with `--tlsMode disabled`): the certificate served, and where
+    /// generated development certificates are.
+    pub fn tls(&self) -> Option<&ServerTls> {
+        self.tls.as_deref()
+    }
+
     /// Serves until `shutdown` completes, then drains the connections and returns.
     pub async fn run(self, shutdown: impl Future<Output = ()>) {
         let token = CancellationToken::new();
         let tracker = TaskTracker::new();
         for listener in self.listeners {
             let shared = Arc::clone(&self.shared);
+            let tls = self.tls.clone();
             let token = token.clone();
             let sessions = tracker.clone();
-            tracker.spawn(accept_loop(listener, shared, token, sessions));
+            tracker.spawn(accept_loop(listener, shared, tls, token, sessions));
         }
         shutdown.await;
         tracing::info!("shutting down: no new connections; finishing commands in flight");
         token.cancel();
         tracker.close();
         tracker.wait().await;
+        // Dropping the TLS side removes a memory server's temporary certificates.
+        drop(self.tls);
         tracing::info!("shutdown complete");
     }
 
@@ -132,6 +158,7 @@ impl RunningServer {
 async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
+    tls: Option<Arc<ServerTls>>,
     token: CancellationToken,
     sessions: TaskTracker,
 ) {
@@ -142,7 +169,7 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, peer)) => admit(stream, peer, &shared, &token, &sessions),
+            Ok((stream, peer)) => admit(stream, peer, &shared, &tls, &token, &sessions),
             Err(e) => {
                 // Usually EMFILE: back off instead of spinning.
                 tracing::error!(error = %e, "accept failed");
@@ -156,6 +183,7 @@ fn admit(
     stream: TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared>,
+    tls: &Option<Arc<ServerTls>>,
     token: &CancellationToken,
     sessions: &TaskTracker,
 ) {
@@ -180,10 +208,11 @@ fn admit(
         .connections_total_created
         .fetch_add(1, Ordering::Relaxed);
     let shared = Arc::clone(shared);
+    let tls = tls.clone();
     let token = token.clone();
     sessions.spawn(async move {
         let guard = ConnectionSlot(Arc::clone(&shared));
-        session::serve(stream, shared, token).await;
+        session::serve(stream, shared, tls, token).await;
         drop(guard);
     });
 }

@@ -6,9 +6,13 @@
 //! request was compressed. Shutdown waits for the command in flight: cancellation is only
 //! observed between requests.
 //!
-//! While a command runs, the session keeps watching the socket: bytes a client pipelines are
+//! While a command runs, the session keeps watching the stream: bytes a client pipelines are
 //! read into a side buffer and handed back to the decoder afterwards (none is lost), and end of
 //! stream kills the operation (`KillReason::Disconnected`) so its work stops.
+//!
+//! The connection is opened by `tls::accept` (plain, or TLS after a handshake in this task);
+//! the request loop is generic over the stream and reads it only through `AsyncRead`, so TLS
+//! records are never read past.
 
 use crate::clock::Stopwatch;
 use crate::command::{self, Connection, Shared};
@@ -16,12 +20,16 @@ use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode};
 use crate::protocol::Reply;
 use crate::status::CompressionCounters;
-use crate::wire::{Compressor, Incoming, MessageCodec, Outgoing, ReplyBody, Request};
+use crate::tls::accept::{self, Opened};
+use crate::tls::ServerTls;
+use crate::wire::{Compressor, Incoming, MessageCodec, Outgoing, ReplyBody, Request, WireError};
 use bson::{doc, Bson, Document};
 use bytes::BytesMut;
 use futures::{SinkExt, StreamExt};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_util::codec::Framed;
 use tokio_util::sync::CancellationToken;
@@ -30,6 +38,9 @@ use tracing::Instrument;
 /// Pipelined bytes the watcher keeps while a command runs; past this it stops reading (and so
 /// stops noticing a disconnect) until the command ends.
 const MAX_PIPELINED_BYTES: usize = 1024 * 1024;
+
+/// How long closing a TLS connection waits to send its close_notify.
+const TLS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Commands whose replies are never compressed (the compression spec's list).
 const NEVER_COMPRESSED: &[&str] = &[
@@ -47,7 +58,14 @@ const NEVER_COMPRESSED: &[&str] = &[
     "copydb",
 ];
 
-pub async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: CancellationToken) {
+/// Serves one accepted connection: opens it under the TLS mode (`tls` is `None` when TLS is
+/// disabled), then runs the request loop until it ends.
+pub async fn serve(
+    stream: TcpStream,
+    shared: Arc<Shared>,
+    tls: Option<Arc<ServerTls>>,
+    shutdown: CancellationToken,
+) {
     let (Ok(peer), Ok(local)) = (stream.peer_addr(), stream.local_addr()) else {
         return;
     };
@@ -61,8 +79,26 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: Cancellatio
             connections = shared.counters.connections_current.load(Ordering::Relaxed),
             "connection accepted"
         );
-        let mut framed = Framed::new(stream, MessageCodec::default());
-        let reason = request_loop(&mut framed, &shared, &mut conn, &shutdown).await;
+        let opened = tokio::select! {
+            biased;
+            _ = shutdown.cancelled() => Opened::Closed("server shutting down"),
+            opened = accept::open(stream, peer, tls.as_deref()) => opened,
+        };
+        let reason = match opened {
+            Opened::Closed(reason) => reason,
+            Opened::Plain(stream) => serve_stream(stream, &shared, &mut conn, &shutdown).await.0,
+            Opened::Tls(stream, version) => {
+                conn.tls = true;
+                if let Some(count) = shared.counters.transport_security.get(version.index()) {
+                    count.fetch_add(1, Ordering::Relaxed);
+                }
+                let (reason, mut stream) =
+                    serve_stream(*stream, &shared, &mut conn, &shutdown).await;
+                // Tell the client the stream ended on purpose (close_notify).
+                let _ = tokio::time::timeout(TLS_CLOSE_TIMEOUT, stream.shutdown()).await;
+                reason
+            }
+        };
         tracing::info!(
             remote = %peer,
             client = %conn.client_summary(),
@@ -74,12 +110,30 @@ pub async fn serve(stream: TcpStream, shared: Arc<Shared>, shutdown: Cancellatio
     .await;
 }
 
-async fn request_loop(
-    framed: &mut Framed<TcpStream, MessageCodec>,
+/// Runs the request loop over an opened stream; hands the stream back to be closed.
+async fn serve_stream<S>(
+    stream: S,
     shared: &Arc<Shared>,
     conn: &mut Connection,
     shutdown: &CancellationToken,
-) -> &'static str {
+) -> (&'static str, S)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let mut framed = Framed::new(stream, MessageCodec::default());
+    let reason = request_loop(&mut framed, shared, conn, shutdown).await;
+    (reason, framed.into_inner())
+}
+
+async fn request_loop<S>(
+    framed: &mut Framed<S, MessageCodec>,
+    shared: &Arc<Shared>,
+    conn: &mut Connection,
+    shutdown: &CancellationToken,
+) -> &'static str
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     loop {
         let next = tokio::select! {
             biased;
@@ -88,6 +142,10 @@ async fn request_loop(
         };
         let incoming = match next {
             None => return "client closed the connection",
+            // A TLS client that closes without close_notify, or a reset.
+            Some(Err(WireError::Io(e))) if is_disconnect(&e) => {
+                return "client closed the connection"
+            }
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "closing connection after a framing error");
                 return "framing error";
@@ -111,7 +169,7 @@ async fn request_loop(
         }
         let interrupt = Interrupt::none();
         let mut peer = PeerWatch {
-            stream: framed.get_ref(),
+            stream: framed.get_mut(),
             pipelined: BytesMut::new(),
             closed: false,
         };
@@ -154,36 +212,43 @@ async fn request_loop(
     }
 }
 
-/// The socket seen while a command runs.
-struct PeerWatch<'a> {
-    stream: &'a TcpStream,
-    /// Bytes of later requests, read off the socket while the command ran.
+/// The client's stream, read while a command runs.
+struct PeerWatch<'a, S> {
+    stream: &'a mut S,
+    /// Bytes of later requests, read off the stream while the command ran.
     pipelined: BytesMut,
     closed: bool,
 }
 
-impl PeerWatch<'_> {
+impl<S: AsyncRead + Unpin> PeerWatch<'_, S> {
     /// Completes when the client has closed the connection (end of stream or a read error);
-    /// otherwise keeps what the client sends and never completes.
+    /// otherwise keeps what the client sends and never completes. Reading is cancel-safe: when
+    /// the command ends first, no byte read so far is lost.
     async fn closed(&mut self) {
+        // Read into the stack first: most commands see no pipelining, so the side buffer
+        // allocates only once the client sent something.
+        let mut chunk = [0u8; 4096];
         while !self.closed && self.pipelined.len() < MAX_PIPELINED_BYTES {
-            if self.stream.readable().await.is_err() {
-                self.closed = true;
-                break;
-            }
-            // Reserved only once the client sent something: most commands see no pipelining.
-            self.pipelined.reserve(8 * 1024);
-            match self.stream.try_read_buf(&mut self.pipelined) {
-                Ok(0) => self.closed = true,
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                Err(_) => self.closed = true,
+            match self.stream.read(&mut chunk).await {
+                Ok(0) | Err(_) => self.closed = true,
+                Ok(n) => self
+                    .pipelined
+                    .extend_from_slice(chunk.get(..n).unwrap_or_default()),
             }
         }
         if !self.closed {
             std::future::pending::<()>().await;
         }
     }
+}
+
+/// Whether a read error means the client went away rather than sent something malformed.
+fn is_disconnect(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        UnexpectedEof | ConnectionReset | ConnectionAborted | BrokenPipe
+    )
 }
 
 /// Runs one request; `None` when no reply may be sent (`moreToCome`).

@@ -20,6 +20,9 @@ pub struct Counters {
     pub op_command: AtomicU64,
     /// Per compressor (snappy, zlib, zstd), as in mongod's `network.compression`.
     pub compression: [CompressionCounters; 3],
+    /// TLS connections by negotiated version: 1.0, 1.1, 1.2, 1.3, unknown (mongod's
+    /// `transportSecurity`).
+    pub transport_security: [AtomicU64; 5],
 }
 
 /// Bytes through one compressor: `compressor` for replies, `decompressor` for requests.
@@ -57,5 +60,40 @@ impl Counters {
 
     pub fn get(counter: &AtomicU64) -> i64 {
         i64::try_from(counter.load(Ordering::Relaxed)).unwrap_or(i64::MAX)
+    }
+}
+
+/// A negotiated TLS version, as `serverStatus.transportSecurity` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TlsVersion {
+    V1_0,
+    V1_1,
+    V1_2,
+    V1_3,
+    Unknown,
+}
+
+impl TlsVersion {
+    pub const ALL: [TlsVersion; 5] = [
+        TlsVersion::V1_0,
+        TlsVersion::V1_1,
+        TlsVersion::V1_2,
+        TlsVersion::V1_3,
+        TlsVersion::Unknown,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TlsVersion::V1_0 => "1.0",
+            TlsVersion::V1_1 => "1.1",
+            TlsVersion::V1_2 => "1.2",
+            TlsVersion::V1_3 => "1.3",
+            TlsVersion::Unknown => "unknown",
+        }
+    }
+
+    /// Its slot in [`Counters::transport_security`].
+    pub fn index(self) -> usize {
+        self as usize
     }
 }

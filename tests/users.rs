@@ -408,7 +408,7 @@ async fn the_cosmos_account_user_is_created_at_start_and_rekeyed_when_the_key_ch
     let shared = server.shared();
     let mut config = shared.config.clone();
     drop(shared);
-    config.cosmos_key = "another-key".into();
+    config.cosmos_key = mayfly::config::Secret::new("another-key");
     server.server.shutdown().await;
     let clock = std::sync::Arc::new(mayfly::clock::ManualClock::starting_at_secs(1_000));
     let bound = mayfly::server::Server::bind(config, clock).await.unwrap();

@@ -74,6 +74,8 @@ pub struct Connection {
     pub authenticated: Vec<AuthenticatedUser>,
     /// The SASL conversation in progress, between `saslStart` and its last `saslContinue`.
     pub(crate) sasl: Option<super::sasl::SaslSession>,
+    /// Whether the connection is TLS (set by the session after the handshake).
+    pub tls: bool,
 }
 
 impl Connection {
@@ -86,6 +88,7 @@ impl Connection {
             compressors: Vec::new(),
             authenticated: Vec::new(),
             sasl: None,
+            tls: false,
         }
     }
 

@@ -135,6 +135,7 @@ fn all_sections(shared: &Shared, cmd: &Document) -> Document {
             "numRequests": Counters::get(&c.requests),
             "compression": compression_status(c),
         },
+        "transportSecurity": transport_security_status(c),
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "storageEngine": storage_engine_status(shared),
         "ttl": if cmd.get("ttl").is_none_or(args::is_truthy) {
@@ -159,6 +160,19 @@ fn all_sections(shared: &Shared, cmd: &Document) -> Document {
         "writer": writer_status(shared),
         "ok": 1.0,
     }
+}
+
+/// TLS connections accepted since start, by negotiated version.
+fn transport_security_status(c: &Counters) -> Document {
+    let mut d = Document::new();
+    for version in crate::status::TlsVersion::ALL {
+        let count = c
+            .transport_security
+            .get(version.index())
+            .map_or(0, Counters::get);
+        d.insert(version.name(), count);
+    }
+    d
 }
 
 /// TTL-24: what the reaper has done and how far behind it is.

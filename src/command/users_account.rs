@@ -22,7 +22,7 @@ pub async fn ensure_account(shared: &Shared) -> Result<()> {
     let Some(name) = shared.config.cosmos_account.clone() else {
         return Ok(());
     };
-    let key = shared.config.cosmos_key.clone();
+    let key = shared.config.cosmos_key.expose().to_owned();
     let well_known = if key == EMULATOR_COSMOS_KEY {
         "the emulator's well-known key"
     } else {
