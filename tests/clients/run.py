@@ -5,8 +5,13 @@ Usage: python3 tests/clients/run.py PATH/TO/mayfly
 Starts the server on a free port with its own data directory, test commands enabled and a
 manual clock (so TTL scenarios move time exactly with advanceClock), runs each scenario in
 mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
-start-up check, then stops the server with SIGTERM and requires a clean exit. A client that
-cannot connect fails its scenario. Ends with the line "N passed, N failed".
+start-up check, then stops the server with SIGTERM and requires a clean exit.
+
+Then the Cosmos DB connection strings: two more servers with TLS required and authentication on,
+one with an account and key given as a Cosmos portal would show them (a key with `/`, `+` and
+`=`), one with the emulator's default account; each client in cosmos/ connects with that
+string, changed only in host and port, and runs CRUD. A client that cannot connect fails its
+scenario. Ends with the line "N passed, N failed".
 """
 import json
 import re
@@ -16,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -24,12 +30,18 @@ MONGOSH = HERE / "node_modules" / "mongosh" / "bin" / "mongosh.js"
 PYTHON = HERE / ".venv" / "bin" / "python"
 TIMEOUT = 600
 
+# A Cosmos account as the portal shows it; the key has the characters users must percent-encode.
+COSMOS_ACCOUNT = "mayfly-ci"
+COSMOS_KEY = "k3y/With+Slash+And/Plus0nlyForTests9Xq7Lw2Vb5Nc8Md1Fg4Hj6Kl0Pz3Rt5Sy7Uw9Av2Bx4Cz6De8=="
+# The emulator's documented connection string: its account and published well-known key.
+EMULATOR_URI = ("mongodb://localhost:C2y6yDjf5%2FR%2Bob0N8A7Cgv30VRDJIWEHLM%2B4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw%2FJw%3D%3D"
+                "@localhost:10255/admin?ssl=true")
 
-def start_server(binary, dbpath, log_path):
+
+def start_server(binary, dbpath, log_path, extra=("--enable-test-commands", "--clock", "manual")):
     log = open(log_path, "w")
     proc = subprocess.Popen(
-        [binary, "--port", "0", "--dbpath", dbpath, "--log-format", "json", "--enable-test-commands",
-         "--clock", "manual"],
+        [binary, "--port", "0", "--dbpath", dbpath, "--log-format", "json", *extra],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -100,6 +112,53 @@ def scenarios():
         yield f"pymongo/{f.name}", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
 
 
+def cosmos_scenarios():
+    """Each client's Cosmos scenario, run with the connection string in MAYFLY_URI."""
+    cosmos = HERE / "cosmos"
+    yield "mongosh", lambda uri, env: run(
+        [str(NODE), str(MONGOSH), uri, "--quiet", "--file", str(cosmos / "crud.js")], env
+    )
+    yield "node", lambda uri, env: run([str(NODE), str(cosmos / "crud.mjs")], env)
+    yield "pymongo", lambda uri, env: run([str(PYTHON), str(cosmos / "crud.py")], env)
+
+
+def stop_server(proc, log_path):
+    """SIGTERM, then a clean exit within 30 s; returns the failure, or None."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        code = proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = "killed after 30s"
+    if code == 0:
+        return None
+    return f"server exit on SIGTERM: {code}\n" + open(log_path).read()[-4000:]
+
+
+def cosmos_servers(binary, tmp):
+    """(name, server arguments, connection string for a port and CA file, extra environment)."""
+    portal_key = urllib.parse.quote(COSMOS_KEY, safe="")
+    yield (
+        "Cosmos portal string",
+        ["--tlsMode", "requireTLS", "--auth", "--cosmos-account", COSMOS_ACCOUNT, "--cosmos-key", COSMOS_KEY],
+        COSMOS_ACCOUNT,
+        lambda port, ca: (
+            f"mongodb://{COSMOS_ACCOUNT}:{portal_key}@localhost:{port}/?ssl=true&tlsCAFile={ca}"
+            f"&retrywrites=false&maxIdleTimeMS=120000&appName=@{COSMOS_ACCOUNT}@"
+        ),
+        lambda ca: {},
+    )
+    # The documented emulator string, unchanged but for the port; the generated CA is trusted
+    # the way emulator users trust the emulator's certificate: through the environment.
+    yield (
+        "emulator string",
+        ["--tlsMode", "requireTLS", "--auth"],
+        "localhost",
+        lambda port, ca: EMULATOR_URI.replace(":10255/", f":{port}/"),
+        lambda ca: {"NODE_EXTRA_CA_CERTS": ca, "SSL_CERT_FILE": ca},
+    )
+
+
 def main():
     binary = os.path.abspath(sys.argv[1])
     for tool in (NODE, MONGOSH, PYTHON):
@@ -123,18 +182,45 @@ def main():
                     failed += 1
                     print(f"FAIL {name} ({took:.1f}s)\n{out}", flush=True)
         finally:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                code = proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                code = "killed after 30s"
-        if code == 0:
+            failure = stop_server(proc, log_path)
+        if failure is None:
             passed += 1
             print("PASS server exits 0 on SIGTERM", flush=True)
         else:
             failed += 1
-            print(f"FAIL server exit on SIGTERM: {code}\n" + open(log_path).read()[-4000:], flush=True)
+            print(f"FAIL {failure}", flush=True)
+        for server, args, account, uri_for, env_for in cosmos_servers(binary, tmp):
+            dbpath = os.path.join(tmp, f"cosmos-{account}")
+            log_path = os.path.join(tmp, f"cosmos-{account}.log")
+            proc, port = start_server(binary, dbpath, log_path, args)
+            ca = os.path.join(dbpath, "tls", "ca.pem")
+            uri = uri_for(port, ca)
+            env = dict(
+                os.environ,
+                **env_for(ca),
+                MAYFLY_URI=uri,
+                MAYFLY_ACCOUNT=account,
+                MAYFLY_ANONYMOUS_URI=f"mongodb://localhost:{port}/?tls=true&tlsCAFile={ca}",
+                DO_NOT_TRACK="1",
+                MONGOSH_NO_UPDATE_CHECK="1",
+            )
+            try:
+                for client, scenario in cosmos_scenarios():
+                    started = time.time()
+                    code, out = scenario(uri, env)
+                    took = time.time() - started
+                    name = f"cosmos/{client} with the {server}"
+                    if code == 0:
+                        passed += 1
+                        print(f"PASS {name} ({took:.1f}s)", flush=True)
+                    else:
+                        failed += 1
+                        print(f"FAIL {name} ({took:.1f}s)\n{out}\n{uri}", flush=True)
+            finally:
+                failure = stop_server(proc, log_path)
+            if failure is not None:
+                failed += 1
+                print(f"FAIL {server}: {failure}", flush=True)
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 
