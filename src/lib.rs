@@ -21,7 +21,8 @@
 //! ```
 //!
 //! A module imports only from layers below it. `server` owns the listener, the connection limit
-//! and shutdown; `config` is the parsed command line, environment and config file.
+//! and shutdown; `config` is the parsed command line, environment and config file;
+//! `connection_string` is the URI the start-up log suggests.
 
 #![cfg_attr(
     not(test),
@@ -37,6 +38,7 @@ pub mod auth;
 pub mod clock;
 pub mod command;
 pub mod config;
+pub mod connection_string;
 pub mod engine;
 pub mod error;
 pub mod host;

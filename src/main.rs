@@ -73,8 +73,15 @@ async fn run(config: Config) -> ExitCode {
     }
     drop(shared);
     log_tls(&server);
+    let ca_file = server
+        .tls()
+        .and_then(|tls| tls.dev.as_ref())
+        .map(|dev| dev.ca_file.clone());
     for addr in server.local_addrs() {
         tracing::info!(address = %addr, port = addr.port(), "waiting for connections");
+        let uri =
+            mayfly::connection_string::suggest(addr, &server.shared().config, ca_file.as_deref());
+        tracing::info!(uri = %uri, "connect with");
     }
     server.run(shutdown_signal()).await;
     ExitCode::SUCCESS

@@ -371,6 +371,13 @@ async fn small_introspection_commands_have_their_shapes() {
         0,
         "the configured port (0 = pick one)"
     );
+    assert_eq!(net.get_document("tls").unwrap(), &doc! {"mode": "disabled"});
+    let security = opts
+        .get_document("parsed")
+        .unwrap()
+        .get_document("security")
+        .unwrap();
+    assert_eq!(security, &doc! {"authorization": "disabled"});
 }
 
 #[tokio::test]

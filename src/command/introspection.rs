@@ -43,6 +43,21 @@ pub fn build_info() -> Document {
 
 pub fn cmd_line_opts(shared: &Shared) -> Document {
     let c = &shared.config;
+    // mongod's `net.tls` section; the key password appears only as `<password>`.
+    let mut tls = doc! {"mode": c.tls.mode.name()};
+    if let Some(file) = &c.tls.certificate_key_file {
+        tls.insert("certificateKeyFile", file.display().to_string());
+    }
+    if c.tls.certificate_key_file_password.is_some() {
+        tls.insert("certificateKeyFilePassword", "<password>");
+    }
+    if let Some(file) = &c.tls.ca_file {
+        tls.insert("CAFile", file.display().to_string());
+    }
+    if c.tls.allow_connections_without_certificates {
+        tls.insert("allowConnectionsWithoutCertificates", true);
+    }
+    let authorization = if c.auth { "enabled" } else { "disabled" };
     doc! {
         "argv": c.argv.clone(),
         "parsed": {
@@ -50,7 +65,9 @@ pub fn cmd_line_opts(shared: &Shared) -> Document {
                 "bindIp": c.bind_ips.join(","),
                 "port": i32::from(c.port),
                 "maxIncomingConnections": i64::from(c.max_conns),
+                "tls": tls,
             },
+            "security": {"authorization": authorization},
             "storage": {"dbPath": c.dbpath.display().to_string()},
             "systemLog": {"format": format!("{:?}", c.log_format).to_lowercase(), "level": c.log_level.clone()},
             "operationProfiling": {"slowOpThresholdMs": i64::try_from(c.slow_ms).unwrap_or(i64::MAX)},
