@@ -247,9 +247,63 @@ fn dictionary() {
     std::fs::write("mongo.dict", out).unwrap();
 }
 
+/// SCRAM conversations (selector byte, client-first, 0, client-final, 0, third message) with
+/// the fuzz target's credentials: a correct one for each mechanism, with and without
+/// `skipEmptyExchange`, and common mistakes.
+fn scram() {
+    use base64::engine::general_purpose::STANDARD;
+    use base64::Engine;
+    use mayfly::auth::credentials::{hmac, salted_password};
+    use mayfly::auth::Mechanism;
+    for (selector, mechanism) in [(0u8, Mechanism::ScramSha1), (1, Mechanism::ScramSha256)] {
+        let first_bare = "n=user,r=clientNonce";
+        let nonce = "clientNoncefuzzServerNonce";
+        let salt = b"fuzz-salt-16byte";
+        let server_first = format!("r={nonce},s={},i=4096", STANDARD.encode(salt));
+        let without_proof = format!("c=biws,r={nonce}");
+        let auth_message = format!("{first_bare},{server_first},{without_proof}");
+        let salted = salted_password(mechanism, "user", "pencil", salt, 4096).unwrap();
+        let client_key = hmac(mechanism, &salted, b"Client Key").unwrap();
+        let stored_key = mayfly::auth::credentials::hash(mechanism, &client_key);
+        let signature = hmac(mechanism, &stored_key, auth_message.as_bytes()).unwrap();
+        let proof: Vec<u8> = client_key
+            .iter()
+            .zip(&signature)
+            .map(|(k, s)| k ^ s)
+            .collect();
+        let finals = [
+            format!("{without_proof},p={}", STANDARD.encode(&proof)),
+            format!("{without_proof},p={}", STANDARD.encode([0u8; 20])),
+            format!("c=eSws,r={nonce},p={}", STANDARD.encode(&proof)),
+            format!("c=biws,r=other,p={}", STANDARD.encode(&proof)),
+        ];
+        for flag in [0u8, 2] {
+            for last in &finals {
+                let mut input = vec![selector | flag];
+                input.extend_from_slice(format!("n,,{first_bare}").as_bytes());
+                input.push(0);
+                input.extend_from_slice(last.as_bytes());
+                input.push(0);
+                write("scram", &input);
+            }
+        }
+        for first in [
+            "y,,n=user,r=x",
+            "n,a=user,n=user,r=x",
+            "p=tls-unique,,n=u,r=x",
+            "n,,n=us=2Cer=3D,r=x,e=ext",
+        ] {
+            let mut input = vec![selector];
+            input.extend_from_slice(first.as_bytes());
+            write("scram", &input);
+        }
+    }
+}
+
 fn main() {
     dictionary();
     wire();
+    scram();
     let docs = documents();
     let with_docs = |first: Document| {
         let mut v = vec![first];
