@@ -4,7 +4,8 @@
 //!
 //! `cargo bench --bench connect -- [--seconds 5] [--tasks 4] [--params '&...'] [--uri URI]`
 //!
-//! Phases, for each variant (plain; TLS with the generated CA):
+//! Phases, for each variant (plain; TLS with the generated CA; and each again authenticated with
+//! SCRAM-SHA-256 as the in-process server's account user, or as `--userinfo` with `--uri`):
 //! - `connect`: a fresh driver client (`maxPoolSize=1`) per iteration connects, handshakes and
 //!   runs `ping`, then shuts down; `--tasks` tasks at once. The driver opens two connections
 //!   per client (its monitor and the pooled one), so this is the cost a short-lived process
@@ -12,16 +13,17 @@
 //! - `find_one by _id`: one client, one connection, sequential point reads: the latency TLS
 //!   adds to every request.
 //!
-//! `--params` is appended to every variant's connection string (say, credentials' `authSource`
-//! and `authMechanism` once authentication exists; put `user:password@` in `--userinfo`), so an
-//! authenticated variant needs no code. Measures only: nothing here asserts on time.
+//! `--params` is appended to every variant's connection string. With `--uri`, `--userinfo`
+//! (`user:password@`, percent-encoded) adds the authenticated variants. A fresh authenticated
+//! client pays the driver's PBKDF2 (15,000 iterations for SCRAM-SHA-256) on the client side;
+//! the server only checks HMACs. Measures only: nothing here asserts on time.
 
 mod common;
 
 use clap::Parser;
 use common::{millis, percentile, BoxError};
 use mayfly::clock::SystemClock;
-use mayfly::config::{Config, TlsMode};
+use mayfly::config::{Config, Secret, TlsMode};
 use mayfly::server::Server;
 use mongodb::bson::{doc, Document};
 use mongodb::options::ClientOptions;
@@ -30,6 +32,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const DB: &str = "mayfly_bench";
+const BENCH_USER: &str = "bench";
+const BENCH_KEY: &str = "bench/key+with=signs";
 const DOCS: i64 = 1000;
 
 #[derive(Debug, Parser)]
@@ -66,12 +70,16 @@ struct Variant {
 async fn main() -> Result<(), BoxError> {
     let args = Args::parse();
     let dir = tempfile::tempdir()?;
-    let (_server, host, ca_file) = match &args.uri {
+    let (server, host, ca_file) = match &args.uri {
         Some(host) => (None, host.clone(), args.ca_file.clone().unwrap_or_default()),
         None => {
             let mut config = Config::for_tests(dir.path());
             config.enable_test_commands = false;
             config.tls.mode = TlsMode::AllowTls;
+            // The account user the authenticated variants log in as (authentication is not
+            // required, so the other variants connect without credentials).
+            config.cosmos_account = Some(BENCH_USER.to_owned());
+            config.cosmos_key = Secret::new(BENCH_KEY);
             let bound = Server::bind(config, Arc::new(SystemClock::new())).await?;
             let ca = bound
                 .tls()
@@ -83,23 +91,47 @@ async fn main() -> Result<(), BoxError> {
             (Some(server), addr.to_string(), ca)
         }
     };
-    let base = format!("mongodb://{}{host}/?directConnection=true", args.userinfo);
-    let variants = [
+    let base = format!("mongodb://{host}/?directConnection=true");
+    let tls = format!("&tls=true&tlsCAFile={ca_file}");
+    let mut variants = vec![
         Variant {
             name: "plain",
             uri: format!("{base}{}", args.params),
         },
         Variant {
             name: "TLS",
-            uri: format!("{base}&tls=true&tlsCAFile={ca_file}{}", args.params),
+            uri: format!("{base}{tls}{}", args.params),
         },
     ];
+    let userinfo = match (&server, args.userinfo.as_str()) {
+        (Some(_), "") => format!(
+            "{BENCH_USER}:{}@",
+            BENCH_KEY
+                .replace('/', "%2F")
+                .replace('+', "%2B")
+                .replace('=', "%3D")
+        ),
+        (_, given) => given.to_owned(),
+    };
+    if !userinfo.is_empty() {
+        let authed = format!(
+            "mongodb://{userinfo}{host}/?directConnection=true&authMechanism=SCRAM-SHA-256"
+        );
+        variants.push(Variant {
+            name: "SCRAM",
+            uri: format!("{authed}{}", args.params),
+        });
+        variants.push(Variant {
+            name: "TLS+SCRAM",
+            uri: format!("{authed}{tls}{}", args.params),
+        });
+    }
     let phase = Duration::from_secs_f64(args.seconds);
     println!(
         "mayfly connect bench: {:.1} s per phase, {} connect tasks, {}",
         args.seconds,
         args.tasks,
-        if _server.is_some() {
+        if server.is_some() {
             "in-process server (allowTLS, generated certificates)"
         } else {
             &host
@@ -109,7 +141,7 @@ async fn main() -> Result<(), BoxError> {
     for variant in &variants {
         let (clients, elapsed, latencies) = connect_phase(&variant.uri, args.tasks, phase).await?;
         println!(
-            "{:<6} connect+ping      {:>8.1} clients/s   p50 {:>9}  p99 {:>9}   ({clients} fresh clients)",
+            "{:<9} connect+ping      {:>8.1} clients/s   p50 {:>9}  p99 {:>9}   ({clients} fresh clients)",
             variant.name,
             clients as f64 / elapsed.as_secs_f64(),
             millis(percentile(&latencies, 0.50)),
@@ -119,7 +151,7 @@ async fn main() -> Result<(), BoxError> {
     for variant in &variants {
         let (ops, elapsed, latencies) = find_phase(&variant.uri, phase).await?;
         println!(
-            "{:<6} find_one by _id   {:>8.1} ops/s       p50 {:>9}  p99 {:>9}   (1 connection, sequential)",
+            "{:<9} find_one by _id   {:>8.1} ops/s       p50 {:>9}  p99 {:>9}   (1 connection, sequential)",
             variant.name,
             ops as f64 / elapsed.as_secs_f64(),
             millis(percentile(&latencies, 0.50)),

@@ -171,6 +171,17 @@ async fn users_see_and_change_themselves_and_grants_apply_at_once() {
     me.run_command(doc! {"insert": "c", "documents": [{}]})
         .await
         .unwrap();
+    // connectionStatus shows the roles checked now, not those of the login.
+    let status = me.run_command(doc! {"connectionStatus": 1}).await.unwrap();
+    let roles = status
+        .get_document("authInfo")
+        .unwrap()
+        .get_array("authenticatedUserRoles")
+        .unwrap();
+    assert!(
+        roles.contains(&Bson::Document(doc! {"role": "readWrite", "db": "app"})),
+        "{roles:?}"
+    );
     me.run_command(doc! {"updateUser": "me", "pwd": "new-pw"})
         .await
         .unwrap();

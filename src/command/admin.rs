@@ -117,17 +117,16 @@ pub fn whats_my_uri(conn: &Connection) -> Document {
     doc! {"you": conn.peer.to_string(), "ok": 1.0}
 }
 
-/// `connectionStatus`: the user this connection authenticated as and that user's roles.
-/// Privileges (`showPrivileges: true`) are listed empty: roles are not expanded into them here.
-pub fn connection_status(conn: &Connection, req: &Request<'_>) -> Document {
+/// `connectionStatus`: the user this connection authenticated as, that user's roles as stored
+/// now (what authorization checks), and with `showPrivileges: true` what those roles grant.
+pub fn connection_status(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Document {
     let show_privileges = req.body.get("showPrivileges").is_some_and(is_truthy);
-    let users: Vec<Bson> = conn
-        .authenticated
+    let current = super::authz::current_users(shared, conn);
+    let users: Vec<Bson> = current
         .iter()
         .map(|u| Bson::Document(doc! {"user": u.name.as_str(), "db": u.db.as_str()}))
         .collect();
-    let mut roles: Vec<&crate::auth::RoleName> =
-        conn.authenticated.iter().flat_map(|u| &u.roles).collect();
+    let mut roles: Vec<&crate::auth::RoleName> = current.iter().flat_map(|u| &u.roles).collect();
     roles.sort();
     roles.dedup();
     let roles: Vec<Bson> = roles
@@ -139,8 +138,7 @@ pub fn connection_status(conn: &Connection, req: &Request<'_>) -> Document {
         "authenticatedUserRoles": roles,
     };
     if show_privileges {
-        let granted: Vec<crate::auth::RoleName> = conn
-            .authenticated
+        let granted: Vec<crate::auth::RoleName> = current
             .iter()
             .flat_map(|u| u.roles.iter().cloned())
             .collect();

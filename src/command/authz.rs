@@ -54,15 +54,11 @@ pub enum Access {
 /// One requirement: any one of `actions` on `resource`.
 type Need<'a> = (Resource<'a>, &'static [Action]);
 
-/// Checks the request against the connection's users; with `--auth` off everything is allowed.
-pub fn check(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Result<Access> {
-    if !shared.config.auth {
-        return Ok(Access::Allowed);
-    }
+/// The connection's users with their roles as stored now: a grant, a revoke or a dropped user
+/// (no roles) applies to open connections at once.
+pub fn current_users(shared: &Shared, conn: &Connection) -> Vec<AuthenticatedUser> {
     let catalog = shared.engine.catalog();
-    // Roles as stored now: a grant, a revoke or a dropped user applies to open connections.
-    let users: Vec<AuthenticatedUser> = conn
-        .authenticated
+    conn.authenticated
         .iter()
         .map(|u| AuthenticatedUser {
             db: u.db.clone(),
@@ -72,10 +68,18 @@ pub fn check(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Result<Ac
                 .map(|stored| stored.roles.clone())
                 .unwrap_or_default(),
         })
-        .collect();
+        .collect()
+}
+
+/// Checks the request against the connection's users; with `--auth` off everything is allowed.
+pub fn check(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Result<Access> {
+    if !shared.config.auth {
+        return Ok(Access::Allowed);
+    }
+    let users = current_users(shared, conn);
     let caller = Caller {
         users: &users,
-        localhost_exception: !catalog.has_users() && conn.peer.ip().is_loopback(),
+        localhost_exception: !shared.engine.catalog().has_users() && conn.peer.ip().is_loopback(),
     };
     authorize(&caller, req.name, req.db, req.body)
 }

@@ -272,7 +272,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             .await
         }
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn).into()),
-        C::ConnectionStatus => Ok(admin::connection_status(conn, req).into()),
+        C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req).into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
         C::StartSession => Ok(sessions::start_session().into()),
         C::EndSessions | C::RefreshSessions | C::KillSessions | C::KillAllSessions => {
