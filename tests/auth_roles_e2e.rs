@@ -131,6 +131,157 @@ async fn each_role_allows_its_actions_and_refuses_the_rest() {
     keeper.run_command(doc! {"dbStats": 1}).await.unwrap();
 }
 
+/// Every built-in role through an authenticated driver client: a command its privileges allow
+/// runs, and one they do not is refused with 13. Commands are (database, command document).
+#[tokio::test]
+async fn every_built_in_role_allows_and_refuses_as_mongod() {
+    let server = server_with_root().await;
+    let root = login(&server, "admin", "root", ROOT_PASSWORD).await;
+    for db in ["app", "other"] {
+        root.database(db)
+            .run_command(doc! {"insert": "c", "documents": [{"a": 1}]})
+            .await
+            .unwrap();
+    }
+    let find = |db: &'static str| (db, doc! {"find": "c"});
+    let insert = |db: &'static str| (db, doc! {"insert": "c", "documents": [{"a": 2}]});
+    let create_user =
+        |db: &'static str, name: &str| (db, doc! {"createUser": name, "pwd": "pw", "roles": []});
+    type Case = (
+        &'static str,
+        &'static str,
+        Vec<(&'static str, Document)>,
+        Vec<(&'static str, Document)>,
+    );
+    let table: Vec<Case> = vec![
+        (
+            "read",
+            "app",
+            vec![find("app"), ("app", doc! {"listCollections": 1})],
+            vec![insert("app"), find("other")],
+        ),
+        (
+            "readWrite",
+            "app",
+            vec![
+                insert("app"),
+                (
+                    "app",
+                    doc! {"createIndexes": "c", "indexes": [{"key": {"a": 1}, "name": "a_1"}]},
+                ),
+            ],
+            vec![
+                ("app", doc! {"dropDatabase": 1}),
+                create_user("app", "rw_made"),
+            ],
+        ),
+        (
+            "dbAdmin",
+            "app",
+            vec![
+                ("app", doc! {"dbStats": 1}),
+                ("app", doc! {"collStats": "c"}),
+            ],
+            vec![find("app"), create_user("app", "dba_made")],
+        ),
+        (
+            "userAdmin",
+            "app",
+            vec![
+                create_user("app", "ua_made"),
+                ("app", doc! {"usersInfo": 1}),
+            ],
+            vec![find("app"), create_user("other", "ua_elsewhere")],
+        ),
+        (
+            "dbOwner",
+            "app",
+            vec![find("app"), insert("app"), create_user("app", "owner_made")],
+            vec![find("other")],
+        ),
+        (
+            "readAnyDatabase",
+            "admin",
+            vec![
+                find("app"),
+                find("other"),
+                ("admin", doc! {"listDatabases": 1}),
+            ],
+            vec![insert("other")],
+        ),
+        (
+            "readWriteAnyDatabase",
+            "admin",
+            vec![insert("other"), find("app")],
+            vec![create_user("other", "rwa_made")],
+        ),
+        (
+            "userAdminAnyDatabase",
+            "admin",
+            vec![create_user("other", "uaa_made")],
+            vec![find("other")],
+        ),
+        (
+            "dbAdminAnyDatabase",
+            "admin",
+            vec![("other", doc! {"dbStats": 1})],
+            vec![find("other")],
+        ),
+        (
+            "clusterMonitor",
+            "admin",
+            vec![
+                ("admin", doc! {"serverStatus": 1}),
+                ("admin", doc! {"currentOp": 1}),
+            ],
+            vec![find("app"), ("admin", doc! {"killOp": 1, "op": 12345})],
+        ),
+        (
+            "clusterAdmin",
+            "admin",
+            vec![
+                ("admin", doc! {"serverStatus": 1}),
+                ("admin", doc! {"killOp": 1, "op": 12345}),
+            ],
+            vec![find("app")],
+        ),
+        (
+            "root",
+            "admin",
+            vec![
+                find("other"),
+                insert("app"),
+                create_user("other", "root_made"),
+            ],
+            vec![],
+        ),
+    ];
+    for (role, role_db, allowed, refused) in table {
+        let name = format!("has_{role}");
+        add_user(
+            &root,
+            role_db,
+            &name,
+            Bson::Array(vec![Bson::Document(doc! {"role": role, "db": role_db})]),
+        )
+        .await;
+        let client = login(&server, role_db, &name, "pw").await;
+        for (db, cmd) in allowed {
+            if let Err(e) = client.database(db).run_command(cmd.clone()).await {
+                panic!("{role}@{role_db} should run {cmd} on {db}: {e}");
+            }
+        }
+        for (db, cmd) in refused {
+            let (code, message) = fails_with(&client.database(db), cmd.clone()).await;
+            assert_eq!(code, 13, "{role}@{role_db} ran {cmd} on {db}: {message}");
+            assert!(
+                message.starts_with(&format!("not authorized on {db} to execute command")),
+                "{message}"
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn list_databases_shows_a_user_only_its_databases() {
     let server = server_with_root().await;
