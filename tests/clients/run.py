@@ -122,6 +122,23 @@ def cosmos_scenarios():
     yield "pymongo", lambda uri, env: run([str(PYTHON), str(cosmos / "crud.py")], env)
 
 
+def run_all(named_scenarios, uri, env):
+    """Runs each (name, scenario) with the connection string; prints PASS or FAIL (with the
+    client's output and the string) for each and returns (passed, failed)."""
+    passed = failed = 0
+    for name, scenario in named_scenarios:
+        started = time.time()
+        code, out = scenario(uri, env)
+        took = time.time() - started
+        if code == 0:
+            passed += 1
+            print(f"PASS {name} ({took:.1f}s)", flush=True)
+        else:
+            failed += 1
+            print(f"FAIL {name} ({took:.1f}s)\n{out}\n{uri}", flush=True)
+    return passed, failed
+
+
 def stop_server(proc, log_path):
     """SIGTERM, then a clean exit within 30 s; returns the failure, or None."""
     proc.send_signal(signal.SIGTERM)
@@ -171,16 +188,7 @@ def main():
         env = dict(os.environ, MAYFLY_URI=uri, DO_NOT_TRACK="1", MONGOSH_NO_UPDATE_CHECK="1")
         passed = failed = 0
         try:
-            for name, scenario in scenarios():
-                started = time.time()
-                code, out = scenario(uri, env)
-                took = time.time() - started
-                if code == 0:
-                    passed += 1
-                    print(f"PASS {name} ({took:.1f}s)", flush=True)
-                else:
-                    failed += 1
-                    print(f"FAIL {name} ({took:.1f}s)\n{out}", flush=True)
+            passed, failed = run_all(scenarios(), uri, env)
         finally:
             failure = stop_server(proc, log_path)
         if failure is None:
@@ -205,17 +213,9 @@ def main():
                 MONGOSH_NO_UPDATE_CHECK="1",
             )
             try:
-                for client, scenario in cosmos_scenarios():
-                    started = time.time()
-                    code, out = scenario(uri, env)
-                    took = time.time() - started
-                    name = f"cosmos/{client} with the {server}"
-                    if code == 0:
-                        passed += 1
-                        print(f"PASS {name} ({took:.1f}s)", flush=True)
-                    else:
-                        failed += 1
-                        print(f"FAIL {name} ({took:.1f}s)\n{out}\n{uri}", flush=True)
+                named = ((f"cosmos/{client} with the {server}", scenario) for client, scenario in cosmos_scenarios())
+                ok, bad = run_all(named, uri, env)
+                passed, failed = passed + ok, failed + bad
             finally:
                 failure = stop_server(proc, log_path)
             if failure is not None:
