@@ -164,6 +164,7 @@ error_codes! {
     UserNotFound = 11,
     RoleNotFound = 31,
     Location51003 = 51003,
+    Location5739000 = 5739000,
     Location5745700 = 5745700,
     Location5745701 = 5745701,
     Location5745702 = 5745702,

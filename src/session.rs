@@ -10,7 +10,8 @@
 //! read into a side buffer and handed back to the decoder afterwards (none is lost), and end of
 //! stream kills the operation (`KillReason::Disconnected`) so its work stops.
 //!
-//! Removed and unknown opcodes are answered as mongod 7.0 answers them (`legacy`).
+//! Removed and unknown opcodes are answered as mongod 7.0 answers them (`legacy`); the legacy
+//! probes old drivers send on every connection fail as on mongod but are logged at debug level.
 //!
 //! The connection is opened by `tls::accept` (plain, or TLS after a handshake in this task);
 //! the request loop is generic over the stream and reads it only through `AsyncRead`, so TLS
@@ -61,6 +62,12 @@ const NEVER_COMPRESSED: &[&str] = &[
     "copydbgetnonce",
     "copydb",
 ];
+
+/// Commands old drivers send on every connection although mongod 7.0 refuses them: the C#
+/// and Java drivers' `getLastError` after the handshake (5739000 over OP_MSG, 352 over
+/// OP_QUERY) and `getnonce` (removed in 6.2: 59). Their failures are expected, so they are
+/// logged at debug level instead of as failed commands.
+const LEGACY_PROBES: &[&str] = &["getLastError", "getlasterror", "getnonce"];
 
 /// Serves one accepted connection: opens it under the TLS mode (`tls` is `None` when TLS is
 /// disabled), then runs the request loop until it ends.
@@ -357,7 +364,13 @@ async fn run_logged(
     let (name, reply) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
     if let Reply::Document(failed) = &reply {
-        if reply.is_error() {
+        if reply.is_error() && LEGACY_PROBES.contains(&name.as_str()) {
+            tracing::debug!(
+                command = %name,
+                code = failed.get_i32("code").unwrap_or_default(),
+                "legacy probe refused"
+            );
+        } else if reply.is_error() {
             tracing::info!(
                 command = %name,
                 code = failed.get_i32("code").unwrap_or_default(),

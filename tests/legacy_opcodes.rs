@@ -2,12 +2,13 @@
 //! send, answered as mongod 7.0 answers them (its `ServiceEntryPointCommon` op runners):
 //! OP_QUERY outside `$cmd` and OP_GET_MORE get an error OP_REPLY; OP_INSERT, OP_UPDATE,
 //! OP_DELETE and OP_KILL_CURSORS close the connection; unknown opcodes are ignored; all the
-//! removed ones are counted in `opcounters.deprecated` and logged as deprecated.
+//! removed ones are counted in `opcounters.deprecated`. `getLastError` fails with 5739000,
+//! `getnonce` does not exist, and neither is logged as a failed command.
 
 mod common;
 
 use bson::{doc, Bson, Document};
-use common::TestServer;
+use common::{error_code, TestServer};
 use mayfly::wire::client::{self, Reply};
 use mayfly::wire::Compressor;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -220,6 +221,70 @@ async fn a_compressed_op_get_more_is_answered_compressed() {
     hello_answers(&mut conn, 20).await;
 }
 
+#[tokio::test]
+async fn get_last_error_fails_with_5739000_and_getnonce_does_not_exist() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let table: [(&str, i32, &str, &str); 3] = [
+        (
+            "getLastError",
+            5739000,
+            "Location5739000",
+            "getLastError command is not supported",
+        ),
+        (
+            "getlasterror",
+            5739000,
+            "Location5739000",
+            "getLastError command is not supported",
+        ),
+        (
+            "getnonce",
+            59,
+            "CommandNotFound",
+            "no such command: 'getnonce'",
+        ),
+    ];
+    for (name, code, code_name, message) in table {
+        for db in ["admin", "test"] {
+            let err = client
+                .database(db)
+                .run_command(doc! {name: 1})
+                .await
+                .unwrap_err();
+            assert_eq!(error_code(&err), Some(code), "{name}");
+            let mongodb::error::ErrorKind::Command(c) = err.kind.as_ref() else {
+                panic!("{err}")
+            };
+            assert_eq!(
+                (c.code_name.as_str(), c.message.as_str()),
+                (code_name, message)
+            );
+        }
+    }
+    // Over OP_QUERY (the C# driver's fallback probe) it is not an allowed command: 352.
+    let mut conn = server.raw().await;
+    conn.send(&client::op_query(1, "admin.$cmd", &doc! {"getlasterror": 1}).unwrap())
+        .await;
+    let reply = conn.read().await.expect("a reply");
+    assert_eq!(reply.op_code, 1);
+    assert_eq!(reply.document.get_i32("code"), Ok(352));
+    assert_eq!(
+        reply.document.get_str("errmsg"),
+        Ok(format!("Unsupported OP_QUERY command: getlasterror. {REMOVAL_DOC}").as_str())
+    );
+}
+
+#[tokio::test]
+async fn get_last_error_needs_no_authentication() {
+    let server = TestServer::start_with(|c| c.auth = true).await;
+    let mut conn = server.raw().await;
+    let reply = conn
+        .command(1, &doc! {"getLastError": 1, "$db": "admin"})
+        .await;
+    assert_eq!(reply.document.get_i32("code"), Ok(5739000));
+}
+
 /// Everything the server logs at info and above, for the whole test binary.
 fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
     static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
@@ -250,7 +315,7 @@ impl std::io::Write for LogSink {
 }
 
 #[tokio::test]
-async fn deprecations_warn_once_per_connection() {
+async fn probes_are_not_logged_as_failed_commands_and_deprecations_warn_once() {
     let logs = captured_logs();
     let server = TestServer::start().await;
     // Log lines name the connection id, which each test's server counts from 1: this test
@@ -265,6 +330,20 @@ async fn deprecations_warn_once_per_connection() {
             break (conn, id);
         }
     };
+    for (i, name) in [
+        "getLastError",
+        "getlasterror",
+        "getnonce",
+        "legacyProbeControl",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let reply = conn
+            .command(10 + i as i32, &doc! {name: 1, "$db": "admin"})
+            .await;
+        assert_eq!(reply.document.get("ok"), Some(&Bson::Double(0.0)));
+    }
     for request_id in [20, 21] {
         conn.send(&client::raw_message(request_id, 2005, &get_more_payload()))
             .await;
@@ -273,9 +352,19 @@ async fn deprecations_warn_once_per_connection() {
     hello_answers(&mut conn, 30).await;
 
     let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
-    let warnings: Vec<&str> = text
+    let this_conn: Vec<&str> = text
         .lines()
         .filter(|l| l.contains(&format!("conn{{id={id}}}")))
+        .collect();
+    let failed: Vec<&&str> = this_conn
+        .iter()
+        .filter(|l| l.contains("command failed"))
+        .collect();
+    // The control command is logged, so the capture works; the probes are not.
+    assert_eq!(failed.len(), 1, "{failed:#?}");
+    assert!(failed[0].contains("legacyProbeControl"), "{failed:#?}");
+    let warnings: Vec<&&str> = this_conn
+        .iter()
         .filter(|l| l.contains("deprecated operation requested"))
         .collect();
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
