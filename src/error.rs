@@ -164,6 +164,11 @@ error_codes! {
     UserNotFound = 11,
     RoleNotFound = 31,
     Location51003 = 51003,
+    Location5739000 = 5739000,
+    Location5745700 = 5745700,
+    Location5745701 = 5745701,
+    Location5745702 = 5745702,
+    Location5745703 = 5745703,
 }
 
 /// A failure a client can cause (or an internal one), carrying mongod's code and message.

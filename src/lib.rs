@@ -5,9 +5,10 @@
 //!
 //! ```text
 //! socket bytes
-//!   -> wire      frame, decode OP_MSG / OP_QUERY / OP_COMPRESSED, encode replies
+//!   -> wire      frame, decode OP_MSG / OP_QUERY / OP_COMPRESSED (and tell the removed legacy
+//!                opcodes apart), encode replies
 //!   -> session   one task per connection: TLS (tls: sniff, handshake, certificates), request
-//!                loop, compression, tracing span
+//!                loop, compression, tracing span, mongod 7.0's answers to removed opcodes
 //!   -> command   one `match` on the command name -> a module per family
 //!   -> engine    catalog, executor (planner, plan stages, explain), documents, indexes, cursors,
 //!                TTL visibility, group-commit writer, index builds, reaper

@@ -10,22 +10,27 @@
 //! read into a side buffer and handed back to the decoder afterwards (none is lost), and end of
 //! stream kills the operation (`KillReason::Disconnected`) so its work stops.
 //!
+//! Removed and unknown opcodes are answered as mongod 7.0 answers them (`legacy`); the legacy
+//! probes old drivers send on every connection fail as on mongod but are logged at debug level.
+//!
 //! The connection is opened by `tls::accept` (plain, or TLS after a handshake in this task);
 //! the request loop is generic over the stream and reads it only through `AsyncRead`, so TLS
 //! records are never read past.
 
+mod legacy;
+
 use crate::clock::Stopwatch;
 use crate::command::{self, Connection, Shared};
 use crate::engine::{Interrupt, KillReason};
-use crate::error::{Error, ErrorCode};
 use crate::protocol::Reply;
 use crate::status::CompressionCounters;
 use crate::tls::accept::{self, Opened};
 use crate::tls::ServerTls;
 use crate::wire::{Compressor, Incoming, MessageCodec, Outgoing, ReplyBody, Request, WireError};
-use bson::{doc, Bson, Document};
+use bson::{Bson, Document};
 use bytes::BytesMut;
 use futures::{SinkExt, StreamExt};
+use legacy::{Answer, DeprecationLog};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +62,12 @@ const NEVER_COMPRESSED: &[&str] = &[
     "copydbgetnonce",
     "copydb",
 ];
+
+/// Commands old drivers send on every connection although mongod 7.0 refuses them: the C#
+/// and Java drivers' `getLastError` after the handshake (5739000 over OP_MSG, 352 over
+/// OP_QUERY) and `getnonce` (removed in 6.2: 59). Their failures are expected, so they are
+/// logged at debug level instead of as failed commands.
+const LEGACY_PROBES: &[&str] = &["getLastError", "getlasterror", "getnonce"];
 
 /// Serves one accepted connection: opens it under the TLS mode (`tls` is `None` when TLS is
 /// disabled), then runs the request loop until it ends.
@@ -134,6 +145,7 @@ async fn request_loop<S>(
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
+    let mut deprecations = DeprecationLog::default();
     loop {
         let next = tokio::select! {
             biased;
@@ -174,7 +186,13 @@ where
             closed: false,
         };
         let reply = {
-            let work = handle(shared, conn, incoming, Arc::clone(&interrupt));
+            let work = handle(
+                shared,
+                conn,
+                incoming,
+                Arc::clone(&interrupt),
+                &mut deprecations,
+            );
             tokio::pin!(work);
             tokio::select! {
                 biased;
@@ -190,8 +208,17 @@ where
         // its replies), then ends when the decoder reaches the end.
         let pipelined = peer.pipelined;
         framed.read_buffer_mut().extend_from_slice(&pipelined);
-        let Some(reply) = reply else {
-            continue;
+        let reply = match reply {
+            Handled::Reply(reply) => reply,
+            Handled::Nothing => continue,
+            Handled::Close(err) => {
+                tracing::warn!(
+                    code = err.code.code(),
+                    error = %err.message,
+                    "closing connection after a removed legacy opcode"
+                );
+                return "removed legacy opcode";
+            }
         };
         let compressor = reply.compressor;
         let before = framed.codec().bytes_encoded;
@@ -251,13 +278,23 @@ fn is_disconnect(e: &std::io::Error) -> bool {
     )
 }
 
-/// Runs one request; `None` when no reply may be sent (`moreToCome`).
+/// What became of one request.
+enum Handled {
+    Reply(Outgoing),
+    /// No reply may be sent (`moreToCome`, an unknown opcode).
+    Nothing,
+    /// A removed write or killCursors opcode: mongod closes the connection.
+    Close(crate::error::Error),
+}
+
+/// Runs one request.
 async fn handle(
     shared: &Arc<Shared>,
     conn: &mut Connection,
     incoming: Incoming,
     interrupt: Arc<Interrupt>,
-) -> Option<Outgoing> {
+    deprecations: &mut DeprecationLog,
+) -> Handled {
     let response_to = incoming.header.request_id;
     match incoming.request {
         Request::Msg(msg) => {
@@ -266,36 +303,52 @@ async fn handle(
                 Err(e) => (String::new(), Reply::Document(e.to_reply())),
             };
             if msg.flags.more_to_come() {
-                return None;
+                return Handled::Nothing;
             }
             let body = match reply {
                 Reply::Document(d) => ReplyBody::Msg(d),
                 Reply::Raw(r) => ReplyBody::RawMsg(r),
             };
-            Some(Outgoing {
+            Handled::Reply(Outgoing {
                 response_to,
                 body,
                 compressor: reply_compressor(incoming.compressor, &name),
             })
         }
         Request::Query(query) => {
-            let db = query.command_database().map(str::to_owned);
-            let reply = match (db, query.query) {
-                (None, _) => legacy_query_refused(),
-                (Some(_), Err(e)) => e.to_reply(),
-                (Some(db), Ok(body)) => {
-                    run_logged(shared, conn, unwrap_query(body), Some(&db), interrupt)
-                        .await
-                        .1
-                        .into_document()
-                }
+            let Some(db) = query.command_database().map(str::to_owned) else {
+                return Handled::Reply(Outgoing {
+                    response_to,
+                    body: ReplyBody::ReplyFailure(legacy::query_refused(
+                        &shared.counters,
+                        deprecations,
+                    )),
+                    compressor: None,
+                });
             };
-            Some(Outgoing {
+            let reply = match query.query {
+                Err(e) => e.to_reply(),
+                Ok(body) => run_logged(shared, conn, unwrap_query(body), Some(&db), interrupt)
+                    .await
+                    .1
+                    .into_document(),
+            };
+            Handled::Reply(Outgoing {
                 response_to,
                 body: ReplyBody::Reply(reply),
                 compressor: None,
             })
         }
+        Request::Legacy(op) => match legacy::answer(&shared.counters, op, deprecations) {
+            Answer::Failure(doc) => Handled::Reply(Outgoing {
+                response_to,
+                body: ReplyBody::ReplyFailure(doc),
+                // mongod answers a compressed request in kind.
+                compressor: incoming.compressor,
+            }),
+            Answer::Nothing => Handled::Nothing,
+            Answer::Close(err) => Handled::Close(err),
+        },
     }
 }
 
@@ -311,7 +364,13 @@ async fn run_logged(
     let (name, reply) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
     if let Reply::Document(failed) = &reply {
-        if reply.is_error() {
+        if reply.is_error() && LEGACY_PROBES.contains(&name.as_str()) {
+            tracing::debug!(
+                command = %name,
+                code = failed.get_i32("code").unwrap_or_default(),
+                "legacy probe refused"
+            );
+        } else if reply.is_error() {
             tracing::info!(
                 command = %name,
                 code = failed.get_i32("code").unwrap_or_default(),
@@ -346,15 +405,4 @@ fn unwrap_query(body: Document) -> Document {
         }
         _ => body,
     }
-}
-
-/// mongod's answer to an OP_QUERY that is not a command.
-fn legacy_query_refused() -> Document {
-    let err = Error::new(
-        ErrorCode::Location5739101,
-        "OP_QUERY is no longer supported. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal",
-    );
-    let mut reply = doc! {"$err": err.message.as_str()};
-    reply.extend(err.to_reply());
-    reply
 }

@@ -18,6 +18,8 @@ pub struct Counters {
     pub op_delete: AtomicU64,
     pub op_getmore: AtomicU64,
     pub op_command: AtomicU64,
+    /// Requests with the opcodes removed in MongoDB 6.0 (mongod's `opcounters.deprecated`).
+    pub deprecated: DeprecatedOpCounters,
     /// Per compressor (snappy, zlib, zstd), as in mongod's `network.compression`.
     pub compression: [CompressionCounters; 3],
     /// TLS connections by negotiated version: 1.0, 1.1, 1.2, 1.3, unknown (mongod's
@@ -32,6 +34,44 @@ pub struct CompressionCounters {
     pub compressor_bytes_out: AtomicU64,
     pub decompressor_bytes_in: AtomicU64,
     pub decompressor_bytes_out: AtomicU64,
+}
+
+/// Removed legacy requests, by opcode. `insert` counts the documents an OP_INSERT carried;
+/// `query` counts OP_QUERY on a namespace that is not `<db>.$cmd`.
+#[derive(Debug, Default)]
+pub struct DeprecatedOpCounters {
+    pub insert: AtomicU64,
+    pub query: AtomicU64,
+    pub update: AtomicU64,
+    pub delete: AtomicU64,
+    pub getmore: AtomicU64,
+    pub killcursors: AtomicU64,
+}
+
+impl DeprecatedOpCounters {
+    /// `{total, insert, query, update, delete, getmore, killcursors}`, or `None` before the
+    /// first removed request (mongod leaves `opcounters.deprecated` out until then).
+    pub fn status(&self) -> Option<bson::Document> {
+        let fields = [
+            ("insert", Counters::get(&self.insert)),
+            ("query", Counters::get(&self.query)),
+            ("update", Counters::get(&self.update)),
+            ("delete", Counters::get(&self.delete)),
+            ("getmore", Counters::get(&self.getmore)),
+            ("killcursors", Counters::get(&self.killcursors)),
+        ];
+        let total = fields
+            .iter()
+            .fold(0i64, |sum, (_, n)| sum.saturating_add(*n));
+        if total == 0 {
+            return None;
+        }
+        let mut doc = bson::doc! {"total": total};
+        for (name, n) in fields {
+            doc.insert(name, n);
+        }
+        Some(doc)
+    }
 }
 
 /// The operation family a command is counted under in `opcounters`.

@@ -27,6 +27,8 @@ const WITHOUT_AUTH: &[&str] = &[
     "saslContinue",
     "authenticate",
     "getnonce",
+    "getLastError",
+    "getlasterror",
     "logout",
     "connectionStatus",
     "whatsmyuri",

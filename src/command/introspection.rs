@@ -138,14 +138,7 @@ fn all_sections(shared: &Shared, cmd: &Document) -> Document {
             "totalCreated": Counters::get(&c.connections_total_created),
             "rejected": Counters::get(&c.connections_rejected),
         },
-        "opcounters": {
-            "insert": Counters::get(&c.op_insert),
-            "query": Counters::get(&c.op_query),
-            "update": Counters::get(&c.op_update),
-            "delete": Counters::get(&c.op_delete),
-            "getmore": Counters::get(&c.op_getmore),
-            "command": Counters::get(&c.op_command),
-        },
+        "opcounters": opcounters_status(c),
         "network": {
             "bytesIn": Counters::get(&c.bytes_in),
             "bytesOut": Counters::get(&c.bytes_out),
@@ -238,6 +231,21 @@ fn writer_status(shared: &Shared) -> Document {
         "outOfDiskSpace": Counters::get(&w.out_of_space),
         "lastError": w.last_error().map_or(Bson::Null, Bson::String),
     }
+}
+
+fn opcounters_status(c: &Counters) -> Document {
+    let mut doc = doc! {
+        "insert": Counters::get(&c.op_insert),
+        "query": Counters::get(&c.op_query),
+        "update": Counters::get(&c.op_update),
+        "delete": Counters::get(&c.op_delete),
+        "getmore": Counters::get(&c.op_getmore),
+        "command": Counters::get(&c.op_command),
+    };
+    if let Some(deprecated) = c.deprecated.status() {
+        doc.insert("deprecated", deprecated);
+    }
+    doc
 }
 
 fn compression_status(c: &Counters) -> Document {

@@ -282,6 +282,11 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::SaslContinue => sasl::sasl_continue(shared, conn, req).map(Reply::from),
         C::Logout => auth::logout(conn, req).map(Reply::from),
         C::Authenticate => auth::authenticate(conn, req).map(Reply::from),
+        // mongod 7.0 keeps the command only to refuse it.
+        C::GetLastError | C::GetLastErrorLower => Err(Error::new(
+            ErrorCode::Location5739000,
+            "getLastError command is not supported",
+        )),
         C::Insert => awaiting_writer(req, insert::insert(shared, req)).await,
         C::Find => blocking(shared, req, find::find).await,
         C::GetMore => blocking(shared, req, cursor::get_more).await,

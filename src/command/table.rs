@@ -83,6 +83,8 @@ command_table! {
     SaslStart = "saslStart", Any, "Starts a SASL authentication conversation.";
     SaslContinue = "saslContinue", Any, "Continues a SASL authentication conversation.";
     Logout = "logout", Any, "Ends this connection's authentication on the database.";
+    GetLastError = "getLastError", Any, "Removed in MongoDB 5.1: always fails with 5739000.";
+    GetLastErrorLower = "getlasterror", Any, "Removed in MongoDB 5.1: always fails with 5739000.";
     Authenticate = "authenticate", Any, "Refused: the MONGODB-X509 and MONGODB-CR mechanisms are not enabled.";
     Insert = "insert", Any, "Inserts documents.";
     Find = "find", Any, "Queries a collection and opens a cursor over the result.";

@@ -1,11 +1,11 @@
 //! The client side of the protocol, for tests and tools that speak raw wire messages: build
-//! OP_MSG (with document sequences, flags, a checksum, compression) and OP_QUERY requests, and
-//! read the server's replies. The server itself never uses this module.
+//! OP_MSG (with document sequences, flags, a checksum, compression), OP_QUERY and legacy requests,
+//! and read the server's replies. The server itself never uses this module.
 
 use super::codec::{decode_frame, write_message, Request};
 use super::compression::Compressor;
 use super::header::{Header, OpCode, HEADER_LEN};
-use super::{op_msg, op_query, MsgFlags, WireError};
+use super::{legacy, op_msg, op_query, MsgFlags, WireError};
 use bson::Document;
 use bytes::BytesMut;
 
@@ -56,6 +56,43 @@ pub fn op_msg(
     Ok(out.to_vec())
 }
 
+/// Encodes a message of any opcode around `payload` (removed legacy opcodes, unknown ones).
+pub fn raw_message(request_id: i32, op_code: i32, payload: &[u8]) -> Vec<u8> {
+    let length = i32::try_from(HEADER_LEN + payload.len()).unwrap_or(i32::MAX);
+    let mut out = BytesMut::with_capacity(HEADER_LEN + payload.len());
+    Header {
+        length,
+        request_id,
+        response_to: 0,
+        op_code,
+    }
+    .write(&mut out);
+    out.extend_from_slice(payload);
+    out.to_vec()
+}
+
+/// Encodes a message of any opcode around `payload`, inside OP_COMPRESSED.
+pub fn raw_compressed(
+    request_id: i32,
+    op_code: i32,
+    payload: &[u8],
+    compressor: Compressor,
+) -> Result<Vec<u8>, WireError> {
+    let body = super::compression::compress(compressor, op_code, payload)?;
+    Ok(raw_message(request_id, OpCode::Compressed as i32, &body))
+}
+
+/// Encodes an OP_INSERT request carrying `documents`.
+pub fn op_insert(
+    request_id: i32,
+    namespace: &str,
+    documents: &[Document],
+) -> Result<Vec<u8>, WireError> {
+    let mut payload = Vec::new();
+    legacy::encode_insert_payload(namespace, documents, &mut payload)?;
+    Ok(raw_message(request_id, 2002, &payload))
+}
+
 /// Encodes an OP_QUERY request (`numberToReturn` -1, as drivers send for commands).
 pub fn op_query(request_id: i32, namespace: &str, query: &Document) -> Result<Vec<u8>, WireError> {
     let mut payload = Vec::new();
@@ -72,6 +109,8 @@ pub struct Reply {
     /// The opcode of the reply before any compression: OP_MSG (2013) or OP_REPLY (1).
     pub op_code: i32,
     pub compressed: bool,
+    /// OP_REPLY's `responseFlags` (0 for OP_MSG).
+    pub response_flags: i32,
     pub document: Document,
 }
 
@@ -79,8 +118,17 @@ pub struct Reply {
 pub fn read_reply(frame: &[u8]) -> Result<Reply, WireError> {
     let header = Header::parse(frame)?;
     let payload = frame.get(HEADER_LEN..).unwrap_or_default();
-    if header.op_code == OpCode::Reply as i32 {
-        let docs = op_query::parse_reply_payload(payload)?;
+    let inner = if header.op_code == OpCode::Compressed as i32 {
+        Some(super::compression::decompress(payload)?)
+    } else {
+        None
+    };
+    let (op_code, payload) = match &inner {
+        Some(d) => (d.original_op_code, d.payload.as_slice()),
+        None => (header.op_code, payload),
+    };
+    if op_code == OpCode::Reply as i32 {
+        let (response_flags, docs) = op_query::parse_reply_payload(payload)?;
         let document = docs
             .into_iter()
             .next()
@@ -88,7 +136,8 @@ pub fn read_reply(frame: &[u8]) -> Result<Reply, WireError> {
         return Ok(Reply {
             header,
             op_code: OpCode::Reply as i32,
-            compressed: false,
+            compressed: inner.is_some_and(|d| d.compressor.is_some()),
+            response_flags,
             document,
         });
     }
@@ -99,10 +148,14 @@ pub fn read_reply(frame: &[u8]) -> Result<Reply, WireError> {
             header,
             op_code: OpCode::Msg as i32,
             compressed,
+            response_flags: 0,
             document: msg
                 .body
                 .map_err(|e| WireError::malformed("OP_MSG", e.message))?,
         }),
-        Request::Query(_) => Err(WireError::malformed("reply", "OP_QUERY is not a reply")),
+        Request::Query(_) | Request::Legacy(_) => Err(WireError::malformed(
+            "reply",
+            format!("opcode {} is not a reply", header.op_code),
+        )),
     }
 }

@@ -2,6 +2,7 @@
 
 use super::compression::{self, Compressor};
 use super::header::{check_length, Header, OpCode, HEADER_LEN};
+use super::legacy::LegacyOp;
 use super::op_msg::{self, OpMsg};
 use super::op_query::{self, OpQuery};
 use super::{WireError, MAX_MESSAGE_SIZE};
@@ -15,6 +16,8 @@ use tokio_util::codec::{Decoder, Encoder};
 pub enum Request {
     Msg(OpMsg),
     Query(OpQuery),
+    /// A removed or unknown opcode: framed and answered (or not) as mongod does, never run.
+    Legacy(LegacyOp),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +37,8 @@ pub enum ReplyBody {
     /// An OP_MSG body already encoded.
     RawMsg(bson::RawDocumentBuf),
     Reply(Document),
+    /// An OP_REPLY with the `QueryFailure` flag: mongod's answer to a removed read opcode.
+    ReplyFailure(Document),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -85,44 +90,40 @@ impl Decoder for MessageCodec {
 pub fn decode_frame(frame: &[u8]) -> Result<Incoming, WireError> {
     let (header_bytes, payload) = frame.split_at(HEADER_LEN.min(frame.len()));
     let header = Header::parse(header_bytes)?;
-    match OpCode::from_i32(header.op_code)? {
-        OpCode::Compressed => {
-            let inner = compression::decompress(payload)?;
-            let original = OpCode::from_i32(inner.original_op_code)?;
-            if !matches!(original, OpCode::Msg | OpCode::Query) {
-                return Err(WireError::UnknownOpCode(inner.original_op_code));
-            }
-            // The checksum of a compressed OP_MSG covers the original, uncompressed message.
-            let original_header = Header {
-                length: i32::try_from(HEADER_LEN + inner.payload.len())
-                    .map_err(|_| WireError::BadLength(inner.payload.len() as i64))?,
-                op_code: inner.original_op_code,
-                ..header
-            };
-            let mut raw_header = BytesMut::with_capacity(HEADER_LEN);
-            original_header.write(&mut raw_header);
-            let request = decode_request(original, &raw_header, &inner.payload)?;
-            Ok(Incoming {
-                header,
-                compressor: inner.compressor,
-                original_length: HEADER_LEN + inner.payload.len(),
-                request,
-            })
-        }
-        op => Ok(Incoming {
+    if header.op_code != OpCode::Compressed as i32 {
+        return Ok(Incoming {
             header,
             compressor: None,
             original_length: frame.len(),
-            request: decode_request(op, header_bytes, payload)?,
-        }),
+            request: decode_request(header.op_code, header_bytes, payload)?,
+        });
     }
+    let inner = compression::decompress(payload)?;
+    // The checksum of a compressed OP_MSG covers the original, uncompressed message.
+    let original_header = Header {
+        length: i32::try_from(HEADER_LEN + inner.payload.len())
+            .map_err(|_| WireError::BadLength(inner.payload.len() as i64))?,
+        op_code: inner.original_op_code,
+        ..header
+    };
+    let mut raw_header = BytesMut::with_capacity(HEADER_LEN);
+    original_header.write(&mut raw_header);
+    let request = decode_request(inner.original_op_code, &raw_header, &inner.payload)?;
+    Ok(Incoming {
+        header,
+        compressor: inner.compressor,
+        original_length: HEADER_LEN + inner.payload.len(),
+        request,
+    })
 }
 
-fn decode_request(op: OpCode, header: &[u8], payload: &[u8]) -> Result<Request, WireError> {
-    match op {
-        OpCode::Msg => Ok(Request::Msg(op_msg::parse(header, payload)?)),
-        OpCode::Query => Ok(Request::Query(op_query::parse(payload)?)),
-        OpCode::Reply | OpCode::Compressed => Err(WireError::UnknownOpCode(op as i32)),
+fn decode_request(op_code: i32, header: &[u8], payload: &[u8]) -> Result<Request, WireError> {
+    match op_code {
+        c if c == OpCode::Msg as i32 => Ok(Request::Msg(op_msg::parse(header, payload)?)),
+        c if c == OpCode::Query as i32 => Ok(Request::Query(op_query::parse(payload)?)),
+        // One compression layer only: a compressed message inside another cannot be framed.
+        c if c == OpCode::Compressed as i32 => Err(WireError::UnknownOpCode(c)),
+        other => Ok(Request::Legacy(LegacyOp::from_request(other, payload))),
     }
 }
 
@@ -143,7 +144,12 @@ impl Encoder<Outgoing> for MessageCodec {
             }
             ReplyBody::Reply(doc) => {
                 let mut p = Vec::new();
-                op_query::encode_reply_payload(doc, &mut p)?;
+                op_query::encode_reply_payload(doc, 0, &mut p)?;
+                (OpCode::Reply, p)
+            }
+            ReplyBody::ReplyFailure(doc) => {
+                let mut p = Vec::new();
+                op_query::encode_reply_payload(doc, op_query::QUERY_FAILURE, &mut p)?;
                 (OpCode::Reply, p)
             }
         };

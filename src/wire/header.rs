@@ -5,7 +5,7 @@ use bytes::{BufMut, BytesMut};
 
 pub const HEADER_LEN: usize = 16;
 
-/// The opcodes mayfly reads or writes. Legacy write opcodes (2001–2007) are framing errors.
+/// The opcodes mayfly serves or writes. Every other request opcode is a `LegacyOp`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OpCode {
     Reply = 1,

@@ -1,5 +1,5 @@
 //! The MongoDB wire protocol: message framing, OP_MSG, the legacy OP_QUERY handshake with its
-//! OP_REPLY, and OP_COMPRESSED.
+//! OP_REPLY, OP_COMPRESSED, and the removed legacy opcodes (told apart, never run).
 //!
 //! Owns: bytes to requests and replies to bytes, with every length checked before anything is
 //! allocated. Does not own: what a command means (the `command` layer) or the socket (`session`).
@@ -13,12 +13,14 @@ pub mod client;
 mod codec;
 mod compression;
 mod header;
+mod legacy;
 mod op_msg;
 mod op_query;
 
 pub use codec::{Incoming, MessageCodec, Outgoing, ReplyBody, Request};
 pub use compression::Compressor;
 pub use header::{Header, OpCode, HEADER_LEN};
+pub use legacy::LegacyOp;
 pub use op_msg::{MsgFlags, OpMsg};
 pub use op_query::OpQuery;
 

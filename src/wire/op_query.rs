@@ -52,10 +52,17 @@ pub fn parse(payload: &[u8]) -> Result<OpQuery, WireError> {
     })
 }
 
-/// Encodes an OP_REPLY payload carrying one document: responseFlags 0, cursorID 0,
+/// OP_REPLY's `QueryFailure` flag: the one document is an error with `$err`.
+pub const QUERY_FAILURE: i32 = 1 << 1;
+
+/// Encodes an OP_REPLY payload carrying one document: `response_flags`, cursorID 0,
 /// startingFrom 0, numberReturned 1.
-pub fn encode_reply_payload(doc: &Document, out: &mut Vec<u8>) -> Result<(), WireError> {
-    out.extend_from_slice(&0i32.to_le_bytes());
+pub fn encode_reply_payload(
+    doc: &Document,
+    response_flags: i32,
+    out: &mut Vec<u8>,
+) -> Result<(), WireError> {
+    out.extend_from_slice(&response_flags.to_le_bytes());
     out.extend_from_slice(&0i64.to_le_bytes());
     out.extend_from_slice(&0i32.to_le_bytes());
     out.extend_from_slice(&1i32.to_le_bytes());
@@ -79,10 +86,10 @@ pub fn encode_request_payload(
         .map_err(|e| WireError::malformed("request", e.to_string()))
 }
 
-/// Parses an OP_REPLY payload into its documents (used by tests and tools).
-pub fn parse_reply_payload(payload: &[u8]) -> Result<Vec<Document>, WireError> {
+/// Parses an OP_REPLY payload into its response flags and documents (used by tests and tools).
+pub fn parse_reply_payload(payload: &[u8]) -> Result<(i32, Vec<Document>), WireError> {
     let mut r = Reader::new(payload, "OP_REPLY");
-    let _flags = r.i32()?;
+    let flags = r.i32()?;
     r.take(8)?;
     let _starting_from = r.i32()?;
     let count = r.i32()?;
@@ -94,5 +101,5 @@ pub fn parse_reply_payload(payload: &[u8]) -> Result<Vec<Document>, WireError> {
                 .map_err(|e| WireError::malformed("OP_REPLY", e.message))?,
         );
     }
-    Ok(docs)
+    Ok((flags, docs))
 }
