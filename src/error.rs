@@ -63,6 +63,7 @@ error_codes! {
     IndexAlreadyExists = 68,
     InvalidOptions = 72,
     InvalidNamespace = 73,
+    NoReplicationEnabled = 76,
     IndexOptionsConflict = 85,
     IndexKeySpecsConflict = 86,
     OperationFailed = 96,

@@ -5,6 +5,7 @@ use clap::Parser;
 use mayfly::clock::{Clock, ManualClock, SystemClock};
 use mayfly::config::{Cli, ClockKind, Config, LogFormat};
 use mayfly::server::Server;
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
@@ -115,11 +116,32 @@ fn log_tls(server: &Server) {
     }
 }
 
+/// The storage library's crates: their routine lines (creating, recovering, flushing) are
+/// not the operator's business; warnings and errors still show.
+const QUIET_LIBRARIES: &[&str] = &["fjall", "lsm_tree"];
+
+/// The log filter: the configured level or directives, plus the storage library's crates at
+/// `warn` unless the directives name them or ask for `debug`/`trace` everywhere.
+fn log_filter(level: &str) -> String {
+    let mut filter = level.to_owned();
+    let verbose = level
+        .split(',')
+        .any(|d| matches!(d.trim(), "debug" | "trace"));
+    for library in QUIET_LIBRARIES {
+        if !verbose && !level.contains(library) {
+            filter.push_str(&format!(",{library}=warn"));
+        }
+    }
+    filter
+}
+
 fn init_logging(config: &Config) -> Result<(), String> {
-    let filter = EnvFilter::try_new(&config.log_level)
+    let filter = EnvFilter::try_new(log_filter(&config.log_level))
         .map_err(|e| format!("invalid --log-level {:?}: {e}", config.log_level))?;
+    // Colour only for a person at a terminal: never escape codes in files and pipes.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     let result = match config.log_format {
         LogFormat::Human => builder.try_init(),
@@ -153,5 +175,25 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => tracing::info!("received SIGINT"),
         _ = term => tracing::info!("received SIGTERM"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::log_filter;
+
+    #[test]
+    fn the_storage_library_is_quiet_unless_asked_for() {
+        assert_eq!(log_filter("info"), "info,fjall=warn,lsm_tree=warn");
+        assert_eq!(log_filter("warn"), "warn,fjall=warn,lsm_tree=warn");
+        assert_eq!(log_filter("debug"), "debug", "debug shows everything");
+        assert_eq!(
+            log_filter("info,mayfly=trace"),
+            "info,mayfly=trace,fjall=warn,lsm_tree=warn"
+        );
+        assert_eq!(
+            log_filter("info,fjall=debug"),
+            "info,fjall=debug,lsm_tree=warn"
+        );
     }
 }

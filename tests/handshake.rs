@@ -444,3 +444,25 @@ async fn authentication_fails_cleanly_because_there_are_no_users() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn replica_set_status_on_a_standalone_is_mongods_76() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let err = client
+        .database("admin")
+        .run_command(doc! {"replSetGetStatus": 1})
+        .await
+        .unwrap_err();
+    let mongodb::error::ErrorKind::Command(failure) = err.kind.as_ref() else {
+        panic!("{err}")
+    };
+    assert_eq!(
+        (
+            failure.code,
+            failure.code_name.as_str(),
+            failure.message.as_str()
+        ),
+        (76, "NoReplicationEnabled", "not running with --replSet")
+    );
+}

@@ -257,6 +257,8 @@ async fn test_commands_exist_only_when_enabled_and_only_on_admin_ttl_23() {
     for cmd in [doc! {"advanceClock": 1}, doc! {"reaper": "pause"}] {
         let err = client.database("admin").run_command(cmd).await.unwrap_err();
         assert_eq!(error_code(&err), Some(59));
+        // The answer names the flag that enables it.
+        assert!(err.to_string().contains("--enable-test-commands"), "{err}");
     }
     let enabled = TestServer::start().await;
     let client = enabled.client().await;

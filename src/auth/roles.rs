@@ -63,6 +63,7 @@ actions! {
     ListSessions = "listSessions",
     Remove = "remove",
     RenameCollectionSameDb = "renameCollectionSameDB",
+    ReplSetGetStatus = "replSetGetStatus",
     RevokeRole = "revokeRole",
     ServerStatus = "serverStatus",
     Update = "update",
@@ -139,6 +140,7 @@ const CLUSTER_MONITOR: &[Action] = &[
     A::Inprog,
     A::ListDatabases,
     A::ListSessions,
+    A::ReplSetGetStatus,
     A::ServerStatus,
 ];
 

@@ -267,6 +267,7 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::GetCmdLineOpts => cluster(&[A::GetCmdLineOpts]),
         C::HostInfo => cluster(&[A::HostInfo]),
         C::ServerStatus => cluster(&[A::ServerStatus]),
+        C::ReplSetGetStatus => cluster(&[A::ReplSetGetStatus]),
         C::ListDatabases => cluster(&[A::ListDatabases]),
         C::CurrentOp => cluster(&[A::Inprog]),
         C::KillOp => cluster(&[A::Killop]),

@@ -243,14 +243,20 @@ async fn awaiting_writer(
 
 /// The command a name refers to, if this server has it (test commands only when enabled).
 pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
-    CommandName::from_name(name)
-        .filter(|c| !c.scope().is_test() || shared.config.enable_test_commands)
-        .ok_or_else(|| {
-            Error::new(
-                ErrorCode::CommandNotFound,
-                format!("no such command: '{name}'"),
-            )
-        })
+    match CommandName::from_name(name) {
+        Some(c) if !c.scope().is_test() || shared.config.enable_test_commands => Ok(c),
+        // mongod's answer for a command it lacks, and what turns this one on.
+        Some(_) => Err(Error::new(
+            ErrorCode::CommandNotFound,
+            format!(
+                "no such command: '{name}' (a test command: start mayfly with --enable-test-commands to enable it)"
+            ),
+        )),
+        None => Err(Error::new(
+            ErrorCode::CommandNotFound,
+            format!("no such command: '{name}'"),
+        )),
+    }
 }
 
 async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>) -> Result<Reply> {
@@ -272,6 +278,10 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             .await
         }
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn).into()),
+        C::ReplSetGetStatus => Err(Error::new(
+            ErrorCode::NoReplicationEnabled,
+            "not running with --replSet",
+        )),
         C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req).into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
         C::StartSession => Ok(sessions::start_session().into()),

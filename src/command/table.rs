@@ -72,6 +72,7 @@ command_table! {
     GetCmdLineOpts = "getCmdLineOpts", Admin, "The command line and the options it resolved to.";
     HostInfo = "hostInfo", Any, "Facts about the host machine.";
     ServerStatus = "serverStatus", Any, "Counters and state of the running server.";
+    ReplSetGetStatus = "replSetGetStatus", Admin, "Replica-set status; a standalone answers 76 NoReplicationEnabled, as mongod.";
     WhatsMyUri = "whatsmyuri", Any, "The client's address as the server sees it.";
     ConnectionStatus = "connectionStatus", Any, "Authentication state of this connection.";
     ListCommands = "listCommands", Any, "Lists every command this server implements.";

@@ -10,4 +10,8 @@ if (!db.adminCommand({ listCommands: 1 }).commands.ping) throw new Error('listCo
 let threw = false;
 try { db.runCommand({ noSuchCommand: 1 }); } catch (e) { threw = e.code === 59; }
 if (!threw) throw new Error('unknown command did not raise 59');
+// rs.status() on a standalone: mongod's 76, not a missing command.
+let rsCode = null;
+try { rs.status(); } catch (e) { rsCode = e.code; }
+if (rsCode !== 76) throw new Error('rs.status() gave ' + rsCode + ', not 76');
 print('ok');
