@@ -63,11 +63,19 @@ const NEVER_COMPRESSED: &[&str] = &[
     "copydb",
 ];
 
-/// Commands old drivers send on every connection although mongod 7.0 refuses them: the C#
-/// and Java drivers' `getLastError` after the handshake (5739000 over OP_MSG, 352 over
-/// OP_QUERY) and `getnonce` (removed in 6.2: 59). Their failures are expected, so they are
-/// logged at debug level instead of as failed commands.
-const LEGACY_PROBES: &[&str] = &["getLastError", "getlasterror", "getnonce"];
+/// Commands clients send on every connection although a standalone mongod 7.0 refuses them:
+/// the C# and Java drivers' `getLastError` after the handshake (5739000 over OP_MSG, 352 over
+/// OP_QUERY), `getnonce` (removed in 6.2: 59), and mongosh's `atlasVersion` (59 anywhere but
+/// Atlas). Their failures are expected, so they are logged at debug level instead of as failed
+/// commands.
+const LEGACY_PROBES: &[&str] = &["getLastError", "getlasterror", "getnonce", "atlasVersion"];
+
+/// Whether a failed command is a client's expected probe: one of [`LEGACY_PROBES`], or
+/// mongosh's `{getParameter: "foo"}` at start, which mongod also answers 72 "no option found
+/// to get".
+fn is_expected_probe(name: &str, code: i32) -> bool {
+    LEGACY_PROBES.contains(&name) || (name == "getParameter" && code == 72)
+}
 
 /// Serves one accepted connection: opens it under the TLS mode (`tls` is `None` when TLS is
 /// disabled), then runs the request loop until it ends.
@@ -364,16 +372,13 @@ async fn run_logged(
     let (name, reply) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
     if let Reply::Document(failed) = &reply {
-        if reply.is_error() && LEGACY_PROBES.contains(&name.as_str()) {
-            tracing::debug!(
-                command = %name,
-                code = failed.get_i32("code").unwrap_or_default(),
-                "legacy probe refused"
-            );
+        let code = failed.get_i32("code").unwrap_or_default();
+        if reply.is_error() && is_expected_probe(&name, code) {
+            tracing::debug!(command = %name, code, "client probe refused");
         } else if reply.is_error() {
             tracing::info!(
                 command = %name,
-                code = failed.get_i32("code").unwrap_or_default(),
+                code,
                 errmsg = failed.get_str("errmsg").unwrap_or_default(),
                 duration_ms = millis as u64,
                 "command failed"

@@ -221,6 +221,18 @@ async fn get_parameter_answers_as_mongod() {
             .unwrap(),
         "7.0"
     );
+    // What mongosh reads at start: the default verbosity, every component inheriting it.
+    let verbosity = admin_command(
+        &server,
+        doc! {"getParameter": 1, "logComponentVerbosity": 1},
+    )
+    .await;
+    let components = verbosity.get_document("logComponentVerbosity").unwrap();
+    assert_eq!(components.get_i32("verbosity").unwrap(), 0);
+    assert_eq!(
+        components.get_document("storage").unwrap(),
+        &doc! {"verbosity": -1}
+    );
     assert!(
         fcv.get("enableTestCommands").is_none(),
         "only what was asked for"

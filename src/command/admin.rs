@@ -24,7 +24,33 @@ fn parameters(shared: &Shared) -> Vec<(&'static str, Bson)> {
         ),
         ("cursorTimeoutMillis", Bson::Int64(600_000)),
         ("logLevel", Bson::Int32(0)),
+        ("logComponentVerbosity", log_component_verbosity()),
     ]
+}
+
+/// mongod's `logComponentVerbosity` as a server started without `-v` reports it: the default
+/// verbosity 0, and every component inheriting it (-1). mayfly's log levels are set with
+/// `--log-level`; this parameter is read-only here (mongosh reads it at start).
+fn log_component_verbosity() -> Bson {
+    let mut verbosity = doc! {"verbosity": 0};
+    for component in [
+        "accessControl",
+        "command",
+        "control",
+        "executor",
+        "geo",
+        "index",
+        "network",
+        "query",
+        "replication",
+        "sharding",
+        "storage",
+        "write",
+        "transaction",
+    ] {
+        verbosity.insert(component, doc! {"verbosity": -1});
+    }
+    Bson::Document(verbosity)
 }
 
 pub fn get_parameter(shared: &Shared, req: &Request<'_>) -> Result<Document> {

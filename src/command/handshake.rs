@@ -33,7 +33,8 @@ pub fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Resul
             return Err(super::args::wrong_type(name, "client", client, "object"));
         };
         conn.client_metadata = Some(meta.clone());
-        tracing::info!(
+        // The connection's open and close lines name the client; the whole document is detail.
+        tracing::debug!(
             conn = conn.id,
             remote = %conn.peer,
             client = %conn.client_summary(),
