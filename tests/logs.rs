@@ -64,3 +64,40 @@ fn a_piped_log_has_no_colour_codes_and_no_storage_library_chatter() {
         assert!(log.contains("mayfly starting"), "{start}: {log}");
     }
 }
+
+#[test]
+fn a_second_server_on_the_same_directory_names_the_process_that_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut first = Command::new(env!("CARGO_BIN_EXE_mayfly"))
+        .args(["--port", "0", "--dbpath"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mayfly starts");
+    let stderr = first.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    while let Some(Ok(line)) = lines.next() {
+        if line.contains("waiting for connections") {
+            break;
+        }
+    }
+    let second = Command::new(env!("CARGO_BIN_EXE_mayfly"))
+        .args(["--port", "0", "--dbpath"])
+        .arg(dir.path())
+        .stdin(Stdio::null())
+        .output()
+        .expect("the second server runs");
+    let _ = first.kill();
+    let _ = first.wait();
+    let text = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "is in use by process {}: is another mayfly already running on it?",
+            first.id()
+        )),
+        "{text}"
+    );
+}

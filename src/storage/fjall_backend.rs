@@ -72,6 +72,8 @@ pub struct FjallBackend {
     keyspaces: Arc<Handles>,
     path: PathBuf,
     reserve_bytes: u64,
+    /// Declared last, so the directory stays locked until every handle is closed.
+    _lock: super::lock::DirLock,
 }
 
 impl FjallBackend {
@@ -82,6 +84,7 @@ impl FjallBackend {
 
     pub fn open_with(path: &Path, config: &FjallConfig) -> Result<Self, StorageError> {
         std::fs::create_dir_all(path)?;
+        let lock = super::lock::DirLock::acquire(path)?;
         let db = SingleWriterTxDatabase::builder(path)
             .cache_size(config.cache_bytes)
             .manual_journal_persist(true)
@@ -95,6 +98,7 @@ impl FjallBackend {
         };
         Ok(FjallBackend {
             db,
+            _lock: lock,
             keyspaces: Arc::new(keyspaces),
             path: path.to_path_buf(),
             reserve_bytes: config.reserve_bytes,

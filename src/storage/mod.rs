@@ -29,9 +29,12 @@
 //! `PersistMode::Buffer` (written to the OS, survives a process crash but not a power loss).
 //! Snapshots are `read_tx()` snapshots: a sequence number, so taking one is O(1).
 
+use std::path::PathBuf;
+
 pub mod faults;
 pub mod fjall_backend;
 pub mod keys;
+pub mod lock;
 pub mod memory;
 pub mod store;
 
@@ -290,6 +293,12 @@ pub enum StorageError {
     EmptyKey,
     #[error("storage engine error: {0}")]
     Engine(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// Another server (or another engine in this process) has the data directory open.
+    #[error(
+        "the data directory {} is in use by {holder}: is another mayfly already running on it?",
+        dir.display()
+    )]
+    Locked { dir: PathBuf, holder: String },
 }
 
 impl StorageError {
