@@ -7,11 +7,11 @@ mod common;
 use common::auth::{add_user, ScramClient};
 use common::bson::spec::BinarySubtype;
 use common::bson::{doc, Binary, Bson, Document};
+use common::logs::captured_logs;
 use common::{RawConnection, TestServer};
 use mayfly::auth::Mechanism;
 use mayfly::wire::client;
 use mongodb::options::{AuthMechanism, Credential};
-use std::sync::{Arc, Mutex, OnceLock};
 
 const BOTH: &[Mechanism] = &[Mechanism::ScramSha1, Mechanism::ScramSha256];
 
@@ -627,35 +627,6 @@ async fn protocol_errors_get_mongods_codes() {
         status.get_array("authenticatedUsers").unwrap(),
         &vec![Bson::Document(doc! {"user": "alice", "db": "admin"})]
     );
-}
-
-/// Everything the server logs at info and above, for the whole test binary.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&logs);
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(move || LogSink(Arc::clone(&sink)))
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).unwrap();
-        logs
-    })
-    .clone()
-}
-
-struct LogSink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[tokio::test]

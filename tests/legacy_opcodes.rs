@@ -8,10 +8,10 @@
 mod common;
 
 use bson::{doc, Bson, Document};
+use common::logs::captured_logs;
 use common::{error_code, TestServer};
 use mayfly::wire::client::{self, Reply};
 use mayfly::wire::Compressor;
-use std::sync::{Arc, Mutex, OnceLock};
 
 const REMOVAL_DOC: &str = "The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal";
 
@@ -283,35 +283,6 @@ async fn get_last_error_needs_no_authentication() {
         .command(1, &doc! {"getLastError": 1, "$db": "admin"})
         .await;
     assert_eq!(reply.document.get_i32("code"), Ok(5739000));
-}
-
-/// Everything the server logs at info and above, for the whole test binary.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&logs);
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .with_writer(move || LogSink(Arc::clone(&sink)))
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).unwrap();
-        logs
-    })
-    .clone()
-}
-
-struct LogSink(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[tokio::test]
