@@ -23,7 +23,8 @@
 //!
 //! A module imports only from layers below it. `server` owns the listener, the connection limit
 //! and shutdown; `config` is the parsed command line, environment and config file;
-//! `connection_string` is the URI the start-up log suggests.
+//! `connection_string` is the URI the start-up log suggests; `recent_log` keeps the last log
+//! lines for `getLog`.
 
 #![cfg_attr(
     not(test),
@@ -45,6 +46,7 @@ pub mod error;
 pub mod host;
 pub mod protocol;
 pub mod query;
+pub mod recent_log;
 pub mod server;
 pub mod session;
 pub mod status;

@@ -8,6 +8,8 @@ use mayfly::server::Server;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -138,14 +140,17 @@ fn log_filter(level: &str) -> String {
 fn init_logging(config: &Config) -> Result<(), String> {
     let filter = EnvFilter::try_new(log_filter(&config.log_level))
         .map_err(|e| format!("invalid --log-level {:?}: {e}", config.log_level))?;
-    // Colour only for a person at a terminal: never escape codes in files and pipes.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    // Colour only for a person at a terminal: never escape codes in files and pipes. Every
+    // event also goes to the recent-lines ring `getLog: "global"` reads.
+    let output = tracing_subscriber::fmt::layer()
         .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
+    let registry = tracing_subscriber::registry()
+        .with(filter)
+        .with(mayfly::recent_log::RecentLayer);
     let result = match config.log_format {
-        LogFormat::Human => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Human => registry.with(output).try_init(),
+        LogFormat::Json => registry.with(output.json().flatten_event(true)).try_init(),
     };
     result.map_err(|e| format!("cannot set up logging: {e}"))
 }

@@ -90,11 +90,19 @@ pub fn get_parameter(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 }
 
 /// The logs `getLog` can read.
-const LOG_NAMES: &[&str] = &["startupWarnings"];
+const LOG_NAMES: &[&str] = &["global", "startupWarnings"];
 
 pub fn get_log(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     match req.body.get("getLog") {
         Some(Bson::String(name)) if name == "*" => Ok(doc! {"names": LOG_NAMES, "ok": 1.0}),
+        Some(Bson::String(name)) if name == "global" => {
+            let (total, lines) = crate::recent_log::global().snapshot();
+            Ok(doc! {
+                "totalLinesWritten": i32::try_from(total).unwrap_or(i32::MAX),
+                "log": lines,
+                "ok": 1.0,
+            })
+        }
         Some(Bson::String(name)) if name == "startupWarnings" => {
             let lines = startup_warning_lines(shared);
             Ok(doc! {

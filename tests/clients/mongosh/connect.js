@@ -10,6 +10,12 @@ if (!db.adminCommand({ listCommands: 1 }).commands.ping) throw new Error('listCo
 let threw = false;
 try { db.runCommand({ noSuchCommand: 1 }); } catch (e) { threw = e.code === 59; }
 if (!threw) throw new Error('unknown command did not raise 59');
+// show log's command: the server's recent lines, each one of mongod's structured JSON lines.
+const recent = db.adminCommand({ getLog: 'global' });
+if (!recent.log.some((l) => JSON.parse(l).msg === 'waiting for connections')) {
+  throw new Error('getLog global lacks the start-up line: ' + EJSON.stringify(recent.log.slice(0, 5)));
+}
+if (!db.adminCommand({ getLog: '*' }).names.includes('global')) throw new Error('getLog * lacks global');
 // rs.status() on a standalone: mongod's 76, not a missing command.
 let rsCode = null;
 try { rs.status(); } catch (e) { rsCode = e.code; }
