@@ -52,6 +52,14 @@ impl Credentials {
         }
     }
 
+    /// Sets (or replaces) the keys of `mechanism`.
+    pub fn set(&mut self, mechanism: Mechanism, credential: ScramCredential) {
+        match mechanism {
+            Mechanism::ScramSha1 => self.sha1 = Some(credential),
+            Mechanism::ScramSha256 => self.sha256 = Some(credential),
+        }
+    }
+
     /// The mechanisms this user has keys for, SCRAM-SHA-1 first (mongod's order).
     pub fn mechanisms(&self) -> Vec<Mechanism> {
         Mechanism::ALL

@@ -159,10 +159,7 @@ pub async fn build_credentials(
             } else {
                 ScramCredential::generate_from_digest(&password)?
             };
-            match mechanism {
-                Mechanism::ScramSha1 => credentials.sha1 = Some(credential),
-                Mechanism::ScramSha256 => credentials.sha256 = Some(credential),
-            }
+            credentials.set(mechanism, credential);
         }
         Ok(credentials)
     })
@@ -170,25 +167,52 @@ pub async fn build_credentials(
     .map_err(|e| Error::internal(format!("key derivation failed: {e}")))?
 }
 
+/// The fields `createUser` and `updateUser` share, checked the same way for both. What must
+/// be present differs, and `roles` is parsed by each command after its own checks (mongod's
+/// order of errors): each command decides.
+struct UserArgs<'a> {
+    name: &'a str,
+    password: Option<&'a str>,
+    custom_data: Option<Document>,
+    mechanisms: Option<Vec<Mechanism>>,
+    digest_password: bool,
+}
+
+impl<'a> UserArgs<'a> {
+    fn parse(cmd: &'a Document, command: &str, db: &str) -> Result<UserArgs<'a>> {
+        check_fields(
+            cmd,
+            command,
+            &["pwd", "roles", "customData", "mechanisms", "digestPassword"],
+        )?;
+        let name = user_name(cmd, command)?;
+        check_user_db(db, command)?;
+        Ok(UserArgs {
+            name,
+            password: parse_password(cmd, command)?,
+            custom_data: optional_doc(cmd, command, "customData")?.cloned(),
+            mechanisms: parse_mechanisms(cmd, command)?,
+            digest_password: optional_bool(cmd, command, "digestPassword")?.unwrap_or(true),
+        })
+    }
+}
+
 pub async fn create_user(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
-    const COMMAND: &str = "createUser";
-    check_fields(
-        cmd,
-        COMMAND,
-        &["pwd", "roles", "customData", "mechanisms", "digestPassword"],
-    )?;
-    let name = user_name(cmd, COMMAND)?;
-    check_user_db(req.db, COMMAND)?;
-    let password = parse_password(cmd, COMMAND)?.ok_or_else(|| {
+    let UserArgs {
+        name,
+        password,
+        custom_data,
+        mechanisms,
+        digest_password,
+    } = UserArgs::parse(cmd, "createUser", req.db)?;
+    let password = password.ok_or_else(|| {
         Error::bad_value(
             "Must provide a 'pwd' field for all user documents, except those with '$external' as the user's source db",
         )
     })?;
-    let roles = parse_roles(cmd, COMMAND, req.db)?;
-    let custom_data = optional_doc(cmd, COMMAND, "customData")?.cloned();
-    let mechanisms = parse_mechanisms(cmd, COMMAND)?.unwrap_or_else(|| Mechanism::ALL.to_vec());
-    let digest_password = optional_bool(cmd, COMMAND, "digestPassword")?.unwrap_or(true);
+    let roles = parse_roles(cmd, "createUser", req.db)?;
+    let mechanisms = mechanisms.unwrap_or_else(|| Mechanism::ALL.to_vec());
     if shared.engine.catalog().user(req.db, name).is_some() {
         return Err(already_exists(name, req.db));
     }
@@ -224,22 +248,17 @@ fn already_exists(name: &str, db: &str) -> Error {
 
 pub async fn update_user(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
-    const COMMAND: &str = "updateUser";
-    check_fields(
-        cmd,
-        COMMAND,
-        &["pwd", "roles", "customData", "mechanisms", "digestPassword"],
-    )?;
-    let name = user_name(cmd, COMMAND)?;
-    check_user_db(req.db, COMMAND)?;
-    let password = parse_password(cmd, COMMAND)?;
+    let UserArgs {
+        name,
+        password,
+        custom_data,
+        mechanisms,
+        digest_password,
+    } = UserArgs::parse(cmd, "updateUser", req.db)?;
     let roles = match cmd.get("roles") {
-        Some(_) => Some(parse_roles(cmd, COMMAND, req.db)?),
+        Some(_) => Some(parse_roles(cmd, "updateUser", req.db)?),
         None => None,
     };
-    let custom_data = optional_doc(cmd, COMMAND, "customData")?.cloned();
-    let mechanisms = parse_mechanisms(cmd, COMMAND)?;
-    let digest_password = optional_bool(cmd, COMMAND, "digestPassword")?.unwrap_or(true);
     if password.is_none() && roles.is_none() && custom_data.is_none() && mechanisms.is_none() {
         return Err(Error::bad_value(
             "Must specify at least one field to update in updateUser",
@@ -262,15 +281,12 @@ pub async fn update_user(shared: &Shared, req: &Request<'_>) -> Result<Document>
         (None, Some(mechanisms)) => {
             let mut narrowed = Credentials::default();
             for mechanism in mechanisms {
-                match (mechanism, existing.credentials.get(*mechanism)) {
-                    (Mechanism::ScramSha1, Some(c)) => narrowed.sha1 = Some(c.clone()),
-                    (Mechanism::ScramSha256, Some(c)) => narrowed.sha256 = Some(c.clone()),
-                    (_, None) => {
-                        return Err(Error::bad_value(
-                            "mechanisms field must be a subset of previously set mechanisms",
-                        ))
-                    }
-                }
+                let Some(credential) = existing.credentials.get(*mechanism) else {
+                    return Err(Error::bad_value(
+                        "mechanisms field must be a subset of previously set mechanisms",
+                    ));
+                };
+                narrowed.set(*mechanism, credential.clone());
             }
             Some(narrowed)
         }
