@@ -8,6 +8,7 @@
 //! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
 //! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
+//! - [`expr`]: the expression language: `Expression::compile` once, `eval` per document.
 //! - [`regex`]: the `$regex` matcher (a PCRE subset with a step budget).
 //! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
 //! - [`update`]: `Update::parse`, `apply` with an `UpdateContext`; `upsert_seed`.
@@ -16,6 +17,7 @@
 
 pub mod compare;
 pub mod depth;
+pub mod expr;
 pub mod filter;
 pub mod path;
 pub mod projection;
