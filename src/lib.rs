@@ -10,11 +10,14 @@
 //!   -> session   one task per connection: TLS (tls: sniff, handshake, certificates), request
 //!                loop, compression, tracing span, mongod 7.0's answers to removed opcodes
 //!   -> command   one `match` on the command name -> a module per family
+//!   -> pipeline  aggregation: stages parsed once, the leading $match/$sort/$skip/$limit handed
+//!                to the executor, the rest run over document streams
 //!   -> engine    catalog, executor (planner, plan stages, explain), documents, indexes, cursors,
 //!                TTL visibility, group-commit writer, index builds, reaper
 //!   -> storage   ordered keyspaces with snapshots and atomic write batches: fjall on disk, or
 //!                in memory (`--storage memory`)
-//!   side roads:  query (filter, update, projection, sort, BSON order, depth and size: pure)
+//!   side roads:  query (filter, update, projection, sort, expressions, reshaping stages, BSON
+//!                order, depth and size: pure)
 //!                ttl (the Cosmos TTL rules: pure)
 //!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),
@@ -44,6 +47,7 @@ pub mod connection_string;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod pipeline;
 pub mod protocol;
 pub mod query;
 pub mod recent_log;

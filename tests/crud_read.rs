@@ -600,8 +600,8 @@ async fn bad_pipelines_get_mongod_errors() {
         40323
     );
     assert_eq!(
-        aggregate_err(&coll, vec![doc! {"$project": {"x": {"$add": [1, 2]}}}]).await,
-        238
+        aggregate_err(&coll, vec![doc! {"$project": {"x": {"$nope": [1, 2]}}}]).await,
+        168
     );
     assert_eq!(
         aggregate_err(&coll, vec![doc! {"$project": {"a": 0, "x": "$_id"}}]).await,

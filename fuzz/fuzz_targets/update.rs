@@ -7,6 +7,7 @@
 
 use bson::{Bson, Document};
 use libfuzzer_sys::fuzz_target;
+use mayfly::query::expr::Variables;
 use mayfly::query::filter::{equality_fields, Filter};
 use mayfly::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
 
@@ -14,7 +15,8 @@ fn parse(spec: &Document) -> Option<Update> {
     if let (1, Some(Bson::Array(stages))) = (spec.len(), spec.get("pipeline")) {
         let stages: Option<Vec<Document>> =
             stages.iter().map(|s| s.as_document().cloned()).collect();
-        return Update::parse_pipeline(&stages?).ok();
+        let vars = Variables::new(bson::DateTime::from_millis(0));
+        return Update::parse_pipeline(&stages?, &vars).ok();
     }
     Update::parse(spec).ok()
 }

@@ -122,7 +122,8 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         }
         "aggregate" => aggregate::explain(shared, db, inner, verbosity, interrupt)?,
         "update" | "delete" | "findAndModify" | "findandmodify" => {
-            let (coll, read, root) = write::explained_selection(name, db, inner)?;
+            let (coll, read, root) =
+                write::explained_selection(name, db, inner, shared.clock.now_datetime())?;
             explain_read(shared, (db, &coll), &read, verbosity, root, interrupt)?
         }
         _ => {

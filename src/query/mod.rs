@@ -22,6 +22,7 @@ pub mod filter;
 pub mod path;
 pub mod projection;
 pub mod regex;
+pub mod reshape;
 pub mod size;
 pub mod sort;
 pub mod update;

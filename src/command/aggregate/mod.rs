@@ -1,19 +1,14 @@
-//! `aggregate`: parse the pipeline once into stages, read the collection through the engine's
-//! access plan (a leading `$match` picks it) or produce `$collStats`' document, run the stages,
-//! and open a cursor over the result.
+//! `aggregate`: parse the command and its pipeline, read the collection through the engine's
+//! access plan (the pipeline's leading stages pick it) or produce a source stage's documents
+//! (`$collStats`, `$currentOp`), run the pipeline, and open a cursor over the result.
 //!
 //! Owns: the command's arguments, the pipeline's source and the cursor reply. Does not own:
-//! stage semantics (`stages`, `group`, `expr`). Every stage or expression mayfly does not run is
-//! refused with an error naming it; none is skipped. A missing collection is an empty one
-//! (mongosh aggregates `admin.atlascli` on connect), except for `$collStats`, which fails with 26
-//! as mongod's does.
+//! stage semantics (`pipeline`) or expressions (`query::expr`). Every stage or expression mayfly
+//! does not run is refused with an error naming it; none is skipped. A missing collection is an
+//! empty one (mongosh aggregates `admin.atlascli` on connect), except for `$collStats`, which
+//! fails with 26 as mongod's does.
 
-mod expr;
-mod group;
-mod memory;
-mod reshape;
-mod stages;
-mod unwind;
+mod sources;
 
 use super::args::{
     check_fields, documents_of, optional_bool, optional_doc, optional_i64, wrong_type,
@@ -21,18 +16,16 @@ use super::args::{
 use super::cursor::first_batch_reply;
 use super::explain::{explain_read, Root, Verbosity};
 use super::read::{check_collation, validate_read_namespace};
-use super::{stats, Reply, Request, Shared};
+use super::{Reply, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
-use crate::engine::exec::{Hint, ReadRequest};
-use crate::engine::{CollectionMeta, Interrupt, ReadView};
+use crate::engine::exec::Hint;
+use crate::engine::{CollectionMeta, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
+use crate::pipeline::{Pipeline, Row, Rows, Stage, StageLimits};
+use crate::query::expr::Variables;
 use bson::{doc, Bson, Document};
-use stages::{Row, Rows, Stage};
 use std::sync::Arc;
-
-/// mongod's `internalPipelineLengthLimit`.
-const MAX_PIPELINE_LENGTH: usize = 1_000;
 
 const FIELDS: &[&str] = &[
     "pipeline",
@@ -52,8 +45,8 @@ const FIELDS: &[&str] = &[
 struct AggregateArgs {
     collection: String,
     /// The pipeline as sent, for explain.
-    pipeline: Vec<Document>,
-    stages: Vec<Stage>,
+    specs: Vec<Document>,
+    pipeline: Pipeline,
     explain: bool,
     batch_size: Option<usize>,
     hint: Option<Hint>,
@@ -61,7 +54,8 @@ struct AggregateArgs {
 }
 
 impl AggregateArgs {
-    fn parse(db: &str, cmd: &Document) -> Result<AggregateArgs> {
+    /// Parses `cmd`; `now` is `$$NOW`.
+    fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<AggregateArgs> {
         check_fields(cmd, "aggregate", FIELDS)?;
         let coll = match cmd.get("aggregate") {
             Some(Bson::String(name)) => Some(name.as_str()),
@@ -82,24 +76,18 @@ impl AggregateArgs {
                 "BSON field 'aggregate.pipeline' is missing but a required field",
             ));
         }
-        let pipeline = documents_of(cmd, "aggregate", "pipeline")?;
+        let specs: Vec<Document> = documents_of(cmd, "aggregate", "pipeline")?
+            .into_iter()
+            .cloned()
+            .collect();
         let explain = optional_bool(cmd, "aggregate", "explain")?.unwrap_or(false);
         let batch_size = cursor_batch_size(cmd, explain)?;
         optional_bool(cmd, "aggregate", "bypassDocumentValidation")?;
         let allow_disk_use = optional_bool(cmd, "aggregate", "allowDiskUse")?.unwrap_or(false);
         check_collation(cmd, "aggregate")?;
-        let vars = expr::let_variables(optional_doc(cmd, "aggregate", "let")?)?;
-        if pipeline.len() > MAX_PIPELINE_LENGTH {
-            return Err(Error::new(
-                ErrorCode::Location7749501,
-                format!("Pipeline length must be no longer than {MAX_PIPELINE_LENGTH} stages."),
-            ));
-        }
-        let mut stages = Vec::new();
-        for (i, spec) in pipeline.iter().enumerate() {
-            stages.extend(Stage::parse(spec, i == 0, &vars)?);
-        }
-        if matches!(stages.first(), Some(Stage::CurrentOp)) {
+        let vars = Variables::new(now).with_let(optional_doc(cmd, "aggregate", "let")?)?;
+        let pipeline = Pipeline::parse(&specs, &vars)?;
+        if matches!(pipeline.first(), Some(Stage::CurrentOp(_))) {
             if db != "admin" || coll.is_some() {
                 return Err(Error::new(
                     ErrorCode::InvalidNamespace,
@@ -108,8 +96,8 @@ impl AggregateArgs {
             }
             return Ok(AggregateArgs {
                 collection: "$cmd.aggregate".into(),
-                pipeline: pipeline.into_iter().cloned().collect(),
-                stages,
+                specs,
+                pipeline,
                 explain,
                 batch_size,
                 hint: None,
@@ -117,7 +105,7 @@ impl AggregateArgs {
             });
         }
         let Some(coll) = coll else {
-            let what = pipeline
+            let what = specs
                 .first()
                 .and_then(|s| s.keys().next())
                 .map_or("an empty pipeline".to_owned(), |name| format!("'{name}'"));
@@ -129,8 +117,8 @@ impl AggregateArgs {
         validate_read_namespace(db, coll)?;
         Ok(AggregateArgs {
             collection: coll.to_owned(),
-            pipeline: pipeline.into_iter().cloned().collect(),
-            stages,
+            specs,
+            pipeline,
             explain,
             batch_size,
             hint: Hint::parse(cmd.get("hint"))?,
@@ -148,18 +136,17 @@ pub fn explain(
     verbosity: Verbosity,
     interrupt: Arc<Interrupt>,
 ) -> Result<Document> {
-    let args = AggregateArgs::parse(db, cmd)?;
-    let mut stages = args.stages.into_iter().peekable();
+    let mut args = AggregateArgs::parse(db, cmd, shared.clock.now_datetime())?;
     if matches!(
-        stages.peek(),
-        Some(Stage::CollStats { .. } | Stage::CurrentOp)
+        args.pipeline.first(),
+        Some(Stage::CollStats(_) | Stage::CurrentOp(_))
     ) {
         return Err(Error::new(
             ErrorCode::NotImplemented,
             "explain of a $collStats or $currentOp pipeline is not supported by this server",
         ));
     }
-    let (mut read, taken) = leading_read(&mut stages, args.hint)?;
+    let (mut read, taken) = args.pipeline.take_leading_read(args.hint)?;
     read.allow_disk_use = args.allow_disk_use;
     let coll = args.collection.as_str();
     let mut cursor = explain_read(
@@ -170,7 +157,7 @@ pub fn explain(
         Root::Documents,
         interrupt,
     )?;
-    let rest: Vec<&Document> = args.pipeline.iter().skip(taken).collect();
+    let rest: Vec<&Document> = args.specs.iter().skip(taken).collect();
     if rest.is_empty() {
         return Ok(cursor);
     }
@@ -181,7 +168,7 @@ pub fn explain(
 }
 
 pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
-    let args = AggregateArgs::parse(req.db, req.body)?;
+    let args = AggregateArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
     if args.explain {
         let mut reply = explain(
             shared,
@@ -194,60 +181,44 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         return Ok(reply.into());
     }
     let coll = args.collection.as_str();
-    let batch_size = args.batch_size;
-    let hint = args.hint;
-    let allow_disk_use = args.allow_disk_use;
-    let parsed = args.stages;
     let ns = format!("{}.{coll}", req.db);
-    let limits = memory::StageLimits {
-        allow_disk_use,
+    let limits = StageLimits {
+        allow_disk_use: args.allow_disk_use,
         held: Held::default(),
     };
+    let mut pipeline = args.pipeline;
 
     let view = shared.engine.read();
     let now = view.now_cell();
     let meta = view.collection(req.db, coll);
-    let mut stages = parsed.into_iter().peekable();
-    let rows: Rows = match (stages.peek(), &meta) {
-        (
-            Some(Stage::CollStats {
-                storage_scale,
-                count,
-            }),
-            _,
-        ) => {
-            let row = coll_stats_row(shared, &view, meta.as_deref(), &ns, *storage_scale, *count)?;
-            stages.next();
-            Box::new(std::iter::once(Ok(Row {
-                doc: row,
-                size: None,
-                expires_at: None,
-            })))
+    let rows: Rows = match (pipeline.first(), &meta) {
+        (Some(Stage::CollStats(spec)), _) => {
+            let row = sources::coll_stats(shared, &view, meta.as_deref(), &ns, spec)?;
+            pipeline.take_first();
+            Box::new(std::iter::once(Ok(Row::computed(row))))
         }
-        (Some(Stage::CurrentOp), _) => {
-            stages.next();
-            Box::new(shared.ops.report().into_iter().map(|doc| {
-                Ok(Row {
-                    doc,
-                    size: None,
-                    expires_at: None,
-                })
-            }))
+        (Some(Stage::CurrentOp(spec)), _) => {
+            sources::check_current_op(spec)?;
+            pipeline.take_first();
+            Box::new(
+                shared
+                    .ops
+                    .report()
+                    .into_iter()
+                    .map(|doc| Ok(Row::computed(doc))),
+            )
         }
         (_, None) => Box::new(std::iter::empty()),
         (_, Some(meta)) => {
-            let (mut read, _) = leading_read(&mut stages, hint)?;
-            read.allow_disk_use = allow_disk_use;
+            let (mut read, _) = pipeline.take_leading_read(args.hint)?;
+            read.allow_disk_use = args.allow_disk_use;
             read.held = limits.held.clone();
             let execution =
                 view.execute(Some(meta), &read, now.clone(), Arc::clone(&req.interrupt))?;
             source(execution.docs, meta)
         }
     };
-    let mut rows = rows;
-    for stage in stages {
-        rows = stage.apply(rows, &limits)?;
-    }
+    let rows = pipeline.run(rows, &limits)?;
     let cursor = Cursor::new(ns, sized(rows), now, None)
         .with_interrupt(Arc::clone(&req.interrupt))
         .with_held(limits.held);
@@ -255,43 +226,10 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         shared,
         cursor,
         view.now,
-        Some(batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
+        Some(args.batch_size.unwrap_or(DEFAULT_FIRST_BATCH)),
         false,
     )
     .map(Reply::from)
-}
-
-/// The pipeline's leading `$match`, `$sort`, `$skip` and `$limit` (each optional, in that
-/// order) as the executor's read request, so that an index can serve them; returns it and how
-/// many stages it took from the pipeline.
-fn leading_read(
-    stages: &mut std::iter::Peekable<impl Iterator<Item = Stage>>,
-    hint: Option<Hint>,
-) -> Result<(ReadRequest, usize)> {
-    let mut taken = 0;
-    let mut read = match stages.next_if(|s| matches!(s, Stage::Match { .. })) {
-        Some(Stage::Match { spec, .. }) => {
-            taken += 1;
-            ReadRequest::new(spec)?
-        }
-        _ => ReadRequest::new(Document::new())?,
-    };
-    if let Some(Stage::Sort { spec, pattern }) = stages.next_if(|s| matches!(s, Stage::Sort { .. }))
-    {
-        taken += 1;
-        read.sort = spec;
-        read.sort_pattern = pattern;
-    }
-    if let Some(Stage::Skip(n)) = stages.next_if(|s| matches!(s, Stage::Skip(_))) {
-        taken += 1;
-        read.skip = n;
-    }
-    if let Some(Stage::Limit(n)) = stages.next_if(|s| matches!(s, Stage::Limit(_))) {
-        taken += 1;
-        read.limit = Some(n);
-    }
-    read.hint = hint;
-    Ok((read, taken))
 }
 
 /// `cursor: {batchSize}`: required unless explaining.
@@ -335,42 +273,4 @@ fn source(docs: StoredDocs, meta: &CollectionMeta) -> Rows {
 /// cursor drops rows whose document has expired by the time a batch takes them (TTL-18).
 fn sized(rows: Rows) -> super::cursor::SizedDocs {
     Box::new(rows.map(|r| r.and_then(|row| Item::new(&row.doc, row.expires_at))))
-}
-
-/// The one document `$collStats` produces.
-fn coll_stats_row(
-    shared: &Shared,
-    view: &ReadView,
-    meta: Option<&CollectionMeta>,
-    ns: &str,
-    storage_scale: Option<u64>,
-    count: bool,
-) -> Result<Document> {
-    let mut row = doc! {
-        "ns": ns,
-        "host": format!("{}:{}", crate::host::hostname(), shared.config.port),
-        "localTime": shared.clock.now_datetime(),
-    };
-    if storage_scale.is_none() && !count {
-        return Ok(row);
-    }
-    let Some(meta) = meta else {
-        let what = if storage_scale.is_some() {
-            "storageStats"
-        } else {
-            "count"
-        };
-        return Err(Error::new(
-            ErrorCode::NamespaceNotFound,
-            format!("Unable to retrieve {what} in $collStats stage :: caused by :: Collection [{ns}] not found."),
-        ));
-    };
-    let sizes = stats::measure(view, meta)?;
-    if let Some(scale) = storage_scale {
-        row.insert("storageStats", stats::storage_stats(&sizes, scale));
-    }
-    if count {
-        row.insert("count", stats::number(sizes.count));
-    }
-    Ok(row)
 }

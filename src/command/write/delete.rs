@@ -1,6 +1,7 @@
 //! `delete`: a batch of `{q, limit: 0 | 1, hint, collation}` statements, ordered or not,
 //! replying `{n, [writeErrors], ok}`.
 
+use super::command_variables;
 use super::{
     check_collation, check_statement_fields, hint_arg, missing, required_doc, selection,
     statements, targets,
@@ -13,7 +14,7 @@ use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, Interrupt, Txn};
 use crate::error::{Error, Result};
 use crate::status::OpKind;
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, DateTime, Document};
 use std::sync::Arc;
 
 const FIELDS: &[&str] = &[
@@ -34,10 +35,11 @@ struct Statement {
 }
 
 /// The collection and selection of a delete's one statement, for explain.
-pub(super) fn explained(db: &str, cmd: &Document) -> Result<(String, ReadRequest)> {
+pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(String, ReadRequest)> {
     check_fields(cmd, "delete", FIELDS)?;
     let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
     validate_collection_name(db, &coll)?;
+    command_variables(cmd, "delete", now)?;
     let stmt = super::single_statement(statements(cmd, "delete", "deletes")?)?;
     Ok((coll, Statement::parse(stmt)??.query))
 }
@@ -49,7 +51,7 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     validate_collection_name(req.db, &coll)?;
     let ordered = optional_bool(cmd, "delete", "ordered")?.unwrap_or(true);
     optional_bool(cmd, "delete", "bypassDocumentValidation")?;
-    optional_doc(cmd, "delete", "let")?;
+    command_variables(cmd, "delete", shared.clock.now_datetime())?;
     let raw = statements(cmd, "delete", "deletes")?;
     let parsed: Vec<Result<Statement>> = raw
         .into_iter()

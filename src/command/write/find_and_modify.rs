@@ -2,6 +2,7 @@
 //! document and return it, `{lastErrorObject: {n, [updatedExisting], [upserted]}, value, ok}`.
 //! Unlike the batch commands, every failure — a duplicate key included — is a command error.
 
+use super::command_variables;
 use super::{
     apply_update, array_filter_docs, check_collation, hint_arg, parse_update, selection, targets,
     upsert_document,
@@ -54,12 +55,16 @@ struct FindAndModify {
 }
 
 /// The collection and selection of a findAndModify, and whether it removes, for explain.
-pub(super) fn explained(db: &str, cmd: &Document) -> Result<(String, ReadRequest, bool)> {
+pub(super) fn explained(
+    db: &str,
+    cmd: &Document,
+    now: DateTime,
+) -> Result<(String, ReadRequest, bool)> {
     check_fields(cmd, COMMAND, FIELDS)?;
     let name = cmd.keys().next().map(String::as_str).unwrap_or(COMMAND);
     let coll = collection_arg(cmd.get(name), COMMAND)?.to_owned();
     validate_collection_name(db, &coll)?;
-    let op = FindAndModify::parse(cmd)?;
+    let op = FindAndModify::parse(cmd, now)?;
     let removes = matches!(op.action, Action::Remove);
     Ok((coll, op.query, removes))
 }
@@ -69,7 +74,7 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
     check_fields(cmd, COMMAND, FIELDS)?;
     let coll = collection_arg(cmd.get(req.name.name()), COMMAND)?.to_owned();
     validate_collection_name(req.db, &coll)?;
-    let op = FindAndModify::parse(cmd)?;
+    let op = FindAndModify::parse(cmd, shared.clock.now_datetime())?;
     let projection = match optional_doc(cmd, COMMAND, "fields")? {
         Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
         _ => None,
@@ -93,7 +98,7 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
 }
 
 impl FindAndModify {
-    fn parse(cmd: &Document) -> Result<FindAndModify> {
+    fn parse(cmd: &Document, now: DateTime) -> Result<FindAndModify> {
         let query = optional_doc(cmd, COMMAND, "query")?
             .cloned()
             .unwrap_or_default();
@@ -106,7 +111,7 @@ impl FindAndModify {
         let filters = array_filter_docs(cmd, COMMAND)?;
         let hint = hint_arg(cmd)?;
         optional_bool(cmd, COMMAND, "bypassDocumentValidation")?;
-        optional_doc(cmd, COMMAND, "let")?;
+        let vars = command_variables(cmd, COMMAND, now)?;
         check_collation(optional_doc(cmd, COMMAND, "collation")?)?;
         let update = cmd.get("update");
         let action = if remove {
@@ -131,7 +136,7 @@ impl FindAndModify {
                     "Either an update or remove=true must be specified",
                 ));
             };
-            let update = parse_update(update)?;
+            let update = parse_update(update, &vars)?;
             let array_filters =
                 ArrayFilters::compile(filters.as_deref().unwrap_or_default(), &update)?;
             Action::Update {

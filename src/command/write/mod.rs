@@ -24,6 +24,7 @@ use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
 use crate::engine::{collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::expr::Variables;
 use crate::query::filter::{equality_fields, Filter};
 use crate::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
 use bson::{Bson, DateTime, Document};
@@ -34,18 +35,19 @@ pub fn explained_selection(
     name: &str,
     db: &str,
     cmd: &Document,
+    now: DateTime,
 ) -> Result<(String, ReadRequest, Root)> {
     Ok(match name {
         "update" => {
-            let (coll, read) = update::explained(db, cmd)?;
+            let (coll, read) = update::explained(db, cmd, now)?;
             (coll, read, Root::Update)
         }
         "delete" => {
-            let (coll, read) = delete::explained(db, cmd)?;
+            let (coll, read) = delete::explained(db, cmd, now)?;
             (coll, read, Root::Delete)
         }
         _ => {
-            let (coll, read, removes) = find_and_modify::explained(db, cmd)?;
+            let (coll, read, removes) = find_and_modify::explained(db, cmd, now)?;
             (
                 coll,
                 read,
@@ -139,7 +141,7 @@ fn is_simple(collation: &Document) -> bool {
 
 /// The `u` of an update statement or the `update` of findAndModify: a document (replacement or
 /// operators) or a pipeline.
-fn parse_update(value: &Bson) -> Result<Update> {
+fn parse_update(value: &Bson, vars: &Variables) -> Result<Update> {
     match value {
         Bson::Document(d) => Update::parse(d),
         Bson::Array(stages) => {
@@ -152,12 +154,17 @@ fn parse_update(value: &Bson) -> Result<Update> {
                     )),
                 })
                 .collect::<Result<_>>()?;
-            Update::parse_pipeline(&stages)
+            Update::parse_pipeline(&stages, vars)
         }
         _ => Err(Error::failed_to_parse(
             "Update argument must be either an object or an array",
         )),
     }
+}
+
+/// The variables a write's expressions see: its `let` option and `$$NOW`.
+fn command_variables(cmd: &Document, command: &str, now: DateTime) -> Result<Variables> {
+    Variables::new(now).with_let(super::args::optional_doc(cmd, command, "let")?)
 }
 
 /// `arrayFilters`: an array of documents.

@@ -1,6 +1,7 @@
 //! `update`: a batch of `{q, u, upsert, multi, arrayFilters, hint, collation, sort}` statements,
 //! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
 
+use super::command_variables;
 use super::{
     apply_update, array_filter_docs, check_collation, check_statement_fields, hint_arg, missing,
     parse_update, required_doc, selection, statements, targets, upsert_document,
@@ -12,6 +13,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, Result};
+use crate::query::expr::Variables;
 use crate::query::update::{ArrayFilters, Update};
 use crate::status::OpKind;
 use bson::{doc, Bson, DateTime, Document};
@@ -58,12 +60,13 @@ struct Done {
 }
 
 /// The collection and selection of an update's one statement, for explain.
-pub(super) fn explained(db: &str, cmd: &Document) -> Result<(String, ReadRequest)> {
+pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(String, ReadRequest)> {
     check_fields(cmd, "update", FIELDS)?;
     let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
     validate_collection_name(db, &coll)?;
+    let vars = command_variables(cmd, "update", now)?;
     let stmt = super::single_statement(statements(cmd, "update", "updates")?)?;
-    Ok((coll, Statement::parse(stmt)??.query))
+    Ok((coll, Statement::parse(stmt, &vars)??.query))
 }
 
 pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -73,12 +76,12 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     validate_collection_name(req.db, &coll)?;
     let ordered = optional_bool(cmd, "update", "ordered")?.unwrap_or(true);
     optional_bool(cmd, "update", "bypassDocumentValidation")?;
-    optional_doc(cmd, "update", "let")?;
+    let vars = command_variables(cmd, "update", shared.clock.now_datetime())?;
     let raw = statements(cmd, "update", "updates")?;
     // Structural errors fail the command; invalid filters and updates are write errors.
     let parsed: Vec<Result<Statement>> = raw
         .into_iter()
-        .map(Statement::parse)
+        .map(|stmt| Statement::parse(stmt, &vars))
         .collect::<Result<_>>()?;
     shared.counters.count(OpKind::Update, parsed.len() as u64);
 
@@ -128,9 +131,9 @@ struct RawStatement<'a> {
 }
 
 impl RawStatement<'_> {
-    fn compile(self) -> Result<Statement> {
+    fn compile(self, vars: &Variables) -> Result<Statement> {
         check_collation(self.collation)?;
-        let update = parse_update(self.u)?;
+        let update = parse_update(self.u, vars)?;
         if self.multi && update.is_replacement() {
             return Err(Error::failed_to_parse(
                 "multi update is not supported for replacement-style update",
@@ -155,7 +158,7 @@ impl RawStatement<'_> {
 
 impl Statement {
     /// The outer `Result` is the command's (structure); the inner one the statement's.
-    fn parse(stmt: &Document) -> Result<Result<Statement>> {
+    fn parse(stmt: &Document, vars: &Variables) -> Result<Result<Statement>> {
         check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;
         let collation = optional_doc(stmt, PREFIX, "collation")?;
         optional_doc(stmt, PREFIX, "c")?;
@@ -171,7 +174,7 @@ impl Statement {
             hint: hint_arg(stmt)?,
             collation,
         };
-        Ok(raw.compile())
+        Ok(raw.compile(vars))
     }
 
     /// Runs the statement inside the batch's writer job. Every matched document is updated in

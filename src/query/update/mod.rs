@@ -97,9 +97,13 @@ impl Update {
     }
 
     /// Parses a pipeline-style update: `$set`/`$addFields`, `$unset`, `$project`,
-    /// `$replaceRoot`/`$replaceWith`, with literal, field-path and `$literal` expressions.
-    pub fn parse_pipeline(stages: &[Document]) -> Result<Update> {
-        pipeline::parse(stages).map(Update::Pipeline)
+    /// `$replaceRoot`/`$replaceWith`, whose expressions see `vars` (the command's `let` and
+    /// `$$NOW`).
+    pub fn parse_pipeline(
+        stages: &[Document],
+        vars: &crate::query::expr::Variables,
+    ) -> Result<Update> {
+        pipeline::parse(stages, vars).map(Update::Pipeline)
     }
 
     /// Whether this is a replacement.

@@ -553,14 +553,22 @@ fn pipeline_updates() {
             vec![doc! {"$set": {"a": "$$REMOVE", "r": "$missing"}}],
             doc! {"_id": 1},
         ),
+        (
+            doc! {"_id": 1, "a": 1},
+            vec![doc! {"$set": {"k": "$$k", "t": "$$NOW", "o": {"$or": ["$a", "$b"]}}}],
+            doc! {"_id": 1, "a": 1, "k": 7, "t": now(), "o": true},
+        ),
     ];
+    let vars = crate::query::expr::Variables::new(now())
+        .with_let(Some(&doc! {"k": 7}))
+        .unwrap();
     for (before, stages, after) in cases {
-        let update = Update::parse_pipeline(&stages).unwrap();
+        let update = Update::parse_pipeline(&stages, &vars).unwrap();
         let mut d = before.clone();
         update.apply(&mut d, &UpdateContext::new(now())).unwrap();
         assert_eq!(d, after, "{stages:?} on {before}");
     }
-    let err = Update::parse_pipeline(&[doc! {"$match": {}}]).unwrap_err();
+    let err = Update::parse_pipeline(&[doc! {"$match": {}}], &vars).unwrap_err();
     assert_eq!(
         (err.code, err.message.as_str()),
         (
@@ -568,9 +576,10 @@ fn pipeline_updates() {
             "$match is not allowed to be used within an update"
         )
     );
-    let err = Update::parse_pipeline(&[doc! {"$set": {"a": {"$add": [1, 2]}}}]).unwrap_err();
-    assert_eq!(err.code, ErrorCode::NotImplemented);
-    let update = Update::parse_pipeline(&[doc! {"$set": {"_id": 9}}]).unwrap();
+    let err =
+        Update::parse_pipeline(&[doc! {"$set": {"a": {"$nope": [1, 2]}}}], &vars).unwrap_err();
+    assert_eq!(err.code, ErrorCode::InvalidPipelineOperator);
+    let update = Update::parse_pipeline(&[doc! {"$set": {"_id": 9}}], &vars).unwrap();
     let err = update
         .apply(&mut doc! {"_id": 1}, &UpdateContext::new(now()))
         .unwrap_err();

@@ -2,10 +2,10 @@
 //! `$last`, `$push`, `$addToSet`, `$count`). Keys are grouped by BSON equality (`1`, `1.0` and
 //! `NumberLong(1)` are one group); groups come out in order of first appearance.
 
-use super::expr::Expr;
 use super::memory::StageMemory;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::compare_values;
+use crate::query::expr::{Expression, Variables};
 use crate::query::size::value_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -46,12 +46,12 @@ enum Op {
 
 #[derive(Debug)]
 pub struct Group {
-    id: Expr,
-    accumulators: Vec<(String, Op, Expr)>,
+    id: Expression,
+    accumulators: Vec<(String, Op, Expression)>,
 }
 
 impl Group {
-    pub fn compile(spec: &Bson, vars: &Document) -> Result<Group> {
+    pub fn compile(spec: &Bson, vars: &Variables) -> Result<Group> {
         let Bson::Document(spec) = spec else {
             return Err(Error::new(
                 ErrorCode::Location15947,
@@ -62,7 +62,7 @@ impl Group {
         let mut accumulators = Vec::new();
         for (name, value) in spec {
             if name == "_id" {
-                id = Some(Expr::compile(value, vars)?);
+                id = Some(Expression::compile(value, vars)?);
                 continue;
             }
             if name.contains('.') {
@@ -107,7 +107,11 @@ impl Group {
                             "$count takes no arguments, i.e. $count:{}",
                         ));
                     }
-                    accumulators.push((name.clone(), Op::Sum, Expr::Literal(Bson::Int32(1))));
+                    accumulators.push((
+                        name.clone(),
+                        Op::Sum,
+                        Expression::compile(&Bson::Int32(1), vars)?,
+                    ));
                     continue;
                 }
                 "$stdDevPop" | "$stdDevSamp" | "$mergeObjects" | "$top" | "$bottom" | "$topN"
@@ -131,7 +135,7 @@ impl Group {
                     format!("The {op_name} accumulator is a unary operator"),
                 ));
             }
-            accumulators.push((name.clone(), op, Expr::compile(arg, vars)?));
+            accumulators.push((name.clone(), op, Expression::compile(arg, vars)?));
         }
         let id = id.ok_or_else(|| {
             Error::new(
@@ -153,7 +157,7 @@ impl Group {
         let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
         for doc in docs {
             let doc = doc?;
-            let key = self.id.eval(&doc).unwrap_or(Bson::Null);
+            let key = self.id.eval(&doc)?.unwrap_or(Bson::Null);
             let slot = match index.get(&OrdBson(key.clone())) {
                 Some(slot) => *slot,
                 None => {
@@ -175,7 +179,7 @@ impl Group {
                 continue;
             };
             for (state, (_, _, expr)) in states.iter_mut().zip(&self.accumulators) {
-                memory.adjust(state.add(expr.eval(&doc))?)?;
+                memory.adjust(state.add(expr.eval(&doc)?)?)?;
             }
         }
         Ok(groups
@@ -375,7 +379,7 @@ mod tests {
     use bson::doc;
 
     fn group(spec: Document, docs: Vec<Document>) -> Vec<Document> {
-        Group::compile(&Bson::Document(spec), &Document::new())
+        Group::compile(&Bson::Document(spec), &Variables::default())
             .unwrap()
             .run(
                 docs.into_iter().map(Ok),
@@ -425,7 +429,7 @@ mod tests {
 
     #[test]
     fn bad_specs_have_mongod_codes() {
-        let vars = Document::new();
+        let vars = Variables::default();
         let code = |spec: Document| {
             Group::compile(&Bson::Document(spec), &vars)
                 .unwrap_err()

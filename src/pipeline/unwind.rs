@@ -1,10 +1,10 @@
 //! `$unwind`: one row per element of an array field, reading and writing paths through
 //! documents only (no implicit array traversal), as mongod's stage does.
 
-use super::expr::field_path;
-use super::stages::Row;
-use crate::command::args::type_name;
+use super::Row;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::expr::field_path;
+use crate::query::path::type_name;
 use bson::{Bson, Document};
 
 /// `$unwind`: one output row per element of the array at `path`.

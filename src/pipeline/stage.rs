@@ -1,59 +1,18 @@
-//! Pipeline stages: each parsed once into a [`Stage`], then applied to a stream of [`Row`]s.
-//! Streaming stages (`$match`, `$project`, `$addFields`, `$unwind`, `$skip`, `$limit`, ...) stay
-//! lazy, so a cursor pulls from the snapshot batch by batch; `$group`, `$sort`, `$sample` and
-//! `$count` consume their input when the pipeline is built.
+//! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
 
-use super::expr::Expr;
 use super::group::Group;
 use super::memory::{Blocking, StageLimits};
-use super::reshape::{add_fields_tree, apply_tree, AddNode, Project};
 use super::unwind::Unwind;
-use crate::command::{args, stats};
+use super::{Row, Rows};
 use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::expr::Variables;
 use crate::query::filter::{integral_value, Filter};
+use crate::query::path::type_name;
+use crate::query::reshape::{add_fields_tree, apply_tree, AddNode, Project, ReplaceRoot};
 use crate::query::size::document_size;
 use crate::query::sort::SortSpec;
 use bson::{doc, Bson, Document};
-use std::hash::{BuildHasher, Hasher};
-
-/// A document flowing through the pipeline.
-pub struct Row {
-    pub doc: Document,
-    /// The stored size while the document is unchanged from storage.
-    pub size: Option<usize>,
-    /// When the stored document this row came from expires; rows derived from one document
-    /// (projected, unwound, sorted) disappear with it (TTL-18). `None` for computed rows.
-    pub expires_at: Option<i64>,
-}
-
-impl Row {
-    fn computed(doc: Document) -> Row {
-        Row {
-            doc,
-            size: None,
-            expires_at: None,
-        }
-    }
-
-    /// A row whose document a stage built from expressions: it may be deeper than its input,
-    /// so it is checked against the nesting limit before later stages (and their recursive
-    /// comparisons) see it.
-    pub fn reshaped(&self, doc: Document) -> Result<Row> {
-        crate::query::depth::check_document(&doc)?;
-        Ok(self.derived(doc))
-    }
-
-    pub fn derived(&self, doc: Document) -> Row {
-        Row {
-            doc,
-            size: None,
-            expires_at: self.expires_at,
-        }
-    }
-}
-
-pub type Rows = Box<dyn Iterator<Item = Result<Row>> + Send>;
 
 pub enum Stage {
     Match {
@@ -68,19 +27,16 @@ pub enum Stage {
     Limit(u64),
     Project(Project),
     AddFields(Vec<(String, AddNode)>),
-    ReplaceRoot(Expr),
+    ReplaceRoot(ReplaceRoot),
     Unwind(Unwind),
     Group(Group),
     Count(String),
     Sample(u64),
-    /// `$collStats`: `storageStats` scale (if asked) and whether `count` is asked.
-    CollStats {
-        storage_scale: Option<u64>,
-        count: bool,
-    },
-    /// `$currentOp`: the server's running operations (first stage of `{aggregate: 1}` on
-    /// `admin`).
-    CurrentOp,
+    /// `$collStats` with its options; the command produces its document.
+    CollStats(Document),
+    /// `$currentOp` with its options: the server's running operations (first stage of
+    /// `{aggregate: 1}` on `admin`); the command produces them.
+    CurrentOp(Document),
 }
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
@@ -119,7 +75,7 @@ const UNSUPPORTED: &[&str] = &[
 impl Stage {
     /// Parses one stage; `first` says whether it opens the pipeline. `$sortByCount` expands to
     /// two stages, so a list comes back.
-    pub fn parse(spec: &Document, first: bool, vars: &Document) -> Result<Vec<Stage>> {
+    pub fn parse(spec: &Document, first: bool, vars: &Variables) -> Result<Vec<Stage>> {
         let (name, arg) = match (spec.len(), spec.iter().next()) {
             (1, Some(entry)) => entry,
             _ => {
@@ -165,21 +121,8 @@ impl Stage {
             "$project" => Stage::Project(Project::compile(arg, vars)?),
             "$unset" => Stage::Project(Project::unset(arg)?),
             "$addFields" | "$set" => Stage::AddFields(add_fields_tree(arg, name, vars)?),
-            "$replaceRoot" => match arg {
-                Bson::Document(d) if d.len() == 1 && d.contains_key("newRoot") => {
-                    Stage::ReplaceRoot(Expr::compile(
-                        d.get("newRoot").unwrap_or(&Bson::Null),
-                        vars,
-                    )?)
-                }
-                _ => {
-                    return Err(Error::new(
-                        ErrorCode::Location40228,
-                        "$replaceRoot takes exactly one argument, 'newRoot'",
-                    ))
-                }
-            },
-            "$replaceWith" => Stage::ReplaceRoot(Expr::compile(arg, vars)?),
+            "$replaceRoot" => Stage::ReplaceRoot(ReplaceRoot::parse_replace_root(arg, vars)?),
+            "$replaceWith" => Stage::ReplaceRoot(ReplaceRoot::parse_replace_with(arg, vars)?),
             "$unwind" => Stage::Unwind(Unwind::compile(arg)?),
             "$group" => Stage::Group(Group::compile(arg, vars)?),
             "$sortByCount" => {
@@ -201,7 +144,14 @@ impl Stage {
                         "$currentOp is only valid as the first stage in a pipeline",
                     ));
                 }
-                current_op_spec(arg)?
+                match arg {
+                    Bson::Document(d) => Stage::CurrentOp(d.clone()),
+                    _ => {
+                        return Err(Error::failed_to_parse(
+                            "$currentOp options must be specified in an object",
+                        ))
+                    }
+                }
             }
             "$collStats" => {
                 if !first {
@@ -210,7 +160,18 @@ impl Stage {
                         "$collStats is only valid as the first stage in a pipeline",
                     ));
                 }
-                coll_stats_spec(arg)?
+                match arg {
+                    Bson::Document(d) => Stage::CollStats(d.clone()),
+                    _ => {
+                        return Err(Error::new(
+                            ErrorCode::Location40166,
+                            format!(
+                                "$collStats must take a nested object but found: $collStats: {}",
+                                crate::query::path::render(arg)
+                            ),
+                        ))
+                    }
+                }
             }
             other if UNSUPPORTED.contains(&other) => {
                 return Err(Error::new(
@@ -263,24 +224,15 @@ impl Stage {
             Stage::AddFields(tree) => Box::new(rows.map(move |r| {
                 r.and_then(|row| {
                     let mut out = row.doc.clone();
-                    apply_tree(&row.doc, &mut out, &tree);
+                    apply_tree(&row.doc, &mut out, &tree)?;
                     row.reshaped(out)
                 })
             })),
-            Stage::ReplaceRoot(expr) => Box::new(rows.map(move |r| {
-                let row = r?;
-                match expr.eval(&row.doc) {
-                    Some(Bson::Document(d)) => row.reshaped(d),
-                    other => Err(Error::new(
-                        ErrorCode::Location40228,
-                        format!(
-                            "'replacement document' must evaluate to an object, but resulting value was: {}. Type of resulting value: '{}'. Input document: {}",
-                            other.as_ref().map_or("MISSING".to_owned(), crate::query::path::render),
-                            other.as_ref().map_or("missing", crate::query::path::type_name),
-                            crate::query::path::render_document(&row.doc),
-                        ),
-                    )),
-                }
+            Stage::ReplaceRoot(replace) => Box::new(rows.map(move |r| {
+                r.and_then(|row| {
+                    let doc = replace.apply(&row.doc)?;
+                    row.reshaped(doc)
+                })
             })),
             Stage::Unwind(u) => Box::new(rows.flat_map(move |r| match r {
                 Ok(row) => u.apply(row).into_iter().map(Ok).collect::<Vec<_>>(),
@@ -306,50 +258,17 @@ impl Stage {
                     n += 1;
                 }
                 // Like mongod's `$group` + `$project`, nothing comes out of an empty input.
-                let out = (n > 0).then(|| Row::computed(doc! {field: stats::number(n)}));
+                let out = (n > 0).then(|| Row::computed(doc! {field: count_value(n)}));
                 Box::new(out.into_iter().map(Ok))
             }
             Stage::Sample(size) => {
-                let sampled = sample(rows, size, limits)?;
+                let sampled = super::sample::sample(rows, size, limits)?;
                 Box::new(HeldIter::new(sampled, limits.held.clone()).map(Ok))
             }
             // Only valid first, where the pipeline's source produces it.
-            Stage::CollStats { .. } | Stage::CurrentOp => rows,
+            Stage::CollStats(_) | Stage::CurrentOp(_) => rows,
         })
     }
-}
-
-/// `$currentOp`'s options: flags about which operations to list. Every operation here is a
-/// client's, active and visible to all, so each flag changes nothing but must be a boolean.
-fn current_op_spec(arg: &Bson) -> Result<Stage> {
-    let Bson::Document(options) = arg else {
-        return Err(Error::failed_to_parse(
-            "$currentOp options must be specified in an object",
-        ));
-    };
-    const FLAGS: &[&str] = &[
-        "allUsers",
-        "idleConnections",
-        "idleCursors",
-        "idleSessions",
-        "localOps",
-        "truncateOps",
-        "backtrace",
-    ];
-    for (name, value) in options {
-        if !FLAGS.contains(&name.as_str()) {
-            return Err(Error::failed_to_parse(format!(
-                "Unrecognized option '{name}' in $currentOp stage."
-            )));
-        }
-        if !matches!(value, Bson::Boolean(_)) {
-            return Err(Error::failed_to_parse(format!(
-                "The '{name}' parameter of the $currentOp stage must be a boolean value, but found: {}",
-                crate::query::path::type_name(value)
-            )));
-        }
-    }
-    Ok(Stage::CurrentOp)
 }
 
 /// `$skip` / `$limit` arguments: whole numbers, non-negative (`$limit` positive).
@@ -369,7 +288,7 @@ fn count_arg(arg: &Bson, stage: &str) -> Result<u64> {
                 ErrorCode::Location15972,
                 format!(
                     "Argument to $skip must be a number not a {}",
-                    args::type_name(arg)
+                    type_name(arg)
                 ),
             )
         });
@@ -457,103 +376,10 @@ fn sample_size(arg: &Bson) -> Result<u64> {
     })
 }
 
-/// A uniform random sample of `size` rows (reservoir sampling), in random order.
-/// A uniform sample of `size` rows (with their sizes), held within one stage's memory limit
-/// (mongod samples with a sort on random keys, and fails as a sort does).
-fn sample(rows: Rows, size: u64, limits: &StageLimits) -> Result<Vec<(usize, Row)>> {
-    let size = usize::try_from(size).unwrap_or(usize::MAX);
-    let mut rng = SplitMix(
-        std::collections::hash_map::RandomState::new()
-            .build_hasher()
-            .finish(),
-    );
-    let mut reservoir: Vec<(usize, Row)> = Vec::new();
-    let mut memory = limits.budget(Blocking::Sort);
-    for (seen, row) in rows.enumerate() {
-        let row = row?;
-        let bytes = row.size.unwrap_or_else(|| document_size(&row.doc));
-        if reservoir.len() < size {
-            memory.charge(bytes)?;
-            reservoir.push((bytes, row));
-        } else if let Some(slot) = reservoir.get_mut(rng.below(seen as u64 + 1) as usize) {
-            memory.adjust(bytes as isize - slot.0 as isize)?;
-            *slot = (bytes, row);
-        }
-    }
-    for i in (1..reservoir.len()).rev() {
-        reservoir.swap(i, rng.below(i as u64 + 1) as usize);
-    }
-    Ok(reservoir)
-}
-
-/// splitmix64: small, fast, and plenty for sampling (not for secrets). Seeded from the
-/// process's hash randomness, so no clock is read.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (n > 0); the modulo bias is negligible for sample sizes.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-fn coll_stats_spec(arg: &Bson) -> Result<Stage> {
-    let Bson::Document(spec) = arg else {
-        return Err(Error::new(
-            ErrorCode::Location40166,
-            format!(
-                "$collStats must take a nested object but found: $collStats: {}",
-                crate::query::path::render(arg)
-            ),
-        ));
-    };
-    let mut storage_scale = None;
-    let mut count = false;
-    for (k, v) in spec {
-        match (k.as_str(), v) {
-            ("storageStats", Bson::Document(s)) => {
-                args::check_fields(
-                    &prepend_name(s),
-                    "$collStats.storageStats",
-                    &["scale", "verbose", "waitForLock", "numericOnly"],
-                )?;
-                storage_scale = Some(stats::parse_scale(s, "$collStats.storageStats")?);
-            }
-            ("count", Bson::Document(_)) => count = true,
-            ("latencyStats" | "queryExecStats", Bson::Document(_)) => {
-                return Err(Error::new(
-                    ErrorCode::NotImplemented,
-                    format!("$collStats {k} is not supported by this server"),
-                ))
-            }
-            ("storageStats" | "count" | "latencyStats" | "queryExecStats", other) => {
-                return Err(args::wrong_type("$collStats", k, other, "object"))
-            }
-            _ => {
-                return Err(Error::new(
-                    ErrorCode::IDLUnknownField,
-                    format!("BSON field '$collStats.{k}' is an unknown field."),
-                ))
-            }
-        }
-    }
-    Ok(Stage::CollStats {
-        storage_scale,
-        count,
-    })
-}
-
-/// `check_fields` skips a command's first field (its name); give it one.
-fn prepend_name(d: &Document) -> Document {
-    let mut out = doc! {"": 1};
-    out.extend(d.clone());
-    out
+/// `$count`'s number: an int32 while it fits, as mongod's.
+fn count_value(n: u64) -> Bson {
+    i32::try_from(n).map_or_else(
+        |_| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
+        Bson::Int32,
+    )
 }

@@ -1,0 +1,141 @@
+//! Aggregation pipelines: each stage parsed once into a [`Stage`], the leading `$match`,
+//! `$sort`, `$skip` and `$limit` handed to the engine's executor as one read (so an index can
+//! serve them), and the remaining stages run over a stream of [`Row`]s.
+//!
+//! Owns: stage parsing and semantics, the per-stage memory limits, and the rows' expiry
+//! (TTL-18: a row derived from a stored document disappears with it). Does not own:
+//! expressions and reshaping (`query::expr`, `query::reshape`, shared with pipeline updates),
+//! reading collections (`engine`), the command's arguments or its cursor reply
+//! (`command::aggregate`).
+//!
+//! Streaming stages stay lazy, so a cursor pulls from the snapshot batch by batch; blocking
+//! stages (`$group`, `$sort`, `$sample`, `$count`) consume their input when the pipeline is
+//! built.
+
+mod group;
+pub mod memory;
+mod sample;
+mod stage;
+mod unwind;
+
+pub use memory::StageLimits;
+pub use stage::Stage;
+
+use crate::engine::exec::{Hint, ReadRequest};
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::expr::Variables;
+use bson::Document;
+
+/// mongod's `internalPipelineLengthLimit`.
+pub const MAX_PIPELINE_LENGTH: usize = 1_000;
+
+/// A document flowing through the pipeline.
+pub struct Row {
+    pub doc: Document,
+    /// The stored size while the document is unchanged from storage.
+    pub size: Option<usize>,
+    /// When the stored document this row came from expires; rows derived from one document
+    /// (projected, unwound, sorted) disappear with it (TTL-18). `None` for computed rows.
+    pub expires_at: Option<i64>,
+}
+
+impl Row {
+    /// A row no stored document backs (a `$group` result, a `$collStats` document).
+    pub fn computed(doc: Document) -> Row {
+        Row {
+            doc,
+            size: None,
+            expires_at: None,
+        }
+    }
+
+    /// A row whose document a stage built from expressions: it may be deeper than its input,
+    /// so it is checked against the nesting limit before later stages (and their recursive
+    /// comparisons) see it.
+    pub fn reshaped(&self, doc: Document) -> Result<Row> {
+        crate::query::depth::check_document(&doc)?;
+        Ok(self.derived(doc))
+    }
+
+    pub fn derived(&self, doc: Document) -> Row {
+        Row {
+            doc,
+            size: None,
+            expires_at: self.expires_at,
+        }
+    }
+}
+
+pub type Rows = Box<dyn Iterator<Item = Result<Row>> + Send>;
+
+/// A parsed pipeline.
+pub struct Pipeline {
+    stages: Vec<Stage>,
+}
+
+impl Pipeline {
+    /// Parses every stage, with the command's `let` variables and `$$NOW` in `vars`.
+    pub fn parse(specs: &[Document], vars: &Variables) -> Result<Pipeline> {
+        if specs.len() > MAX_PIPELINE_LENGTH {
+            return Err(Error::new(
+                ErrorCode::Location7749501,
+                format!("Pipeline length must be no longer than {MAX_PIPELINE_LENGTH} stages."),
+            ));
+        }
+        let mut stages = Vec::with_capacity(specs.len());
+        for (i, spec) in specs.iter().enumerate() {
+            stages.extend(Stage::parse(spec, i == 0, vars)?);
+        }
+        Ok(Pipeline { stages })
+    }
+
+    /// The first stage, which may be a source (`$collStats`, `$currentOp`).
+    pub fn first(&self) -> Option<&Stage> {
+        self.stages.first()
+    }
+
+    /// Removes the first stage (a source the caller produces itself).
+    pub fn take_first(&mut self) -> Option<Stage> {
+        (!self.stages.is_empty()).then(|| self.stages.remove(0))
+    }
+
+    /// Takes the leading `$match`, `$sort`, `$skip` and `$limit` (each optional, in that order)
+    /// as the executor's read request; returns it and how many stages it took.
+    pub fn take_leading_read(&mut self, hint: Option<Hint>) -> Result<(ReadRequest, usize)> {
+        let mut stages = std::mem::take(&mut self.stages).into_iter().peekable();
+        let mut taken = 0;
+        let mut read = match stages.next_if(|s| matches!(s, Stage::Match { .. })) {
+            Some(Stage::Match { spec, .. }) => {
+                taken += 1;
+                ReadRequest::new(spec)?
+            }
+            _ => ReadRequest::new(Document::new())?,
+        };
+        if let Some(Stage::Sort { spec, pattern }) =
+            stages.next_if(|s| matches!(s, Stage::Sort { .. }))
+        {
+            taken += 1;
+            read.sort = spec;
+            read.sort_pattern = pattern;
+        }
+        if let Some(Stage::Skip(n)) = stages.next_if(|s| matches!(s, Stage::Skip(_))) {
+            taken += 1;
+            read.skip = n;
+        }
+        if let Some(Stage::Limit(n)) = stages.next_if(|s| matches!(s, Stage::Limit(_))) {
+            taken += 1;
+            read.limit = Some(n);
+        }
+        read.hint = hint;
+        self.stages = stages.collect();
+        Ok((read, taken))
+    }
+
+    /// Runs the stages over `rows`.
+    pub fn run(self, mut rows: Rows, limits: &StageLimits) -> Result<Rows> {
+        for stage in self.stages {
+            rows = stage.apply(rows, limits)?;
+        }
+        Ok(rows)
+    }
+}
