@@ -5,6 +5,8 @@
 //! command argument parsing.
 //!
 //! Map:
+//! - [`accumulator`]: `$group`'s accumulators as running states, shared by every stage that
+//!   accumulates.
 //! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
 //! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
@@ -15,6 +17,7 @@
 //! - [`projection`]: `Projection::compile`, `apply`.
 //! - [`sort`]: `SortSpec::compile`, `compare`.
 
+pub mod accumulator;
 pub mod compare;
 pub mod depth;
 pub mod expr;

@@ -73,8 +73,12 @@ fn stage(spec: &Document, vars: &Variables) -> Result<Stage> {
         "$set" | "$addFields" => Ok(Stage::AddFields(add_fields_tree(arg, name, vars)?)),
         "$unset" => Ok(Stage::Project(Project::unset(arg)?)),
         "$project" => Ok(Stage::Project(Project::compile(arg, vars)?)),
-        "$replaceRoot" => Ok(Stage::ReplaceRoot(ReplaceRoot::parse_replace_root(arg, vars)?)),
-        "$replaceWith" => Ok(Stage::ReplaceRoot(ReplaceRoot::parse_replace_with(arg, vars)?)),
+        "$replaceRoot" => Ok(Stage::ReplaceRoot(ReplaceRoot::parse_replace_root(
+            arg, vars,
+        )?)),
+        "$replaceWith" => Ok(Stage::ReplaceRoot(ReplaceRoot::parse_replace_with(
+            arg, vars,
+        )?)),
         other if NOT_IN_UPDATES.contains(&other) => Err(Error::new(
             ErrorCode::InvalidOptions,
             format!("{other} is not allowed to be used within an update"),
