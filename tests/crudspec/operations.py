@@ -40,16 +40,11 @@ class Arguments:
         return name in self._args
 
     def pass_through(self, **names):
-        """Moves each present spec argument to pymongo's keyword of the given name, converting
-        sorts, hints and key patterns to pymongo's list of pairs."""
+        """Moves each present spec argument to pymongo's keyword of the given name (pymongo takes
+        sorts, hints and key patterns as documents, in their order)."""
         for spec_name, kwarg in names.items():
             if spec_name in self._args:
-                value = self._args.pop(spec_name)
-                if spec_name in ("sort", "max", "min") or (
-                    spec_name == "hint" and isinstance(value, dict)
-                ):
-                    value = list(value.items())
-                self.kwargs[kwarg] = value
+                self.kwargs[kwarg] = self._args.pop(spec_name)
         return self
 
     def rest(self):
@@ -116,10 +111,7 @@ def write_model(request, entities):
     if kind not in WRITE_MODELS:
         raise EntityError(f"bulkWrite model {kind} not supported")
     cls, names = WRITE_MODELS[kind]
-    args = Arguments(kind, spec, entities).pass_through(**names)
-    if "sort" in args.kwargs:  # the models take the sort as a document
-        args.kwargs["sort"] = dict(args.kwargs["sort"])
-    return cls(**args.finish())
+    return cls(**Arguments(kind, spec, entities).pass_through(**names).finish())
 
 
 CLIENT_WRITE_MODELS = {
@@ -135,10 +127,7 @@ def client_write_model(request, entities):
     if kind not in CLIENT_WRITE_MODELS:
         raise EntityError(f"clientBulkWrite model {kind} not supported")
     cls, names = CLIENT_WRITE_MODELS[kind]
-    args = Arguments(kind, spec, entities).pass_through(**names)
-    if "sort" in args.kwargs:
-        args.kwargs["sort"] = dict(args.kwargs["sort"])
-    return cls(**args.finish())
+    return cls(**Arguments(kind, spec, entities).pass_through(**names).finish())
 
 
 FIND_OPTIONS = dict(
@@ -185,12 +174,14 @@ def c_bulk_write(coll, a):
 
 def c_count(coll, a):
     """The deprecated `count` helper, which drivers implement as the `count` command."""
-    command = SON([("count", coll.name), ("query", a.optional("filter", {}))])
+    command = SON([("count", coll.name), ("query", a.required("filter"))])
     for name in ("skip", "limit", "collation", "hint", "maxTimeMS"):
         if a.has(name):
             command[name] = a.optional(name)
     if a.has("comment"):
         command["comment"] = a.optional("comment")
+    if coll.read_concern.document:
+        command["readConcern"] = coll.read_concern.document
     kwargs = a.finish()
     reply = coll.database.command(
         command, read_preference=coll.read_preference, session=kwargs.get("session")
@@ -286,15 +277,13 @@ def c_update(method, second, extra):
     def run(coll, a):
         filter_, change = a.required("filter"), a.required(second)
         kwargs = a.pass_through(**UPDATE_OPTIONS, **extra).finish()
-        if "sort" in kwargs:  # update_one and replace_one take the sort as a document
-            kwargs["sort"] = dict(kwargs["sort"])
         result = getattr(coll, method)(filter_, change, **kwargs)
         return Result(write_result(result), raw=result)
     return run
 
 
 def c_create_index(coll, a):
-    keys = list(a.required("keys").items())
+    keys = a.required("keys")
     kwargs = a.pass_through(name="name", unique="unique", sparse="sparse",
                             expireAfterSeconds="expireAfterSeconds").finish()
     return Result(coll.create_index(keys, **kwargs))
