@@ -39,9 +39,9 @@ READ_PREFERENCES = {
 }
 
 
-class EntityError(Exception):
+class RunnerError(Exception):
     """A test file refers to an entity wrongly (undefined, duplicate, unexpected type) or asks
-    for something the runner does not support."""
+    for something this runner does not support; the test fails with this, never as a pass."""
 
 
 class CommandRecorder(monitoring.CommandListener):
@@ -50,7 +50,7 @@ class CommandRecorder(monitoring.CommandListener):
     def __init__(self, observe, ignore, observe_sensitive):
         unknown = set(observe) - set(EVENT_TYPES)
         if unknown:
-            raise EntityError(f"observeEvents {sorted(unknown)} not supported")
+            raise RunnerError(f"observeEvents {sorted(unknown)} not supported")
         self.kinds = tuple(EVENT_TYPES[name] for name in observe)
         self.ignore = {name.lower() for name in ignore} | {"configurefailpoint"}
         self.observe_sensitive = observe_sensitive
@@ -85,10 +85,10 @@ def read_preference(spec):
     if "hedge" in spec:
         kwargs["hedge"] = spec.pop("hedge")
     if spec:
-        raise EntityError(f"readPreference fields {sorted(spec)} not supported")
+        raise RunnerError(f"readPreference fields {sorted(spec)} not supported")
     cls = READ_PREFERENCES.get(mode.lower())
     if cls is None:
-        raise EntityError(f"unknown read preference mode {mode}")
+        raise RunnerError(f"unknown read preference mode {mode}")
     return cls(**kwargs) if kwargs else cls()
 
 
@@ -99,7 +99,7 @@ def write_concern(spec):
         if name in spec:
             kwargs[kwarg] = spec.pop(name)
     if spec:
-        raise EntityError(f"writeConcern fields {sorted(spec)} not supported")
+        raise RunnerError(f"writeConcern fields {sorted(spec)} not supported")
     return WriteConcern(**kwargs)
 
 
@@ -114,7 +114,7 @@ def common_options(spec, what):
     if "writeConcern" in spec:
         kwargs["write_concern"] = write_concern(spec.pop("writeConcern"))
     if spec:
-        raise EntityError(f"{what} {sorted(spec)} not supported")
+        raise RunnerError(f"{what} {sorted(spec)} not supported")
     return kwargs
 
 
@@ -133,15 +133,15 @@ class EntityMap:
 
     def add(self, name, value):
         if name in self._entities:
-            raise EntityError(f"entity {name} already exists")
+            raise RunnerError(f"entity {name} already exists")
         self._entities[name] = value
 
     def get(self, name, *types):
         if name not in self._entities:
-            raise EntityError(f"entity {name} is not defined")
+            raise RunnerError(f"entity {name} is not defined")
         value = self._entities[name]
         if types and not isinstance(value, types):
-            raise EntityError(f"entity {name} is a {type(value).__name__}, not {types}")
+            raise RunnerError(f"entity {name} is a {type(value).__name__}, not {types}")
         return value
 
     def value(self, name):
@@ -150,7 +150,7 @@ class EntityMap:
 
     def session_lsid(self, name):
         if name not in self.sessions_lsid:
-            raise EntityError(f"session entity {name} is not defined")
+            raise RunnerError(f"session entity {name} is not defined")
         return self.sessions_lsid[name]
 
     def client_of(self, name):
@@ -159,11 +159,11 @@ class EntityMap:
     def create(self, specs):
         for spec in specs:
             if len(spec) != 1:
-                raise EntityError(f"an entity has exactly one key: {sorted(spec)}")
+                raise RunnerError(f"an entity has exactly one key: {sorted(spec)}")
             (kind, options), = spec.items()
             create = getattr(self, f"_create_{kind}", None)
             if create is None:
-                raise EntityError(f"entity type {kind} not supported")
+                raise RunnerError(f"entity type {kind} not supported")
             create(dict(options))
 
     def _create_client(self, spec):
@@ -171,7 +171,7 @@ class EntityMap:
         uri_options = spec.pop("uriOptions", {})
         multiple = spec.pop("useMultipleMongoses", None)
         if multiple and self.deployment.topology == "sharded":
-            raise EntityError("useMultipleMongoses on a sharded cluster is not supported")
+            raise RunnerError("useMultipleMongoses on a sharded cluster is not supported")
         recorder = CommandRecorder(
             spec.pop("observeEvents", []),
             spec.pop("ignoreCommandMonitoringEvents", []),
@@ -185,7 +185,7 @@ class EntityMap:
                 deprecation_errors=api.get("deprecationErrors"),
             )
         if spec:
-            raise EntityError(f"client options {sorted(spec)} not supported")
+            raise RunnerError(f"client options {sorted(spec)} not supported")
         kwargs.update(uri_options)
         client = pymongo.MongoClient(self.uri, event_listeners=[recorder], **kwargs)
         self.add(name, client)
@@ -197,7 +197,7 @@ class EntityMap:
         db_name = spec.pop("databaseName")
         kwargs = common_options(spec.pop("databaseOptions", None), "databaseOptions")
         if spec:
-            raise EntityError(f"database options {sorted(spec)} not supported")
+            raise RunnerError(f"database options {sorted(spec)} not supported")
         self.add(name, client.get_database(db_name, **kwargs))
 
     def _create_collection(self, spec):
@@ -206,7 +206,7 @@ class EntityMap:
         coll_name = spec.pop("collectionName")
         kwargs = common_options(spec.pop("collectionOptions", None), "collectionOptions")
         if spec:
-            raise EntityError(f"collection options {sorted(spec)} not supported")
+            raise RunnerError(f"collection options {sorted(spec)} not supported")
         self.add(name, db.get_collection(coll_name, **kwargs))
 
     def _create_session(self, spec):
@@ -214,14 +214,14 @@ class EntityMap:
         client = self.client_of(spec.pop("client"))
         options = dict(spec.pop("sessionOptions", {}))
         if spec:
-            raise EntityError(f"session options {sorted(spec)} not supported")
+            raise RunnerError(f"session options {sorted(spec)} not supported")
         kwargs = {}
         if "causalConsistency" in options:
             kwargs["causal_consistency"] = options.pop("causalConsistency")
         if "snapshot" in options:
             kwargs["snapshot"] = options.pop("snapshot")
         if options:
-            raise EntityError(f"sessionOptions {sorted(options)} not supported")
+            raise RunnerError(f"sessionOptions {sorted(options)} not supported")
         session = client.start_session(**kwargs)
         self.add(name, session)
         self.sessions_lsid[name] = session.session_id
@@ -231,7 +231,7 @@ class EntityMap:
         db = self.get(spec.pop("database"), Database)
         options = dict(spec.pop("bucketOptions", {}))
         if spec:
-            raise EntityError(f"bucket options {sorted(spec)} not supported")
+            raise RunnerError(f"bucket options {sorted(spec)} not supported")
         kwargs = {}
         for key, kwarg in (("bucketName", "bucket_name"), ("chunkSizeBytes", "chunk_size_bytes")):
             if key in options:
@@ -241,7 +241,7 @@ class EntityMap:
         if "readPreference" in options:
             kwargs["read_preference"] = read_preference(options.pop("readPreference"))
         if options:
-            raise EntityError(f"bucketOptions {sorted(options)} not supported")
+            raise RunnerError(f"bucketOptions {sorted(options)} not supported")
         self.add(name, gridfs.GridFSBucket(db, **kwargs))
 
     def stop_observing(self):

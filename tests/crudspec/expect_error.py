@@ -13,7 +13,7 @@ from pymongo.errors import (
     PyMongoError,
 )
 
-from entities import EntityError
+from entities import RunnerError
 from matcher import Mismatch
 from results import bulk_error_result, client_bulk_result
 
@@ -64,9 +64,9 @@ def check(expected, error, matcher):
     """Raises Mismatch unless `error` satisfies every assertion of the expectedError."""
     unknown = set(expected) - KNOWN
     if unknown:
-        raise EntityError(f"expectError fields {sorted(unknown)} not supported")
+        raise RunnerError(f"expectError fields {sorted(unknown)} not supported")
     if "writeErrors" in expected or "writeConcernErrors" in expected:
-        raise EntityError("writeErrors/writeConcernErrors apply to clientBulkWrite, not supported")
+        raise RunnerError("writeErrors/writeConcernErrors apply to clientBulkWrite, not supported")
     got = describe(error)
     server = is_server_error(error)
     if "isClientError" in expected and expected["isClientError"] == server:

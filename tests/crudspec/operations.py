@@ -13,7 +13,7 @@ from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo import MongoClient, ReturnDocument
 
-from entities import EntityError, read_preference, write_concern
+from entities import RunnerError, read_preference, write_concern
 from results import bulk_result, client_bulk_result, write_result
 
 
@@ -30,7 +30,7 @@ class Arguments:
 
     def required(self, name):
         if name not in self._args:
-            raise EntityError(f"{self.op_name}: argument {name} is required")
+            raise RunnerError(f"{self.op_name}: argument {name} is required")
         return self._args.pop(name)
 
     def optional(self, name, default=None):
@@ -54,7 +54,7 @@ class Arguments:
 
     def finish(self):
         if self._args:
-            raise EntityError(f"{self.op_name}: unsupported arguments {sorted(self._args)}")
+            raise RunnerError(f"{self.op_name}: unsupported arguments {sorted(self._args)}")
         return self.kwargs
 
 
@@ -106,10 +106,10 @@ WRITE_MODELS = {
 
 def write_model(request, entities):
     if len(request) != 1:
-        raise EntityError(f"a write model has exactly one key: {sorted(request)}")
+        raise RunnerError(f"a write model has exactly one key: {sorted(request)}")
     (kind, spec), = request.items()
     if kind not in WRITE_MODELS:
-        raise EntityError(f"bulkWrite model {kind} not supported")
+        raise RunnerError(f"bulkWrite model {kind} not supported")
     cls, names = WRITE_MODELS[kind]
     return cls(**Arguments(kind, spec, entities).pass_through(**names).finish())
 
@@ -122,10 +122,10 @@ CLIENT_WRITE_MODELS = {
 def client_write_model(request, entities):
     """A clientBulkWrite model: a collection write model with the namespace it writes to."""
     if len(request) != 1:
-        raise EntityError(f"a write model has exactly one key: {sorted(request)}")
+        raise RunnerError(f"a write model has exactly one key: {sorted(request)}")
     (kind, spec), = request.items()
     if kind not in CLIENT_WRITE_MODELS:
-        raise EntityError(f"clientBulkWrite model {kind} not supported")
+        raise RunnerError(f"clientBulkWrite model {kind} not supported")
     cls, names = CLIENT_WRITE_MODELS[kind]
     return cls(**Arguments(kind, spec, entities).pass_through(**names).finish())
 
@@ -153,7 +153,7 @@ FIND_AND_MODIFY_OPTIONS = dict(
 
 def return_document(value):
     if not isinstance(value, str) or value.lower() not in ("before", "after"):
-        raise EntityError(f"returnDocument must be Before or After, not {value!r}")
+        raise RunnerError(f"returnDocument must be Before or After, not {value!r}")
     return ReturnDocument.AFTER if value.lower() == "after" else ReturnDocument.BEFORE
 
 
@@ -426,7 +426,7 @@ SESSION_OPERATIONS = {"endSession": session_end}
 
 
 def prepare(entities, operation):
-    """(callable, description) for an entity operation; raises EntityError for an unknown
+    """(callable, description) for an entity operation; raises RunnerError for an unknown
     entity, operation or argument. Calling the callable runs it and returns a Result."""
     target = entities.get(operation["object"])
     name = operation["name"]
@@ -443,6 +443,6 @@ def prepare(entities, operation):
     else:
         table = {}
     if name not in table:
-        raise EntityError(f"operation {name} on {type(target).__name__} not supported")
+        raise RunnerError(f"operation {name} on {type(target).__name__} not supported")
     args = Arguments(name, operation.get("arguments"), entities)
     return lambda: table[name](target, args)

@@ -5,7 +5,7 @@ Not here: calling the driver (operations.py).
 """
 from pymongo.results import BulkWriteResult
 
-from entities import EntityError
+from entities import RunnerError
 
 
 def write_result(result):
@@ -30,7 +30,7 @@ def write_result(result):
         return value
     if name == "BulkWriteResult":
         return bulk_result(result)
-    raise EntityError(f"no CRUD shape for {name}")
+    raise RunnerError(f"no CRUD shape for {name}")
 
 
 def bulk_result(result):

@@ -12,7 +12,7 @@ from pymongo.write_concern import WriteConcern
 
 import expect_error
 import operations
-from entities import EVENT_TYPES, EntityError, EntityMap
+from entities import EVENT_TYPES, RunnerError, EntityMap
 from matcher import Matcher, Mismatch, exactly_equal
 
 SCHEMA_MAJOR, SCHEMA_MINOR = 1, 21  # the newest schema version the CRUD files use
@@ -62,9 +62,9 @@ def check_events(entities, matcher, expectations):
         client = expected_for_client["client"]
         event_type = expected_for_client.get("eventType", "command")
         if event_type != "command":
-            raise EntityError(f"eventType {event_type} not supported")
+            raise RunnerError(f"eventType {event_type} not supported")
         if client not in entities.recorders:
-            raise EntityError(f"client {client} is not defined")
+            raise RunnerError(f"client {client} is not defined")
         actual = list(entities.recorders[client].events)
         expected = expected_for_client["events"]
         if expected_for_client.get("ignoreExtraEvents", False):
@@ -84,10 +84,10 @@ def check_events(entities, matcher, expectations):
 
 def match_event(matcher, expected, actual, path):
     if len(expected) != 1:
-        raise EntityError(f"{path}: an expected event has exactly one key")
+        raise RunnerError(f"{path}: an expected event has exactly one key")
     (kind, fields), = expected.items()
     if kind not in EVENT_TYPES:
-        raise EntityError(f"{path}: event {kind} not supported")
+        raise RunnerError(f"{path}: event {kind} not supported")
     if not isinstance(actual, EVENT_TYPES[kind]):
         raise Mismatch(f"{path}: expected {kind}, got {type(actual).__name__} {actual.command_name}")
     for field, value in fields.items():
@@ -108,7 +108,7 @@ def match_event(matcher, expected, actual, path):
             if (actual.server_connection_id is not None) != value:
                 raise Mismatch(f"{path}: hasServerConnectionId {value}")
         else:
-            raise EntityError(f"{path}: event field {field} not supported")
+            raise RunnerError(f"{path}: event field {field} not supported")
 
 
 class TestRun:
@@ -127,18 +127,18 @@ class TestRun:
             client = self.entities.client_of(args.pop("client"))
             command = args.pop("failPoint")
             if args:
-                raise EntityError(f"failPoint: unsupported arguments {sorted(args)}")
+                raise RunnerError(f"failPoint: unsupported arguments {sorted(args)}")
             client.admin.command(command, read_preference=Primary())
             self.fail_points.append((client, command["configureFailPoint"]))
         else:
-            raise EntityError(f"test runner operation {name} not supported")
+            raise RunnerError(f"test runner operation {name} not supported")
 
     def operation(self, index, op):
         where = f"operation {index} ({op['name']})"
         if op["object"] == "testRunner":
             try:
                 self.special(op)
-            except EntityError:
+            except RunnerError:
                 raise
             except Exception as e:
                 raise TestFailure(f"{where}: {expect_error.describe(e)}") from None
@@ -146,7 +146,7 @@ class TestRun:
         call = operations.prepare(self.entities, op)
         try:
             result = call()
-        except EntityError:
+        except RunnerError:
             raise
         except Exception as e:
             if op.get("ignoreResultAndError"):
@@ -182,18 +182,19 @@ class TestRun:
                 check_events(self.entities, self.matcher, test["expectEvents"])
             if "outcome" in test:
                 check_outcome(self.internal, test["outcome"])
-        except EntityError as e:
+        except RunnerError as e:
             raise TestFailure(f"runner: {e}") from None
         finally:
             self.clean_up()
 
     def clean_up(self):
-        for client, name in self.fail_points:
-            try:
+        """Turns off the fail points this test set, ends its sessions and closes its clients. A
+        fail point that cannot be turned off would leak into later tests: that is an error."""
+        try:
+            for client, name in self.fail_points:
                 client.admin.command({"configureFailPoint": name, "mode": "off"})
-            except Exception:
-                pass
-        self.entities.close()
+        finally:
+            self.entities.close()
 
 
 def run_test(uri, internal, deployment, file_spec, test):
