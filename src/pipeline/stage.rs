@@ -1,12 +1,15 @@
 //! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
 
+use super::facet::Facet;
 use super::group::Group;
+use super::lookup::Lookup;
 use super::memory::{Blocking, StageLimits};
+use super::union_with::UnionWith;
 use super::unwind::Unwind;
-use super::{Row, Rows};
+use super::{Env, Row, Rows};
 use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::expr::Variables;
+use crate::query::expr::{Expression, Variables};
 use crate::query::filter::{integral_value, Filter};
 use crate::query::path::type_name;
 use crate::query::reshape::{add_fields_tree, apply_tree, AddNode, Project, ReplaceRoot};
@@ -32,6 +35,11 @@ pub enum Stage {
     Group(Group),
     Count(String),
     Sample(u64),
+    Lookup(Lookup),
+    UnionWith(UnionWith),
+    Facet(Facet),
+    /// `$documents`: an expression evaluating to the documents that start the pipeline.
+    Documents(Expression),
     /// `$collStats` with its options; the command produces its document.
     CollStats(Document),
     /// `$currentOp` with its options: the server's running operations (first stage of
@@ -41,8 +49,6 @@ pub enum Stage {
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
 const UNSUPPORTED: &[&str] = &[
-    "$lookup",
-    "$facet",
     "$out",
     "$merge",
     "$bucket",
@@ -54,9 +60,7 @@ const UNSUPPORTED: &[&str] = &[
     "$densify",
     "$fill",
     "$setWindowFields",
-    "$unionWith",
     "$changeStream",
-    "$documents",
     "$listLocalSessions",
     "$listSessions",
     "$planCacheStats",
@@ -136,6 +140,18 @@ impl Stage {
                 ]);
             }
             "$count" => Stage::Count(count_field(arg)?),
+            "$lookup" => Stage::Lookup(Lookup::parse(arg, vars)?),
+            "$unionWith" => Stage::UnionWith(UnionWith::parse(arg, vars)?),
+            "$facet" => Stage::Facet(Facet::parse(arg, vars)?),
+            "$documents" => {
+                if !first {
+                    return Err(Error::new(
+                        ErrorCode::Location40602,
+                        "$documents is only valid as the first stage in a pipeline",
+                    ));
+                }
+                Stage::Documents(Expression::compile(arg, vars)?)
+            }
             "$sample" => Stage::Sample(sample_size(arg)?),
             "$currentOp" => {
                 if !first {
@@ -190,7 +206,8 @@ impl Stage {
     }
 
     /// Applies the stage to its input; blocking stages hold at most their memory limit.
-    pub fn apply(self, rows: Rows, limits: &StageLimits) -> Result<Rows> {
+    pub fn apply(self, rows: Rows, env: &Env) -> Result<Rows> {
+        let limits: &StageLimits = &env.limits;
         Ok(match self {
             Stage::Match { filter, .. } => Box::new(rows.filter_map(move |r| match r {
                 Ok(row) => match filter.matches(&row.doc) {
@@ -251,6 +268,10 @@ impl Stage {
                     .collect::<Result<Vec<_>>>()?;
                 Box::new(HeldIter::new(sized, limits.held.clone()).map(Ok))
             }
+            Stage::Lookup(lookup) => lookup.apply(rows, env),
+            Stage::UnionWith(union) => union.apply(rows, env),
+            Stage::Facet(facet) => facet.apply(rows, env)?,
+            Stage::Documents(expr) => documents(&expr)?,
             Stage::Count(field) => {
                 let mut n = 0u64;
                 for row in rows {
@@ -382,4 +403,61 @@ fn count_value(n: u64) -> Bson {
         |_| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
         Bson::Int32,
     )
+}
+
+/// `$documents`' rows: its expression, evaluated once, must be an array of objects.
+fn documents(expr: &Expression) -> Result<Rows> {
+    let bad = |what: String| {
+        Error::new(
+            ErrorCode::Location5858203,
+            format!("error during evaluation of $documents: {what}"),
+        )
+    };
+    let docs = match expr.eval(&Document::new())? {
+        Some(Bson::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Bson::Document(d) => {
+                    crate::query::depth::check_document(&d)?;
+                    Ok(Row::computed(d))
+                }
+                other => Err(bad(format!(
+                    "an element of the array is {}, not an object",
+                    type_name(&other)
+                ))),
+            })
+            .collect::<Vec<_>>(),
+        other => {
+            return Err(bad(format!(
+                "it evaluated to {}, not an array",
+                crate::query::expr::value::type_name(&other)
+            )))
+        }
+    };
+    Ok(Box::new(docs.into_iter()))
+}
+
+impl Stage {
+    /// The stage's name as a client writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stage::Match { .. } => "$match",
+            Stage::Sort { .. } => "$sort",
+            Stage::Skip(_) => "$skip",
+            Stage::Limit(_) => "$limit",
+            Stage::Project(_) => "$project",
+            Stage::AddFields(_) => "$addFields",
+            Stage::ReplaceRoot(_) => "$replaceRoot",
+            Stage::Unwind(_) => "$unwind",
+            Stage::Group(_) => "$group",
+            Stage::Count(_) => "$count",
+            Stage::Sample(_) => "$sample",
+            Stage::Lookup(_) => "$lookup",
+            Stage::UnionWith(_) => "$unionWith",
+            Stage::Facet(_) => "$facet",
+            Stage::Documents(_) => "$documents",
+            Stage::CollStats(_) => "$collStats",
+            Stage::CurrentOp(_) => "$currentOp",
+        }
+    }
 }

@@ -26,7 +26,7 @@ mod ops;
 mod tests;
 pub mod value;
 
-pub use compile::{Compiler, Variables};
+pub use compile::{validate_field_name, validate_user_write, Compiler, Variables};
 pub use field::field_path;
 
 use crate::error::Result;

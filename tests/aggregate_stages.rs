@@ -1,0 +1,285 @@
+//! The stages that read other collections or several pipelines: `$lookup` (all three forms),
+//! `$unionWith`, `$facet` and `$documents`, through the driver as applications use them.
+
+mod common;
+
+use common::bson::{doc, Bson, Document};
+use common::ttl::{advance, reaper, set_collection_ttl};
+use common::{error_code, TestServer};
+use futures::TryStreamExt;
+use mongodb::{Collection, Database};
+
+async fn aggregate(coll: &Collection<Document>, pipeline: Vec<Document>) -> Vec<Document> {
+    coll.aggregate(pipeline)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+async fn aggregate_err(coll: &Collection<Document>, pipeline: Vec<Document>) -> i32 {
+    let err = match coll.aggregate(pipeline).await {
+        Err(e) => e,
+        Ok(cursor) => cursor.try_collect::<Vec<_>>().await.unwrap_err(),
+    };
+    error_code(&err).unwrap_or_else(|| panic!("not a command error: {err}"))
+}
+
+async fn shop(db: &Database) -> (Collection<Document>, Collection<Document>) {
+    let customers = db.collection::<Document>("customers");
+    let orders = db.collection::<Document>("orders");
+    customers
+        .insert_many(vec![
+            doc! {"_id": 1, "name": "Ann", "tags": ["a", "b"]},
+            doc! {"_id": 2, "name": "Bob"},
+            doc! {"_id": 3, "name": "Cy", "tags": []},
+        ])
+        .await
+        .unwrap();
+    orders
+        .insert_many(vec![
+            doc! {"_id": 10, "cust": 1, "amt": 5},
+            doc! {"_id": 11, "cust": 1, "amt": 7},
+            doc! {"_id": 12, "cust": 2, "amt": 1},
+            doc! {"_id": 13, "cust": [2, 3], "amt": 2},
+            doc! {"_id": 14, "amt": 9},
+        ])
+        .await
+        .unwrap();
+    (customers, orders)
+}
+
+fn ids(docs: &[Bson]) -> Vec<i32> {
+    docs.iter()
+        .map(|d| d.as_document().unwrap().get_i32("_id").unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn lookup_by_local_and_foreign_field_matches_elements_and_missing_as_null() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let (customers, orders) = shop(&db).await;
+    let out = aggregate(
+        &customers,
+        vec![
+            doc! {"$lookup": {"from": "orders", "localField": "_id", "foreignField": "cust", "as": "orders"}},
+            doc! {"$sort": {"_id": 1}},
+        ],
+    )
+    .await;
+    let joined: Vec<Vec<i32>> = out
+        .iter()
+        .map(|d| ids(d.get_array("orders").unwrap()))
+        .collect();
+    // A foreign array matches by any element (order 13 joins both 2 and 3).
+    assert_eq!(joined, vec![vec![10, 11], vec![12, 13], vec![13]]);
+
+    // A missing local field joins foreign documents whose field is null or missing.
+    let out = aggregate(
+        &orders,
+        vec![
+            doc! {"$match": {"_id": 14}},
+            doc! {"$lookup": {"from": "customers", "localField": "cust", "foreignField": "tags", "as": "c"}},
+        ],
+    )
+    .await;
+    assert_eq!(ids(out[0].get_array("c").unwrap()), vec![2]);
+
+    // A local array joins each element; `as` may be a dotted path.
+    let out = aggregate(
+        &orders,
+        vec![
+            doc! {"$match": {"_id": 13}},
+            doc! {"$lookup": {"from": "customers", "localField": "cust", "foreignField": "_id", "as": "x.who"}},
+        ],
+    )
+    .await;
+    let who = out[0].get_document("x").unwrap().get_array("who").unwrap();
+    assert_eq!(ids(who), vec![2, 3]);
+}
+
+#[tokio::test]
+async fn lookup_with_let_and_pipeline_and_the_combined_form() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let (customers, _) = shop(&db).await;
+    let out = aggregate(
+        &customers,
+        vec![
+            doc! {"$match": {"_id": 1}},
+            doc! {"$lookup": {
+                "from": "orders",
+                "let": {"who": "$name"},
+                "pipeline": [
+                    {"$match": {"amt": {"$gt": 4}}},
+                    {"$project": {"_id": 0, "amt": 1, "by": "$$who"}},
+                ],
+                "as": "big",
+            }},
+        ],
+    )
+    .await;
+    assert_eq!(
+        out[0].get_array("big").unwrap(),
+        &vec![
+            Bson::Document(doc! {"amt": 5, "by": "Ann"}),
+            Bson::Document(doc! {"amt": 7, "by": "Ann"}),
+            Bson::Document(doc! {"amt": 9, "by": "Ann"}),
+        ]
+    );
+    let out = aggregate(
+        &customers,
+        vec![
+            doc! {"$match": {"_id": 1}},
+            doc! {"$lookup": {
+                "from": "orders", "localField": "_id", "foreignField": "cust",
+                "pipeline": [{"$match": {"amt": {"$gt": 6}}}],
+                "as": "big",
+            }},
+        ],
+    )
+    .await;
+    assert_eq!(ids(out[0].get_array("big").unwrap()), vec![11]);
+}
+
+#[tokio::test]
+async fn bad_lookups_fail_before_reading() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let (customers, _) = shop(&db).await;
+    let cases = [
+        (doc! {"from": "orders", "localField": "a", "as": "x"}, 9),
+        (
+            doc! {"from": "orders", "localField": "a", "foreignField": "b"},
+            9,
+        ),
+        (doc! {"from": "orders", "as": "x"}, 9),
+        (
+            doc! {"from": "orders", "pipeline": [{"$bogus": 1}], "as": "x"},
+            40324,
+        ),
+        (
+            doc! {"from": "orders", "localField": 1, "foreignField": "b", "as": "x"},
+            4570,
+        ),
+        (
+            doc! {"from": "orders", "let": {"Bad": 1}, "pipeline": [], "as": "x"},
+            16867,
+        ),
+    ];
+    for (spec, code) in cases {
+        assert_eq!(
+            aggregate_err(&customers, vec![doc! {"$lookup": spec.clone()}]).await,
+            code,
+            "{spec}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn union_with_appends_another_collections_pipeline() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let (customers, _) = shop(&db).await;
+    let out = aggregate(
+        &customers,
+        vec![
+            doc! {"$project": {"name": 1}},
+            doc! {"$unionWith": {"coll": "orders", "pipeline": [{"$match": {"amt": {"$lt": 3}}}]}},
+            doc! {"$unionWith": "nothing_here"},
+        ],
+    )
+    .await;
+    let got: Vec<i32> = out.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+    assert_eq!(got, vec![1, 2, 3, 12, 13]);
+}
+
+#[tokio::test]
+async fn facet_runs_each_pipeline_over_the_same_input() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let (_, orders) = shop(&db).await;
+    let out = aggregate(
+        &orders,
+        vec![doc! {"$facet": {
+            "count": [{"$count": "n"}],
+            "big": [{"$match": {"amt": {"$gte": 7}}}, {"$project": {"_id": 1}}],
+            "none": [{"$match": {"amt": 100}}],
+        }}],
+    )
+    .await;
+    assert_eq!(
+        out,
+        vec![doc! {"count": [{"n": 5}], "big": [{"_id": 11}, {"_id": 14}], "none": []}]
+    );
+    for (spec, code) in [
+        (doc! {"$facet": {}}, 40169),
+        (doc! {"$facet": {"a": []}}, 40172),
+        (
+            doc! {"$facet": {"a": [{"$facet": {"b": [{"$count": "n"}]}}]}},
+            40600,
+        ),
+        (doc! {"$facet": {"a": 1}}, 40170),
+    ] {
+        assert_eq!(
+            aggregate_err(&orders, vec![spec.clone()]).await,
+            code,
+            "{spec}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn documents_starts_a_collectionless_pipeline() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let mut cursor = db
+        .aggregate(vec![
+            doc! {"$documents": [{"x": 1}, {"x": 2}, {"x": 3}]},
+            doc! {"$match": {"x": {"$gte": 2}}},
+        ])
+        .await
+        .unwrap();
+    let mut xs = Vec::new();
+    while let Some(d) = cursor.try_next().await.unwrap() {
+        xs.push(d.get_i32("x").unwrap());
+    }
+    assert_eq!(xs, vec![2, 3]);
+    let err = db
+        .aggregate(vec![doc! {"$documents": 1}])
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(5858203));
+}
+
+#[tokio::test]
+async fn an_expired_foreign_document_is_never_joined_ttl_18() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let db = client.database("stages");
+    reaper(&client, "pause").await;
+    let orders = db.collection::<Document>("orders");
+    let events = db.collection::<Document>("events");
+    set_collection_ttl(&db, "events", 10).await;
+    orders.insert_one(doc! {"_id": 1}).await.unwrap();
+    events
+        .insert_many(vec![
+            doc! {"_id": "old", "order": 1},
+            doc! {"_id": "long", "order": 1, "ttl": 100},
+        ])
+        .await
+        .unwrap();
+    advance(&client, 11).await;
+    let pipeline = vec![
+        doc! {"$lookup": {"from": "events", "localField": "_id", "foreignField": "order", "as": "e"}},
+    ];
+    let out = aggregate(&orders, pipeline.clone()).await;
+    assert_eq!(
+        out[0].get_array("e").unwrap(),
+        &vec![Bson::Document(doc! {"_id": "long", "order": 1, "ttl": 100})]
+    );
+    let out = aggregate(&orders, vec![doc! {"$unionWith": "events"}]).await;
+    assert_eq!(out.len(), 2, "{out:?}");
+}
