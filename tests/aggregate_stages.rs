@@ -283,3 +283,165 @@ async fn an_expired_foreign_document_is_never_joined_ttl_18() {
     let out = aggregate(&orders, vec![doc! {"$unionWith": "events"}]).await;
     assert_eq!(out.len(), 2, "{out:?}");
 }
+
+async fn all(coll: &Collection<Document>) -> Vec<Document> {
+    coll.find(doc! {})
+        .sort(doc! {"_id": 1})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn out_replaces_the_target_atomically_and_keeps_its_indexes() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let (_, orders) = shop(&db).await;
+    let report = db.collection::<Document>("report");
+    report.insert_one(doc! {"_id": "stale"}).await.unwrap();
+    db.run_command(
+        doc! {"createIndexes": "report", "indexes": [{"key": {"total": 1}, "name": "total_1"}]},
+    )
+    .await
+    .unwrap();
+    let out = aggregate(
+        &orders,
+        vec![
+            doc! {"$group": {"_id": "$cust", "total": {"$sum": "$amt"}}},
+            doc! {"$match": {"_id": {"$not": {"$type": "array"}, "$ne": null}}},
+            doc! {"$out": "report"},
+        ],
+    )
+    .await;
+    assert!(out.is_empty());
+    assert_eq!(
+        all(&report).await,
+        vec![doc! {"_id": 1, "total": 12}, doc! {"_id": 2, "total": 1}]
+    );
+    let indexes: Vec<String> = report.list_index_names().await.unwrap();
+    assert!(indexes.contains(&"total_1".to_owned()), "{indexes:?}");
+
+    // A duplicate _id fails the stage and leaves the target as it was.
+    let code = aggregate_err(
+        &orders,
+        vec![
+            doc! {"$project": {"_id": {"$literal": 1}}},
+            doc! {"$out": "report"},
+        ],
+    )
+    .await;
+    assert_eq!(code, 11000);
+    assert_eq!(all(&report).await.len(), 2);
+    let names = db.list_collection_names().await.unwrap();
+    assert!(
+        !names.iter().any(|n| n.starts_with("tmp.agg_out")),
+        "the temporary collection is dropped: {names:?}"
+    );
+    for (pipeline, code) in [
+        (vec![doc! {"$out": "a"}, doc! {"$match": {}}], 40601),
+        (
+            vec![doc! {"$lookup": {"from": "orders", "pipeline": [{"$out": "z"}], "as": "x"}}],
+            51047,
+        ),
+        (vec![doc! {"$facet": {"a": [{"$out": "x"}]}}], 40600),
+    ] {
+        assert_eq!(
+            aggregate_err(&orders, pipeline.clone()).await,
+            code,
+            "{pipeline:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn merge_matches_on_fields_and_applies_each_mode() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let source = db.collection::<Document>("src");
+    let target = db.collection::<Document>("dst");
+    source
+        .insert_many(vec![
+            doc! {"_id": 1, "sku": "a", "qty": 5},
+            doc! {"_id": 2, "sku": "b", "qty": 1},
+        ])
+        .await
+        .unwrap();
+    target
+        .insert_many(vec![doc! {"_id": 1, "qty": 2, "note": "keep"}])
+        .await
+        .unwrap();
+    let merge = |spec: Document| vec![doc! {"$merge": spec}];
+
+    // Default: merge matched, insert unmatched.
+    aggregate(&source, merge(doc! {"into": "dst"})).await;
+    assert_eq!(
+        all(&target).await,
+        vec![
+            doc! {"_id": 1, "qty": 5, "note": "keep", "sku": "a"},
+            doc! {"_id": 2, "sku": "b", "qty": 1}
+        ]
+    );
+    // A pipeline with $$new and let.
+    aggregate(
+        &source,
+        merge(doc! {"into": "dst", "let": {"add": "$qty"}, "whenMatched": [{"$set": {"qty": {"$and": ["$qty", "$$add"]}, "seen": "$$add"}}], "whenNotMatched": "discard"}),
+    )
+    .await;
+    assert_eq!(
+        all(&target).await[0],
+        doc! {"_id": 1, "qty": true, "note": "keep", "sku": "a", "seen": 5}
+    );
+    aggregate(
+        &source,
+        merge(doc! {"into": "dst", "whenMatched": "replace"}),
+    )
+    .await;
+    assert_eq!(all(&target).await[0], doc! {"_id": 1, "sku": "a", "qty": 5});
+    aggregate(
+        &source,
+        merge(doc! {"into": {"db": "stages", "coll": "dst"}, "whenMatched": "keepExisting"}),
+    )
+    .await;
+    assert_eq!(all(&target).await[0], doc! {"_id": 1, "sku": "a", "qty": 5});
+    assert_eq!(
+        aggregate_err(&source, merge(doc! {"into": "dst", "whenMatched": "fail"})).await,
+        11000
+    );
+    assert_eq!(
+        aggregate_err(
+            &source,
+            merge(doc! {"into": "empty", "whenNotMatched": "fail"})
+        )
+        .await,
+        13113
+    );
+    // Other `on` fields need a unique index on exactly them.
+    assert_eq!(
+        aggregate_err(&source, merge(doc! {"into": "dst", "on": "sku"})).await,
+        51183
+    );
+    db.run_command(doc! {"createIndexes": "dst", "indexes": [{"key": {"sku": 1}, "name": "sku_1", "unique": true}]})
+        .await
+        .unwrap();
+    aggregate(
+        &source,
+        vec![
+            doc! {"$project": {"_id": 0, "sku": 1, "qty": {"$literal": 9}}},
+            doc! {"$merge": {"into": "dst", "on": "sku"}},
+        ],
+    )
+    .await;
+    let skus: Vec<(String, i32)> = all(&target)
+        .await
+        .iter()
+        .map(|d| {
+            (
+                d.get_str("sku").unwrap().to_owned(),
+                d.get_i32("qty").unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(skus, vec![("a".into(), 9), ("b".into(), 9)]);
+}

@@ -5,7 +5,7 @@
 use super::{Row, Rows, StageLimits};
 use crate::engine::exec::ReadRequest;
 use crate::engine::read::NowCell;
-use crate::engine::{CollectionMeta, Interrupt, ReadView, StoredDoc};
+use crate::engine::{CollectionMeta, Interrupt, ReadView, StoredDoc, WriteHandle};
 use crate::error::Result;
 use crate::query::expr::Variables;
 use std::sync::Arc;
@@ -21,6 +21,10 @@ pub struct Env {
     pub limits: StageLimits,
     /// The command's `let` variables and `$$NOW`.
     pub vars: Variables,
+    /// Where `$out` and `$merge` write.
+    pub writes: WriteHandle,
+    /// Whether their writes wait for the disk (the command's write concern).
+    pub durable: bool,
 }
 
 type StoredDocs = Box<dyn Iterator<Item = Result<StoredDoc>> + Send>;

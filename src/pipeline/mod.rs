@@ -17,6 +17,8 @@ mod facet;
 mod group;
 mod lookup;
 pub mod memory;
+mod merge;
+mod out;
 mod sample;
 mod stage;
 mod union_with;
@@ -179,8 +181,15 @@ pub(crate) enum Nesting {
 
 impl Nesting {
     fn check(self, stages: &[Stage]) -> Result<()> {
-        for stage in stages {
+        let last = stages.len().saturating_sub(1);
+        for (i, stage) in stages.iter().enumerate() {
             let name = stage.name();
+            if matches!(name, "$out" | "$merge") && i != last {
+                return Err(Error::new(
+                    ErrorCode::Location40601,
+                    format!("{name} can only be the final stage in the pipeline"),
+                ));
+            }
             match self {
                 Nesting::Top => {}
                 Nesting::SubPipeline(parent) if matches!(name, "$out" | "$merge") => {

@@ -4,6 +4,8 @@ use super::facet::Facet;
 use super::group::Group;
 use super::lookup::Lookup;
 use super::memory::{Blocking, StageLimits};
+use super::merge::Merge;
+use super::out::Out;
 use super::union_with::UnionWith;
 use super::unwind::Unwind;
 use super::{Env, Row, Rows};
@@ -38,6 +40,8 @@ pub enum Stage {
     Lookup(Lookup),
     UnionWith(UnionWith),
     Facet(Facet),
+    Out(Out),
+    Merge(Merge),
     /// `$documents`: an expression evaluating to the documents that start the pipeline.
     Documents(Expression),
     /// `$collStats` with its options; the command produces its document.
@@ -49,8 +53,6 @@ pub enum Stage {
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
 const UNSUPPORTED: &[&str] = &[
-    "$out",
-    "$merge",
     "$bucket",
     "$bucketAuto",
     "$graphLookup",
@@ -143,6 +145,8 @@ impl Stage {
             "$lookup" => Stage::Lookup(Lookup::parse(arg, vars)?),
             "$unionWith" => Stage::UnionWith(UnionWith::parse(arg, vars)?),
             "$facet" => Stage::Facet(Facet::parse(arg, vars)?),
+            "$out" => Stage::Out(Out::parse(arg)?),
+            "$merge" => Stage::Merge(Merge::parse(arg, vars)?),
             "$documents" => {
                 if !first {
                     return Err(Error::new(
@@ -271,6 +275,8 @@ impl Stage {
             Stage::Lookup(lookup) => lookup.apply(rows, env),
             Stage::UnionWith(union) => union.apply(rows, env),
             Stage::Facet(facet) => facet.apply(rows, env)?,
+            Stage::Out(out) => out.run(rows, env)?,
+            Stage::Merge(merge) => merge.run(rows, env)?,
             Stage::Documents(expr) => documents(&expr)?,
             Stage::Count(field) => {
                 let mut n = 0u64;
@@ -455,6 +461,8 @@ impl Stage {
             Stage::Lookup(_) => "$lookup",
             Stage::UnionWith(_) => "$unionWith",
             Stage::Facet(_) => "$facet",
+            Stage::Out(_) => "$out",
+            Stage::Merge(_) => "$merge",
             Stage::Documents(_) => "$documents",
             Stage::CollStats(_) => "$collStats",
             Stage::CurrentOp(_) => "$currentOp",

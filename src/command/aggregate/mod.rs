@@ -214,6 +214,8 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         interrupt: Arc::clone(&req.interrupt),
         limits: limits.clone(),
         vars: args.vars,
+        writes: shared.engine.write_handle(),
+        durable: super::args::durable(req.body),
     };
     let meta = view.collection(req.db, coll);
     let rows: Rows = match (pipeline.first(), &meta) {
