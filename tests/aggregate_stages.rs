@@ -445,3 +445,114 @@ async fn merge_matches_on_fields_and_applies_each_mode() {
         .collect();
     assert_eq!(skus, vec![("a".into(), 9), ("b".into(), 9)]);
 }
+
+#[tokio::test]
+async fn graph_lookup_walks_the_reporting_chain() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let employees = db.collection::<Document>("employees");
+    // The example of MongoDB's $graphLookup reference page.
+    employees
+        .insert_many(vec![
+            doc! {"_id": 1, "name": "Dev"},
+            doc! {"_id": 2, "name": "Eliot", "reportsTo": "Dev"},
+            doc! {"_id": 3, "name": "Ron", "reportsTo": "Eliot"},
+            doc! {"_id": 4, "name": "Andrew", "reportsTo": "Eliot"},
+            doc! {"_id": 5, "name": "Asya", "reportsTo": "Ron"},
+            doc! {"_id": 6, "name": "Dan", "reportsTo": "Andrew"},
+        ])
+        .await
+        .unwrap();
+    let out = aggregate(
+        &employees,
+        vec![
+            doc! {"$match": {"name": "Asya"}},
+            doc! {"$graphLookup": {
+                "from": "employees", "startWith": "$reportsTo", "connectFromField": "reportsTo",
+                "connectToField": "name", "as": "chain", "depthField": "d",
+            }},
+        ],
+    )
+    .await;
+    let mut chain: Vec<(String, i64)> = out[0]
+        .get_array("chain")
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let d = d.as_document().unwrap();
+            (
+                d.get_str("name").unwrap().to_owned(),
+                d.get_i64("d").unwrap(),
+            )
+        })
+        .collect();
+    chain.sort();
+    assert_eq!(
+        chain,
+        vec![("Dev".into(), 2), ("Eliot".into(), 1), ("Ron".into(), 0)]
+    );
+    let out = aggregate(
+        &employees,
+        vec![
+            doc! {"$match": {"name": "Asya"}},
+            doc! {"$graphLookup": {
+                "from": "employees", "startWith": "$reportsTo", "connectFromField": "reportsTo",
+                "connectToField": "name", "as": "chain", "maxDepth": 0,
+                "restrictSearchWithMatch": {"_id": {"$ne": 99}},
+            }},
+        ],
+    )
+    .await;
+    assert_eq!(ids(out[0].get_array("chain").unwrap()), vec![3]);
+    for (spec, code) in [
+        (doc! {"from": "employees", "as": "x"}, 40105),
+        (doc! {"from": "employees", "bogus": 1}, 40104),
+        (doc! {"from": "employees", "maxDepth": -1}, 40101),
+        (doc! {"from": 1, "as": "x"}, 40103),
+        (doc! {"as": "x"}, 9),
+    ] {
+        assert_eq!(
+            aggregate_err(&employees, vec![doc! {"$graphLookup": spec.clone()}]).await,
+            code,
+            "{spec}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn redact_keeps_prunes_and_descends_by_level() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("stages");
+    let docs = db.collection::<Document>("levels");
+    // Each level says what becomes of it; `$$CURRENT` is the level being judged.
+    docs.insert_one(doc! {
+        "_id": 1, "v": "descend", "n": 1,
+        "a": {"v": "prune", "secret": 1},
+        "b": {"v": "keep", "inner": {"v": "prune"}},
+        "c": [{"v": "descend", "d": {"v": "prune"}, "e": 2}, {"v": "prune"}, 3],
+    })
+    .await
+    .unwrap();
+    let out = aggregate(&docs, vec![doc! {"$redact": "$v"}]).await;
+    assert_eq!(
+        out,
+        vec![doc! {
+            "_id": 1, "v": "descend", "n": 1,
+            "b": {"v": "keep", "inner": {"v": "prune"}},
+            "c": [{"v": "descend", "e": 2}, 3],
+        }]
+    );
+    // $$ROOT stays the whole document at every level.
+    let out = aggregate(&docs, vec![doc! {"$redact": "$$ROOT.v"}]).await;
+    assert_eq!(
+        out[0].get_document("a").unwrap().get_i32("secret").unwrap(),
+        1
+    );
+    assert_eq!(
+        aggregate_err(&docs, vec![doc! {"$redact": "$n"}]).await,
+        17053
+    );
+    assert!(aggregate(&docs, vec![doc! {"$redact": "$$PRUNE"}])
+        .await
+        .is_empty());
+}

@@ -14,11 +14,13 @@
 
 mod env;
 mod facet;
+mod graph_lookup;
 mod group;
 mod lookup;
 pub mod memory;
 mod merge;
 mod out;
+mod redact;
 mod sample;
 mod stage;
 mod union_with;

@@ -1,11 +1,13 @@
 //! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
 
 use super::facet::Facet;
+use super::graph_lookup::GraphLookup;
 use super::group::Group;
 use super::lookup::Lookup;
 use super::memory::{Blocking, StageLimits};
 use super::merge::Merge;
 use super::out::Out;
+use super::redact::Redact;
 use super::union_with::UnionWith;
 use super::unwind::Unwind;
 use super::{Env, Row, Rows};
@@ -40,6 +42,8 @@ pub enum Stage {
     Lookup(Lookup),
     UnionWith(UnionWith),
     Facet(Facet),
+    GraphLookup(GraphLookup),
+    Redact(Redact),
     Out(Out),
     Merge(Merge),
     /// `$documents`: an expression evaluating to the documents that start the pipeline.
@@ -55,10 +59,8 @@ pub enum Stage {
 const UNSUPPORTED: &[&str] = &[
     "$bucket",
     "$bucketAuto",
-    "$graphLookup",
     "$geoNear",
     "$indexStats",
-    "$redact",
     "$densify",
     "$fill",
     "$setWindowFields",
@@ -145,6 +147,8 @@ impl Stage {
             "$lookup" => Stage::Lookup(Lookup::parse(arg, vars)?),
             "$unionWith" => Stage::UnionWith(UnionWith::parse(arg, vars)?),
             "$facet" => Stage::Facet(Facet::parse(arg, vars)?),
+            "$graphLookup" => Stage::GraphLookup(GraphLookup::parse(arg, vars)?),
+            "$redact" => Stage::Redact(Redact::parse(arg, vars)?),
             "$out" => Stage::Out(Out::parse(arg)?),
             "$merge" => Stage::Merge(Merge::parse(arg, vars)?),
             "$documents" => {
@@ -275,6 +279,8 @@ impl Stage {
             Stage::Lookup(lookup) => lookup.apply(rows, env),
             Stage::UnionWith(union) => union.apply(rows, env),
             Stage::Facet(facet) => facet.apply(rows, env)?,
+            Stage::GraphLookup(graph) => graph.apply(rows, env),
+            Stage::Redact(redact) => redact.apply(rows),
             Stage::Out(out) => out.run(rows, env)?,
             Stage::Merge(merge) => merge.run(rows, env)?,
             Stage::Documents(expr) => documents(&expr)?,
@@ -461,6 +467,8 @@ impl Stage {
             Stage::Lookup(_) => "$lookup",
             Stage::UnionWith(_) => "$unionWith",
             Stage::Facet(_) => "$facet",
+            Stage::GraphLookup(_) => "$graphLookup",
+            Stage::Redact(_) => "$redact",
             Stage::Out(_) => "$out",
             Stage::Merge(_) => "$merge",
             Stage::Documents(_) => "$documents",
