@@ -379,13 +379,23 @@ fn merge_one(
             let new = match &merge.when_matched {
                 WhenMatched::KeepExisting => return Ok(()),
                 WhenMatched::Fail => {
+                    let mut key_pattern = Document::new();
+                    let mut key_value = Document::new();
+                    for field in &merge.on {
+                        key_pattern.insert(field.clone(), 1);
+                        let value = path::get(&old.doc, &path::split(field)).cloned();
+                        key_value.insert(field.clone(), value.unwrap_or(Bson::Null));
+                    }
                     return Err(Error::new(
                         ErrorCode::DuplicateKey,
                         format!(
-                            "$merge failed due to a DuplicateKey error on the 'on' fields: {}",
-                            path::render_document(&read.filter_doc)
+                            "E11000 duplicate key error collection: {}.{} dup key: {}",
+                            meta.db,
+                            meta.name,
+                            path::render_document(&key_value)
                         ),
-                    ))
+                    )
+                    .with_extra(doc! {"keyPattern": key_pattern, "keyValue": key_value}));
                 }
                 WhenMatched::Replace => with_id(doc, &old.doc)?,
                 WhenMatched::Merge => {
