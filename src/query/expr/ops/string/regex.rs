@@ -169,7 +169,7 @@ struct Found {
 /// The first match of `regex` in `text` at or after byte `start`.
 ///
 /// SWITCH AT MERGE: the PCRE2 engine's `Regex::find_at(text, start)` answers this; its
-/// `Match { start, end, captures }` maps field for field onto [`Found`]. Until then matching
+/// `Match { start, end, captures }` maps field for field onto [`Found`]. Until then the
 /// engine reports only whether a pattern matches, so `$regexFind`/`$regexFindAll` are refused.
 fn find_at(_regex: &Regex, _text: &str, _start: usize, name: &str) -> Result<Option<Found>> {
     Err(Error::new(
