@@ -16,7 +16,7 @@ use std::cmp::Ordering;
 mod tests;
 
 #[derive(Debug, Clone, Copy)]
-enum Cmp {
+enum Kind {
     Cmp,
     Eq,
     Ne,
@@ -28,13 +28,13 @@ enum Cmp {
 
 pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Result<Node>> {
     let kind = match name {
-        "$cmp" => Cmp::Cmp,
-        "$eq" => Cmp::Eq,
-        "$ne" => Cmp::Ne,
-        "$gt" => Cmp::Gt,
-        "$gte" => Cmp::Gte,
-        "$lt" => Cmp::Lt,
-        "$lte" => Cmp::Lte,
+        "$cmp" => Kind::Cmp,
+        "$eq" => Kind::Eq,
+        "$ne" => Kind::Ne,
+        "$gt" => Kind::Gt,
+        "$gte" => Kind::Gte,
+        "$lt" => Kind::Lt,
+        "$lte" => Kind::Lte,
         "$max" => return Some(extreme(name, arg, c, Ordering::Greater)),
         "$min" => return Some(extreme(name, arg, c, Ordering::Less)),
         _ => return None,
@@ -51,7 +51,7 @@ pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Re
 
 #[derive(Debug)]
 struct Compare {
-    kind: Cmp,
+    kind: Kind,
     args: Vec<Node>,
     comparator: Comparator,
 }
@@ -68,17 +68,17 @@ impl Operator for Compare {
         };
         let order = self.comparator.compare_values(a, b);
         Ok(Some(match self.kind {
-            Cmp::Cmp => Bson::Int32(match order {
+            Kind::Cmp => Bson::Int32(match order {
                 Ordering::Less => -1,
                 Ordering::Equal => 0,
                 Ordering::Greater => 1,
             }),
-            Cmp::Eq => Bson::Boolean(order == Ordering::Equal),
-            Cmp::Ne => Bson::Boolean(order != Ordering::Equal),
-            Cmp::Gt => Bson::Boolean(order == Ordering::Greater),
-            Cmp::Gte => Bson::Boolean(order != Ordering::Less),
-            Cmp::Lt => Bson::Boolean(order == Ordering::Less),
-            Cmp::Lte => Bson::Boolean(order != Ordering::Greater),
+            Kind::Eq => Bson::Boolean(order == Ordering::Equal),
+            Kind::Ne => Bson::Boolean(order != Ordering::Equal),
+            Kind::Gt => Bson::Boolean(order == Ordering::Greater),
+            Kind::Gte => Bson::Boolean(order != Ordering::Less),
+            Kind::Lt => Bson::Boolean(order == Ordering::Less),
+            Kind::Lte => Bson::Boolean(order != Ordering::Greater),
         }))
     }
 }

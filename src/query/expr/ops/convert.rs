@@ -312,9 +312,8 @@ fn convert(input: &Bson, target: Target) -> Result<Bson> {
         // From objectId.
         (Bson::ObjectId(o), 2) => Bson::String(o.to_hex()),
         (Bson::ObjectId(_), 7) => input.clone(),
-        (Bson::ObjectId(o), 9) => Bson::DateTime(DateTime::from_millis(
-            i64::from(o.timestamp().timestamp_millis() / 1000) * 1000,
-        )),
+        // The id's creation time, in whole seconds.
+        (Bson::ObjectId(o), 9) => Bson::DateTime(o.timestamp()),
 
         // From bool.
         (Bson::Boolean(b), 1) => Bson::Double(if *b { 1.0 } else { 0.0 }),

@@ -42,7 +42,10 @@ const AT_LEAST_ONE: Domain = Domain {
     inclusive: true,
 };
 
-fn function(name: &str) -> Option<(fn(f64) -> f64, Option<Domain>)> {
+/// A function and where it is defined (`None`: everywhere).
+type Function = (fn(f64) -> f64, Option<Domain>);
+
+fn function(name: &str) -> Option<Function> {
     Some(match name {
         "$sin" => (f64::sin, Some(FINITE)),
         "$cos" => (f64::cos, Some(FINITE)),
