@@ -165,7 +165,8 @@ fn target_of(to: &Bson) -> Result<Target> {
                     "In $convert, numeric 'to' argument is not an integer",
                 ));
             };
-            if matches!(code, -1 | 1..=19 | 127) {
+            // 0 is EOO, mongod's "missing": valid here, and no value converts to it.
+            if matches!(code, -1..=19 | 127) {
                 Ok(code)
             } else {
                 Err(Error::failed_to_parse(format!(

@@ -118,6 +118,10 @@ fn conversions_follow_mongods_table() {
             bson!({"$convert": {"input": 1, "to": "object", "onError": "e"}}),
             bson!("e"),
         ),
+        (
+            bson!({"$convert": {"input": 1, "to": 0, "onError": "e"}}),
+            bson!("e"),
+        ),
         (bson!({"$isNumber": 1}), bson!(true)),
         (bson!({"$isNumber": dec("1")}), bson!(true)),
         (bson!({"$isNumber": "1"}), bson!(false)),
