@@ -16,6 +16,8 @@ mod parts;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_arithmetic;
+#[cfg(test)]
 mod tests_strings;
 mod timezone;
 
