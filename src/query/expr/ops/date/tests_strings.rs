@@ -126,6 +126,11 @@ fn date_from_string_options() {
             bson!({"$dateFromString": {"dateString": "100% 2018-06-15", "format": "100%% %Y-%m-%d"}}),
             date("2018-06-15T00:00:00Z"),
         ),
+        // %j counts from 0, as timelib's day of year does.
+        (
+            bson!({"$dateFromString": {"dateString": "2020 100", "format": "%Y %j"}}),
+            date("2020-04-10T00:00:00Z"),
+        ),
         (
             bson!({"$dateFromString": {"dateString": "$nope"}}),
             Bson::Null,
