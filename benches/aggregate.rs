@@ -120,10 +120,8 @@ async fn main() -> Result<(), BoxError> {
                 .create_index(IndexModel::builder().keys(doc! {"r": -1}).build())
                 .await?;
             let pipeline = vec![doc! {"$sort": {"r": -1}}, doc! {"$limit": 10}];
-            let (best, median, n) = timed(args.runs.max(20), || {
-                collect(&events, pipeline.clone())
-            })
-            .await?;
+            let (best, median, n) =
+                timed(args.runs.max(20), || collect(&events, pipeline.clone())).await?;
             println!(
                 "$sort + $limit 10 through the index on r: {n} documents; best {:.2} ms, median \
                  {:.2} ms",

@@ -36,7 +36,6 @@ pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Re
 
 /// Parses a date string as `$dateFromString` without a format or time zone does (used by
 /// `$convert`/`$toDate` of a string).
-#[allow(dead_code)] // until $convert uses it
 pub(super) fn parse_date_string(s: &str) -> Result<DateTime> {
     parse::from_string(s, &Zone::Utc, None).map(DateTime::from_millis)
 }
