@@ -8,7 +8,8 @@
 //! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
 //! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
-//! - [`regex`]: the `$regex` matcher (a PCRE subset with a step budget).
+//! - [`regex`]: PCRE2 with mongod's options, limits and errors, for `$regex` and the regex
+//!   expressions.
 //! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
 //! - [`update`]: `Update::parse`, `apply` with an `UpdateContext`; `upsert_seed`.
 //! - [`projection`]: `Projection::compile`, `apply`.
