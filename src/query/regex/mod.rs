@@ -35,7 +35,7 @@
 //! (`<op>` is `$regex` for queries) — never a silent "no match".
 //!
 //! Limits: PCRE2's default match limit, 10,000,000 (what mongod 7.0 runs with), stops
-//! catastrophic backtracking (`(a+)+$` on 30 `a`s and a `b`) in well under a second. The
+//! catastrophic backtracking (`(a+)+$` on 30 `a`s and a `b`) after that many steps. The
 //! interpreter keeps its backtracking frames on the heap, not the stack, so depth cannot
 //! overflow a thread's stack; mongod 7.0 leaves PCRE2's heap limit at 20 GB, which one query
 //! could exhaust, so here it is 64 MiB per match (`limits.rs`).
@@ -50,7 +50,7 @@ mod tests;
 /// mongod's maximum pattern length in bytes (`kMaxPatternLength` in its `pcre.cpp`).
 pub const MAX_PATTERN_LENGTH: usize = 16_384;
 
-/// PCRE2's message for a pattern over the application's length limit (its error 188), which
+/// PCRE2's message for a pattern over the application's length limit (its `ERR88`), which
 /// is what mongod reports for a pattern over [`MAX_PATTERN_LENGTH`].
 const TOO_LONG: &str = "pattern string is longer than the limit set by the application";
 
