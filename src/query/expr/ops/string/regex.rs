@@ -144,18 +144,14 @@ fn prepare(name: &str, regex: &Value, options: &Value) -> Result<Prepared> {
         return Ok(Prepared(None));
     };
     let options = options.unwrap_or("");
-    if let Some(bad) = options.chars().find(|c| !"imsxu".contains(*c)) {
-        return Err(Error::new(
-            ErrorCode::Location6716200,
-            format!("{name} invalid flag in regex options: {bad}"),
-        ));
-    }
-    let regex = Regex::new(pattern, options).map_err(|e| {
-        Error::new(
-            ErrorCode::Location51111,
-            format!("Invalid Regex in {name}: {}", e.message),
-        )
-    })?;
+    let op: &'static str = match name {
+        "$regexFind" => "$regexFind",
+        "$regexFindAll" => "$regexFindAll",
+        _ => "$regexMatch",
+    };
+    // The engine checks the option letters (51108) and the pattern (51111) with the errors
+    // naming the operator.
+    let regex = Regex::for_operator(op, pattern, options)?;
     Ok(Prepared(Some(regex)))
 }
 
@@ -167,18 +163,12 @@ struct Found {
 }
 
 /// The first match of `regex` in `text` at or after byte `start`.
-///
-/// SWITCH AT MERGE: the PCRE2 engine's `Regex::find_at(text, start)` answers this; its
-/// `Match { start, end, captures }` maps field for field onto [`Found`]. Until then the
-/// engine reports only whether a pattern matches, so `$regexFind`/`$regexFindAll` are refused.
-fn find_at(_regex: &Regex, _text: &str, _start: usize, name: &str) -> Result<Option<Found>> {
-    Err(Error::new(
-        ErrorCode::NotImplemented,
-        format!(
-            "{name} is not supported by this server yet: its regular-expression engine does not \
-             report match positions"
-        ),
-    ))
+fn find_at(regex: &Regex, text: &str, start: usize, _name: &str) -> Result<Option<Found>> {
+    Ok(regex.find_at(text, start)?.map(|m| Found {
+        start: m.start,
+        end: m.end,
+        captures: m.captures,
+    }))
 }
 
 /// Renames the matcher's own errors (which name `$regex`) after this operator.

@@ -405,7 +405,7 @@ fn regex_match_and_its_argument_errors() {
             ),
             (
                 bson!({"$regexMatch": {"input": "a", "regex": "a", "options": "g"}}),
-                ErrorCode::Location6716200,
+                ErrorCode::Location51108,
             ),
             // A constant bad pattern fails even when the input is null.
             (
@@ -417,13 +417,39 @@ fn regex_match_and_its_argument_errors() {
 }
 
 #[test]
-fn regex_find_needs_the_match_positions_engine() {
-    let d = doc! {"s": "abc"};
-    for op in ["$regexFind", "$regexFindAll"] {
-        assert_eq!(
-            eval(bson!({op: {"input": "$s", "regex": "b"}}), &d),
-            Err(ErrorCode::NotImplemented),
-            "{op}"
-        );
+fn regex_find_and_find_all_report_matches_in_code_points() {
+    let d = doc! {"s": "héllo wörld", "e": "a1b22c333"};
+    let cases = [
+        (
+            bson!({"$regexFind": {"input": "$s", "regex": "w(ö)r"}}),
+            bson!({"match": "wör", "idx": 6, "captures": ["ö"]}),
+        ),
+        (
+            bson!({"$regexFind": {"input": "$s", "regex": "(x)?l+"}}),
+            bson!({"match": "ll", "idx": 2, "captures": [null]}),
+        ),
+        (
+            bson!({"$regexFindAll": {"input": "$e", "regex": "(?<n>\\d+)"}}),
+            bson!([
+                {"match": "1", "idx": 1, "captures": ["1"]},
+                {"match": "22", "idx": 3, "captures": ["22"]},
+                {"match": "333", "idx": 6, "captures": ["333"]},
+            ]),
+        ),
+        (
+            bson!({"$regexFind": {"input": "$s", "regex": "zzz"}}),
+            Bson::Null,
+        ),
+        (
+            bson!({"$regexFindAll": {"input": "$s", "regex": "zzz"}}),
+            bson!([]),
+        ),
+        (
+            bson!({"$regexMatch": {"input": "$s", "regex": "(?i)HÉLLO"}}),
+            bson!(true),
+        ),
+    ];
+    for (spec, want) in cases {
+        assert_eq!(eval(spec.clone(), &d), Ok(Some(want)), "{spec}");
     }
 }
