@@ -5,6 +5,7 @@
 //! command argument parsing.
 //!
 //! Map:
+//! - [`collation`]: `Collation::parse` (mongod's validation, ICU4X collator), sort keys.
 //! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
 //! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
@@ -14,6 +15,7 @@
 //! - [`projection`]: `Projection::compile`, `apply`.
 //! - [`sort`]: `SortSpec::compile`, `compare`.
 
+pub mod collation;
 pub mod compare;
 pub mod depth;
 pub mod filter;
