@@ -65,7 +65,9 @@ impl FindArgs {
         let sort = optional_doc(cmd, "find", "sort")?
             .cloned()
             .unwrap_or_default();
-        let mut read = ReadRequest::new(filter_doc)?.sorted(sort)?;
+        let mut read = ReadRequest::new(filter_doc)?
+            .requested_collation(super::read::collation_arg(cmd, "find")?)?
+            .sorted(sort)?;
         let projection = match optional_doc(cmd, "find", "projection")? {
             Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
             _ => None,
@@ -107,7 +109,6 @@ impl FindArgs {
 
 /// Options this server parses but cannot honour yet are refused rather than ignored.
 fn refuse_unsupported(cmd: &Document) -> Result<()> {
-    super::read::check_collation(cmd, "find")?;
     for option in ["tailable", "awaitData"] {
         let set = match cmd.get(option) {
             None | Some(Bson::Boolean(false)) => false,

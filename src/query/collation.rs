@@ -274,6 +274,64 @@ impl Collation {
     }
 }
 
+impl Collation {
+    /// The string an index with this collation stores for `s`: its sort key, one char per byte
+    /// (U+0000..U+00FF). UTF-8 orders those chars as the bytes order, so the index's ordinary
+    /// string encoding orders the keys as the collation orders the strings, and strings equal
+    /// under the collation get one key (as mongod's collation-aware index keys do).
+    pub fn key_string(&self, s: &str) -> String {
+        let mut key = Vec::with_capacity(s.len() * 2);
+        self.write_sort_key(s, &mut key);
+        key.into_iter().map(char::from).collect()
+    }
+
+    /// `value` as an index with this collation stores it: strings and symbols, also inside
+    /// arrays and documents, replaced by [`Collation::key_string`]. Values reach here from
+    /// stored documents or compiled filters, whose nesting is bounded (`query::depth`).
+    pub fn key_value(&self, value: &Bson) -> Bson {
+        match value {
+            Bson::String(s) | Bson::Symbol(s) => Bson::String(self.key_string(s)),
+            Bson::Array(items) => Bson::Array(items.iter().map(|v| self.key_value(v)).collect()),
+            Bson::Document(d) => Bson::Document(
+                d.iter()
+                    .map(|(k, v)| (k.clone(), self.key_value(v)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+
+    /// A compiled collation for a normalized spec stored in the catalog (an index's or a
+    /// collection's default), compiled once per process and spec.
+    pub fn cached(spec: &Document) -> Result<Option<Collation>> {
+        use std::collections::HashMap;
+        use std::sync::{Mutex, OnceLock};
+        static CACHE: OnceLock<Mutex<HashMap<String, Option<Collation>>>> = OnceLock::new();
+        let key = render_document(spec);
+        let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+        if let Some(found) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            return Ok(found);
+        }
+        let compiled = Collation::parse(spec)?;
+        if let Ok(mut c) = cache.lock() {
+            c.insert(key, compiled.clone());
+        }
+        Ok(compiled)
+    }
+}
+
+/// Whether `value` holds a string or symbol, at any depth (such values order differently under
+/// different collations). Bounded like [`Collation::key_value`].
+pub fn has_strings(value: &Bson) -> bool {
+    match value {
+        Bson::String(_) | Bson::Symbol(_) => true,
+        Bson::Array(items) => items.iter().any(has_strings),
+        Bson::Document(d) => d.values().any(has_strings),
+        Bson::JavaScriptCodeWithScope(c) => c.scope.values().any(has_strings),
+        _ => false,
+    }
+}
+
 /// Orders two optional collations' strings: bytes without a collation.
 pub fn compare_strings(a: &str, b: &str, collation: Option<&Collation>) -> Ordering {
     match collation {

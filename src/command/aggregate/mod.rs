@@ -20,7 +20,7 @@ use super::args::{
 };
 use super::cursor::first_batch_reply;
 use super::explain::{explain_read, Root, Verbosity};
-use super::read::{check_collation, validate_read_namespace};
+use super::read::{collation_arg, validate_read_namespace};
 use super::{stats, Reply, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
@@ -58,6 +58,8 @@ struct AggregateArgs {
     batch_size: Option<usize>,
     hint: Option<Hint>,
     allow_disk_use: bool,
+    /// The `collation` argument (`None`: the collection's default applies).
+    pub collation: Option<Option<crate::query::collation::Collation>>,
 }
 
 impl AggregateArgs {
@@ -87,7 +89,7 @@ impl AggregateArgs {
         let batch_size = cursor_batch_size(cmd, explain)?;
         optional_bool(cmd, "aggregate", "bypassDocumentValidation")?;
         let allow_disk_use = optional_bool(cmd, "aggregate", "allowDiskUse")?.unwrap_or(false);
-        check_collation(cmd, "aggregate")?;
+        let collation = collation_arg(cmd, "aggregate")?;
         let vars = expr::let_variables(optional_doc(cmd, "aggregate", "let")?)?;
         if pipeline.len() > MAX_PIPELINE_LENGTH {
             return Err(Error::new(
@@ -114,6 +116,7 @@ impl AggregateArgs {
                 batch_size,
                 hint: None,
                 allow_disk_use,
+                collation,
             });
         }
         let Some(coll) = coll else {
@@ -135,6 +138,7 @@ impl AggregateArgs {
             batch_size,
             hint: Hint::parse(cmd.get("hint"))?,
             allow_disk_use,
+            collation,
         })
     }
 }
@@ -159,9 +163,13 @@ pub fn explain(
             "explain of a $collStats or $currentOp pipeline is not supported by this server",
         ));
     }
-    let (mut read, taken) = leading_read(&mut stages, args.hint)?;
+    let (read, taken) = leading_read(&mut stages, args.hint)?;
+    let mut read = read.requested_collation(args.collation)?;
     read.allow_disk_use = args.allow_disk_use;
     let coll = args.collection.as_str();
+    if let Some(meta) = shared.engine.read().collection(db, coll) {
+        super::read::refuse_collated_stages(&read, &meta, args.pipeline.get(taken..))?;
+    }
     let mut cursor = explain_read(
         shared,
         (db, coll),
@@ -197,6 +205,8 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
     let batch_size = args.batch_size;
     let hint = args.hint;
     let allow_disk_use = args.allow_disk_use;
+    let collation = args.collation;
+    let pipeline = args.pipeline;
     let parsed = args.stages;
     let ns = format!("{}.{coll}", req.db);
     let limits = memory::StageLimits {
@@ -236,7 +246,9 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         }
         (_, None) => Box::new(std::iter::empty()),
         (_, Some(meta)) => {
-            let (mut read, _) = leading_read(&mut stages, hint)?;
+            let (read, taken) = leading_read(&mut stages, hint)?;
+            let mut read = read.requested_collation(collation.clone())?;
+            super::read::refuse_collated_stages(&read, meta, pipeline.get(taken..))?;
             read.allow_disk_use = allow_disk_use;
             read.held = limits.held.clone();
             let execution =

@@ -3,7 +3,7 @@
 //! Unlike the batch commands, every failure — a duplicate key included — is a command error.
 
 use super::{
-    apply_update, array_filter_docs, check_collation, hint_arg, parse_update, selection, targets,
+    apply_update, array_filter_docs, collation_of, hint_arg, parse_update, selection, targets,
     upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
@@ -107,7 +107,7 @@ impl FindAndModify {
         let hint = hint_arg(cmd)?;
         optional_bool(cmd, COMMAND, "bypassDocumentValidation")?;
         optional_doc(cmd, COMMAND, "let")?;
-        check_collation(optional_doc(cmd, COMMAND, "collation")?)?;
+        let collation = collation_of(optional_doc(cmd, COMMAND, "collation")?, filters.as_deref())?;
         let update = cmd.get("update");
         let action = if remove {
             let conflict = if update.is_some() {
@@ -142,7 +142,7 @@ impl FindAndModify {
             }
         };
         Ok(FindAndModify {
-            query: selection(&query, sort, hint.as_ref(), true)?,
+            query: selection(&query, sort, hint.as_ref(), true, collation)?,
             action,
         })
     }

@@ -24,6 +24,7 @@ use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
 use crate::engine::{collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::collation::Collation;
 use crate::query::filter::{equality_fields, Filter};
 use crate::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
 use bson::{Bson, DateTime, Document};
@@ -120,21 +121,24 @@ fn hint_arg(stmt: &Document) -> Result<Option<Bson>> {
     }
 }
 
-/// mayfly compares strings by code point only: the simple collation is accepted, any other is
-/// refused rather than silently ignored.
-fn check_collation(collation: Option<&Document>) -> Result<()> {
-    match collation {
-        Some(c) if !c.is_empty() && !is_simple(c) => Err(Error::new(
+/// A statement's `collation`: `None` when absent or empty (the collection's default applies),
+/// else the parsed collation (`Some(None)`: simple). `arrayFilters` compare strings by their
+/// bytes, so a non-simple collation with array filters is refused rather than half applied.
+fn collation_of(
+    collation: Option<&Document>,
+    array_filters: Option<&[Document]>,
+) -> Result<Option<Option<Collation>>> {
+    let parsed = match collation {
+        Some(c) if !c.is_empty() => Some(Collation::parse(c)?),
+        _ => None,
+    };
+    if matches!(parsed, Some(Some(_))) && array_filters.is_some_and(|f| !f.is_empty()) {
+        return Err(Error::new(
             ErrorCode::NotImplemented,
-            "collation is not supported by this server (only {locale: \"simple\"})",
-        )),
-        _ => Ok(()),
+            "arrayFilters with a collation other than simple are not supported by this server",
+        ));
     }
-}
-
-fn is_simple(collation: &Document) -> bool {
-    collation.len() == 1
-        && matches!(collation.get("locale"), Some(Bson::String(l)) if l == "simple")
+    Ok(parsed)
 }
 
 /// The `u` of an update statement or the `update` of findAndModify: a document (replacement or
@@ -189,8 +193,11 @@ fn selection(
     sort: Document,
     hint: Option<&Bson>,
     just_one: bool,
+    collation: Option<Option<Collation>>,
 ) -> Result<ReadRequest> {
-    let mut query = ReadRequest::new(filter.clone())?.sorted(sort)?;
+    let mut query = ReadRequest::new(filter.clone())?
+        .requested_collation(collation)?
+        .sorted(sort)?;
     query.hint = Hint::parse(hint)?;
     if just_one {
         query.limit = Some(1);

@@ -2,7 +2,7 @@
 //! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
 
 use super::{
-    apply_update, array_filter_docs, check_collation, check_statement_fields, hint_arg, missing,
+    apply_update, array_filter_docs, check_statement_fields, collation_of, hint_arg, missing,
     parse_update, required_doc, selection, statements, targets, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
@@ -129,7 +129,7 @@ struct RawStatement<'a> {
 
 impl RawStatement<'_> {
     fn compile(self) -> Result<Statement> {
-        check_collation(self.collation)?;
+        let collation = collation_of(self.collation, self.filters.as_deref())?;
         let update = parse_update(self.u)?;
         if self.multi && update.is_replacement() {
             return Err(Error::failed_to_parse(
@@ -141,7 +141,13 @@ impl RawStatement<'_> {
                 "Cannot specify sort with multi=true",
             ));
         }
-        let query = selection(self.q, self.sort, self.hint.as_ref(), !self.multi)?;
+        let query = selection(
+            self.q,
+            self.sort,
+            self.hint.as_ref(),
+            !self.multi,
+            collation,
+        )?;
         let array_filters =
             ArrayFilters::compile(self.filters.as_deref().unwrap_or_default(), &update)?;
         Ok(Statement {
