@@ -485,7 +485,7 @@ fn pinned_ids(preds: &[&Pred], collated: bool) -> Option<Vec<Bson>> {
         !matches!(
             v,
             Bson::Array(_) | Bson::RegularExpression(_) | Bson::Null | Bson::Undefined
-        ) && !(collated && crate::query::collation::has_strings(v))
+        ) && (!collated || !crate::query::collation::has_strings(v))
     };
     let mut ids = preds.iter().find_map(|p| match p {
         Pred::Eq(v) if pinnable(v) => Some(vec![v.clone()]),
