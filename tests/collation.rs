@@ -381,3 +381,50 @@ async fn invalid_collations_get_mongods_codes() {
         1
     );
 }
+
+#[tokio::test]
+async fn updates_that_compare_strings_outside_their_query_are_refused_under_a_collation() {
+    let server = TestServer::start().await;
+    let db = seeded(&server).await;
+    run(&db, doc! {"create": "tags", "collation": CI()}).await;
+    db.collection::<Document>("tags")
+        .insert_one(doc! {"_id": 1, "t": ["x"]})
+        .await
+        .unwrap();
+    let write_error = |reply: &Document| {
+        reply.get_array("writeErrors").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .get_i32("code")
+            .unwrap()
+    };
+    let cases = [
+        // The statement's collation with array filters.
+        doc! {"update": "fruit", "updates": [{
+            "q": {"name": "apple"}, "u": {"$set": {"n.$[e]": 1}},
+            "arrayFilters": [{"e": "x"}], "collation": CI(),
+        }]},
+        // The collection's default with $addToSet.
+        doc! {"update": "tags", "updates": [{"q": {"_id": 1}, "u": {"$addToSet": {"t": "X"}}}]},
+    ];
+    for command in cases {
+        let reply = run(&db, command.clone()).await;
+        assert_eq!(write_error(&reply), 238, "{command:?}");
+    }
+    let err = db
+        .run_command(
+            doc! {"findAndModify": "tags", "query": {"_id": 1}, "update": {"$pull": {"t": "X"}}},
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(238));
+    // {locale: "simple"} overrides the default: the update runs, comparing by bytes.
+    let reply = run(
+        &db,
+        doc! {"update": "tags", "updates": [{
+            "q": {"_id": 1}, "u": {"$addToSet": {"t": "X"}}, "collation": {"locale": "simple"},
+        }]},
+    )
+    .await;
+    assert_eq!(reply.get_i32("nModified").unwrap(), 1);
+}

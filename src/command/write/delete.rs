@@ -101,7 +101,7 @@ impl Statement {
         };
         let hint = hint_arg(stmt)?;
         let collation = optional_doc(stmt, PREFIX, "collation")?;
-        Ok(collation_of(collation, None).and_then(|collation| {
+        Ok(collation_of(collation).and_then(|collation| {
             Ok(Statement {
                 query: selection(q, Document::new(), hint.as_ref(), just_one, collation)?,
             })

@@ -122,23 +122,46 @@ fn hint_arg(stmt: &Document) -> Result<Option<Bson>> {
 }
 
 /// A statement's `collation`: `None` when absent or empty (the collection's default applies),
-/// else the parsed collation (`Some(None)`: simple). `arrayFilters` compare strings by their
-/// bytes, so a non-simple collation with array filters is refused rather than half applied.
-fn collation_of(
-    collation: Option<&Document>,
-    array_filters: Option<&[Document]>,
-) -> Result<Option<Option<Collation>>> {
-    let parsed = match collation {
-        Some(c) if !c.is_empty() => Some(Collation::parse(c)?),
-        _ => None,
-    };
-    if matches!(parsed, Some(Some(_))) && array_filters.is_some_and(|f| !f.is_empty()) {
+/// else the parsed collation (`Some(None)`: simple).
+fn collation_of(collation: Option<&Document>) -> Result<Option<Option<Collation>>> {
+    match collation {
+        Some(c) if !c.is_empty() => Collation::parse(c).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Whether an update compares strings outside its query, where mongod applies the collation
+/// too: array filters, pipelines, `$pull`, `$pullAll`, `$addToSet`, `$min`, `$max`, and
+/// `$push` with `$sort`. Those compare by bytes here.
+fn update_compares_strings(u: &Bson, array_filters: Option<&[Document]>) -> bool {
+    if array_filters.is_some_and(|f| !f.is_empty()) {
+        return true;
+    }
+    match u {
+        Bson::Document(ops) => ops.iter().any(|(op, arg)| match op.as_str() {
+            "$pull" | "$pullAll" | "$addToSet" | "$min" | "$max" => true,
+            "$push" => matches!(arg, Bson::Document(fields) if fields.values().any(
+                |v| matches!(v, Bson::Document(m) if m.contains_key("$sort"))
+            )),
+            _ => false,
+        }),
+        _ => true,
+    }
+}
+
+/// Refuses, rather than half applies, an update that compares strings outside its query (see
+/// [`update_compares_strings`]) under a collation other than simple (its own, else the
+/// collection's).
+fn refuse_collated_update(meta: &CollectionMeta, query: &ReadRequest) -> Result<()> {
+    if query.for_collection(meta)?.collation.is_some() {
         return Err(Error::new(
             ErrorCode::NotImplemented,
-            "arrayFilters with a collation other than simple are not supported by this server",
+            "under a collation other than simple, updates with arrayFilters, pipelines, $pull, \
+             $pullAll, $addToSet, $min, $max or $push with $sort are not supported by this \
+             server",
         ));
     }
-    Ok(parsed)
+    Ok(())
 }
 
 /// The `u` of an update statement or the `update` of findAndModify: a document (replacement or

@@ -3,7 +3,8 @@
 
 use super::{
     apply_update, array_filter_docs, check_statement_fields, collation_of, hint_arg, missing,
-    parse_update, required_doc, selection, statements, targets, upsert_document,
+    parse_update, refuse_collated_update, required_doc, selection, statements, targets,
+    update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::batch;
@@ -47,6 +48,8 @@ struct Statement {
     update: Update,
     array_filters: ArrayFilters,
     upsert: bool,
+    /// The update compares strings outside its query (`update_compares_strings`).
+    compares_strings: bool,
 }
 
 /// What one statement did.
@@ -129,7 +132,8 @@ struct RawStatement<'a> {
 
 impl RawStatement<'_> {
     fn compile(self) -> Result<Statement> {
-        let collation = collation_of(self.collation, self.filters.as_deref())?;
+        let collation = collation_of(self.collation)?;
+        let compares_strings = update_compares_strings(self.u, self.filters.as_deref());
         let update = parse_update(self.u)?;
         if self.multi && update.is_replacement() {
             return Err(Error::failed_to_parse(
@@ -155,6 +159,7 @@ impl RawStatement<'_> {
             update,
             array_filters,
             upsert: self.upsert,
+            compares_strings,
         })
     }
 }
@@ -193,6 +198,9 @@ impl Statement {
     ) -> Result<Done> {
         let (db, coll) = target;
         let meta = collection::existing_collection(txn, db, coll);
+        if let (Some(meta), true) = (&meta, self.compares_strings) {
+            refuse_collated_update(meta, &self.query)?;
+        }
         let matched = match &meta {
             Some(meta) => targets(txn, meta, &self.query, now, interrupt)?,
             None => Vec::new(),
