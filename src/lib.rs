@@ -14,7 +14,7 @@
 //!                TTL visibility, group-commit writer, index builds, reaper
 //!   -> storage   ordered keyspaces with snapshots and atomic write batches: fjall on disk, or
 //!                in memory (`--storage memory`)
-//!   side roads:  query (filter, update, projection, sort, BSON order, depth and size: pure)
+//!   side roads:  query (filter, update, projection, sort, BSON order, collation, depth and size: pure)
 //!                ttl (the Cosmos TTL rules: pure)
 //!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),

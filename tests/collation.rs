@@ -428,3 +428,33 @@ async fn updates_that_compare_strings_outside_their_query_are_refused_under_a_co
     .await;
     assert_eq!(reply.get_i32("nModified").unwrap(), 1);
 }
+
+#[tokio::test]
+async fn min_max_and_projection_elem_match_respect_the_collation() {
+    let server = TestServer::start().await;
+    let db = seeded(&server).await;
+    run(
+        &db,
+        doc! {"createIndexes": "fruit", "indexes": [
+            {"key": {"name": 1}, "name": "name_ci", "collation": CI()}
+        ]},
+    )
+    .await;
+    // min/max are keys of the hinted index: its strings are compared under its collation.
+    let ids = find_ids(
+        &db,
+        doc! {"find": "fruit", "hint": "name_ci", "min": {"name": "APPLE"}, "max": {"name": "b"}, "collation": CI()},
+    )
+    .await;
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    let err = db
+        .run_command(doc! {"find": "fruit", "hint": "name_ci", "min": {"name": "a"}})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(51174));
+    let err = db
+        .run_command(doc! {"find": "fruit", "projection": {"tags": {"$elemMatch": {"$eq": "x"}}}, "collation": CI()})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(238));
+}

@@ -427,7 +427,13 @@ fn min_max(meta: &CollectionMeta, req: &ReadRequest) -> Result<Node> {
         }
         Some(hint) => hinted_index(meta, hint)?,
     };
-    let mut scan = keyed::min_max_scan(meta, index, req.min.as_ref(), req.max.as_ref())?;
+    let mut scan = keyed::min_max_scan(
+        meta,
+        index,
+        req.min.as_ref(),
+        req.max.as_ref(),
+        req.collation.as_ref(),
+    )?;
     scan.reverse = provided_order(&scan, req).unwrap_or(false);
     Ok(Node::IxScan(scan))
 }
