@@ -59,7 +59,7 @@ struct AggregateArgs {
     hint: Option<Hint>,
     allow_disk_use: bool,
     /// The `collation` argument (`None`: the collection's default applies).
-    pub collation: Option<Option<crate::query::collation::Collation>>,
+    collation: Option<Option<crate::query::collation::Collation>>,
 }
 
 impl AggregateArgs {

@@ -572,4 +572,25 @@ mod tests {
             vec!["[\"ab\", \"ac\")", "[/^ab/, /^ab/]"]
         );
     }
+
+    #[test]
+    fn strings_are_bounded_only_under_the_index_collation() {
+        let ci = Collation::parse(&doc! {"locale": "en", "strength": 2})
+            .unwrap()
+            .unwrap();
+        let bounds = |filter: bson::Document, index: Option<&Collation>, query| {
+            let filter = Filter::compile_with(&filter, query).unwrap();
+            let preds = conjuncts(filter.expr()).remove("a").unwrap_or_default();
+            field_bounds(&preds, false, KeyStrings { index, query })
+        };
+        let (same, other) = (Some(&ci), None);
+        let upper = bounds(doc! {"a": "ABC"}, same, same);
+        assert!(upper.is_some());
+        assert_eq!(upper, bounds(doc! {"a": "abc"}, same, same));
+        assert_eq!(bounds(doc! {"a": "abc"}, same, other), None);
+        assert_eq!(bounds(doc! {"a": "abc"}, other, same), None);
+        assert_eq!(bounds(doc! {"a": {"$regex": "^ab"}}, same, same), None);
+        assert!(bounds(doc! {"a": {"$regex": "^ab"}}, other, same).is_some());
+        assert!(bounds(doc! {"a": {"$gt": 5}}, same, other).is_some());
+    }
 }
