@@ -66,6 +66,7 @@ error_codes! {
     NoReplicationEnabled = 76,
     IndexOptionsConflict = 85,
     IndexKeySpecsConflict = 86,
+    IncompatibleCollationVersion = 95,
     OperationFailed = 96,
     CommandNotSupported = 115,
     InvalidUuid = 207,

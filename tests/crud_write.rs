@@ -898,7 +898,7 @@ async fn pipeline_updates_are_applied() {
 }
 
 #[tokio::test]
-async fn a_non_simple_collation_is_refused_not_ignored() {
+async fn a_collation_selects_the_documents_updates_and_deletes_act_on() {
     let server = TestServer::start().await;
     let db = server.client().await.database("crud");
     let c = seeded(&db, "collation", vec![doc! {"_id": 1, "s": "A"}]).await;
@@ -906,19 +906,19 @@ async fn a_non_simple_collation_is_refused_not_ignored() {
         .locale("en")
         .strength(mongodb::options::CollationStrength::Secondary)
         .build();
-    let err = c
+    let r = c
         .update_one(doc! {"s": "a"}, doc! {"$set": {"t": 1}})
         .collation(collation.clone())
         .await
-        .unwrap_err();
-    assert_eq!(write_code(&err), Some(238));
-    let err = c
+        .unwrap();
+    assert_eq!(r.modified_count, 1);
+    let deleted = c
         .find_one_and_delete(doc! {"s": "a"})
         .collation(collation)
         .await
-        .unwrap_err();
-    assert_eq!(error_code(&err), Some(238));
-    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 1);
+        .unwrap();
+    assert_eq!(deleted, Some(doc! {"_id": 1, "s": "A", "t": 1}));
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 0);
 }
 
 #[tokio::test]

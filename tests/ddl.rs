@@ -53,10 +53,6 @@ async fn create_refuses_options_mayfly_does_not_implement() {
             doc! {"create": "c", "clusteredIndex": {"key": {"_id": 1}, "unique": true}},
             "clusteredIndex",
         ),
-        (
-            doc! {"create": "c", "collation": {"locale": "fr"}},
-            "collation",
-        ),
         (doc! {"create": "c", "autoIndexId": false}, "autoIndexId"),
     ] {
         let (code, message) = fails_with(&db, cmd.clone()).await;

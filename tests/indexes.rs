@@ -262,10 +262,6 @@ async fn conflicts_and_invalid_specs_get_mongods_codes() {
             doc! {"key": {"b": 1}, "name": "p", "partialFilterExpression": {"b": {"$gt": 1}}},
             115,
         ),
-        (
-            doc! {"key": {"b": 1}, "name": "p", "collation": {"locale": "en"}},
-            115,
-        ),
     ];
     for (spec, code) in cases {
         let (got, message) = fails_with(&db, create("c", spec.clone())).await;

@@ -27,8 +27,16 @@ fn scalar() -> impl Strategy<Value = Bson> {
             Just(1e300)
         ]
         .prop_map(Bson::Double),
-        prop_oneof![Just("a"), Just("ab"), Just("abc"), Just("b"), Just("")]
-            .prop_map(|s| Bson::String(s.to_owned())),
+        prop_oneof![
+            Just("a"),
+            Just("ab"),
+            Just("abc"),
+            Just("b"),
+            Just(""),
+            Just("A"),
+            Just("aB")
+        ]
+        .prop_map(|s| Bson::String(s.to_owned())),
         Just(Bson::Null),
         any::<bool>().prop_map(Bson::Boolean),
         (-2i32..3).prop_map(|x| Bson::Document(doc! {"x": x})),
@@ -161,6 +169,21 @@ struct Case {
     sort: Document,
     skip: u64,
     limit: Option<u64>,
+    /// The query's collation (`None`: simple).
+    collation: Option<Document>,
+    /// Odd-numbered indexes are created with the case-insensitive collation.
+    collated_indexes: bool,
+}
+
+/// Case-insensitive: strings that differ only in case are equal.
+fn case_insensitive() -> Document {
+    doc! {"locale": "en", "strength": 2}
+}
+
+fn query_collation(case: &Case) -> Option<mayfly::query::collation::Collation> {
+    case.collation
+        .as_ref()
+        .and_then(|c| mayfly::query::collation::Collation::parse(c).unwrap())
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -171,18 +194,23 @@ fn case() -> impl Strategy<Value = Case> {
         sort(),
         0u64..3,
         prop::option::of(1u64..6),
+        (any::<bool>(), any::<bool>()),
     )
-        .prop_map(|(docs, indexes, filter, sort, skip, limit)| Case {
-            docs,
-            indexes,
-            filter,
-            sort,
-            skip,
-            limit,
-        })
+        .prop_map(
+            |(docs, indexes, filter, sort, skip, limit, (collated, collated_indexes))| Case {
+                docs,
+                indexes,
+                filter,
+                sort,
+                skip,
+                limit,
+                collation: collated.then(case_insensitive),
+                collated_indexes,
+            },
+        )
 }
 
-fn index_meta(i: usize) -> IndexMeta {
+fn index_meta(i: usize, collated: bool) -> IndexMeta {
     let (f1, d1, second) = PATTERNS[i];
     let mut key = doc! {f1: d1};
     if let Some((f2, d2)) = second {
@@ -197,6 +225,12 @@ fn index_meta(i: usize) -> IndexMeta {
         expire_after_seconds: None,
         multikey: false,
         building: false,
+        collation: (collated && i % 2 == 1).then(|| {
+            mayfly::query::collation::Collation::parse(&case_insensitive())
+                .unwrap()
+                .unwrap()
+                .to_document()
+        }),
     }
 }
 
@@ -210,6 +244,7 @@ fn unique_index() -> IndexMeta {
         expire_after_seconds: None,
         multikey: false,
         building: false,
+        collation: None,
     }
 }
 
@@ -217,7 +252,11 @@ fn unique_index() -> IndexMeta {
 /// arrays in a compound key), which the case then skips.
 async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
     let mut metas = vec![unique_index()];
-    metas.extend(case.indexes.iter().map(|&i| index_meta(i)));
+    metas.extend(
+        case.indexes
+            .iter()
+            .map(|&i| index_meta(i, case.collated_indexes)),
+    );
     let name = coll.to_owned();
     engine
         .write(false, move |txn, now| -> mayfly::error::Result<()> {
@@ -251,7 +290,9 @@ async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
 fn count(engine: &Engine, coll: &str, case: &Case, hint: Option<Hint>) -> Result<u64, String> {
     let view = engine.read();
     let meta = view.collection("d", coll);
-    let mut req = ReadRequest::new(case.filter.clone()).map_err(|e| e.message)?;
+    let mut req = ReadRequest::new(case.filter.clone())
+        .and_then(|r| r.requested_collation(Some(query_collation(case))))
+        .map_err(|e| e.message)?;
     req.skip = case.skip;
     req.limit = case.limit;
     req.hint = hint;
@@ -277,6 +318,7 @@ fn run(
     let view = engine.read();
     let meta = view.collection("d", coll);
     let mut req = ReadRequest::new(case.filter.clone())
+        .and_then(|r| r.requested_collation(Some(query_collation(case))))
         .and_then(|r| r.sorted(case.sort.clone()))
         .map_err(|e| e.message)?;
     req.skip = case.skip;
@@ -310,16 +352,17 @@ fn check(engine: &Engine, coll: &str, case: &Case) -> Result<(), TestCaseError> 
             return Ok(());
         }
     };
-    let spec = SortSpec::compile(&case.sort).unwrap_or_default();
+    let collation = query_collation(case);
+    let spec = SortSpec::compile_with(&case.sort, collation.as_ref()).unwrap_or_default();
     let keys =
         |docs: &[Document]| -> Vec<Vec<Bson>> { docs.iter().map(|d| spec.keys_of(d)).collect() };
     // Equal under the BSON order (2 and 2.0 are one key; NaN equals NaN).
     let same_keys = |x: &[Vec<Bson>], y: &[Vec<Bson>]| {
         x.len() == y.len()
             && x.iter().zip(y).all(|(a, b)| {
-                a.iter()
-                    .zip(b)
-                    .all(|(p, q)| mayfly::query::compare::compare_values(p, q).is_eq())
+                a.iter().zip(b).all(|(p, q)| {
+                    mayfly::query::compare::compare_values_with(p, q, collation.as_ref()).is_eq()
+                })
             })
     };
     let mut hints: Vec<Option<Hint>> = vec![None, Some(Hint::Name("_id_".into()))];
@@ -359,7 +402,9 @@ fn check(engine: &Engine, coll: &str, case: &Case) -> Result<(), TestCaseError> 
             }
         }
         for d in &got {
-            let filter = mayfly::query::filter::Filter::compile(&case.filter).unwrap();
+            let filter =
+                mayfly::query::filter::Filter::compile_with(&case.filter, collation.as_ref())
+                    .unwrap();
             prop_assert!(filter.matches(d).unwrap(), "{} does not match", d);
         }
     }

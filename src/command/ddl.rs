@@ -3,14 +3,14 @@
 //!
 //! Owns: their arguments, which `create` options mayfly accepts (options that would change
 //! semantics it does not implement — capped collections, views, time series, validation,
-//! clustered collections, collations — are refused with 115, never ignored), and the reply
-//! shapes. Does not own: catalog changes (`engine::ddl`), indexes (`index`).
+//! clustered collections — are refused with 115, never ignored; a default collation is kept,
+//! normalized, in the options), and the reply shapes. Does not own: catalog changes (`engine::ddl`), indexes (`index`).
 
 use super::args::{
     check_fields, durable, optional_bool, optional_doc, optional_i64, optional_str, wrong_type,
 };
 use super::cursor::first_batch_reply;
-use super::index::{id_index_entry, is_simple_collation};
+use super::index::id_index_entry;
 use super::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, validate_db_name};
 use crate::engine::cursor::Cursor;
@@ -99,11 +99,11 @@ fn create_options(cmd: &Document) -> Result<Document> {
     if optional_doc(cmd, "create", "validator")?.is_some_and(|v| !v.is_empty()) {
         return refuse("document validation ('validator') is");
     }
-    if let Some(collation) = cmd.get("collation") {
-        if !is_simple_collation(collation) {
-            return refuse("collations other than {locale: 'simple'} are");
-        }
-    }
+    // The collection's default collation, for operations and indexes that name none.
+    let collation = optional_doc(cmd, "create", "collation")?
+        .map(crate::query::collation::Collation::parse)
+        .transpose()?
+        .flatten();
     if let Some(Bson::Document(images)) = cmd.get("changeStreamPreAndPostImages") {
         if images.get("enabled").is_some_and(super::args::is_truthy) {
             return refuse("change stream pre- and post-images are");
@@ -133,6 +133,9 @@ fn create_options(cmd: &Document) -> Result<Document> {
     if auto_index_id == Some(true) {
         // Shown by listCollections, as mongod shows an explicit autoIndexId.
         options.insert("autoIndexId", true);
+    }
+    if let Some(collation) = &collation {
+        options.insert("collation", collation.to_document());
     }
     for (field, allowed) in [
         ("validationLevel", &["off", "strict", "moderate"][..]),

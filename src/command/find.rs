@@ -52,6 +52,8 @@ pub struct FindArgs {
     pub no_timeout: bool,
     /// `showRecordId`: each document gets its record id as `$recordId`.
     pub show_record_id: bool,
+    /// The projection holds an `$elemMatch`, which compares strings by their bytes.
+    pub projection_matches: bool,
 }
 
 impl FindArgs {
@@ -65,8 +67,15 @@ impl FindArgs {
         let sort = optional_doc(cmd, "find", "sort")?
             .cloned()
             .unwrap_or_default();
-        let mut read = ReadRequest::new(filter_doc)?.sorted(sort)?;
-        let projection = match optional_doc(cmd, "find", "projection")? {
+        let mut read = ReadRequest::new(filter_doc)?
+            .requested_collation(super::read::collation_arg(cmd, "find")?)?
+            .sorted(sort)?;
+        let projection_doc = optional_doc(cmd, "find", "projection")?;
+        let projection_matches = projection_doc.is_some_and(|p| {
+            p.values()
+                .any(|v| matches!(v, Bson::Document(d) if d.contains_key("$elemMatch")))
+        });
+        let projection = match projection_doc {
             Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
             _ => None,
         };
@@ -98,6 +107,7 @@ impl FindArgs {
             batch_size: non_negative(cmd, "batchSize")?,
             no_timeout: optional_bool(cmd, "find", "noCursorTimeout")?.unwrap_or(false),
             show_record_id,
+            projection_matches,
             // `returnKey` replaces each document by its index key: nothing is left to project.
             projection: projection.filter(|_| !read.return_key),
             read,
@@ -107,7 +117,6 @@ impl FindArgs {
 
 /// Options this server parses but cannot honour yet are refused rather than ignored.
 fn refuse_unsupported(cmd: &Document) -> Result<()> {
-    super::read::check_collation(cmd, "find")?;
     for option in ["tailable", "awaitData"] {
         let set = match cmd.get(option) {
             None | Some(Bson::Boolean(false)) => false,
@@ -132,6 +141,15 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
     // One clock cell for the plan and the cursor: each batch judges expiry at its own time.
     let now = view.now_cell();
     let meta = view.collection(req.db, &args.collection);
+    if let (Some(meta), true) = (&meta, args.projection_matches) {
+        if args.read.for_collection(meta)?.collation.is_some() {
+            return Err(Error::new(
+                ErrorCode::NotImplemented,
+                "a projection's $elemMatch under a collation other than simple is not supported \
+                 by this server",
+            ));
+        }
+    }
     let execution = view.execute(
         meta.as_deref(),
         &args.read,

@@ -13,6 +13,7 @@ use super::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta, IndexMeta};
 use crate::engine::ddl;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::collation::Collation;
 use crate::query::compare::{compare_documents, is_number, values_equal};
 use crate::query::path::render_document;
 use crate::ttl;
@@ -67,7 +68,7 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     // Conflicts among the requested indexes (and with `_id_`) are found before anything is
     // written, so a failing request never creates the collection.
     let mut requested: Vec<IndexMeta> = Vec::new();
-    for spec in &specs {
+    for (spec, _) in &specs {
         if conflict(&requested, spec)? == Outcome::Create {
             requested.push(spec.clone());
         }
@@ -150,12 +151,26 @@ fn add_indexes(
     txn: &mut crate::engine::Txn<'_>,
     db: &str,
     coll: &str,
-    specs: Vec<IndexMeta>,
+    specs: Vec<(IndexMeta, bool)>,
 ) -> Result<Added> {
     let (mut meta, created) = match ddl::collection(txn, db, coll) {
         Some(meta) => (meta, false),
         None => ddl::ensure_collection(txn, db, coll)?,
     };
+    // An index that names no collation takes the collection's default.
+    let default = meta.default_collation_spec();
+    let specs: Vec<IndexMeta> = specs
+        .into_iter()
+        .map(
+            |(spec, inherits)| match (&default, inherits && spec.is_stored()) {
+                (Some(d), true) => IndexMeta {
+                    collation: Some(d.clone()),
+                    ..spec
+                },
+                _ => spec,
+            },
+        )
+        .collect();
     let in_progress = |spec: &IndexMeta| {
         meta.indexes.iter().any(|i| {
             i.building
@@ -265,7 +280,8 @@ const UNSUPPORTED_TYPES: &[&str] = &[
 ];
 
 /// One index specification, validated; `id` is assigned when the index is created.
-fn parse_spec(spec: &Document) -> Result<IndexMeta> {
+/// The requested index, and whether it names no collation (it then takes the collection's).
+fn parse_spec(spec: &Document) -> Result<(IndexMeta, bool)> {
     let in_spec = |message: String| {
         Error::new(
             ErrorCode::CannotCreateIndex,
@@ -278,6 +294,7 @@ fn parse_spec(spec: &Document) -> Result<IndexMeta> {
     let mut key = None;
     let mut name = None;
     let (mut unique, mut sparse) = (false, false);
+    let mut collation: Option<Option<Document>> = None;
     for (field, value) in spec {
         match field.as_str() {
             "key" => match value {
@@ -309,11 +326,15 @@ fn parse_spec(spec: &Document) -> Result<IndexMeta> {
                 }
             }
             "collation" => {
-                if !is_simple_collation(value) {
-                    return Err(unsupported(
-                        "collations are not supported by mayfly: indexes compare strings by their bytes (the 'simple' collation)",
+                let Bson::Document(c) = value else {
+                    return Err(wrong_type(
+                        "createIndexes",
+                        "indexes.collation",
+                        value,
+                        "object",
                     ));
-                }
+                };
+                collation = Some(Collation::parse(c)?.map(|c| c.to_document()));
             }
             f if UNSUPPORTED_OPTIONS.contains(&f) => {
                 return Err(unsupported(format!(
@@ -379,7 +400,13 @@ fn parse_spec(spec: &Document) -> Result<IndexMeta> {
             "an index on the system property '_ts' cannot be unique".into(),
         ));
     }
-    Ok(IndexMeta {
+    if is_id && collation.as_ref().is_some_and(Option::is_some) {
+        return Err(unsupported(
+            "a collation on the _id index is not supported by this server: _id keys compare by their bytes",
+        ));
+    }
+    let inherits = collation.is_none();
+    let index = IndexMeta {
         id: 0,
         name,
         key,
@@ -388,7 +415,9 @@ fn parse_spec(spec: &Document) -> Result<IndexMeta> {
         expire_after_seconds,
         multikey: false,
         building: false,
-    })
+        collation: collation.flatten(),
+    };
+    Ok((index, inherits))
 }
 
 fn flag(field: &str, value: &Bson) -> Result<bool> {
@@ -407,11 +436,6 @@ fn flag(field: &str, value: &Bson) -> Result<bool> {
 
 fn unsupported(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::CommandNotSupported, message)
-}
-
-/// `{locale: "simple"}` is the binary comparison mayfly always uses.
-pub fn is_simple_collation(value: &Bson) -> bool {
-    matches!(value, Bson::Document(c) if c.len() == 1 && c.get_str("locale") == Ok("simple"))
 }
 
 /// mongod's key pattern rules (67 CannotCreateIndex), with special index types refused (115).
@@ -499,6 +523,7 @@ fn conflict(existing: &[IndexMeta], new: &IndexMeta) -> Result<Outcome> {
         if old.name == new.name {
             let same_options = old.unique == new.unique
                 && old.sparse == new.sparse
+                && old.collation == new.collation
                 && old.expire_after_seconds == new.expire_after_seconds;
             if same_key && same_options {
                 // TTL-6: the same TTL index again changes nothing.

@@ -13,7 +13,8 @@ use super::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_db_name};
 use crate::engine::exec::{Hint, ReadRequest};
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::compare::compare_values;
+use crate::query::collation::Collation;
+use crate::query::compare::compare_values_with;
 use crate::query::path;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
@@ -44,8 +45,8 @@ impl CountArgs {
         let filter_doc = optional_doc(cmd, "count", "query")?
             .cloned()
             .unwrap_or_default();
-        let mut read = ReadRequest::new(filter_doc)?;
-        check_collation(cmd, "count")?;
+        let mut read =
+            ReadRequest::new(filter_doc)?.requested_collation(collation_arg(cmd, "count")?)?;
         read.skip = match optional_i64(cmd, "count", "skip")? {
             Some(n) if n < 0 => {
                 return Err(Error::new(
@@ -129,8 +130,8 @@ impl DistinctArgs {
         let filter_doc = optional_doc(cmd, "distinct", "query")?
             .cloned()
             .unwrap_or_default();
-        let mut read = ReadRequest::new(filter_doc)?;
-        check_collation(cmd, "distinct")?;
+        let mut read =
+            ReadRequest::new(filter_doc)?.requested_collation(collation_arg(cmd, "distinct")?)?;
         read.hint = Hint::parse(cmd.get("hint"))?;
         Ok(DistinctArgs {
             collection: coll.to_owned(),
@@ -144,6 +145,12 @@ pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let args = DistinctArgs::parse(req.db, req.body)?;
     let view = shared.engine.read();
     let meta = view.collection(req.db, &args.collection);
+    // Values equal under the collation (the command's, else the collection's) are one value.
+    let collation = match &meta {
+        Some(m) => args.read.for_collection(m)?.collation.clone(),
+        None => args.read.collation.clone(),
+    };
+    let collation = collation.as_ref();
     let execution = view.execute(
         meta.as_deref(),
         &args.read,
@@ -163,11 +170,11 @@ pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         }
         if values.len() > compact_at {
             // Memory stays proportional to the distinct values, not the documents scanned.
-            dedup_sorted(&mut values);
+            dedup_sorted(&mut values, collation);
             compact_at = compact_at.max(values.len() * 2);
         }
     }
-    dedup_sorted(&mut values);
+    dedup_sorted(&mut values, collation);
     let bytes: usize = values.iter().map(crate::query::size::value_size).sum();
     if bytes > DISTINCT_MAX_BYTES {
         return Err(Error::new(
@@ -178,11 +185,41 @@ pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     Ok(doc! {"values": values, "ok": 1.0})
 }
 
-/// Sorts by the BSON order and keeps the first of equal values (so `1` and `1.0` are one value),
-/// as mongod's distinct returns them.
-fn dedup_sorted(values: &mut Vec<Bson>) {
-    values.sort_by(compare_values);
-    values.dedup_by(|b, a| compare_values(a, b).is_eq());
+/// Sorts by the BSON order and keeps the first of equal values (so `1` and `1.0` are one value,
+/// and under a collation so are strings it finds equal), as mongod's distinct returns them.
+fn dedup_sorted(values: &mut Vec<Bson>, collation: Option<&Collation>) {
+    values.sort_by(|a, b| compare_values_with(a, b, collation));
+    values.dedup_by(|b, a| compare_values_with(a, b, collation).is_eq());
+}
+
+/// Stages after an aggregation's leading `$match`/`$sort`/`$skip`/`$limit` (which the executor
+/// runs under the collation) compare strings by their bytes, so a pipeline whose collation (its
+/// own, else the collection's) is not simple is refused when a later stage may compare strings.
+pub fn refuse_collated_stages(
+    read: &ReadRequest,
+    meta: &crate::engine::catalog::CollectionMeta,
+    rest: Option<&[Document]>,
+) -> Result<()> {
+    const STRING_BLIND: &[&str] = &["$skip", "$limit", "$count", "$unwind", "$sample"];
+    if read.for_collection(meta)?.collation.is_none() {
+        return Ok(());
+    }
+    let comparing = rest
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|stage| stage.keys().next())
+        .find(|name| !STRING_BLIND.contains(&name.as_str()));
+    match comparing {
+        Some(name) => Err(Error::new(
+            ErrorCode::NotImplemented,
+            format!(
+                "a collation other than simple is supported only by an aggregation's leading \
+                 $match, $sort, $skip and $limit (and $skip, $limit, $count, $unwind, $sample \
+                 after them), not by '{name}' after them"
+            ),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The namespace rules for reads. Looser than for writes: `system.*` collections may be read
@@ -198,15 +235,12 @@ pub fn validate_read_namespace(db: &str, coll: &str) -> Result<()> {
     Ok(())
 }
 
-/// Strings compare by bytes here; a collation other than `simple` would change results, so it
-/// is refused rather than ignored.
-pub fn check_collation(cmd: &Document, command: &str) -> Result<()> {
+/// A command's `collation` argument: `None` when absent or empty (the collection's default
+/// applies), else the parsed collation (`Some(None)`: the simple collation).
+pub fn collation_arg(cmd: &Document, command: &str) -> Result<Option<Option<Collation>>> {
     match optional_doc(cmd, command, "collation")? {
-        None => Ok(()),
-        Some(c) if c.is_empty() || c.get_str("locale") == Ok("simple") => Ok(()),
-        Some(_) => Err(Error::new(
-            ErrorCode::NotImplemented,
-            "collations other than 'simple' are not supported by this server",
-        )),
+        None => Ok(None),
+        Some(c) if c.is_empty() => Ok(None),
+        Some(c) => Collation::parse(c).map(Some),
     }
 }

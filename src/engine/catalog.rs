@@ -42,6 +42,10 @@ pub struct IndexMeta {
     /// not use it and `listIndexes` does not show it.
     #[serde(default)]
     pub building: bool,
+    /// The index's collation, normalized (`None`: simple). String keys are its sort keys
+    /// (`Collation::key_value`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collation: Option<Document>,
 }
 
 fn unknown_is_multikey() -> bool {
@@ -71,6 +75,15 @@ impl IndexMeta {
             expire_after_seconds: None,
             multikey: false,
             building: false,
+            collation: None,
+        }
+    }
+
+    /// The compiled collation of this index (`None`: simple).
+    pub fn collator(&self) -> Result<Option<crate::query::collation::Collation>> {
+        match &self.collation {
+            Some(spec) => crate::query::collation::Collation::cached(spec),
+            None => Ok(None),
         }
     }
 
@@ -85,6 +98,9 @@ impl IndexMeta {
         }
         if let Some(seconds) = self.expire_after_seconds {
             entry.insert("expireAfterSeconds", seconds);
+        }
+        if let Some(collation) = &self.collation {
+            entry.insert("collation", collation.clone());
         }
         entry
     }
@@ -108,6 +124,20 @@ pub struct CollectionMeta {
 impl CollectionMeta {
     pub fn namespace(&self) -> String {
         format!("{}.{}", self.db, self.name)
+    }
+
+    /// The collection's default collation, normalized, as `create` stored it in its options
+    /// (`None`: simple).
+    pub fn default_collation_spec(&self) -> Option<Document> {
+        self.options.get_document("collation").ok().cloned()
+    }
+
+    /// The compiled default collation (`None`: simple).
+    pub fn default_collation(&self) -> Result<Option<crate::query::collation::Collation>> {
+        match self.options.get_document("collation") {
+            Ok(spec) => crate::query::collation::Collation::cached(spec),
+            Err(_) => Ok(None),
+        }
     }
 
     /// The collection TTL (Cosmos "DefaultTimeToLive"): set by the `_ts` TTL index (TTL-1).

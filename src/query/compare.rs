@@ -3,10 +3,13 @@
 //! Owns: the canonical type brackets, cross-type numeric comparison (Int32/Int64/Double/Decimal128
 //! compared by exact mathematical value, as mongod's `base/compare_numbers.h`), and
 //! field-by-field document/array ordering. `storage::keys` encodes values so that memcmp gives
-//! this same order; its property tests hold the two together. Does not own:
-//! collations (strings compare by bytes) or any notion of "missing" (callers decide where a
-//! missing field sorts; it sorts with null).
+//! this same order; its property tests hold the two together. With a collation
+//! (`compare_values_with`) strings and symbols, also inside arrays and documents, compare
+//! through it; everything else is unchanged. Does not own: parsing collations
+//! (`query::collation`) or any notion of "missing" (callers decide where a missing field sorts;
+//! it sorts with null).
 
+use crate::query::collation::{compare_strings, Collation};
 use bson::{Bson, Decimal128, Document};
 use std::cmp::Ordering;
 
@@ -42,9 +45,15 @@ pub fn is_number(value: &Bson) -> bool {
 /// Documents and arrays are compared with an explicit stack, not recursion, so no nesting
 /// depth can exhaust the thread's stack.
 pub fn compare_values(a: &Bson, b: &Bson) -> Ordering {
-    match compare_shallow(a, b) {
+    compare_values_with(a, b, None)
+}
+
+/// [`compare_values`] under a collation: strings and symbols (also nested in arrays and
+/// documents, never field names) compare through it; `None` is the simple collation.
+pub fn compare_values_with(a: &Bson, b: &Bson, collation: Option<&Collation>) -> Ordering {
+    match compare_shallow(a, b, collation) {
         Shallow::Done(ord) => ord,
-        Shallow::Descend(pair) => compare_nested(pair),
+        Shallow::Descend(pair) => compare_nested(pair, collation),
     }
 }
 
@@ -61,7 +70,7 @@ enum Shallow<'a> {
     Descend(Pair<'a>),
 }
 
-fn compare_nested(first: Pair<'_>) -> Ordering {
+fn compare_nested(first: Pair<'_>, collation: Option<&Collation>) -> Ordering {
     let mut stack = vec![first];
     while let Some(top) = stack.last_mut() {
         let step = match top {
@@ -76,14 +85,14 @@ fn compare_nested(first: Pair<'_>) -> Ordering {
                     if ord != Ordering::Equal {
                         return ord;
                     }
-                    Some(compare_shallow(va, vb))
+                    Some(compare_shallow(va, vb, collation))
                 }
             },
             Pair::Arrays(left, right) => match (left.next(), right.next()) {
                 (None, None) => None,
                 (None, Some(_)) => return Ordering::Less,
                 (Some(_), None) => return Ordering::Greater,
-                (Some(x), Some(y)) => Some(compare_shallow(x, y)),
+                (Some(x), Some(y)) => Some(compare_shallow(x, y, collation)),
             },
         };
         match step {
@@ -98,14 +107,14 @@ fn compare_nested(first: Pair<'_>) -> Ordering {
     Ordering::Equal
 }
 
-fn compare_shallow<'a>(a: &'a Bson, b: &'a Bson) -> Shallow<'a> {
+fn compare_shallow<'a>(a: &'a Bson, b: &'a Bson, collation: Option<&Collation>) -> Shallow<'a> {
     let (ta, tb) = (type_bracket(a), type_bracket(b));
     if ta != tb {
         return Shallow::Done(ta.cmp(&tb));
     }
     Shallow::Done(match (a, b) {
         (Bson::String(x) | Bson::Symbol(x), Bson::String(y) | Bson::Symbol(y)) => {
-            x.as_bytes().cmp(y.as_bytes())
+            compare_strings(x, y, collation)
         }
         (Bson::Document(x), Bson::Document(y)) => {
             return Shallow::Descend(Pair::Documents(x.iter(), y.iter()))
@@ -156,9 +165,14 @@ pub fn values_equal(a: &Bson, b: &Bson) -> bool {
     compare_values(a, b) == Ordering::Equal
 }
 
+/// Equality under [`compare_values_with`]: strings equal under the collation are equal.
+pub fn values_equal_with(a: &Bson, b: &Bson, collation: Option<&Collation>) -> bool {
+    compare_values_with(a, b, collation) == Ordering::Equal
+}
+
 /// Documents order field by field: value bracket, then field name, then value; a prefix is less.
 pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
-    compare_nested(Pair::Documents(a.iter(), b.iter()))
+    compare_nested(Pair::Documents(a.iter(), b.iter()), None)
 }
 
 /// The raw BSON bytes of one value. The bson crate keeps DbPointer's fields private, so they are

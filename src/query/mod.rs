@@ -7,6 +7,7 @@
 //! Map:
 //! - [`accumulator`]: `$group`'s accumulators as running states, shared by every stage that
 //!   accumulates.
+//! - [`collation`]: `Collation::parse` (mongod's validation, ICU4X collator), sort keys.
 //! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
 //! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
@@ -19,6 +20,7 @@
 //! - [`sort`]: `SortSpec::compile`, `compare`.
 
 pub mod accumulator;
+pub mod collation;
 pub mod compare;
 pub mod depth;
 pub mod expr;

@@ -2,11 +2,12 @@
 //! MongoDB's semantics (missing and null sort together before numbers; an array sorts by its
 //! smallest element ascending and its largest descending; an empty array sorts before null).
 //!
-//! Owns: sort spec parsing and comparison. Does not own: `$meta` sorts (refused), collations,
-//! or choosing an index.
+//! Owns: sort spec parsing and comparison (strings through the spec's collation, if any). Does
+//! not own: `$meta` sorts (refused), parsing collations, or choosing an index.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::compare::{compare_values, values_equal};
+use crate::query::collation::Collation;
+use crate::query::compare::{compare_values_with, values_equal};
 use crate::query::path;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -15,6 +16,8 @@ use std::cmp::Ordering;
 #[derive(Debug, Clone, Default)]
 pub struct SortSpec {
     keys: Vec<SortKey>,
+    /// Strings order through this; `None` is the simple collation (bytes).
+    collation: Option<Collation>,
 }
 
 #[derive(Debug, Clone)]
@@ -54,7 +57,26 @@ impl SortSpec {
                 ascending,
             });
         }
-        Ok(SortSpec { keys })
+        Ok(SortSpec {
+            keys,
+            collation: None,
+        })
+    }
+
+    /// Compiles a spec whose strings order under `collation` (`None`: simple).
+    pub fn compile_with(spec: &Document, collation: Option<&Collation>) -> Result<SortSpec> {
+        Ok(SortSpec::compile(spec)?.with_collation(collation))
+    }
+
+    /// The same spec ordering strings under `collation` (`None`: simple).
+    pub fn with_collation(mut self, collation: Option<&Collation>) -> SortSpec {
+        self.collation = collation.cloned();
+        self
+    }
+
+    /// The collation strings order under (`None`: simple).
+    pub fn collation(&self) -> Option<&Collation> {
+        self.collation.as_ref()
     }
 
     /// The fields sorted by (`a.b` joined) and whether each is ascending, in order.
@@ -70,9 +92,10 @@ impl SortSpec {
     /// Orders two documents by the spec (ties stay `Equal`; callers keep a stable order).
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
         for key in &self.keys {
-            let ka = sort_key(a, &key.path, key.ascending);
-            let kb = sort_key(b, &key.path, key.ascending);
-            let ord = compare_values(&ka, &kb);
+            let c = self.collation();
+            let ka = sort_key(a, &key.path, key.ascending, c);
+            let kb = sort_key(b, &key.path, key.ascending, c);
+            let ord = compare_values_with(&ka, &kb, c);
             let ord = if key.ascending { ord } else { ord.reverse() };
             if ord != Ordering::Equal {
                 return ord;
@@ -86,14 +109,14 @@ impl SortSpec {
     pub fn keys_of(&self, doc: &Document) -> Vec<Bson> {
         self.keys
             .iter()
-            .map(|k| sort_key(doc, &k.path, k.ascending))
+            .map(|k| sort_key(doc, &k.path, k.ascending, self.collation()))
             .collect()
     }
 
     /// Compares two results of [`SortSpec::keys_of`].
     pub fn compare_keys(&self, a: &[Bson], b: &[Bson]) -> Ordering {
         for ((ka, kb), key) in a.iter().zip(b.iter()).zip(self.keys.iter()) {
-            let ord = compare_values(ka, kb);
+            let ord = compare_values_with(ka, kb, self.collation());
             let ord = if key.ascending { ord } else { ord.reverse() };
             if ord != Ordering::Equal {
                 return ord;
@@ -113,7 +136,7 @@ fn bad_order() -> Error {
 
 /// The value `doc` sorts by at `path`: the smallest (ascending) or largest (descending) of the
 /// values reached, arrays contributing their elements; missing is null; `[]` is undefined.
-fn sort_key(doc: &Document, path: &[String], ascending: bool) -> Bson {
+fn sort_key(doc: &Document, path: &[String], ascending: bool, c: Option<&Collation>) -> Bson {
     let found = path::lookup(doc, path);
     let mut candidates: Vec<&Bson> = Vec::new();
     for value in found.whole() {
@@ -127,9 +150,13 @@ fn sort_key(doc: &Document, path: &[String], ascending: bool) -> Bson {
         candidates.push(&Bson::Null);
     }
     let best = if ascending {
-        candidates.into_iter().min_by(|x, y| compare_values(x, y))
+        candidates
+            .into_iter()
+            .min_by(|x, y| compare_values_with(x, y, c))
     } else {
-        candidates.into_iter().max_by(|x, y| compare_values(x, y))
+        candidates
+            .into_iter()
+            .max_by(|x, y| compare_values_with(x, y, c))
     };
     best.cloned().unwrap_or(Bson::Null)
 }
@@ -144,6 +171,27 @@ mod tests {
         let mut docs = docs;
         docs.sort_by(|a, b| spec.compare(a, b));
         docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+    }
+
+    #[test]
+    fn a_collation_orders_strings_also_inside_arrays() {
+        let ci = crate::query::collation::Collation::parse(&doc! {"locale": "en", "strength": 2})
+            .unwrap()
+            .unwrap();
+        let spec = SortSpec::compile_with(&doc! {"a": 1, "_id": 1}, Some(&ci)).unwrap();
+        let mut docs = vec![
+            doc! {"_id": 1, "a": "b"},
+            doc! {"_id": 2, "a": "B"},
+            doc! {"_id": 3, "a": "a"},
+            doc! {"_id": 4, "a": ["C", "A2"]},
+            doc! {"_id": 5, "a": "Ä"},
+        ];
+        docs.sort_by(|a, b| spec.compare(a, b));
+        let ids: Vec<i32> = docs.iter().map(|d| d.get_i32("_id").unwrap()).collect();
+        // At strength 2 accents count and case does not; "A2" sorts the array, and "Ä" sorts
+        // before it at the primary level (it is shorter).
+        assert_eq!(ids, vec![3, 5, 4, 1, 2]);
+        assert_eq!(sorted(doc! {"a": 1, "_id": 1}, docs), vec![4, 2, 3, 1, 5]);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::args::{
 };
 use super::cursor::first_batch_reply;
 use super::explain::{explain_read, Root, Verbosity};
-use super::read::{check_collation, validate_read_namespace};
+use super::read::{collation_arg, validate_read_namespace};
 use super::{Reply, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
@@ -53,6 +53,8 @@ struct AggregateArgs {
     batch_size: Option<usize>,
     hint: Option<Hint>,
     allow_disk_use: bool,
+    /// The `collation` argument (`None`: the collection's default applies).
+    collation: Option<Option<crate::query::collation::Collation>>,
 }
 
 impl AggregateArgs {
@@ -86,7 +88,7 @@ impl AggregateArgs {
         let batch_size = cursor_batch_size(cmd, explain)?;
         optional_bool(cmd, "aggregate", "bypassDocumentValidation")?;
         let allow_disk_use = optional_bool(cmd, "aggregate", "allowDiskUse")?.unwrap_or(false);
-        check_collation(cmd, "aggregate")?;
+        let collation = collation_arg(cmd, "aggregate")?;
         let vars = Variables::new(now).with_let(optional_doc(cmd, "aggregate", "let")?)?;
         let pipeline = Pipeline::parse(&specs, &vars)?;
         if matches!(pipeline.first(), Some(Stage::CurrentOp(_))) {
@@ -105,6 +107,7 @@ impl AggregateArgs {
                 batch_size,
                 hint: None,
                 allow_disk_use,
+                collation,
             });
         }
         let documents = matches!(pipeline.first(), Some(Stage::Documents(_)));
@@ -118,6 +121,7 @@ impl AggregateArgs {
                 batch_size,
                 hint: None,
                 allow_disk_use,
+                collation,
             });
         }
         let Some(coll) = coll else {
@@ -140,6 +144,7 @@ impl AggregateArgs {
             batch_size,
             hint: Hint::parse(cmd.get("hint"))?,
             allow_disk_use,
+            collation,
         })
     }
 }
@@ -163,9 +168,13 @@ pub fn explain(
             "explain of a $collStats or $currentOp pipeline is not supported by this server",
         ));
     }
-    let (mut read, taken) = args.pipeline.take_leading_read(args.hint)?;
+    let (read, taken) = args.pipeline.take_leading_read(args.hint)?;
+    let mut read = read.requested_collation(args.collation)?;
     read.allow_disk_use = args.allow_disk_use;
     let coll = args.collection.as_str();
+    if let Some(meta) = shared.engine.read().collection(db, coll) {
+        super::read::refuse_collated_stages(&read, &meta, args.specs.get(taken..))?;
+    }
     let mut cursor = explain_read(
         shared,
         (db, coll),
@@ -236,8 +245,10 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             )
         }
         (Some(Stage::Documents(_)), _) | (_, None) => Box::new(std::iter::empty()),
-        (_, Some(_)) => {
-            let (read, _) = pipeline.take_leading_read(args.hint)?;
+        (_, Some(meta)) => {
+            let (read, taken) = pipeline.take_leading_read(args.hint)?;
+            let read = read.requested_collation(args.collation.clone())?;
+            super::read::refuse_collated_stages(&read, meta, args.specs.get(taken..))?;
             env.read_collection(coll, read)?
         }
     };

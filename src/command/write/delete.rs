@@ -3,8 +3,8 @@
 
 use super::command_variables;
 use super::{
-    check_collation, check_statement_fields, hint_arg, missing, required_doc, selection,
-    statements, targets,
+    check_statement_fields, collation_of, hint_arg, missing, required_doc, selection, statements,
+    targets,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
 use crate::command::batch;
@@ -103,9 +103,9 @@ impl Statement {
         };
         let hint = hint_arg(stmt)?;
         let collation = optional_doc(stmt, PREFIX, "collation")?;
-        Ok(check_collation(collation).and_then(|()| {
+        Ok(collation_of(collation).and_then(|collation| {
             Ok(Statement {
-                query: selection(q, Document::new(), hint.as_ref(), just_one)?,
+                query: selection(q, Document::new(), hint.as_ref(), just_one, collation)?,
             })
         }))
     }

@@ -4,8 +4,8 @@
 
 use super::command_variables;
 use super::{
-    apply_update, array_filter_docs, check_collation, hint_arg, parse_update, selection, targets,
-    upsert_document,
+    apply_update, array_filter_docs, collation_of, hint_arg, parse_update, refuse_collated_update,
+    selection, targets, update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::{Request, Shared};
@@ -52,6 +52,8 @@ struct FindAndModify {
     /// The first match in `sort` order: a limit of one.
     query: ReadRequest,
     action: Action,
+    /// The update compares strings outside its query (`update_compares_strings`).
+    compares_strings: bool,
 }
 
 /// The collection and selection of a findAndModify, and whether it removes, for explain.
@@ -112,8 +114,10 @@ impl FindAndModify {
         let hint = hint_arg(cmd)?;
         optional_bool(cmd, COMMAND, "bypassDocumentValidation")?;
         let vars = command_variables(cmd, COMMAND, now)?;
-        check_collation(optional_doc(cmd, COMMAND, "collation")?)?;
+        let collation = collation_of(optional_doc(cmd, COMMAND, "collation")?)?;
         let update = cmd.get("update");
+        let compares_strings =
+            !remove && update.is_some_and(|u| update_compares_strings(u, filters.as_deref()));
         let action = if remove {
             let conflict = if update.is_some() {
                 Some("Cannot specify both an update and remove=true")
@@ -147,8 +151,9 @@ impl FindAndModify {
             }
         };
         Ok(FindAndModify {
-            query: selection(&query, sort, hint.as_ref(), true)?,
+            query: selection(&query, sort, hint.as_ref(), true, collation)?,
             action,
+            compares_strings,
         })
     }
 
@@ -163,6 +168,9 @@ impl FindAndModify {
     ) -> Result<(Document, Option<Document>)> {
         let (db, coll) = target;
         let meta = collection::existing_collection(txn, db, coll);
+        if let (Some(meta), true) = (&meta, self.compares_strings) {
+            refuse_collated_update(meta, &self.query)?;
+        }
         let found = match &meta {
             Some(meta) => targets(txn, meta, &self.query, now, interrupt)?
                 .into_iter()

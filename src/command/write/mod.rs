@@ -24,6 +24,7 @@ use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
 use crate::engine::{collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::collation::Collation;
 use crate::query::expr::Variables;
 use crate::query::filter::{equality_fields, Filter};
 use crate::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
@@ -122,21 +123,47 @@ fn hint_arg(stmt: &Document) -> Result<Option<Bson>> {
     }
 }
 
-/// mayfly compares strings by code point only: the simple collation is accepted, any other is
-/// refused rather than silently ignored.
-fn check_collation(collation: Option<&Document>) -> Result<()> {
+/// A statement's `collation`: `None` when absent or empty (the collection's default applies),
+/// else the parsed collation (`Some(None)`: simple).
+fn collation_of(collation: Option<&Document>) -> Result<Option<Option<Collation>>> {
     match collation {
-        Some(c) if !c.is_empty() && !is_simple(c) => Err(Error::new(
-            ErrorCode::NotImplemented,
-            "collation is not supported by this server (only {locale: \"simple\"})",
-        )),
-        _ => Ok(()),
+        Some(c) if !c.is_empty() => Collation::parse(c).map(Some),
+        _ => Ok(None),
     }
 }
 
-fn is_simple(collation: &Document) -> bool {
-    collation.len() == 1
-        && matches!(collation.get("locale"), Some(Bson::String(l)) if l == "simple")
+/// Whether an update compares strings outside its query, where mongod applies the collation
+/// too: array filters, pipelines, `$pull`, `$pullAll`, `$addToSet`, `$min`, `$max`, and
+/// `$push` with `$sort`. Those compare by bytes here.
+fn update_compares_strings(u: &Bson, array_filters: Option<&[Document]>) -> bool {
+    if array_filters.is_some_and(|f| !f.is_empty()) {
+        return true;
+    }
+    match u {
+        Bson::Document(ops) => ops.iter().any(|(op, arg)| match op.as_str() {
+            "$pull" | "$pullAll" | "$addToSet" | "$min" | "$max" => true,
+            "$push" => matches!(arg, Bson::Document(fields) if fields.values().any(
+                |v| matches!(v, Bson::Document(m) if m.contains_key("$sort"))
+            )),
+            _ => false,
+        }),
+        _ => true,
+    }
+}
+
+/// Refuses, rather than half applies, an update that compares strings outside its query (see
+/// [`update_compares_strings`]) under a collation other than simple (its own, else the
+/// collection's).
+fn refuse_collated_update(meta: &CollectionMeta, query: &ReadRequest) -> Result<()> {
+    if query.for_collection(meta)?.collation.is_some() {
+        return Err(Error::new(
+            ErrorCode::NotImplemented,
+            "under a collation other than simple, updates with arrayFilters, pipelines, $pull, \
+             $pullAll, $addToSet, $min, $max or $push with $sort are not supported by this \
+             server",
+        ));
+    }
+    Ok(())
 }
 
 /// The `u` of an update statement or the `update` of findAndModify: a document (replacement or
@@ -196,8 +223,11 @@ fn selection(
     sort: Document,
     hint: Option<&Bson>,
     just_one: bool,
+    collation: Option<Option<Collation>>,
 ) -> Result<ReadRequest> {
-    let mut query = ReadRequest::new(filter.clone())?.sorted(sort)?;
+    let mut query = ReadRequest::new(filter.clone())?
+        .requested_collation(collation)?
+        .sorted(sort)?;
     query.hint = Hint::parse(hint)?;
     if just_one {
         query.limit = Some(1);

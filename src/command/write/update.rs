@@ -3,8 +3,9 @@
 
 use super::command_variables;
 use super::{
-    apply_update, array_filter_docs, check_collation, check_statement_fields, hint_arg, missing,
-    parse_update, required_doc, selection, statements, targets, upsert_document,
+    apply_update, array_filter_docs, check_statement_fields, collation_of, hint_arg, missing,
+    parse_update, refuse_collated_update, required_doc, selection, statements, targets,
+    update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::batch;
@@ -49,6 +50,8 @@ struct Statement {
     update: Update,
     array_filters: ArrayFilters,
     upsert: bool,
+    /// The update compares strings outside its query (`update_compares_strings`).
+    compares_strings: bool,
 }
 
 /// What one statement did.
@@ -132,7 +135,8 @@ struct RawStatement<'a> {
 
 impl RawStatement<'_> {
     fn compile(self, vars: &Variables) -> Result<Statement> {
-        check_collation(self.collation)?;
+        let collation = collation_of(self.collation)?;
+        let compares_strings = update_compares_strings(self.u, self.filters.as_deref());
         let update = parse_update(self.u, vars)?;
         if self.multi && update.is_replacement() {
             return Err(Error::failed_to_parse(
@@ -144,7 +148,13 @@ impl RawStatement<'_> {
                 "Cannot specify sort with multi=true",
             ));
         }
-        let query = selection(self.q, self.sort, self.hint.as_ref(), !self.multi)?;
+        let query = selection(
+            self.q,
+            self.sort,
+            self.hint.as_ref(),
+            !self.multi,
+            collation,
+        )?;
         let array_filters =
             ArrayFilters::compile(self.filters.as_deref().unwrap_or_default(), &update)?;
         Ok(Statement {
@@ -152,6 +162,7 @@ impl RawStatement<'_> {
             update,
             array_filters,
             upsert: self.upsert,
+            compares_strings,
         })
     }
 }
@@ -190,6 +201,9 @@ impl Statement {
     ) -> Result<Done> {
         let (db, coll) = target;
         let meta = collection::existing_collection(txn, db, coll);
+        if let (Some(meta), true) = (&meta, self.compares_strings) {
+            refuse_collated_update(meta, &self.query)?;
+        }
         let matched = match &meta {
             Some(meta) => targets(txn, meta, &self.query, now, interrupt)?,
             None => Vec::new(),

@@ -10,13 +10,48 @@
 //! Bounds are a superset of the matching documents' keys, never a subset: the executor applies
 //! the whole filter to every document it fetches. What cannot be bounded (negations, `$type`,
 //! `$size`, arrays as values, `$exists`…) simply leaves the field unbounded.
+//!
+//! Collations ([`KeyStrings`]): an index with a collation keys strings by their sort keys, so
+//! a predicate's strings are translated the same way when the query's collation is the
+//! index's; under another collation a predicate on strings leaves the field unbounded, and a
+//! regex (never collation-aware) bounds only an index without one.
 
+use crate::query::collation::{has_strings, Collation};
 use crate::query::compare::{is_number, type_bracket};
 use crate::query::filter::{CmpOp, Expr, Pred, RegexPred};
 use crate::query::path::render;
 use crate::storage::keys;
 use bson::{Bson, Regex};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+
+/// The collations of an index's keys and of the query reading it (`None`: simple).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeyStrings<'a> {
+    pub index: Option<&'a Collation>,
+    pub query: Option<&'a Collation>,
+}
+
+impl KeyStrings<'_> {
+    /// Whether the index orders strings as the query compares them.
+    pub fn agree(&self) -> bool {
+        self.index == self.query
+    }
+
+    /// `v` as the index keys it, or `None` when its strings cannot be bounded in this index.
+    fn key<'v>(&self, v: &'v Bson) -> Option<Cow<'v, Bson>> {
+        if !has_strings(v) {
+            return Some(Cow::Borrowed(v));
+        }
+        if !self.agree() {
+            return None;
+        }
+        Some(match self.index {
+            Some(c) => Cow::Owned(c.key_value(v)),
+            None => Cow::Borrowed(v),
+        })
+    }
+}
 
 /// One end of an interval: a key class, whether it belongs to the interval, and how explain
 /// prints it.
@@ -224,10 +259,14 @@ pub(crate) fn conjuncts(expr: &Expr) -> BTreeMap<String, Vec<&Pred>> {
 /// The bounds `preds` (all on one field) give that field. `multikey`: the field may hold
 /// arrays, so each predicate may be satisfied by a different element and bounds of two
 /// predicates cannot be intersected; the first boundable one is used alone.
-pub(crate) fn field_bounds(preds: &[&Pred], multikey: bool) -> Option<FieldBounds> {
+pub(crate) fn field_bounds(
+    preds: &[&Pred],
+    multikey: bool,
+    ks: KeyStrings<'_>,
+) -> Option<FieldBounds> {
     let mut result: Option<FieldBounds> = None;
     for pred in preds {
-        let Some(bounds) = pred_bounds(pred) else {
+        let Some(bounds) = pred_bounds(pred, ks) else {
             continue;
         };
         result = Some(match result {
@@ -254,36 +293,41 @@ pub(crate) fn is_exact(pred: &Pred) -> bool {
 
 /// The values one predicate can be satisfied by, or `None` when it cannot be bounded. Not
 /// recursive: the predicates inside `$all` and `$elemMatch` are bounded one level deep only.
-fn pred_bounds(pred: &Pred) -> Option<FieldBounds> {
+fn pred_bounds(pred: &Pred, ks: KeyStrings<'_>) -> Option<FieldBounds> {
     match pred {
         // `$all` holds only if its first member does.
-        Pred::All(members) => members.iter().find_map(leaf_bounds),
+        Pred::All(members) => members.iter().find_map(|p| leaf_bounds(p, ks)),
         // Every predicate holds on one element, which has an entry of its own: the bounds of
         // the predicates intersect, even on a multikey index.
         Pred::ElemMatchValue(members) => members
             .iter()
-            .filter_map(leaf_bounds)
+            .filter_map(|p| leaf_bounds(p, ks))
             .reduce(|a, b| intersect(&a, &b)),
-        other => leaf_bounds(other),
+        other => leaf_bounds(other, ks),
     }
 }
 
 /// Bounds of a predicate that holds no other predicates.
-fn leaf_bounds(pred: &Pred) -> Option<FieldBounds> {
+fn leaf_bounds(pred: &Pred, ks: KeyStrings<'_>) -> Option<FieldBounds> {
+    // A regex matches strings by their bytes: an index keyed by sort keys cannot bound it.
+    let regexes_bounded = ks.index.is_none();
     match pred {
-        Pred::Eq(v) => eq_bounds(v).map(|i| vec![i]),
-        Pred::Cmp(op, v) => cmp_bounds(*op, v),
+        Pred::Eq(v) => eq_bounds(ks.key(v)?.as_ref()).map(|i| vec![i]),
+        Pred::Cmp(op, v) => cmp_bounds(*op, ks.key(v)?.as_ref()),
         Pred::In { values, regexes } => {
+            if !regexes.is_empty() && !regexes_bounded {
+                return None;
+            }
             let mut out = Vec::with_capacity(values.len() + regexes.len());
             for v in values {
-                out.push(eq_bounds(v)?);
+                out.push(eq_bounds(ks.key(v)?.as_ref())?);
             }
             for r in regexes {
                 out.extend(regex_bounds(r));
             }
             Some(normalize(out))
         }
-        Pred::Regex(r) => Some(normalize(regex_bounds(r))),
+        Pred::Regex(r) if regexes_bounded => Some(normalize(regex_bounds(r))),
         Pred::AlwaysFalse => Some(Vec::new()),
         _ => None,
     }
@@ -432,7 +476,8 @@ mod tests {
         let filter = Filter::compile(&filter).unwrap();
         let preds = conjuncts(filter.expr());
         let preds = preds.get(field).cloned().unwrap_or_default();
-        field_bounds(&preds, multikey).map(|b| b.iter().map(Interval::render).collect())
+        field_bounds(&preds, multikey, KeyStrings::default())
+            .map(|b| b.iter().map(Interval::render).collect())
     }
 
     #[test]
@@ -526,5 +571,26 @@ mod tests {
             bounds_of(doc! {"a": {"$regex": "^ab"}}, "a", false).unwrap(),
             vec!["[\"ab\", \"ac\")", "[/^ab/, /^ab/]"]
         );
+    }
+
+    #[test]
+    fn strings_are_bounded_only_under_the_index_collation() {
+        let ci = Collation::parse(&doc! {"locale": "en", "strength": 2})
+            .unwrap()
+            .unwrap();
+        let bounds = |filter: bson::Document, index: Option<&Collation>, query| {
+            let filter = Filter::compile_with(&filter, query).unwrap();
+            let preds = conjuncts(filter.expr()).remove("a").unwrap_or_default();
+            field_bounds(&preds, false, KeyStrings { index, query })
+        };
+        let (same, other) = (Some(&ci), None);
+        let upper = bounds(doc! {"a": "ABC"}, same, same);
+        assert!(upper.is_some());
+        assert_eq!(upper, bounds(doc! {"a": "abc"}, same, same));
+        assert_eq!(bounds(doc! {"a": "abc"}, same, other), None);
+        assert_eq!(bounds(doc! {"a": "abc"}, other, same), None);
+        assert_eq!(bounds(doc! {"a": {"$regex": "^ab"}}, same, same), None);
+        assert!(bounds(doc! {"a": {"$regex": "^ab"}}, other, same).is_some());
+        assert!(bounds(doc! {"a": {"$gt": 5}}, same, other).is_some());
     }
 }

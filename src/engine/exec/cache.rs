@@ -1,7 +1,7 @@
 //! The plan cache: which candidate won the race for a query shape on a collection, so that the
 //! next query of the same shape runs it without racing. A shape is the filter's structure
 //! (paths, operators and the type brackets of their values, not the values), the sort, and
-//! whether there is a limit. Entries are keyed by the collection's index set too: creating,
+//! whether there is a limit, and the collation. Entries are keyed by the collection's index set too: creating,
 //! dropping or finishing an index, or one becoming multikey, changes the key, so stale entries
 //! are never used (and age out when the cache is full).
 //!
@@ -89,9 +89,10 @@ pub fn key(meta: &CollectionMeta, req: &ReadRequest) -> Key {
     expr_shape(req.filter.expr(), &mut shape);
     let _ = write!(
         shape,
-        "|sort{}|limit{}",
+        "|sort{}|limit{}|collation{:?}",
         req.sort_pattern,
-        req.limit.is_some()
+        req.limit.is_some(),
+        req.collation.as_ref().map(|c| c.spec())
     );
     Key {
         collection: meta.id,

@@ -115,7 +115,7 @@ fn index_stage(stage: &str, scan: &IndexScan) -> Document {
         .keys()
         .map(|k| (k.clone(), Bson::Array(Vec::new())))
         .collect();
-    doc! {
+    let mut stage = doc! {
         "stage": stage,
         "keyPattern": scan.index.key.clone(),
         "indexName": scan.index.name.as_str(),
@@ -127,7 +127,12 @@ fn index_stage(stage: &str, scan: &IndexScan) -> Document {
         "indexVersion": 2,
         "direction": direction(scan.reverse),
         "indexBounds": bounds,
+    };
+    // mongod shows the collation of an index that has one.
+    if let Some(collation) = &scan.index.collation {
+        stage.insert("collation", collation.to_document());
     }
+    stage
 }
 
 /// FETCH (when the index is not the documents themselves, or a filter remains) over IXSCAN.

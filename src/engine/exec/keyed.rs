@@ -21,8 +21,16 @@ pub fn min_max_scan(
     index: ScannedIndex,
     min: Option<&Document>,
     max: Option<&Document>,
+    query: Option<&crate::query::collation::Collation>,
 ) -> Result<IndexScan> {
     let fields = index.fields();
+    // The bounds are keys of the index: under another collation they would mean other strings.
+    if !index.key_strings(query).agree() {
+        return Err(Error::new(
+            ErrorCode::Location51174,
+            "The index chosen is not compatible with min/max: its collation is not the query's",
+        ));
+    }
     let compatible = |bound: &Document| {
         bound.len() == fields.len() && bound.keys().zip(&fields).all(|(k, (f, _))| k == f)
     };
@@ -39,7 +47,10 @@ pub fn min_max_scan(
     let encode = |bound: &Document| {
         let mut key = prefix.clone();
         for (value, (_, direction)) in bound.values().zip(&fields) {
-            keys::encode_value_directed(value, *direction, &mut key);
+            match &index.collation {
+                Some(c) => keys::encode_value_directed(&c.key_value(value), *direction, &mut key),
+                None => keys::encode_value_directed(value, *direction, &mut key),
+            }
         }
         key
     };

@@ -33,6 +33,7 @@ use super::interrupt::Interrupt;
 use super::read::NowCell;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::collation::Collation;
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
@@ -114,6 +115,12 @@ pub struct ReadRequest {
     /// Where a blocking sort reports the bytes it holds materialised, for the cursor that keeps
     /// its result.
     pub held: crate::engine::cursor::Held,
+    /// The collation the filter and sort compare strings under (`None`: simple); an index is
+    /// used for string bounds or order only when its collation is this one.
+    pub collation: Option<Collation>,
+    /// The command named a collation; otherwise the collection's default applies
+    /// ([`ReadRequest::for_collection`]).
+    pub collation_given: bool,
 }
 
 impl ReadRequest {
@@ -136,7 +143,45 @@ impl ReadRequest {
             return_key: false,
             sort_memory_limit: stages::MAX_BLOCKING_SORT_BYTES,
             held: Default::default(),
+            collation: None,
+            collation_given: false,
         })
+    }
+
+    /// The command's `collation` argument: `None` when it gave none (the collection's default
+    /// applies), else its collation (`Some(None)`: simple, which overrides a default).
+    pub fn requested_collation(mut self, arg: Option<Option<Collation>>) -> Result<ReadRequest> {
+        if let Some(collation) = arg {
+            self = self.collated(collation)?;
+            self.collation_given = true;
+        }
+        Ok(self)
+    }
+
+    /// The request as it runs on `meta`: under the collection's default collation when the
+    /// command named none.
+    pub fn for_collection(
+        &self,
+        meta: &CollectionMeta,
+    ) -> Result<std::borrow::Cow<'_, ReadRequest>> {
+        if self.collation_given {
+            return Ok(std::borrow::Cow::Borrowed(self));
+        }
+        match meta.default_collation()? {
+            None => Ok(std::borrow::Cow::Borrowed(self)),
+            Some(c) => Ok(std::borrow::Cow::Owned(self.clone().collated(Some(c))?)),
+        }
+    }
+
+    /// Compares strings under `collation` (`None`: simple): the filter is compiled again with
+    /// it and the sort (set before or after) orders by it.
+    pub fn collated(mut self, collation: Option<Collation>) -> Result<ReadRequest> {
+        if collation != self.collation {
+            self.filter = Filter::compile_with(&self.filter_doc, collation.as_ref())?;
+            self.sort = std::mem::take(&mut self.sort).with_collation(collation.as_ref());
+            self.collation = collation;
+        }
+        Ok(self)
     }
 
     /// In `pattern`'s order; `{$natural: ±1}` asks for scan order.
@@ -144,7 +189,7 @@ impl ReadRequest {
         if let (1, Some(direction)) = (pattern.len(), pattern.get("$natural")) {
             self.natural_sort = Some(natural_reverse(direction)?);
         } else {
-            self.sort = SortSpec::compile(&pattern)?;
+            self.sort = SortSpec::compile_with(&pattern, self.collation.as_ref())?;
         }
         self.sort_pattern = pattern;
         Ok(self)
@@ -180,6 +225,8 @@ pub fn execute<'r, S: Source<'r>>(
             stats: StageStats::default(),
         });
     };
+    let req = req.for_collection(meta)?;
+    let req = req.as_ref();
     let ctx = stages::RunContext {
         source,
         collection_id: meta.id,

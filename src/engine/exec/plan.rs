@@ -105,6 +105,8 @@ pub struct ScannedIndex {
     pub multikey: bool,
     pub unique: bool,
     pub sparse: bool,
+    /// The index's collation (`None`: simple; always so for `_id`).
+    pub collation: Option<crate::query::collation::Collation>,
 }
 
 impl ScannedIndex {
@@ -116,6 +118,7 @@ impl ScannedIndex {
             multikey: false,
             unique: true,
             sparse: false,
+            collation: None,
         }
     }
 
@@ -127,6 +130,19 @@ impl ScannedIndex {
             multikey: index.multikey,
             unique: index.unique,
             sparse: index.sparse,
+            // A collation that no longer compiles was refused when the index was created.
+            collation: index.collator().ok().flatten(),
+        }
+    }
+
+    /// How this index's string keys relate to `query`'s collation.
+    pub fn key_strings<'a>(
+        &'a self,
+        query: Option<&'a crate::query::collation::Collation>,
+    ) -> crate::engine::exec::bounds::KeyStrings<'a> {
+        crate::engine::exec::bounds::KeyStrings {
+            index: self.collation.as_ref(),
+            query,
         }
     }
 

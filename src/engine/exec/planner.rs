@@ -217,11 +217,12 @@ fn bounds_are_the_filter(scan: &IndexScan, req: &ReadRequest) -> bool {
         };
         position < bounded
             && preds.iter().all(|p| bounds::is_exact(p))
-            && bounds::field_bounds(preds, false).is_some_and(|b| {
-                scan.bounds
-                    .get(position)
-                    .is_some_and(|(_, shown)| *shown == b)
-            })
+            && bounds::field_bounds(preds, false, scan.index.key_strings(req.collation.as_ref()))
+                .is_some_and(|b| {
+                    scan.bounds
+                        .get(position)
+                        .is_some_and(|(_, shown)| *shown == b)
+                })
     })
 }
 
@@ -322,7 +323,10 @@ fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
     if let Some(reverse) = req.natural_sort {
         return Ok(vec![Node::CollScan { reverse }]);
     }
-    if let Some(ids) = conjuncts.get("_id").and_then(|p| pinned_ids(p)) {
+    if let Some(ids) = conjuncts
+        .get("_id")
+        .and_then(|p| pinned_ids(p, req.collation.is_some()))
+    {
         return Ok(vec![Node::IdHack { ids }]);
     }
     let mut out = Vec::new();
@@ -423,7 +427,13 @@ fn min_max(meta: &CollectionMeta, req: &ReadRequest) -> Result<Node> {
         }
         Some(hint) => hinted_index(meta, hint)?,
     };
-    let mut scan = keyed::min_max_scan(meta, index, req.min.as_ref(), req.max.as_ref())?;
+    let mut scan = keyed::min_max_scan(
+        meta,
+        index,
+        req.min.as_ref(),
+        req.max.as_ref(),
+        req.collation.as_ref(),
+    )?;
     scan.reverse = provided_order(&scan, req).unwrap_or(false);
     Ok(Node::IxScan(scan))
 }
@@ -475,12 +485,13 @@ fn is_id_pattern(key: &Document) -> bool {
 
 /// `_id` values the filter pins `_id` to: `{_id: v}`, `{_id: {$eq: v}}`, `{_id: {$in: [...]}}`
 /// with values that are not arrays, regexes, null or undefined. Sorted, without duplicates.
-fn pinned_ids(preds: &[&Pred]) -> Option<Vec<Bson>> {
+/// Under a collation, `_id`s holding strings are not pinned: the `_id` index keys them by bytes.
+fn pinned_ids(preds: &[&Pred], collated: bool) -> Option<Vec<Bson>> {
     let pinnable = |v: &Bson| {
         !matches!(
             v,
             Bson::Array(_) | Bson::RegularExpression(_) | Bson::Null | Bson::Undefined
-        )
+        ) && (!collated || !crate::query::collation::has_strings(v))
     };
     let mut ids = preds.iter().find_map(|p| match p {
         Pred::Eq(v) if pinnable(v) => Some(vec![v.clone()]),
@@ -506,9 +517,10 @@ fn index_scan(
         .fields()
         .into_iter()
         .map(|(name, direction)| {
+            let ks = index.key_strings(req.collation.as_ref());
             let bounds = conjuncts
                 .get(&name)
-                .and_then(|preds| bounds::field_bounds(preds, index.multikey));
+                .and_then(|preds| bounds::field_bounds(preds, index.multikey, ks));
             (name, direction, bounds)
         })
         .collect();
@@ -535,7 +547,9 @@ fn provided_order(scan: &IndexScan, req: &ReadRequest) -> Option<bool> {
     if req.sort.is_empty() {
         return Some(false);
     }
-    if scan.index.multikey {
+    // A multikey index holds a document at several places; an index ordering strings under
+    // another collation orders them otherwise.
+    if scan.index.multikey || !scan.index.key_strings(req.collation.as_ref()).agree() {
         return None;
     }
     let fields = scan.index.fields();

@@ -7,7 +7,8 @@
 //! special meaning (it also matches a missing field, never `undefined`) or the regexes of `$in`;
 //! the predicate handles both.
 
-use crate::query::compare::compare_values;
+use crate::query::collation::Collation;
+use crate::query::compare::compare_values_with;
 use bson::Bson;
 use std::ops::Deref;
 
@@ -18,23 +19,39 @@ pub(crate) struct InSet {
     values: Vec<Bson>,
     order: Vec<usize>,
     has_null: bool,
+    /// The collation `order` follows and lookups compare under (`None`: simple).
+    collation: Option<Collation>,
 }
 
 impl InSet {
     pub(crate) fn new(values: Vec<Bson>) -> InSet {
-        let mut order: Vec<usize> = (0..values.len())
+        let order: Vec<usize> = (0..values.len())
             .filter(|&i| !matches!(values.get(i), Some(Bson::Null)))
             .collect();
-        order.sort_by(|&a, &b| match (values.get(a), values.get(b)) {
-            (Some(x), Some(y)) => compare_values(x, y),
-            _ => std::cmp::Ordering::Equal,
-        });
         let has_null = values.iter().any(|v| matches!(v, Bson::Null));
-        InSet {
+        let mut set = InSet {
             values,
             order,
             has_null,
-        }
+            collation: None,
+        };
+        set.sort();
+        set
+    }
+
+    /// Makes membership compare strings under `collation`.
+    pub(crate) fn collate(&mut self, collation: &Collation) {
+        self.collation = Some(collation.clone());
+        self.sort();
+    }
+
+    fn sort(&mut self) {
+        let (values, collation) = (&self.values, self.collation.as_ref());
+        self.order
+            .sort_by(|&a, &b| match (values.get(a), values.get(b)) {
+                (Some(x), Some(y)) => compare_values_with(x, y, collation),
+                _ => std::cmp::Ordering::Equal,
+            });
     }
 
     /// Whether a listed value other than `null` equals `value`.
@@ -44,7 +61,7 @@ impl InSet {
                 #[cfg(test)]
                 tests::count_comparison();
                 match self.values.get(i) {
-                    Some(listed) => compare_values(listed, value),
+                    Some(listed) => compare_values_with(listed, value, self.collation.as_ref()),
                     None => std::cmp::Ordering::Less,
                 }
             })

@@ -3,8 +3,10 @@
 //! brackets for comparisons).
 //!
 //! Owns: filter parsing (`compile.rs`), evaluation (here) and the equality fields an upsert seeds
-//! its document from (`equality_fields`). Does not own: `$expr`, `$where`, `$text`, geo and
-//! bitwise operators (refused at compile time with a clear error), collations, or index use.
+//! its document from (`equality_fields`). A filter compiled with a collation compares strings
+//! through it in equality, `$in`/`$nin`, `$ne`, ranges and `$elemMatch` (never in `$regex`).
+//! Does not own: `$expr`, `$where`, `$text`, geo and bitwise operators (refused at compile time
+//! with a clear error), parsing collations, or index use.
 
 mod compile;
 mod in_set;
@@ -12,7 +14,8 @@ mod in_set;
 mod tests;
 
 use crate::error::Result;
-use crate::query::compare::{compare_values, type_bracket, values_equal, Number};
+use crate::query::collation::Collation;
+use crate::query::compare::{compare_values_with, type_bracket, values_equal_with, Number};
 use crate::query::path::{self, PathValues};
 use crate::query::regex::Regex;
 use bson::{Bson, Document, RawDocument};
@@ -28,25 +31,44 @@ pub struct Filter {
     root: Expr,
     /// The top-level fields the filter looks at: matching depends on nothing else.
     fields: Vec<String>,
+    /// Strings compare through this; `None` is the simple collation (bytes).
+    collation: Option<Collation>,
 }
 
 impl Filter {
     /// Compiles a filter document; errors carry mongod's codes and messages.
     pub fn compile(filter: &Document) -> Result<Filter> {
-        let root = compile::document(filter)?;
+        Filter::compile_with(filter, None)
+    }
+
+    /// Compiles a filter whose string comparisons go through `collation` (`None`: simple).
+    pub fn compile_with(filter: &Document, collation: Option<&Collation>) -> Result<Filter> {
+        let mut root = compile::document(filter)?;
+        if let Some(c) = collation {
+            collate(&mut root, c);
+        }
         let fields = top_level_fields(&root);
-        Ok(Filter { root, fields })
+        Ok(Filter {
+            root,
+            fields,
+            collation: collation.cloned(),
+        })
+    }
+
+    /// The collation strings compare under (`None`: simple).
+    pub fn collation(&self) -> Option<&Collation> {
+        self.collation.as_ref()
     }
 
     /// Whether `doc` satisfies the filter; an error when a `$regex` could not decide.
     pub fn matches(&self, doc: &Document) -> Result<bool> {
-        regex_failure::watch(|| self.root.matches(doc))
+        regex_failure::watch(|| self.root.matches(doc, self.collation()))
     }
 
     /// Like [`Filter::matches`] inside an evaluation that [`watch_regex`] wraps (a projection,
     /// an update): a `$regex` failure reads as false here and is returned by the `watch_regex`.
     pub(crate) fn matches_within(&self, doc: &Document) -> bool {
-        self.root.matches(doc)
+        self.root.matches(doc, self.collation())
     }
 
     /// Whether the stored document `raw` satisfies the filter, decoding only the top-level
@@ -66,7 +88,7 @@ impl Filter {
                 partial.insert(key, value);
             }
         }
-        regex_failure::watch(|| self.root.matches(&partial))
+        regex_failure::watch(|| self.root.matches(&partial, self.collation()))
     }
 
     /// The array index the positional `$` update operator refers to: the first element of the
@@ -75,7 +97,7 @@ impl Filter {
     /// It is asked after [`Filter::matches`] answered for the same document, so any `$regex`
     /// here has already decided on these values; a failure is not kept for a later evaluation.
     pub fn positional_match(&self, doc: &Document) -> Option<usize> {
-        regex_failure::watch(|| self.root.positional_match(doc))
+        regex_failure::watch(|| self.root.positional_match(doc, self.collation()))
             .ok()
             .flatten()
     }
@@ -93,6 +115,28 @@ impl Filter {
 
 fn corrupt(e: impl std::fmt::Display) -> crate::error::Error {
     crate::error::Error::internal(format!("corrupt stored document: {e}"))
+}
+
+/// Orders every `$in` list of the tree by the collation, so lookups agree with its equality.
+/// The tree's depth was bounded when it was compiled.
+fn collate(expr: &mut Expr, c: &Collation) {
+    match expr {
+        Expr::And(children) | Expr::Or(children) | Expr::Nor(children) => {
+            children.iter_mut().for_each(|e| collate(e, c))
+        }
+        Expr::Field { preds, .. } => preds.iter_mut().for_each(|p| collate_pred(p, c)),
+    }
+}
+
+fn collate_pred(pred: &mut Pred, c: &Collation) {
+    match pred {
+        Pred::In { values, .. } => values.collate(c),
+        Pred::All(preds) | Pred::ElemMatchValue(preds) | Pred::Not(preds) => {
+            preds.iter_mut().for_each(|p| collate_pred(p, c))
+        }
+        Pred::ElemMatchObject(expr) => collate(expr, c),
+        _ => {}
+    }
 }
 
 /// The first component of every path `root` tests (paths inside `$elemMatch` are relative to
@@ -130,24 +174,26 @@ pub(crate) enum Expr {
     },
 }
 
+type Coll<'a> = Option<&'a Collation>;
+
 impl Expr {
-    fn matches(&self, doc: &Document) -> bool {
+    fn matches(&self, doc: &Document, c: Coll<'_>) -> bool {
         match self {
-            Expr::And(children) => children.iter().all(|c| c.matches(doc)),
-            Expr::Or(children) => children.iter().any(|c| c.matches(doc)),
-            Expr::Nor(children) => !children.iter().any(|c| c.matches(doc)),
+            Expr::And(children) => children.iter().all(|e| e.matches(doc, c)),
+            Expr::Or(children) => children.iter().any(|e| e.matches(doc, c)),
+            Expr::Nor(children) => !children.iter().any(|e| e.matches(doc, c)),
             Expr::Field { path, preds } => {
                 let values = path::lookup(doc, path);
-                preds.iter().all(|p| p.test(&values))
+                preds.iter().all(|p| p.test(&values, c))
             }
         }
     }
 }
 
 impl Expr {
-    fn positional_match(&self, doc: &Document) -> Option<usize> {
+    fn positional_match(&self, doc: &Document, c: Coll<'_>) -> Option<usize> {
         match self {
-            Expr::And(children) => children.iter().find_map(|c| c.positional_match(doc)),
+            Expr::And(children) => children.iter().find_map(|e| e.positional_match(doc, c)),
             Expr::Or(_) | Expr::Nor(_) => None,
             Expr::Field { path, preds } => {
                 // The first prefix of the path that holds an array.
@@ -166,16 +212,16 @@ impl Expr {
                 items.iter().position(|item| {
                     preds.iter().all(|pred| match pred {
                         Pred::ElemMatchObject(expr) if rest.is_empty() => {
-                            matches!(item, Bson::Document(d) if expr.matches(d))
+                            matches!(item, Bson::Document(d) if expr.matches(d, c))
                         }
                         Pred::ElemMatchValue(inner) if rest.is_empty() => {
                             let single = PathValues {
                                 values: vec![(item, false)],
                                 missing: false,
                             };
-                            inner.iter().all(|p| p.test(&single))
+                            inner.iter().all(|p| p.test(&single, c))
                         }
-                        _ => pred.test(&path::lookup_in_value(item, rest)),
+                        _ => pred.test(&path::lookup_in_value(item, rest), c),
                     })
                 })
             }
@@ -249,17 +295,17 @@ pub(crate) enum Pred {
 }
 
 impl Pred {
-    fn test(&self, pv: &PathValues<'_>) -> bool {
+    fn test(&self, pv: &PathValues<'_>, c: Coll<'_>) -> bool {
         match self {
-            Pred::Eq(target) => eq_matches(target, pv),
+            Pred::Eq(target) => eq_matches(target, pv, c),
             Pred::Cmp(op, target) => {
                 if matches!(target, Bson::Null) && matches!(op, CmpOp::Lte | CmpOp::Gte) {
-                    return eq_matches(target, pv);
+                    return eq_matches(target, pv, c);
                 }
-                pv.all().any(|v| compare_matches(*op, v, target))
+                pv.all().any(|v| compare_matches(*op, v, target, c))
             }
             Pred::In { values, regexes } => {
-                (values.has_null() && eq_matches(&Bson::Null, pv))
+                (values.has_null() && eq_matches(&Bson::Null, pv, c))
                     || pv.all().any(|v| values.contains(v))
                     || pv.all().any(|v| regexes.iter().any(|r| r.test_value(v)))
             }
@@ -270,7 +316,7 @@ impl Pred {
             Pred::Size(n) => pv
                 .whole()
                 .any(|v| matches!(v, Bson::Array(items) if items.len() == *n)),
-            Pred::All(preds) => preds.iter().all(|p| p.test(pv)),
+            Pred::All(preds) => preds.iter().all(|p| p.test(pv, c)),
             Pred::AlwaysFalse => false,
             Pred::ElemMatchValue(preds) => pv.whole().any(|v| match v {
                 Bson::Array(items) => items.iter().any(|item| {
@@ -278,13 +324,13 @@ impl Pred {
                         values: vec![(item, false)],
                         missing: false,
                     };
-                    preds.iter().all(|p| p.test(&single))
+                    preds.iter().all(|p| p.test(&single, c))
                 }),
                 _ => false,
             }),
             Pred::ElemMatchObject(expr) => pv.whole().any(|v| match v {
                 Bson::Array(items) => items.iter().any(|item| match item {
-                    Bson::Document(doc) => expr.matches(doc),
+                    Bson::Document(doc) => expr.matches(doc, c),
                     _ => false,
                 }),
                 _ => false,
@@ -293,18 +339,18 @@ impl Pred {
                 pv.all().any(|v| mod_matches(v, *divisor, *remainder))
             }
             Pred::Regex(re) => pv.all().any(|v| re.test_value(v)),
-            Pred::Not(preds) => !preds.iter().all(|p| p.test(pv)),
+            Pred::Not(preds) => !preds.iter().all(|p| p.test(pv, c)),
         }
     }
 }
 
 /// Equality as a query sees it: any reached value equals the target; `null` also matches a
 /// missing field (but, since 6.0, not `undefined`).
-fn eq_matches(target: &Bson, pv: &PathValues<'_>) -> bool {
+fn eq_matches(target: &Bson, pv: &PathValues<'_>, c: Coll<'_>) -> bool {
     if matches!(target, Bson::Null) {
         return pv.missing || pv.values.is_empty() || pv.all().any(|v| matches!(v, Bson::Null));
     }
-    pv.all().any(|v| values_equal(v, target))
+    pv.all().any(|v| values_equal_with(v, target, c))
 }
 
 fn is_nan(value: &Bson) -> bool {
@@ -317,7 +363,7 @@ fn is_nan(value: &Bson) -> bool {
 
 /// `$lt/$lte/$gt/$gte`: only within one type bracket, except that MinKey/MaxKey bounds
 /// compare against everything. NaN equals NaN and is otherwise incomparable.
-fn compare_matches(op: CmpOp, value: &Bson, target: &Bson) -> bool {
+fn compare_matches(op: CmpOp, value: &Bson, target: &Bson, c: Coll<'_>) -> bool {
     if type_bracket(value) != type_bracket(target) {
         return match target {
             Bson::MaxKey => matches!(op, CmpOp::Lt | CmpOp::Lte),
@@ -328,7 +374,7 @@ fn compare_matches(op: CmpOp, value: &Bson, target: &Bson) -> bool {
     if is_nan(value) || is_nan(target) {
         return is_nan(value) && is_nan(target) && matches!(op, CmpOp::Lte | CmpOp::Gte);
     }
-    let ord = compare_values(value, target);
+    let ord = compare_values_with(value, target, c);
     match op {
         CmpOp::Lt => ord == Ordering::Less,
         CmpOp::Lte => ord != Ordering::Greater,
