@@ -12,11 +12,14 @@
 //! stages (`$group`, `$sort`, `$sample`, `$count`) consume their input when the pipeline is
 //! built.
 
+mod densify;
+mod fill;
 mod group;
 pub mod memory;
 mod sample;
 mod stage;
 mod unwind;
+mod window;
 
 pub use memory::StageLimits;
 pub use stage::Stage;

@@ -1,8 +1,11 @@
 //! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
 
+use super::densify::Densify;
+use super::fill::Fill;
 use super::group::Group;
 use super::memory::{Blocking, StageLimits};
 use super::unwind::Unwind;
+use super::window::SetWindowFields;
 use super::{Row, Rows};
 use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
@@ -37,6 +40,9 @@ pub enum Stage {
     /// `$currentOp` with its options: the server's running operations (first stage of
     /// `{aggregate: 1}` on `admin`); the command produces them.
     CurrentOp(Document),
+    SetWindowFields(SetWindowFields),
+    Densify(Densify),
+    Fill(Fill),
 }
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
@@ -51,9 +57,6 @@ const UNSUPPORTED: &[&str] = &[
     "$geoNear",
     "$indexStats",
     "$redact",
-    "$densify",
-    "$fill",
-    "$setWindowFields",
     "$unionWith",
     "$changeStream",
     "$documents",
@@ -136,6 +139,9 @@ impl Stage {
                 ]);
             }
             "$count" => Stage::Count(count_field(arg)?),
+            "$setWindowFields" => Stage::SetWindowFields(SetWindowFields::parse(arg, vars)?),
+            "$densify" => Stage::Densify(Densify::parse(arg)?),
+            "$fill" => Stage::Fill(Fill::parse(arg, vars)?),
             "$sample" => Stage::Sample(sample_size(arg)?),
             "$currentOp" => {
                 if !first {
@@ -265,6 +271,15 @@ impl Stage {
                 let sampled = super::sample::sample(rows, size, limits)?;
                 Box::new(HeldIter::new(sampled, limits.held.clone()).map(Ok))
             }
+            Stage::SetWindowFields(w) => {
+                let out = w.apply(rows, limits)?;
+                Box::new(HeldIter::new(out, limits.held.clone()).map(Ok))
+            }
+            Stage::Densify(d) => {
+                let out = d.apply(rows, limits)?;
+                Box::new(HeldIter::new(out, limits.held.clone()).map(Ok))
+            }
+            Stage::Fill(f) => f.apply(rows, limits)?,
             // Only valid first, where the pipeline's source produces it.
             Stage::CollStats(_) | Stage::CurrentOp(_) => rows,
         })
