@@ -39,7 +39,7 @@ pub struct Densify {
 enum Bounds {
     Full,
     Partition,
-    Explicit(Bson, Bson),
+    Explicit(Box<(Bson, Bson)>),
 }
 
 const STAGE: &str = "$densify";
@@ -183,7 +183,7 @@ impl Densify {
             let (lo, hi) = match &self.bounds {
                 Bounds::Full => (global_min.clone(), global_max.clone()),
                 Bounds::Partition => extremes(values.iter()),
-                Bounds::Explicit(lo, hi) => (Some(lo.clone()), Some(hi.clone())),
+                Bounds::Explicit(ends) => (Some(ends.0.clone()), Some(ends.1.clone())),
             };
             let (Some(lo), Some(hi)) = (lo, hi) else {
                 continue;
@@ -375,7 +375,7 @@ fn parse_bounds(bounds: &Bson, step: &Bson, unit: Option<TimeUnit>) -> Result<Bo
                         "Upper bound, lower bound, and step must all have the same type",
                     ));
                 }
-                return Ok(Bounds::Explicit(lo.clone(), hi.clone()));
+                return Ok(Bounds::Explicit(Box::new((lo.clone(), hi.clone()))));
             }
             if let Bson::DateTime(_) = lo {
                 if !matches!(hi, Bson::DateTime(_)) {
@@ -390,7 +390,7 @@ fn parse_bounds(bounds: &Bson, step: &Bson, unit: Option<TimeUnit>) -> Result<Bo
                         "A bounding array of dates must specify a unit",
                     ));
                 }
-                return Ok(Bounds::Explicit(lo.clone(), hi.clone()));
+                return Ok(Bounds::Explicit(Box::new((lo.clone(), hi.clone()))));
             }
             Err(Error::new(
                 ErrorCode::Location5946800,
