@@ -23,6 +23,7 @@
 
 mod frames;
 mod functions;
+mod series;
 pub(super) mod unit;
 
 use super::memory::{Blocking, StageLimits};
