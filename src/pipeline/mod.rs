@@ -12,8 +12,10 @@
 //! stages (`$group`, `$sort`, `$sample`, `$count`) consume their input when the pipeline is
 //! built.
 
+mod densify;
 mod env;
 mod facet;
+mod fill;
 mod graph_lookup;
 mod group;
 mod lookup;
@@ -25,6 +27,7 @@ mod sample;
 mod stage;
 mod union_with;
 mod unwind;
+mod window;
 
 pub use env::Env;
 pub use memory::StageLimits;

@@ -1,6 +1,8 @@
 //! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
 
+use super::densify::Densify;
 use super::facet::Facet;
+use super::fill::Fill;
 use super::graph_lookup::GraphLookup;
 use super::group::Group;
 use super::lookup::Lookup;
@@ -10,6 +12,7 @@ use super::out::Out;
 use super::redact::Redact;
 use super::union_with::UnionWith;
 use super::unwind::Unwind;
+use super::window::SetWindowFields;
 use super::{Env, Row, Rows};
 use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
@@ -53,6 +56,9 @@ pub enum Stage {
     /// `$currentOp` with its options: the server's running operations (first stage of
     /// `{aggregate: 1}` on `admin`); the command produces them.
     CurrentOp(Document),
+    SetWindowFields(SetWindowFields),
+    Densify(Densify),
+    Fill(Fill),
 }
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
@@ -61,9 +67,6 @@ const UNSUPPORTED: &[&str] = &[
     "$bucketAuto",
     "$geoNear",
     "$indexStats",
-    "$densify",
-    "$fill",
-    "$setWindowFields",
     "$changeStream",
     "$listLocalSessions",
     "$listSessions",
@@ -160,6 +163,9 @@ impl Stage {
                 }
                 Stage::Documents(Expression::compile(arg, vars)?)
             }
+            "$setWindowFields" => Stage::SetWindowFields(SetWindowFields::parse(arg, vars)?),
+            "$densify" => Stage::Densify(Densify::parse(arg)?),
+            "$fill" => Stage::Fill(Fill::parse(arg, vars)?),
             "$sample" => Stage::Sample(sample_size(arg)?),
             "$currentOp" => {
                 if !first {
@@ -298,6 +304,15 @@ impl Stage {
                 let sampled = super::sample::sample(rows, size, limits)?;
                 Box::new(HeldIter::new(sampled, limits.held.clone()).map(Ok))
             }
+            Stage::SetWindowFields(w) => {
+                let out = w.apply(rows, limits)?;
+                Box::new(HeldIter::new(out, limits.held.clone()).map(Ok))
+            }
+            Stage::Densify(d) => {
+                let out = d.apply(rows, limits)?;
+                Box::new(HeldIter::new(out, limits.held.clone()).map(Ok))
+            }
+            Stage::Fill(f) => f.apply(rows, limits)?,
             // Only valid first, where the pipeline's source produces it.
             Stage::CollStats(_) | Stage::CurrentOp(_) => rows,
         })
@@ -467,6 +482,9 @@ impl Stage {
             Stage::Lookup(_) => "$lookup",
             Stage::UnionWith(_) => "$unionWith",
             Stage::Facet(_) => "$facet",
+            Stage::SetWindowFields(_) => "$setWindowFields",
+            Stage::Densify(_) => "$densify",
+            Stage::Fill(_) => "$fill",
             Stage::GraphLookup(_) => "$graphLookup",
             Stage::Redact(_) => "$redact",
             Stage::Out(_) => "$out",

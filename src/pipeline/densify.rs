@@ -1,0 +1,416 @@
+//! `$densify`: documents generated where a numeric or date field skips values of its sequence
+//! `range.bounds` (`"full"`, `"partition"` or `[lo, hi)`) stepped by `range.step` (in
+//! `range.unit`s for dates), within the partitions of `partitionByFields`.
+//!
+//! Owns: parsing `$densify` with mongod's rules and generating the documents. The sequence is
+//! anchored at the lower bound (the smallest value for `"full"`, each partition's smallest
+//! for `"partition"`) and advanced by adding the step again and again, as mongod does; values
+//! at the upper bound or past it are not generated, nor values a document of the partition
+//! already has. A generated document holds only the field and the partition fields, and is a
+//! computed row (no stored document backs it, so it never expires); input rows keep their
+//! documents' expiry (TTL-18). Documents whose field is null or missing pass through
+//! unchanged. Output is sorted as mongod's desugared `$sort` does: by the partition fields
+//! (not with `"full"`) and the field. Like mongod, at most 500,000 documents are generated.
+
+use super::memory::{Blocking, StageLimits};
+use super::window::unit::TimeUnit;
+use super::{Row, Rows};
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::accumulator::OrdBson;
+use crate::query::compare::{compare_values, is_number};
+use crate::query::size::document_size;
+use bson::{Bson, Document};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// mongod's `internalQueryMaxAllowedDensifyDocs`.
+const MAX_GENERATED: usize = 500_000;
+
+#[derive(Debug)]
+pub struct Densify {
+    field: Vec<String>,
+    partitions: Vec<(String, Vec<String>)>,
+    step: Bson,
+    unit: Option<TimeUnit>,
+    bounds: Bounds,
+}
+
+#[derive(Debug, PartialEq)]
+enum Bounds {
+    Full,
+    Partition,
+    Explicit(Box<(Bson, Bson)>),
+}
+
+const STAGE: &str = "$densify";
+
+fn unknown(path: &str) -> Error {
+    Error::new(
+        ErrorCode::IDLUnknownField,
+        format!("BSON field '{STAGE}.{path}' is an unknown field."),
+    )
+}
+
+fn missing(path: &str) -> Error {
+    Error::new(
+        ErrorCode::Location40414,
+        format!("BSON field '{STAGE}.{path}' is missing but a required field"),
+    )
+}
+
+fn wrong_type(path: &str, value: &Bson, expected: &str) -> Error {
+    Error::type_mismatch(format!(
+        "BSON field '{STAGE}.{path}' is the wrong type '{}', expected type '{expected}'",
+        crate::query::path::type_name(value)
+    ))
+}
+
+impl Densify {
+    pub fn parse(arg: &Bson) -> Result<Densify> {
+        let Bson::Document(spec) = arg else {
+            return Err(Error::failed_to_parse(format!(
+                "The {STAGE} stage specification must be an object, found {}",
+                crate::query::path::type_name(arg)
+            )));
+        };
+        let (mut field, mut partitions, mut range) = (None, Vec::new(), None);
+        for (k, v) in spec {
+            match k.as_str() {
+                "field" => match v {
+                    Bson::String(f) => field = Some(f.as_str()),
+                    other => return Err(wrong_type(k, other, "string")),
+                },
+                "partitionByFields" => {
+                    partitions = super::fill::parse_string_array_in(STAGE, k, v)?
+                }
+                "range" => match v {
+                    Bson::Document(d) => range = Some(d),
+                    other => return Err(wrong_type(k, other, "object")),
+                },
+                other => return Err(unknown(other)),
+            }
+        }
+        let field = field.ok_or_else(|| missing("field"))?;
+        let range = range.ok_or_else(|| missing("range"))?;
+        let (mut step, mut unit, mut bounds) = (None, None, None);
+        for (k, v) in range {
+            match k.as_str() {
+                "step" => step = Some(v),
+                "unit" => match v {
+                    Bson::String(u) => unit = Some(u.as_str()),
+                    other => return Err(wrong_type("range.unit", other, "string")),
+                },
+                "bounds" => bounds = Some(v),
+                other => return Err(unknown(&format!("range.{other}"))),
+            }
+        }
+        let step = step.ok_or_else(|| missing("range.step"))?.clone();
+        let bounds = bounds.ok_or_else(|| missing("range.bounds"))?;
+        if !is_number(&step) || compare_values(&step, &Bson::Int32(0)) != Ordering::Greater {
+            return Err(Error::new(
+                ErrorCode::Location5733401,
+                "The step parameter in a range statement must be a strictly positive numeric value",
+            ));
+        }
+        let unit = match unit {
+            Some(unit) => {
+                if crate::query::expr::value::integral_i64(&step).is_none() {
+                    return Err(Error::new(
+                        ErrorCode::Location6586400,
+                        "The step parameter in a range statement must be a whole number when \
+                         densifying a date range",
+                    ));
+                }
+                Some(TimeUnit::parse(unit)?)
+            }
+            None => None,
+        };
+        let bounds = parse_bounds(bounds, &step, unit)?;
+        if matches!(step, Bson::Decimal128(_)) {
+            return Err(Error::new(
+                ErrorCode::NotImplemented,
+                "$densify over decimal values is not supported by this server",
+            ));
+        }
+        if bounds == Bounds::Partition && partitions.is_empty() {
+            return Err(Error::new(
+                ErrorCode::Location5733408,
+                "One cannot specify the bounds as 'partition' without specifying a non-empty \
+                 array of partitionByFields. You may have meant to specify 'full' bounds.",
+            ));
+        }
+        let field = super::window::output_path(field)?;
+        let partitions = partitions
+            .into_iter()
+            .map(|p| super::window::output_path(&p).map(|path| (p, path)))
+            .collect::<Result<_>>()?;
+        Ok(Densify {
+            field,
+            partitions,
+            step,
+            unit,
+            bounds,
+        })
+    }
+
+    /// Runs the stage over every input row; returns the output rows with their sizes.
+    pub fn apply(&self, rows: Rows, limits: &StageLimits) -> Result<Vec<(usize, Row)>> {
+        let mut memory = limits.budget(Blocking::Sort);
+        // (partition key, field value or None, size, row)
+        let mut all: Vec<(Bson, Option<Bson>, usize, Row)> = Vec::new();
+        for row in rows {
+            let row = row?;
+            let size = row.size.unwrap_or_else(|| document_size(&row.doc));
+            memory.charge(size)?;
+            let value = match crate::query::path::get(&row.doc, &self.field) {
+                None | Some(Bson::Null | Bson::Undefined) => None,
+                Some(v) => Some(self.check_value(v)?),
+            };
+            all.push((self.partition_key(&row.doc), value, size, row));
+        }
+        let mut seen: BTreeMap<OrdBson, Vec<Bson>> = BTreeMap::new();
+        for (key, value, _, _) in &all {
+            let values = seen.entry(OrdBson(key.clone())).or_default();
+            values.extend(value.clone());
+        }
+        if seen.is_empty() && matches!(self.bounds, Bounds::Explicit(..)) {
+            // Explicit bounds are densified even when no document has the field.
+            seen.insert(OrdBson(Bson::Document(Document::new())), Vec::new());
+        }
+        let (global_min, global_max) = extremes(seen.values().flatten());
+        let mut generated = 0usize;
+        for (key, values) in &seen {
+            let (lo, hi) = match &self.bounds {
+                Bounds::Full => (global_min.clone(), global_max.clone()),
+                Bounds::Partition => extremes(values.iter()),
+                Bounds::Explicit(ends) => (Some(ends.0.clone()), Some(ends.1.clone())),
+            };
+            let (Some(lo), Some(hi)) = (lo, hi) else {
+                continue;
+            };
+            let mut have: Vec<&Bson> = values.iter().collect();
+            have.sort_by(|a, b| compare_values(a, b));
+            let mut current = lo;
+            while compare_values(&current, &hi) == Ordering::Less {
+                let exists = have
+                    .binary_search_by(|v| compare_values(v, &current))
+                    .is_ok();
+                if !exists {
+                    generated += 1;
+                    if generated > MAX_GENERATED {
+                        return Err(Error::new(
+                            ErrorCode::Location5897900,
+                            format!(
+                                "Generated {generated} documents in $densify, which is over the \
+                                 limit of {MAX_GENERATED}. Increase the \
+                                 'internalQueryMaxAllowedDensifyDocs' parameter to allow more \
+                                 generated documents"
+                            ),
+                        ));
+                    }
+                    let doc = self.generated(&key.0, current.clone())?;
+                    let size = document_size(&doc);
+                    memory.charge(size)?;
+                    all.push((
+                        key.0.clone(),
+                        Some(current.clone()),
+                        size,
+                        Row::computed(doc),
+                    ));
+                }
+                current = self.next(&current)?;
+            }
+        }
+        let full = self.bounds == Bounds::Full;
+        all.sort_by(|a, b| {
+            let partition = if full {
+                Ordering::Equal
+            } else {
+                compare_values(&a.0, &b.0)
+            };
+            partition.then_with(|| {
+                compare_values(
+                    a.1.as_ref().unwrap_or(&Bson::Null),
+                    b.1.as_ref().unwrap_or(&Bson::Null),
+                )
+            })
+        });
+        Ok(all
+            .into_iter()
+            .map(|(_, _, size, row)| (size, row))
+            .collect())
+    }
+
+    fn check_value(&self, v: &Bson) -> Result<Bson> {
+        let fits = match (self.unit, v) {
+            (Some(_), Bson::DateTime(_)) => true,
+            (None, v) => is_number(v) && !matches!(v, Bson::Decimal128(_)),
+            _ => false,
+        };
+        if !fits {
+            return Err(Error::new(
+                ErrorCode::Location5733201,
+                "PlanExecutor error during aggregation :: caused by :: Densify field type must be \
+                 numeric or a date",
+            ));
+        }
+        Ok(v.clone())
+    }
+
+    /// The partition fields' values, as a document (missing fields left out).
+    fn partition_key(&self, doc: &Document) -> Bson {
+        let mut key = Document::new();
+        for (name, path) in &self.partitions {
+            if let Some(v) = crate::query::path::get(doc, path) {
+                key.insert(name.clone(), v.clone());
+            }
+        }
+        Bson::Document(key)
+    }
+
+    fn generated(&self, key: &Bson, value: Bson) -> Result<Document> {
+        let mut doc = Document::new();
+        if let Bson::Document(key) = key {
+            for (name, path) in &self.partitions {
+                if let Some(v) = key.get(name) {
+                    crate::query::path::set(&mut doc, path, v.clone())?;
+                }
+            }
+        }
+        crate::query::path::set(&mut doc, &self.field, value)?;
+        Ok(doc)
+    }
+
+    /// The value after `v` in the sequence.
+    fn next(&self, v: &Bson) -> Result<Bson> {
+        let overflow = || {
+            Error::new(
+                ErrorCode::Overflow,
+                "$densify stepped past the range of values",
+            )
+        };
+        if let (Some(unit), Bson::DateTime(d)) = (self.unit, v) {
+            let step = crate::query::expr::value::integral_i64(&self.step).unwrap_or(1);
+            let ms = unit.add(d.timestamp_millis(), step).ok_or_else(overflow)?;
+            return Ok(Bson::DateTime(bson::DateTime::from_millis(ms)));
+        }
+        Ok(match (v, &self.step) {
+            (Bson::Int32(a), Bson::Int32(b)) => a
+                .checked_add(*b)
+                .map_or_else(|| Bson::Int64(i64::from(*a) + i64::from(*b)), Bson::Int32),
+            (Bson::Int32(_) | Bson::Int64(_), Bson::Int32(_) | Bson::Int64(_)) => {
+                let (a, b) = (as_i64(v), as_i64(&self.step));
+                a.checked_add(b)
+                    .map_or_else(|| Bson::Double(a as f64 + b as f64), Bson::Int64)
+            }
+            _ => Bson::Double(as_f64(v) + as_f64(&self.step)),
+        })
+    }
+}
+
+fn as_i64(v: &Bson) -> i64 {
+    match v {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        _ => 0,
+    }
+}
+
+fn as_f64(v: &Bson) -> f64 {
+    match v {
+        Bson::Int32(n) => f64::from(*n),
+        Bson::Int64(n) => *n as f64,
+        Bson::Double(d) => *d,
+        _ => f64::NAN,
+    }
+}
+
+fn extremes<'a>(values: impl Iterator<Item = &'a Bson>) -> (Option<Bson>, Option<Bson>) {
+    let mut lo: Option<&Bson> = None;
+    let mut hi: Option<&Bson> = None;
+    for v in values {
+        if lo.is_none_or(|l| compare_values(v, l) == Ordering::Less) {
+            lo = Some(v);
+        }
+        if hi.is_none_or(|h| compare_values(v, h) == Ordering::Greater) {
+            hi = Some(v);
+        }
+    }
+    (lo.cloned(), hi.cloned())
+}
+
+fn parse_bounds(bounds: &Bson, step: &Bson, unit: Option<TimeUnit>) -> Result<Bounds> {
+    match bounds {
+        Bson::Array(items) => {
+            let (Some(lo), Some(hi), 2) = (items.first(), items.get(1), items.len()) else {
+                return Err(Error::new(
+                    ErrorCode::Location5733403,
+                    "A bounding array in a range statement must have exactly two elements",
+                ));
+            };
+            if compare_values(lo, hi) == Ordering::Greater {
+                return Err(Error::new(
+                    ErrorCode::Location5733402,
+                    "A bounding array must be an ascending array of either two dates or two numbers",
+                ));
+            }
+            if is_number(lo) {
+                if unit.is_some() {
+                    return Err(Error::new(
+                        ErrorCode::Location5733409,
+                        "Numeric bounds may not have unit parameter",
+                    ));
+                }
+                if !is_number(hi) {
+                    return Err(Error::new(
+                        ErrorCode::Location5733406,
+                        "A bounding array must contain either both dates or both numeric types",
+                    ));
+                }
+                if std::mem::discriminant(lo) != std::mem::discriminant(hi)
+                    || std::mem::discriminant(lo) != std::mem::discriminant(step)
+                {
+                    return Err(Error::new(
+                        ErrorCode::Location5876900,
+                        "Upper bound, lower bound, and step must all have the same type",
+                    ));
+                }
+                return Ok(Bounds::Explicit(Box::new((lo.clone(), hi.clone()))));
+            }
+            if let Bson::DateTime(_) = lo {
+                if !matches!(hi, Bson::DateTime(_)) {
+                    return Err(Error::new(
+                        ErrorCode::Location5733405,
+                        "A bounding array must contain either both dates or both numeric types",
+                    ));
+                }
+                if unit.is_none() {
+                    return Err(Error::new(
+                        ErrorCode::Location5733410,
+                        "A bounding array of dates must specify a unit",
+                    ));
+                }
+                return Ok(Bounds::Explicit(Box::new((lo.clone(), hi.clone()))));
+            }
+            Err(Error::new(
+                ErrorCode::Location5946800,
+                "Explicit bounds must be numeric or dates",
+            ))
+        }
+        Bson::String(s) if s == "full" => Ok(Bounds::Full),
+        Bson::String(s) if s == "partition" => Ok(Bounds::Partition),
+        Bson::String(_) => Err(Error::new(
+            ErrorCode::Location5946802,
+            "Bounds string must either be 'full' or 'partition'",
+        )),
+        _ => Err(Error::new(
+            ErrorCode::Location5733404,
+            "The bounds in a range statement must be the string 'full', 'partition', or an \
+             ascending array of two numbers or two dates",
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "densify_tests.rs"]
+mod tests;
