@@ -12,6 +12,9 @@
 //! stages (`$group`, `$sort`, `$sample`, `$count`) consume their input when the pipeline is
 //! built.
 
+mod bucket;
+mod bucket_auto;
+mod granularity;
 mod group;
 pub mod memory;
 mod sample;

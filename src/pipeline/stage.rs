@@ -1,5 +1,7 @@
 //! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
 
+use super::bucket::Bucket;
+use super::bucket_auto::BucketAuto;
 use super::group::Group;
 use super::memory::{Blocking, StageLimits};
 use super::unwind::Unwind;
@@ -30,6 +32,8 @@ pub enum Stage {
     ReplaceRoot(ReplaceRoot),
     Unwind(Unwind),
     Group(Group),
+    Bucket(Bucket),
+    BucketAuto(BucketAuto),
     Count(String),
     Sample(u64),
     /// `$collStats` with its options; the command produces its document.
@@ -45,8 +49,6 @@ const UNSUPPORTED: &[&str] = &[
     "$facet",
     "$out",
     "$merge",
-    "$bucket",
-    "$bucketAuto",
     "$graphLookup",
     "$geoNear",
     "$indexStats",
@@ -125,6 +127,8 @@ impl Stage {
             "$replaceWith" => Stage::ReplaceRoot(ReplaceRoot::parse_replace_with(arg, vars)?),
             "$unwind" => Stage::Unwind(Unwind::compile(arg)?),
             "$group" => Stage::Group(Group::compile(arg, vars)?),
+            "$bucket" => Stage::Bucket(Bucket::parse(arg, vars)?),
+            "$bucketAuto" => Stage::BucketAuto(BucketAuto::parse(arg, vars)?),
             "$sortByCount" => {
                 let group = doc! {"_id": arg.clone(), "count": {"$sum": 1}};
                 return Ok(vec![
@@ -240,17 +244,11 @@ impl Stage {
             })),
             Stage::Group(g) => {
                 let mut memory = limits.budget(Blocking::Group);
-                let groups = g.run(rows.map(|r| r.map(|row| row.doc)), &mut memory)?;
-                // Accumulators such as `$push` nest their inputs a level or two deeper.
-                let sized = groups
-                    .into_iter()
-                    .map(|d| {
-                        crate::query::depth::check_document(&d)?;
-                        Ok((document_size(&d), Row::computed(d)))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Box::new(HeldIter::new(sized, limits.held.clone()).map(Ok))
+                let grouped = g.run(rows.map(|r| r.map(|row| row.doc)), &mut memory)?;
+                super::group::into_rows(grouped, limits)?
             }
+            Stage::Bucket(b) => b.apply(rows, limits)?,
+            Stage::BucketAuto(b) => b.apply(rows, limits)?,
             Stage::Count(field) => {
                 let mut n = 0u64;
                 for row in rows {
