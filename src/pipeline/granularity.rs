@@ -167,7 +167,7 @@ fn powers_of_two(value: &Bson, x: f64, up: bool) -> Bson {
         }
     }
     match value {
-        Bson::Int32(_) | Bson::Int64(_) if p >= 1.0 && p < 9.2e18 => {
+        Bson::Int32(_) | Bson::Int64(_) if (1.0..9.2e18).contains(&p) => {
             let n = p as i64;
             i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
         }
