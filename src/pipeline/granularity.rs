@@ -2,8 +2,10 @@
 //! (Renard R5–R80, 1-2-5, the IEC 60063 E6–E192) repeated over every power of ten, or to
 //! powers of two.
 //!
-//! Owns: the series and the two roundings: up to the smallest series value strictly greater
-//! than a number, down to the largest strictly smaller one (0 stays 0). Callers pass only
+//! Owns: the series (as mongod lists them) and the two roundings, computed on doubles step for
+//! step as mongod does: up to the smallest series value strictly greater than a number, down to
+//! the largest strictly smaller one (0 stays 0). A decimal is rounded as a double (mongod
+//! rounds it in decimal arithmetic). Callers pass only
 //! non-negative numbers (`$bucketAuto` checks with mongod's codes 40258–40260).
 
 use bson::Bson;
@@ -11,8 +13,8 @@ use bson::Bson;
 /// A rounding granularity.
 #[derive(Debug, Clone, Copy)]
 pub enum Granularity {
-    /// One decade of a series: integer mantissas, all in `[divisor, 10 * divisor)`.
-    Series(&'static [u32], f64),
+    /// One decade of a series, as mongod lists it (integers, scaled by powers of ten).
+    Series(&'static [u32]),
     PowersOf2,
 }
 
@@ -22,19 +24,19 @@ const R20: &[u32] = &[
     100, 112, 125, 140, 160, 180, 200, 224, 250, 280, 315, 355, 400, 450, 500, 560, 630, 710, 800,
     900,
 ];
+// mongod's series as it has them: its R40 lacks 335, and its R80 holds only the values
+// between R40's.
 const R40: &[u32] = &[
     100, 106, 112, 118, 125, 132, 140, 150, 160, 170, 180, 190, 200, 212, 224, 236, 250, 265, 280,
-    300, 315, 335, 355, 375, 400, 425, 450, 475, 500, 530, 560, 600, 630, 670, 710, 750, 800, 850,
-    900, 950,
+    300, 315, 355, 375, 400, 425, 450, 475, 500, 530, 560, 600, 630, 670, 710, 750, 800, 850, 900,
+    950,
 ];
 const R80: &[u32] = &[
-    100, 103, 106, 109, 112, 115, 118, 122, 125, 128, 132, 136, 140, 145, 150, 155, 160, 165, 170,
-    175, 180, 185, 190, 195, 200, 206, 212, 218, 224, 230, 236, 243, 250, 258, 265, 272, 280, 290,
-    300, 307, 315, 325, 335, 345, 355, 365, 375, 387, 400, 412, 425, 437, 450, 462, 475, 487, 500,
-    515, 530, 545, 560, 575, 600, 615, 630, 650, 670, 690, 710, 730, 750, 775, 800, 825, 850, 875,
-    900, 925, 950, 975,
+    103, 109, 115, 122, 128, 136, 145, 155, 165, 175, 185, 195, 206, 218, 230, 243, 258, 272, 290,
+    307, 325, 345, 365, 387, 412, 437, 462, 487, 515, 545, 575, 615, 650, 690, 730, 775, 825, 875,
+    925, 975,
 ];
-const ONE_TWO_FIVE: &[u32] = &[1, 2, 5];
+const ONE_TWO_FIVE: &[u32] = &[10, 20, 50];
 const E6: &[u32] = &[10, 15, 22, 33, 47, 68];
 const E12: &[u32] = &[10, 12, 15, 18, 22, 27, 33, 39, 47, 56, 68, 82];
 const E24: &[u32] = &[
@@ -70,18 +72,18 @@ const E192: &[u32] = &[
 impl Granularity {
     pub fn parse(name: &str) -> Option<Granularity> {
         Some(match name {
-            "R5" => Granularity::Series(R5, 10.0),
-            "R10" => Granularity::Series(R10, 100.0),
-            "R20" => Granularity::Series(R20, 100.0),
-            "R40" => Granularity::Series(R40, 100.0),
-            "R80" => Granularity::Series(R80, 100.0),
-            "1-2-5" => Granularity::Series(ONE_TWO_FIVE, 1.0),
-            "E6" => Granularity::Series(E6, 10.0),
-            "E12" => Granularity::Series(E12, 10.0),
-            "E24" => Granularity::Series(E24, 10.0),
-            "E48" => Granularity::Series(E48, 100.0),
-            "E96" => Granularity::Series(E96, 100.0),
-            "E192" => Granularity::Series(E192, 100.0),
+            "R5" => Granularity::Series(R5),
+            "R10" => Granularity::Series(R10),
+            "R20" => Granularity::Series(R20),
+            "R40" => Granularity::Series(R40),
+            "R80" => Granularity::Series(R80),
+            "1-2-5" => Granularity::Series(ONE_TWO_FIVE),
+            "E6" => Granularity::Series(E6),
+            "E12" => Granularity::Series(E12),
+            "E24" => Granularity::Series(E24),
+            "E48" => Granularity::Series(E48),
+            "E96" => Granularity::Series(E96),
+            "E192" => Granularity::Series(E192),
             "POWERSOF2" => Granularity::PowersOf2,
             _ => return None,
         })
@@ -100,11 +102,16 @@ impl Granularity {
     fn round(&self, value: &Bson, up: bool) -> Bson {
         let x = number(value);
         if x == 0.0 || !x.is_finite() {
-            return Bson::Double(x);
+            return value.clone();
         }
         match self {
-            Granularity::Series(series, divisor) => {
-                Bson::Double(series_round(series, *divisor, x, up))
+            Granularity::Series(series) => {
+                let series: Vec<f64> = series.iter().map(|m| f64::from(*m)).collect();
+                Bson::Double(if up {
+                    series_up(&series, x)
+                } else {
+                    series_down(&series, x)
+                })
             }
             Granularity::PowersOf2 => powers_of_two(value, x, up),
         }
@@ -121,35 +128,50 @@ fn number(value: &Bson) -> f64 {
     }
 }
 
-/// Series value `m` of decade `e` (`m / divisor * 10^e`), computed with one rounding where the
-/// scale is a power of ten that doubles hold exactly.
-fn scaled(m: u32, divisor: f64, e: i32) -> f64 {
-    let m = f64::from(m);
-    if e >= 0 {
-        m * 10f64.powi(e) / divisor
-    } else {
-        m / (divisor * 10f64.powi(-e))
+/// mongod's `GranularityRounderPreferredNumbers::roundUp` on doubles, step for step (its
+/// scaling by repeated multiplication and division by ten decides the last bits).
+fn series_up(series: &[f64], x: f64) -> f64 {
+    let (Some(&first), Some(&last)) = (series.first(), series.last()) else {
+        return x;
+    };
+    let mut multiplier = 1.0;
+    while x >= last * multiplier {
+        multiplier *= 10.0;
     }
-}
-
-fn series_round(series: &[u32], divisor: f64, x: f64, up: bool) -> f64 {
-    let mut e = x.log10().floor() as i32;
-    // Walk candidates around x's decade; three decades always bracket it.
-    let mut candidates = Vec::with_capacity(series.len() * 3);
-    e -= 1;
-    for d in e..e + 3 {
-        for m in series {
-            candidates.push(scaled(*m, divisor, d));
+    while x < first * multiplier {
+        let previous_min = first * multiplier;
+        multiplier /= 10.0;
+        if x >= last * multiplier {
+            return previous_min;
         }
     }
-    if up {
-        candidates
-            .into_iter()
-            .find(|c| *c > x)
-            .unwrap_or(f64::INFINITY)
-    } else {
-        candidates.into_iter().rev().find(|c| *c < x).unwrap_or(0.0)
+    series
+        .iter()
+        .find(|s| x < **s * multiplier)
+        .map_or(x, |s| s * multiplier)
+}
+
+/// mongod's `roundDown` on doubles.
+fn series_down(series: &[f64], x: f64) -> f64 {
+    let (Some(&first), Some(&last)) = (series.first(), series.last()) else {
+        return x;
+    };
+    let mut multiplier = 1.0;
+    while x <= first * multiplier {
+        multiplier /= 10.0;
     }
+    while x > last * multiplier {
+        let previous_max = last * multiplier;
+        multiplier *= 10.0;
+        if x <= first * multiplier {
+            return previous_max;
+        }
+    }
+    series
+        .iter()
+        .rev()
+        .find(|s| **s * multiplier < x)
+        .map_or(x, |s| s * multiplier)
 }
 
 fn powers_of_two(value: &Bson, x: f64, up: bool) -> Bson {
@@ -183,7 +205,10 @@ mod tests {
     fn rounds_to_the_next_series_value() {
         let r5 = Granularity::parse("R5").unwrap();
         assert_eq!(r5.round_up(&Bson::Int32(1)), Bson::Double(1.6));
-        assert_eq!(r5.round_up(&Bson::Double(6.3)), Bson::Double(10.0));
+        // mongod scales by repeated multiplication: 6.3 rounds up to 63 × 0.1, a hair above it.
+        assert_eq!(r5.round_up(&Bson::Double(6.3)), Bson::Double(63.0 * 0.1));
+        assert_eq!(r5.round_up(&Bson::Int32(99)), Bson::Double(100.0));
+        assert_eq!(r5.round_down(&Bson::Int32(1)), Bson::Double(0.63));
         assert_eq!(r5.round_down(&Bson::Int32(20)), Bson::Double(16.0));
         assert_eq!(r5.round_down(&Bson::Double(0.2)), Bson::Double(0.16));
         let e6 = Granularity::parse("E6").unwrap();
@@ -195,7 +220,9 @@ mod tests {
         assert_eq!(p2.round_up(&Bson::Int32(8)), Bson::Int32(16));
         assert_eq!(p2.round_down(&Bson::Int32(8)), Bson::Int32(4));
         assert_eq!(p2.round_up(&Bson::Double(0.3)), Bson::Double(0.5));
-        assert_eq!(p2.round_up(&Bson::Int32(0)), Bson::Double(0.0));
+        assert_eq!(p2.round_up(&Bson::Int32(0)), Bson::Int32(0));
+        let r80 = Granularity::parse("R80").unwrap();
+        assert_eq!(r80.round_up(&Bson::Int32(104)), Bson::Double(109.0));
         assert!(Granularity::parse("R7").is_none());
     }
 }
