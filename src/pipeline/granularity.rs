@@ -174,26 +174,40 @@ fn series_down(series: &[f64], x: f64) -> f64 {
         .map_or(x, |s| s * multiplier)
 }
 
+/// mongod computes the power as `$pow: [2, k]` with an integer `k`: an int32 (or int64) while it
+/// fits, a double for negative `k`, whatever the input's type.
 fn powers_of_two(value: &Bson, x: f64, up: bool) -> Bson {
-    let mut p = 2f64.powi(x.log2().floor() as i32);
-    if up {
-        while p <= x {
-            p *= 2.0;
+    let k = match value {
+        Bson::Int32(_) | Bson::Int64(_) => {
+            let n = match value {
+                Bson::Int32(i) => i64::from(*i),
+                Bson::Int64(i) => *i,
+                _ => 0,
+            };
+            // The highest set bit, as mongod finds it by counting leading zeros.
+            let top = 63 - i64::from(n.leading_zeros());
+            if up {
+                top + 1
+            } else if n & (n - 1) == 0 {
+                top - 1
+            } else {
+                top
+            }
         }
-    } else {
-        while p >= x {
-            p /= 2.0;
+        _ => {
+            let top = x.log2().floor() as i64;
+            if up {
+                top + 1
+            } else if 2f64.powi(top as i32) == x {
+                top - 1
+            } else {
+                top
+            }
         }
-        while p * 2.0 < x {
-            p *= 2.0;
-        }
-    }
-    match value {
-        Bson::Int32(_) | Bson::Int64(_) if (1.0..9.2e18).contains(&p) => {
-            let n = p as i64;
-            i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
-        }
-        _ => Bson::Double(p),
+    };
+    match u32::try_from(k).ok().and_then(|k| 2i64.checked_pow(k)) {
+        Some(p) => i32::try_from(p).map_or(Bson::Int64(p), Bson::Int32),
+        None => Bson::Double(2f64.powi(k.clamp(-2000, 2000) as i32)),
     }
 }
 
@@ -220,6 +234,9 @@ mod tests {
         assert_eq!(p2.round_up(&Bson::Int32(8)), Bson::Int32(16));
         assert_eq!(p2.round_down(&Bson::Int32(8)), Bson::Int32(4));
         assert_eq!(p2.round_up(&Bson::Double(0.3)), Bson::Double(0.5));
+        assert_eq!(p2.round_up(&Bson::Double(5.0)), Bson::Int32(8));
+        assert_eq!(p2.round_down(&Bson::Double(5.0)), Bson::Int32(4));
+        assert_eq!(p2.round_down(&Bson::Int64(1 << 40)), Bson::Int64(1 << 39));
         assert_eq!(p2.round_up(&Bson::Int32(0)), Bson::Int32(0));
         let r80 = Granularity::parse("R80").unwrap();
         assert_eq!(r80.round_up(&Bson::Int32(104)), Bson::Double(109.0));
