@@ -12,8 +12,9 @@
 //! ([`State::partial`]/[`State::merge`]). Does not own: grouping, windows, or evaluating the
 //! argument per document (the stage does that with [`Accumulator::arg`]).
 //!
-//! Parameters (`n`) are expressions evaluated once per group, against `{_id: <group key>}`
-//! as mongod evaluates them ([`Accumulator::start_group`]).
+//! Parameters (`n`) are expressions evaluated once per group, as mongod evaluates its
+//! initializers: against the group key when the key is a document (so `_id: {game: "$game"}`
+//! lets `n` read `"$game"`), else against an empty document ([`Accumulator::start_group`]).
 
 mod extremes;
 pub mod n;
@@ -191,7 +192,8 @@ impl Accumulator {
         &self.arg
     }
 
-    /// A fresh state for the group whose key is `id` (`n` is evaluated against `{_id: id}`).
+    /// A fresh state for the group whose key is `id` (`n` is evaluated against `id` when it is
+    /// a document, else against an empty document).
     pub fn start_group(&self, id: &Bson) -> Result<State> {
         Ok(match &self.kind {
             Kind::Sum => State::Sum(Sum::default()),
@@ -221,8 +223,8 @@ impl Accumulator {
         })
     }
 
-    /// A fresh state outside any group (windows, expressions): `n` is evaluated against
-    /// `{_id: null}`; if that fails, the state fails every `add` with the error.
+    /// A fresh state outside any group (windows, expressions): `n` is evaluated against an
+    /// empty document; if that fails, the state fails every `add` with the error.
     pub fn start(&self) -> State {
         self.start_group(&Bson::Null).unwrap_or_else(State::Failed)
     }

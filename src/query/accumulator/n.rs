@@ -1,6 +1,7 @@
 //! `$minN`/`$maxN`, and the parameters every "N" accumulator shares: the object argument
-//! `{input, n}` and the rules for `n` (evaluated once per group against `{_id: <key>}`, as
-//! mongod's initializer is; a positive integral number).
+//! `{input, n}` and the rules for `n` (evaluated once per group, against the group key when it
+//! is a document and an empty document otherwise, as mongod's initializer is; a positive
+//! integral number).
 //!
 //! Owns: `n`'s parsing and validation, and the bounded sorted set of `$minN`/`$maxN`. Does not
 //! own: `$firstN`/`$lastN` (positional.rs) or `$topN`/`$bottomN` (top.rs), which reuse [`n_of`].
@@ -10,7 +11,7 @@ use crate::query::compare::{compare_values, is_number};
 use crate::query::expr::value::render;
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::size::value_size;
-use bson::{doc, Bson};
+use bson::{Bson, Document};
 use std::cmp::Ordering;
 
 /// mongod's `AccumulatorN::validateN`.
@@ -45,9 +46,14 @@ pub fn validate_n(value: &Value) -> Result<usize> {
     Ok(usize::try_from(n).unwrap_or(usize::MAX))
 }
 
-/// Evaluates `n` for the group whose key is `id`.
+/// Evaluates `n` for the group whose key is `id`: against `id` when it is a document.
 pub fn n_of(n: &Expression, id: &Bson) -> Result<usize> {
-    validate_n(&n.eval(&doc! {"_id": id.clone()})?)
+    let empty = Document::new();
+    let doc = match id {
+        Bson::Document(d) => d,
+        _ => &empty,
+    };
+    validate_n(&n.eval(doc)?)
 }
 
 /// `{input, n}` of `$firstN`/`$lastN`/`$minN`/`$maxN`; `object_code` is the operator's code

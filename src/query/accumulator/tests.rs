@@ -301,12 +301,13 @@ fn bad_arguments_have_mongods_codes() {
 fn n_is_evaluated_against_the_group_key() {
     let acc = Accumulator::compile(
         "$firstN",
-        &bson!({"input": "$v", "n": "$_id"}),
+        &bson!({"input": "$v", "n": "$game"}),
         &Variables::default(),
     )
     .unwrap();
-    let st = |id: i32| {
-        let mut s = acc.start_group(&bson!(id)).unwrap();
+    // mongod's example: `_id: {game: "$game"}` and an `n` that reads `"$game"`.
+    let st = |game: i32| {
+        let mut s = acc.start_group(&bson!({"game": game})).unwrap();
         for v in 1..=4 {
             s.add(Some(bson!(v))).unwrap();
         }
@@ -314,6 +315,11 @@ fn n_is_evaluated_against_the_group_key() {
     };
     assert_eq!(st(3), bson!([1, 2, 3]));
     assert_eq!(st(1), bson!([1]));
+    // A key that is not a document gives `n` an empty document.
+    assert_eq!(
+        acc.start_group(&bson!(3)).map(|_| ()).unwrap_err().code,
+        ErrorCode::Location5787902
+    );
 }
 
 #[test]
