@@ -64,6 +64,29 @@ pub struct Engine {
     _spill_root: Option<tempfile::TempDir>,
 }
 
+/// Submits jobs to the engine's writer, as [`Engine::write`] does; cheap to clone.
+#[derive(Clone)]
+pub struct WriteHandle {
+    writer: Writer,
+    clock: Arc<dyn Clock>,
+}
+
+impl WriteHandle {
+    /// Runs `job` in the next commit group, waiting for the commit. For blocking threads only:
+    /// it blocks the calling thread until the writer has committed.
+    pub fn write_blocking<R, F>(&self, durable: bool, job: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Txn<'_>, i64) -> R + Send + 'static,
+    {
+        let clock = Arc::clone(&self.clock);
+        futures::executor::block_on(
+            self.writer
+                .run(durable, move |txn| job(txn, clock.now_secs())),
+        )
+    }
+}
+
 impl Engine {
     /// Opens (or creates) the data directory on disk and loads the catalog.
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Engine> {
@@ -175,6 +198,15 @@ impl Engine {
         self.writer
             .run(durable, move |txn| job(txn, clock.now_secs()))
             .await
+    }
+
+    /// A handle that submits writer jobs, for work that writes from outside a command's own
+    /// future (an aggregation's `$out`/`$merge` runs on a blocking thread).
+    pub fn write_handle(&self) -> WriteHandle {
+        WriteHandle {
+            writer: self.writer.clone(),
+            clock: Arc::clone(&self.clock),
+        }
     }
 
     /// Bytes the data directory takes on disk (with `--storage memory`: bytes held in memory).

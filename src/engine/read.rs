@@ -21,6 +21,7 @@ use std::sync::Arc;
 /// The time a scan judges expiry by; a cursor moves it forward before each batch.
 pub type NowCell = Arc<AtomicI64>;
 
+#[derive(Clone)]
 pub struct ReadView {
     pub snapshot: Snap,
     pub catalog: Arc<Catalog>,

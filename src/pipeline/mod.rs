@@ -14,13 +14,22 @@
 
 mod bucket;
 mod bucket_auto;
+mod env;
+mod facet;
 mod granularity;
+mod graph_lookup;
 mod group;
+mod lookup;
 pub mod memory;
+mod merge;
+mod out;
+mod redact;
 mod sample;
 mod stage;
+mod union_with;
 mod unwind;
 
+pub use env::Env;
 pub use memory::StageLimits;
 pub use stage::Stage;
 
@@ -33,6 +42,7 @@ use bson::Document;
 pub const MAX_PIPELINE_LENGTH: usize = 1_000;
 
 /// A document flowing through the pipeline.
+#[derive(Debug, Clone)]
 pub struct Row {
     pub doc: Document,
     /// The stored size while the document is unchanged from storage.
@@ -79,6 +89,15 @@ pub struct Pipeline {
 impl Pipeline {
     /// Parses every stage, with the command's `let` variables and `$$NOW` in `vars`.
     pub fn parse(specs: &[Document], vars: &Variables) -> Result<Pipeline> {
+        Pipeline::parse_nested(specs, vars, Nesting::Top)
+    }
+
+    /// Parses a pipeline inside a stage (`$lookup`, `$unionWith`, `$facet`).
+    pub(crate) fn parse_nested(
+        specs: &[Document],
+        vars: &Variables,
+        nesting: Nesting,
+    ) -> Result<Pipeline> {
         if specs.len() > MAX_PIPELINE_LENGTH {
             return Err(Error::new(
                 ErrorCode::Location7749501,
@@ -89,6 +108,7 @@ impl Pipeline {
         for (i, spec) in specs.iter().enumerate() {
             stages.extend(Stage::parse(spec, i == 0, vars)?);
         }
+        nesting.check(&stages)?;
         Ok(Pipeline { stages })
     }
 
@@ -135,10 +155,68 @@ impl Pipeline {
     }
 
     /// Runs the stages over `rows`.
-    pub fn run(self, mut rows: Rows, limits: &StageLimits) -> Result<Rows> {
+    pub fn run(self, mut rows: Rows, env: &Env) -> Result<Rows> {
         for stage in self.stages {
-            rows = stage.apply(rows, limits)?;
+            rows = stage.apply(rows, env)?;
         }
         Ok(rows)
+    }
+
+    /// Runs the pipeline over collection `coll` of the environment's database: its leading
+    /// stages as one executor read, the rest over its output.
+    pub fn run_on(mut self, coll: &str, env: &Env) -> Result<Rows> {
+        if matches!(self.first(), Some(Stage::Documents(_))) {
+            return self.run(Box::new(std::iter::empty()), env);
+        }
+        let (read, _) = self.take_leading_read(None)?;
+        let rows = env.read_collection(coll, read)?;
+        self.run(rows, env)
+    }
+}
+
+/// Where a pipeline sits, for the stages it may not contain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Nesting {
+    Top,
+    /// Inside `$lookup` or `$unionWith`.
+    SubPipeline(&'static str),
+    /// Inside `$facet`.
+    Facet,
+}
+
+impl Nesting {
+    fn check(self, stages: &[Stage]) -> Result<()> {
+        let last = stages.len().saturating_sub(1);
+        for (i, stage) in stages.iter().enumerate() {
+            let name = stage.name();
+            if matches!(name, "$out" | "$merge") && i != last {
+                return Err(Error::new(
+                    ErrorCode::Location40601,
+                    format!("{name} can only be the final stage in the pipeline"),
+                ));
+            }
+            match self {
+                Nesting::Top => {}
+                Nesting::SubPipeline(parent) if matches!(name, "$out" | "$merge") => {
+                    return Err(Error::new(
+                        ErrorCode::Location51047,
+                        format!("{name} is not allowed within a {parent} sub-pipeline"),
+                    ))
+                }
+                Nesting::Facet
+                    if matches!(
+                        name,
+                        "$out" | "$merge" | "$facet" | "$collStats" | "$currentOp" | "$documents"
+                    ) =>
+                {
+                    return Err(Error::new(
+                        ErrorCode::Location40600,
+                        format!("{name} is not allowed to be used within a $facet stage"),
+                    ))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 }

@@ -2,13 +2,20 @@
 
 use super::bucket::Bucket;
 use super::bucket_auto::BucketAuto;
+use super::facet::Facet;
+use super::graph_lookup::GraphLookup;
 use super::group::Group;
+use super::lookup::Lookup;
 use super::memory::{Blocking, StageLimits};
+use super::merge::Merge;
+use super::out::Out;
+use super::redact::Redact;
+use super::union_with::UnionWith;
 use super::unwind::Unwind;
-use super::{Row, Rows};
+use super::{Env, Row, Rows};
 use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::expr::Variables;
+use crate::query::expr::{Expression, Variables};
 use crate::query::filter::{integral_value, Filter};
 use crate::query::path::type_name;
 use crate::query::reshape::{add_fields_tree, apply_tree, AddNode, Project, ReplaceRoot};
@@ -36,6 +43,15 @@ pub enum Stage {
     BucketAuto(BucketAuto),
     Count(String),
     Sample(u64),
+    Lookup(Lookup),
+    UnionWith(UnionWith),
+    Facet(Facet),
+    GraphLookup(GraphLookup),
+    Redact(Redact),
+    Out(Out),
+    Merge(Merge),
+    /// `$documents`: an expression evaluating to the documents that start the pipeline.
+    Documents(Expression),
     /// `$collStats` with its options; the command produces its document.
     CollStats(Document),
     /// `$currentOp` with its options: the server's running operations (first stage of
@@ -45,20 +61,12 @@ pub enum Stage {
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
 const UNSUPPORTED: &[&str] = &[
-    "$lookup",
-    "$facet",
-    "$out",
-    "$merge",
-    "$graphLookup",
     "$geoNear",
     "$indexStats",
-    "$redact",
     "$densify",
     "$fill",
     "$setWindowFields",
-    "$unionWith",
     "$changeStream",
-    "$documents",
     "$listLocalSessions",
     "$listSessions",
     "$planCacheStats",
@@ -140,6 +148,22 @@ impl Stage {
                 ]);
             }
             "$count" => Stage::Count(count_field(arg)?),
+            "$lookup" => Stage::Lookup(Lookup::parse(arg, vars)?),
+            "$unionWith" => Stage::UnionWith(UnionWith::parse(arg, vars)?),
+            "$facet" => Stage::Facet(Facet::parse(arg, vars)?),
+            "$graphLookup" => Stage::GraphLookup(GraphLookup::parse(arg, vars)?),
+            "$redact" => Stage::Redact(Redact::parse(arg, vars)?),
+            "$out" => Stage::Out(Out::parse(arg)?),
+            "$merge" => Stage::Merge(Merge::parse(arg, vars)?),
+            "$documents" => {
+                if !first {
+                    return Err(Error::new(
+                        ErrorCode::Location40602,
+                        "$documents is only valid as the first stage in a pipeline",
+                    ));
+                }
+                Stage::Documents(Expression::compile(arg, vars)?)
+            }
             "$sample" => Stage::Sample(sample_size(arg)?),
             "$currentOp" => {
                 if !first {
@@ -194,7 +218,8 @@ impl Stage {
     }
 
     /// Applies the stage to its input; blocking stages hold at most their memory limit.
-    pub fn apply(self, rows: Rows, limits: &StageLimits) -> Result<Rows> {
+    pub fn apply(self, rows: Rows, env: &Env) -> Result<Rows> {
+        let limits: &StageLimits = &env.limits;
         Ok(match self {
             Stage::Match { filter, .. } => Box::new(rows.filter_map(move |r| match r {
                 Ok(row) => match filter.matches(&row.doc) {
@@ -249,6 +274,14 @@ impl Stage {
             }
             Stage::Bucket(b) => b.apply(rows, limits)?,
             Stage::BucketAuto(b) => b.apply(rows, limits)?,
+            Stage::Lookup(lookup) => lookup.apply(rows, env),
+            Stage::UnionWith(union) => union.apply(rows, env),
+            Stage::Facet(facet) => facet.apply(rows, env)?,
+            Stage::GraphLookup(graph) => graph.apply(rows, env),
+            Stage::Redact(redact) => redact.apply(rows),
+            Stage::Out(out) => out.run(rows, env)?,
+            Stage::Merge(merge) => merge.run(rows, env)?,
+            Stage::Documents(expr) => documents(&expr)?,
             Stage::Count(field) => {
                 let mut n = 0u64;
                 for row in rows {
@@ -380,4 +413,67 @@ fn count_value(n: u64) -> Bson {
         |_| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
         Bson::Int32,
     )
+}
+
+/// `$documents`' rows: its expression, evaluated once, must be an array of objects.
+fn documents(expr: &Expression) -> Result<Rows> {
+    let bad = |what: String| {
+        Error::new(
+            ErrorCode::Location5858203,
+            format!("error during evaluation of $documents: {what}"),
+        )
+    };
+    let docs = match expr.eval(&Document::new())? {
+        Some(Bson::Array(items)) => items
+            .into_iter()
+            .map(|item| match item {
+                Bson::Document(d) => {
+                    crate::query::depth::check_document(&d)?;
+                    Ok(Row::computed(d))
+                }
+                other => Err(bad(format!(
+                    "an element of the array is {}, not an object",
+                    type_name(&other)
+                ))),
+            })
+            .collect::<Vec<_>>(),
+        other => {
+            return Err(bad(format!(
+                "it evaluated to {}, not an array",
+                crate::query::expr::value::type_name(&other)
+            )))
+        }
+    };
+    Ok(Box::new(docs.into_iter()))
+}
+
+impl Stage {
+    /// The stage's name as a client writes it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stage::Match { .. } => "$match",
+            Stage::Sort { .. } => "$sort",
+            Stage::Skip(_) => "$skip",
+            Stage::Limit(_) => "$limit",
+            Stage::Project(_) => "$project",
+            Stage::AddFields(_) => "$addFields",
+            Stage::ReplaceRoot(_) => "$replaceRoot",
+            Stage::Unwind(_) => "$unwind",
+            Stage::Group(_) => "$group",
+            Stage::Bucket(_) => "$bucket",
+            Stage::BucketAuto(_) => "$bucketAuto",
+            Stage::Count(_) => "$count",
+            Stage::Sample(_) => "$sample",
+            Stage::Lookup(_) => "$lookup",
+            Stage::UnionWith(_) => "$unionWith",
+            Stage::Facet(_) => "$facet",
+            Stage::GraphLookup(_) => "$graphLookup",
+            Stage::Redact(_) => "$redact",
+            Stage::Out(_) => "$out",
+            Stage::Merge(_) => "$merge",
+            Stage::Documents(_) => "$documents",
+            Stage::CollStats(_) => "$collStats",
+            Stage::CurrentOp(_) => "$currentOp",
+        }
+    }
 }

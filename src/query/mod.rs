@@ -11,7 +11,8 @@
 //! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
 //! - [`expr`]: the expression language: `Expression::compile` once, `eval` per document.
-//! - [`regex`]: the `$regex` matcher (a PCRE subset with a step budget).
+//! - [`regex`]: PCRE2 with mongod's options, limits and errors, for `$regex` and the regex
+//!   expressions.
 //! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
 //! - [`update`]: `Update::parse`, `apply` with an `UpdateContext`; `upsert_seed`.
 //! - [`projection`]: `Projection::compile`, `apply`.

@@ -20,9 +20,9 @@ use super::{Reply, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::Hint;
-use crate::engine::{CollectionMeta, Interrupt};
+use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
-use crate::pipeline::{Pipeline, Row, Rows, Stage, StageLimits};
+use crate::pipeline::{Env, Pipeline, Row, Rows, Stage, StageLimits};
 use crate::query::expr::Variables;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
@@ -47,6 +47,8 @@ struct AggregateArgs {
     /// The pipeline as sent, for explain.
     specs: Vec<Document>,
     pipeline: Pipeline,
+    /// The `let` variables and `$$NOW` the pipeline was compiled with.
+    vars: Variables,
     explain: bool,
     batch_size: Option<usize>,
     hint: Option<Hint>,
@@ -98,6 +100,20 @@ impl AggregateArgs {
                 collection: "$cmd.aggregate".into(),
                 specs,
                 pipeline,
+                vars,
+                explain,
+                batch_size,
+                hint: None,
+                allow_disk_use,
+            });
+        }
+        let documents = matches!(pipeline.first(), Some(Stage::Documents(_)));
+        if documents && coll.is_none() {
+            return Ok(AggregateArgs {
+                collection: "$cmd.aggregate".into(),
+                specs,
+                pipeline,
+                vars,
                 explain,
                 batch_size,
                 hint: None,
@@ -119,6 +135,7 @@ impl AggregateArgs {
             collection: coll.to_owned(),
             specs,
             pipeline,
+            vars,
             explain,
             batch_size,
             hint: Hint::parse(cmd.get("hint"))?,
@@ -190,6 +207,16 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
 
     let view = shared.engine.read();
     let now = view.now_cell();
+    let env = Env {
+        view: view.clone(),
+        db: req.db.to_owned(),
+        now: now.clone(),
+        interrupt: Arc::clone(&req.interrupt),
+        limits: limits.clone(),
+        vars: args.vars,
+        writes: shared.engine.write_handle(),
+        durable: super::args::durable(req.body),
+    };
     let meta = view.collection(req.db, coll);
     let rows: Rows = match (pipeline.first(), &meta) {
         (Some(Stage::CollStats(spec)), _) => {
@@ -208,17 +235,13 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
                     .map(|doc| Ok(Row::computed(doc))),
             )
         }
-        (_, None) => Box::new(std::iter::empty()),
-        (_, Some(meta)) => {
-            let (mut read, _) = pipeline.take_leading_read(args.hint)?;
-            read.allow_disk_use = args.allow_disk_use;
-            read.held = limits.held.clone();
-            let execution =
-                view.execute(Some(meta), &read, now.clone(), Arc::clone(&req.interrupt))?;
-            source(execution.docs, meta)
+        (Some(Stage::Documents(_)), _) | (_, None) => Box::new(std::iter::empty()),
+        (_, Some(_)) => {
+            let (read, _) = pipeline.take_leading_read(args.hint)?;
+            env.read_collection(coll, read)?
         }
     };
-    let rows = pipeline.run(rows, &limits)?;
+    let rows = pipeline.run(rows, &env)?;
     let cursor = Cursor::new(ns, sized(rows), now, None)
         .with_interrupt(Arc::clone(&req.interrupt))
         .with_held(limits.held);
@@ -253,20 +276,6 @@ fn cursor_batch_size(cmd: &Document, explain: bool) -> Result<Option<usize>> {
         Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
         None => Ok(None),
     }
-}
-
-type StoredDocs = Box<dyn Iterator<Item = Result<crate::engine::StoredDoc>> + Send>;
-
-/// Stored documents as pipeline rows, remembering each one's expiry.
-fn source(docs: StoredDocs, meta: &CollectionMeta) -> Rows {
-    let ttl = meta.ttl();
-    Box::new(docs.map(move |d| {
-        d.map(|d| Row {
-            expires_at: d.record.expires_at(ttl),
-            size: Some(d.record.body.len()),
-            doc: d.doc,
-        })
-    }))
 }
 
 /// The pipeline's output for a cursor. Each row keeps when its source document expires, so the

@@ -246,7 +246,7 @@ impl<'v> Compiler<'v> {
 }
 
 /// A field name of an expression object: no `.`, no leading `$`.
-pub(super) fn validate_field_name(k: &str) -> Result<()> {
+pub fn validate_field_name(k: &str) -> Result<()> {
     if k.contains('.') {
         return Err(Error::new(
             ErrorCode::Location16412,

@@ -26,7 +26,7 @@ mod ops;
 mod tests;
 pub mod value;
 
-pub use compile::{Compiler, Variables};
+pub use compile::{validate_field_name, validate_user_write, Compiler, Variables};
 pub use field::field_path;
 
 use crate::error::Result;
@@ -153,6 +153,25 @@ impl Expression {
         let mut compiler = Compiler::new(vars);
         let node = compiler.compile(spec)?;
         Ok(compiler.finish(node))
+    }
+
+    /// Compiles `spec` for evaluation at several levels of one document (`$redact`): `$$ROOT`
+    /// stays the document, while `$$CURRENT` (and so `"$a"`) is the value given to
+    /// [`Expression::eval_at`].
+    pub fn compile_with_current(spec: &Bson, vars: &Variables) -> Result<Expression> {
+        let mut compiler = Compiler::new(vars);
+        let slot = compiler.bind("CURRENT")?;
+        debug_assert_eq!(slot, 0);
+        let node = compiler.compile(spec)?;
+        Ok(compiler.finish(node))
+    }
+
+    /// Evaluates an expression from [`Expression::compile_with_current`] with `$$ROOT` =
+    /// `root` and `$$CURRENT` = `current`.
+    pub fn eval_at(&self, root: &Document, current: &Document) -> Result<Value> {
+        let mut cx = Context::new(root, self.slots);
+        cx.bind(0, Some(Bson::Document(current.clone())));
+        self.node.eval(&mut cx)
     }
 
     /// Wraps a node built by a [`Compiler`]; `slots` from [`Compiler::slots`].

@@ -1,332 +1,233 @@
-//! A small backtracking regular-expression matcher for `$regex`, covering the PCRE subset
-//! queries use: literals, `.`, classes (`[a-z]`, `[^...]`, `\d\w\s` and negations), anchors
-//! (`^ $ \A \z \Z \b \B`), groups (capturing and `(?:...)`), lookahead `(?=...)`/`(?!...)`,
-//! alternation and quantifiers (`* + ? {n} {n,} {n,m}`, lazy `?` suffix), with options
-//! `i m s x`.
+//! Regular expressions as mongod runs them: PCRE2 (the engine mongod links), compiled with
+//! mongod's options and limits, reporting mongod's errors.
 //!
-//! Owns: compiling and running patterns. Does not own: backreferences, lookbehind, named groups,
-//! Unicode properties (compile errors). Groups nest at most 250 deep (PCRE2's default
-//! `PARENS_NEST_LIMIT`), so parsing is bounded; a step budget and a frame budget bound matching:
-//! past either, the match is an error (mongod's 51156), never a silent "no match".
+//! Owns: compiling a pattern with mongod's option letters, running it, and the error each
+//! failure becomes. Does not own: where patterns come from (`$regex` and `$in`/`$not` in
+//! filters; the `$regexFind`, `$regexFindAll` and `$regexMatch` expressions) nor how matches
+//! are reported to clients.
+//!
+//! API:
+//! - [`Regex::new`]`(pattern, options)` compiles for the `$regex` query operator;
+//!   [`Regex::for_operator`]`(op, pattern, options)` compiles for an aggregation expression
+//!   `op` (`"$regexFind"`, …), whose errors name it. Compile once per query (or per constant
+//!   expression), then match per document: a [`Regex`] is `Send + Sync` and cheap to clone.
+//! - [`Regex::is_match`]`(text)`: whether it matches anywhere.
+//! - [`Regex::find_at`]`(text, start)`: the first match at or after byte offset `start`, as a
+//!   [`Match`] with its byte span and every capture group (`None` for a group that did not
+//!   take part). `start` past the end finds nothing; `start` inside a character is an error.
+//! - [`code_point_index`]`(text, byte_offset)`: the code-point index mongod reports as `idx`.
+//!
+//! Compilation (mongod's `pcre_util::flagsToOptions`): always `PCRE2_UTF` (not `PCRE2_UCP`,
+//! so `\w`, `\d`, `\b` and POSIX classes stay ASCII while `.`, classes, `\p{..}` and caseless
+//! matching work on code points); `i` caseless, `m` multiline, `s` dotall, `x` extended, `u`
+//! accepted and changes nothing; any other letter is 51108. Patterns are at most 16,384 bytes
+//! (mongod's compile-context limit). No JIT: mongod does not JIT-compile, and the
+//! interpreter is the one that honours the heap limit below (JIT ignores heap and depth
+//! limits and counts the match limit differently, so failures would come at other points).
+//!
+//! Errors, in mongod's order and words: for `$regex`, a bad option letter is 51108
+//! `" invalid flag in regex options: q"`, a NUL byte in the pattern 2 BadValue, a pattern
+//! PCRE2 rejects 51091 `"Regular expression is invalid: <PCRE2's message>"`; for an
+//! expression, a NUL byte is 51109 (pattern) or 51110 (options), a bad letter 51108
+//! `"$regexFind invalid flag in regex options: q"`, a rejected pattern 51111
+//! `"Invalid Regex in $regexFind: <message>"`. A match PCRE2 cannot finish is 51156
+//! `"Error occurred while executing the regular expression in <op>. Result code: <message>"`
+//! (`<op>` is `$regex` for queries) — never a silent "no match".
+//!
+//! Limits: PCRE2's default match limit, 10,000,000 (what mongod 7.0 runs with), stops
+//! catastrophic backtracking (`(a+)+$` on 30 `a`s and a `b`) after that many steps. The
+//! interpreter keeps its backtracking frames on the heap, not the stack, so depth cannot
+//! overflow a thread's stack; mongod 7.0 leaves PCRE2's heap limit at 20 GB, which one query
+//! could exhaust, so here it is 64 MiB per match (`limits.rs`).
 
 use crate::error::{Error, ErrorCode, Result};
-use std::cell::Cell;
+use std::sync::Arc;
 
-mod parse;
+mod limits;
 #[cfg(test)]
 mod tests;
 
-use parse::Parser;
+/// mongod's maximum pattern length in bytes (`kMaxPatternLength` in its `pcre.cpp`).
+pub const MAX_PATTERN_LENGTH: usize = 16_384;
 
-/// Upper bound on matcher steps per `is_match` call.
-const STEP_BUDGET: usize = 1_000_000;
-/// Upper bound on nested matcher frames: each costs a few stack frames, and matching runs on
-/// threads with 2 MiB stacks.
-const DEPTH_BUDGET: usize = 2_000;
-/// How deep groups may nest in a pattern (PCRE2's `PARENS_NEST_LIMIT`).
-pub(super) const MAX_GROUP_NESTING: usize = 250;
+/// PCRE2's message for a pattern over the application's length limit (its `ERR88`), which
+/// is what mongod reports for a pattern over [`MAX_PATTERN_LENGTH`].
+const TOO_LONG: &str = "pattern string is longer than the limit set by the application";
 
 /// A compiled pattern.
-#[derive(Debug, Clone)]
+#[derive(Clone, Debug)]
 pub struct Regex {
-    root: Node,
-    ignore_case: bool,
-    multiline: bool,
-    dot_all: bool,
+    code: Arc<pcre2::bytes::Regex>,
+    /// The operator named in matching errors: `$regex`, or the expression's name.
+    op: &'static str,
 }
 
-#[derive(Debug, Clone)]
-pub(super) enum Node {
-    Char(char),
-    Any,
-    Class(Class),
-    LineStart,
-    LineEnd,
-    TextStart,
-    TextEnd,
-    TextEndOrFinalNewline,
-    WordBoundary(bool),
-    Concat(Vec<Node>),
-    Alt(Vec<Node>),
-    Repeat {
-        node: Box<Node>,
-        min: usize,
-        max: usize,
-        greedy: bool,
-    },
-    Look {
-        node: Box<Node>,
-        negate: bool,
-    },
+/// One match: byte offsets into the subject.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Match {
+    pub start: usize,
+    pub end: usize,
+    /// Capture groups 1..=n in pattern order (named groups included); `None` for a group that
+    /// did not take part in the match.
+    pub captures: Vec<Option<(usize, usize)>>,
 }
 
-#[derive(Debug, Clone)]
-pub(super) struct Class {
-    pub(super) negate: bool,
-    pub(super) items: Vec<ClassItem>,
-}
-
-#[derive(Debug, Clone)]
-pub(super) enum ClassItem {
-    Range(char, char),
-    Digit(bool),
-    Word(bool),
-    Space(bool),
-}
-
-pub(super) fn invalid(pattern: &str, why: &str) -> Error {
-    Error::new(
-        ErrorCode::Location51091,
-        format!("Regular expression is invalid: {why} (pattern: {pattern})"),
-    )
+/// Which caller compiles: the errors differ (see the module documentation).
+#[derive(Clone, Copy)]
+enum Caller {
+    Query,
+    Expression(&'static str),
 }
 
 impl Regex {
-    /// Compiles `pattern` with mongod option letters (`i m s x`; `u` is accepted and ignored).
+    /// Compiles `pattern` for the `$regex` query operator with mongod's option letters.
     pub fn new(pattern: &str, options: &str) -> Result<Regex> {
-        let mut extended = false;
-        let mut regex = Regex {
-            root: Node::Concat(vec![]),
-            ignore_case: false,
-            multiline: false,
-            dot_all: false,
-        };
-        for option in options.chars() {
-            match option {
-                'i' => regex.ignore_case = true,
-                'm' => regex.multiline = true,
-                's' => regex.dot_all = true,
-                'x' => extended = true,
-                'u' => {}
-                other => {
-                    return Err(Error::bad_value(format!(
-                        "invalid flag in regex options: {other}"
-                    )))
-                }
-            }
-        }
-        let chars: Vec<char> = pattern.chars().collect();
-        let mut parser = Parser {
-            chars: &chars,
-            pos: 0,
-            extended,
-            pattern,
-            nesting: 0,
-        };
-        let root = parser.alternation()?;
-        if parser.pos < chars.len() {
-            return Err(invalid(pattern, "unmatched closing parenthesis"));
-        }
-        regex.root = root;
-        Ok(regex)
+        compile(Caller::Query, pattern, options)
     }
 
-    /// Whether the pattern matches anywhere in `text`; an error when matching ran out of its
-    /// step or frame budget (the answer is then unknown).
+    /// Compiles `pattern` for the aggregation expression `op` (`"$regexFind"`,
+    /// `"$regexFindAll"`, `"$regexMatch"`): its errors name `op`.
+    pub fn for_operator(op: &'static str, pattern: &str, options: &str) -> Result<Regex> {
+        compile(Caller::Expression(op), pattern, options)
+    }
+
+    /// Whether the pattern matches anywhere in `text`; an error when PCRE2 could not finish
+    /// (a match, heap or depth limit), since the answer is then unknown.
     pub fn is_match(&self, text: &str) -> Result<bool> {
-        let chars: Vec<char> = text.chars().collect();
-        let run = Run {
-            re: self,
-            text: &chars,
-            steps: Cell::new(0),
-            depth: Cell::new(0),
-            out_of_budget: Cell::new(false),
-        };
-        let found = (0..=chars.len())
-            .any(|start| !run.exhausted() && run.node(&self.root, start, &mut |_| true));
-        if !found && (run.out_of_budget.get() || run.exhausted()) {
+        self.code
+            .is_match(text.as_bytes())
+            .map_err(|e| self.match_failed(&e))
+    }
+
+    /// The first match starting at or after byte offset `start`. Anchors and lookbehinds see
+    /// the text before `start` (`^` without `m` matches only at 0). `None` when there is no
+    /// match or `start` is past the end; an error when PCRE2 could not finish or `start` is
+    /// inside a character.
+    pub fn find_at(&self, text: &str, start: usize) -> Result<Option<Match>> {
+        if start > text.len() {
+            return Ok(None);
+        }
+        let mut locations = self.code.capture_locations();
+        let found = self
+            .code
+            .captures_read_at(&mut locations, text.as_bytes(), start)
+            .map_err(|e| self.match_failed(&e))?;
+        Ok(found.map(|m| Match {
+            start: m.start(),
+            end: m.end(),
+            captures: (1..locations.len()).map(|i| locations.get(i)).collect(),
+        }))
+    }
+
+    /// The number of capture groups (named ones included).
+    pub fn capture_count(&self) -> usize {
+        self.code.capture_names().len().saturating_sub(1)
+    }
+
+    fn match_failed(&self, e: &pcre2::Error) -> Error {
+        Error::new(
+            ErrorCode::Location51156,
+            format!(
+                "Error occurred while executing the regular expression in {}. Result code: {}",
+                self.op,
+                message(e)
+            ),
+        )
+    }
+}
+
+/// The code-point index of byte offset `byte_offset` in `text` (how many characters start
+/// before it), which is what mongod reports as a match's `idx`. An offset past the end counts
+/// every character.
+pub fn code_point_index(text: &str, byte_offset: usize) -> usize {
+    let before = text
+        .as_bytes()
+        .get(..byte_offset)
+        .unwrap_or(text.as_bytes());
+    // UTF-8 continuation bytes are 0b10xx_xxxx; every other byte starts a character.
+    before.iter().filter(|b| (**b & 0xC0) != 0x80).count()
+}
+
+fn compile(caller: Caller, pattern: &str, options: &str) -> Result<Regex> {
+    if let Caller::Expression(op) = caller {
+        if pattern.contains('\0') {
             return Err(Error::new(
-                ErrorCode::Location51156,
-                "Error occurred while executing the regular expression in $regex. Result code: \
-                 match limit exceeded",
+                ErrorCode::Location51109,
+                format!("{op}: regular expression cannot contain an embedded null byte"),
             ));
         }
-        Ok(found)
+        if options.contains('\0') {
+            return Err(Error::new(
+                ErrorCode::Location51110,
+                format!("{op}: regular expression options cannot contain an embedded null byte"),
+            ));
+        }
     }
+    let mut builder = pcre2::bytes::RegexBuilder::new();
+    builder.utf(true);
+    for flag in options.chars() {
+        match flag {
+            'i' => builder.caseless(true),
+            'm' => builder.multi_line(true),
+            's' => builder.dotall(true),
+            'x' => builder.extended(true),
+            'u' => &mut builder,
+            other => {
+                let op = match caller {
+                    Caller::Query => "",
+                    Caller::Expression(op) => op,
+                };
+                return Err(Error::new(
+                    ErrorCode::Location51108,
+                    format!("{op} invalid flag in regex options: {other}"),
+                ));
+            }
+        };
+    }
+    if matches!(caller, Caller::Query) && pattern.contains('\0') {
+        return Err(Error::bad_value(
+            "Regular expression cannot contain an embedded null byte",
+        ));
+    }
+    let invalid = |why: &str| match caller {
+        Caller::Query => Error::new(
+            ErrorCode::Location51091,
+            format!("Regular expression is invalid: {why}"),
+        ),
+        Caller::Expression(op) => Error::new(
+            ErrorCode::Location51111,
+            format!("Invalid Regex in {op}: {why}"),
+        ),
+    };
+    if pattern.len() > MAX_PATTERN_LENGTH {
+        return Err(invalid(TOO_LONG));
+    }
+    let code = builder
+        .build(&limits::with_heap_limit(pattern))
+        .map_err(|e| invalid(&message(&e)))?;
+    Ok(Regex {
+        code: Arc::new(code),
+        op: match caller {
+            Caller::Query => "$regex",
+            Caller::Expression(op) => op,
+        },
+    })
 }
 
-struct Run<'r> {
-    re: &'r Regex,
-    text: &'r [char],
-    steps: Cell<usize>,
-    depth: Cell<usize>,
-    /// Set when a budget cut a branch short: a "no match" is then not an answer.
-    out_of_budget: Cell<bool>,
-}
-
-fn is_word(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-fn fold(c: char) -> char {
-    c.to_lowercase().next().unwrap_or(c)
-}
-
-impl Run<'_> {
-    fn at(&self, pos: usize) -> Option<char> {
-        self.text.get(pos).copied()
-    }
-
-    fn exhausted(&self) -> bool {
-        self.steps.get() > STEP_BUDGET
-    }
-
-    /// Whether the single-character node matches the character at `pos`.
-    fn single(&self, node: &Node, pos: usize) -> bool {
-        let Some(c) = self.at(pos) else {
-            return false;
-        };
-        match node {
-            Node::Char(expected) => {
-                *expected == c || (self.re.ignore_case && fold(*expected) == fold(c))
-            }
-            Node::Any => self.re.dot_all || c != '\n',
-            Node::Class(class) => self.class_matches(class, c),
-            _ => false,
+/// PCRE2's own message for an error, without the wrapper's prefix (mongod reports PCRE2's
+/// message alone, and never an offset).
+fn message(e: &pcre2::Error) -> String {
+    let full = e.to_string();
+    let prefix = match (e.kind(), e.offset()) {
+        (pcre2::ErrorKind::Compile, Some(offset)) => {
+            format!("PCRE2: error compiling pattern at offset {offset}: ")
         }
-    }
-
-    fn class_matches(&self, class: &Class, c: char) -> bool {
-        let hit = |c: char| {
-            class.items.iter().any(|item| match item {
-                ClassItem::Range(lo, hi) => *lo <= c && c <= *hi,
-                ClassItem::Digit(neg) => c.is_ascii_digit() != *neg,
-                ClassItem::Word(neg) => (c.is_ascii_alphanumeric() || c == '_') != *neg,
-                ClassItem::Space(neg) => c.is_whitespace() != *neg,
-            })
-        };
-        let found = hit(c)
-            || (self.re.ignore_case && (hit(fold(c)) || c.to_uppercase().next().is_some_and(hit)));
-        found != class.negate
-    }
-
-    /// Matches `node` at `pos`, then calls the continuation `k` with the end position;
-    /// backtracks into `node` while `k` fails.
-    fn node(&self, node: &Node, pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
-        self.steps.set(self.steps.get() + 1);
-        if self.exhausted() || self.depth.get() > DEPTH_BUDGET {
-            self.out_of_budget.set(true);
-            return false;
-        }
-        self.depth.set(self.depth.get() + 1);
-        let result = self.node_inner(node, pos, k);
-        self.depth.set(self.depth.get() - 1);
-        result
-    }
-
-    fn node_inner(&self, node: &Node, pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
-        match node {
-            Node::Char(_) | Node::Any | Node::Class(_) => self.single(node, pos) && k(pos + 1),
-            Node::LineStart => {
-                (pos == 0 || (self.re.multiline && self.at(pos.wrapping_sub(1)) == Some('\n')))
-                    && k(pos)
-            }
-            Node::LineEnd => {
-                let at_end = pos == self.text.len()
-                    || (pos + 1 == self.text.len() && self.at(pos) == Some('\n'))
-                    || (self.re.multiline && self.at(pos) == Some('\n'));
-                at_end && k(pos)
-            }
-            Node::TextStart => pos == 0 && k(pos),
-            Node::TextEnd => pos == self.text.len() && k(pos),
-            Node::TextEndOrFinalNewline => {
-                (pos == self.text.len()
-                    || (pos + 1 == self.text.len() && self.at(pos) == Some('\n')))
-                    && k(pos)
-            }
-            Node::WordBoundary(want) => {
-                let before = pos > 0 && self.at(pos - 1).is_some_and(is_word);
-                let after = self.at(pos).is_some_and(is_word);
-                ((before != after) == *want) && k(pos)
-            }
-            Node::Concat(items) => self.seq(items, pos, k),
-            Node::Alt(branches) => branches.iter().any(|b| self.node(b, pos, k)),
-            Node::Look { node, negate } => {
-                let found = self.node(node, pos, &mut |_| true);
-                found != *negate && k(pos)
-            }
-            Node::Repeat {
-                node,
-                min,
-                max,
-                greedy,
-            } => {
-                if matches!(**node, Node::Char(_) | Node::Any | Node::Class(_)) {
-                    self.repeat_single(node, *min, *max, *greedy, pos, k)
-                } else {
-                    self.repeat(node, *min, *max, *greedy, 0, pos, k)
-                }
-            }
-        }
-    }
-
-    fn seq(&self, items: &[Node], pos: usize, k: &mut dyn FnMut(usize) -> bool) -> bool {
-        match items.split_first() {
-            None => k(pos),
-            Some((first, rest)) => self.node(first, pos, &mut |p| self.seq(rest, p, k)),
-        }
-    }
-
-    /// A repeated single-character node: count the run iteratively, then try the continuation
-    /// from the longest (greedy) or shortest (lazy) end, so `.*` over long text needs no
-    /// recursion per character.
-    fn repeat_single(
-        &self,
-        node: &Node,
-        min: usize,
-        max: usize,
-        greedy: bool,
-        pos: usize,
-        k: &mut dyn FnMut(usize) -> bool,
-    ) -> bool {
-        let mut run = 0;
-        while run < max && self.single(node, pos + run) {
-            run += 1;
-        }
-        if run < min {
-            return false;
-        }
-        let mut try_at = |n: usize| {
-            self.steps.set(self.steps.get() + 1);
-            !self.exhausted() && k(pos + n)
-        };
-        if greedy {
-            (min..=run).rev().any(&mut try_at)
-        } else {
-            (min..=run).any(try_at)
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn repeat(
-        &self,
-        node: &Node,
-        min: usize,
-        max: usize,
-        greedy: bool,
-        count: usize,
-        pos: usize,
-        k: &mut dyn FnMut(usize) -> bool,
-    ) -> bool {
-        if count < min {
-            return self.node(node, pos, &mut |p| {
-                self.repeat(node, min, max, greedy, count + 1, p, k)
-            });
-        }
-        let more = |k: &mut dyn FnMut(usize) -> bool| {
-            count < max
-                && self.node(node, pos, &mut |p| {
-                    // An iteration that consumed nothing cannot make progress.
-                    p != pos && self.repeat(node, min, max, greedy, count + 1, p, k)
-                })
-        };
-        // Greedy tries one more iteration before the continuation; lazy the other way round.
-        if greedy && more(k) {
-            return true;
-        }
-        if k(pos) {
-            return true;
-        }
-        !greedy && more(k)
+        (pcre2::ErrorKind::Compile, None) => "PCRE2: error compiling pattern: ".to_owned(),
+        (pcre2::ErrorKind::Match, _) => "PCRE2: error matching: ".to_owned(),
+        _ => String::new(),
+    };
+    match full.strip_prefix(&prefix) {
+        Some(rest) => rest.to_owned(),
+        None => full,
     }
 }

@@ -56,12 +56,10 @@ pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Result<No
 }
 
 /// How many operands an operator takes.
-#[allow(dead_code)] // until every family uses each form
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Arity {
     Exactly(usize),
     Between(usize, usize),
-    AtLeast(usize),
     Any,
 }
 
@@ -92,12 +90,6 @@ pub(super) fn operands(
                     "Expression {name} takes at least {lo} arguments, and at most {hi}, but {n} \
                      were passed in."
                 ),
-            ))
-        }
-        Arity::AtLeast(lo) if n < lo => {
-            return Err(Error::new(
-                ErrorCode::Location16020,
-                format!("Expression {name} takes at least {lo} arguments. {n} were passed in."),
             ))
         }
         _ => {}
@@ -141,31 +133,4 @@ pub(super) fn apply(
 /// Wraps an operator.
 pub(super) fn op(operator: impl Operator + 'static) -> Node {
     Node::Op(Arc::new(operator))
-}
-
-/// The named fields of an operator whose argument is an object (`{$map: {input, as, in}}`):
-/// `arg` must be an object, every field must be known, and `required` ones present.
-#[allow(dead_code)] // until every family uses each form
-pub(super) fn object_args<'a>(
-    name: &str,
-    arg: &'a Bson,
-    known: &[&str],
-    required: &[&str],
-) -> Result<Vec<Option<&'a Bson>>> {
-    let Bson::Document(d) = arg else {
-        return Err(Error::failed_to_parse(format!(
-            "{name} only supports an object as its argument"
-        )));
-    };
-    if let Some(unknown) = d.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(Error::failed_to_parse(format!(
-            "Unrecognized parameter to {name}: {unknown}"
-        )));
-    }
-    if let Some(missing) = required.iter().find(|r| !d.contains_key(**r)) {
-        return Err(Error::failed_to_parse(format!(
-            "Missing '{missing}' parameter to {name}"
-        )));
-    }
-    Ok(known.iter().map(|k| d.get(*k)).collect())
 }
