@@ -144,10 +144,8 @@ async fn blocking_aggregation_stages_fail_past_100_mb() {
         reply.get_str("errmsg"),
         Ok("PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.")
     );
-    // $group does not spill here: allowDiskUse cannot help, and the error says so.
-    let reply = aggregate(&server, group, true).await;
-    assert_error(&reply, 146);
-    assert!(reply.get_str("errmsg").unwrap().contains("does not spill"));
+    // With allowDiskUse a $group spills to disk instead: tests/aggregate_group.rs.
+    drop(group);
 
     // A $sort after the leading stages counts too.
     let sort = vec![doc! {"$addFields": {"k": "$g"}}, doc! {"$sort": {"k": 1}}];

@@ -1,6 +1,16 @@
-//! `$group`: a key expression and accumulators (`$sum`, `$avg`, `$min`, `$max`, `$first`,
-//! `$last`, `$push`, `$addToSet`, `$count`). Keys are grouped by BSON equality (`1`, `1.0` and
-//! `NumberLong(1)` are one group); groups come out in order of first appearance.
+//! `$group`: a key expression and accumulators (every accumulator of `query::accumulator`).
+//! Keys are grouped by BSON equality (`1`, `1.0` and `NumberLong(1)` are one group).
+//!
+//! Groups live in memory against the stage's 100 MB budget; groups come out in order of first
+//! appearance. Past the budget, without `allowDiskUse` the stage fails (292); with it, as
+//! mongod does, the groups held so far are written to an anonymous temporary file as one run
+//! sorted by key, each group as its key and its accumulators' partial states, and memory starts
+//! afresh. At the end the runs are merged by key, one group at a time (the partial states of a
+//! key combine in the order the runs were written, so `$first`, `$push`, … keep arrival order),
+//! and the spilled groups come out in key order.
+//!
+//! Owns: parsing `$group`, the grouping loop and its spilling (also used by `$bucket`). Does
+//! not own: the accumulators' arithmetic (`query::accumulator`).
 
 use super::memory::StageMemory;
 use crate::error::{Error, ErrorCode, Result};
@@ -9,11 +19,45 @@ use crate::query::expr::{Expression, Variables};
 use crate::query::size::value_size;
 use bson::{Bson, Document};
 use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
+
+/// Output fields and their accumulators.
+pub type Outputs = Vec<(String, Accumulator)>;
 
 #[derive(Debug)]
 pub struct Group {
     id: Expression,
-    accumulators: Vec<(String, Accumulator)>,
+    accumulators: Outputs,
+}
+
+/// Parses one output field `name: {$acc: arg}` of `$group`, `$bucket` or `$bucketAuto`.
+pub fn parse_output(name: &str, value: &Bson, vars: &Variables) -> Result<(String, Accumulator)> {
+    if name.contains('.') {
+        return Err(Error::new(
+            ErrorCode::Location40235,
+            format!("The field name '{name}' cannot contain '.'"),
+        ));
+    }
+    if name.starts_with('$') {
+        return Err(Error::new(
+            ErrorCode::Location40236,
+            format!("The field name '{name}' cannot be an operator name"),
+        ));
+    }
+    let Bson::Document(acc) = value else {
+        return Err(Error::new(
+            ErrorCode::Location40234,
+            format!("The field '{name}' must be an accumulator object"),
+        ));
+    };
+    let Some((op_name, arg)) = acc.iter().next().filter(|_| acc.len() == 1) else {
+        return Err(Error::new(
+            ErrorCode::Location40238,
+            format!("The field '{name}' must specify one accumulator"),
+        ));
+    };
+    Ok((name.to_owned(), Accumulator::compile(op_name, arg, vars)?))
 }
 
 impl Group {
@@ -31,34 +75,7 @@ impl Group {
                 id = Some(Expression::compile(value, vars)?);
                 continue;
             }
-            if name.contains('.') {
-                return Err(Error::new(
-                    ErrorCode::Location40235,
-                    format!("The field name '{name}' cannot contain '.'"),
-                ));
-            }
-            if name.starts_with('$') {
-                return Err(Error::new(
-                    ErrorCode::Location40236,
-                    format!("The field name '{name}' cannot be an operator name"),
-                ));
-            }
-            let Bson::Document(acc) = value else {
-                return Err(Error::new(
-                    ErrorCode::Location40234,
-                    format!("The field '{name}' must be an accumulator object"),
-                ));
-            };
-            if acc.len() != 1 {
-                return Err(Error::new(
-                    ErrorCode::Location40238,
-                    format!("The field '{name}' must specify one accumulator"),
-                ));
-            }
-            let Some((op_name, arg)) = acc.iter().next() else {
-                continue;
-            };
-            accumulators.push((name.clone(), Accumulator::compile(op_name, arg, vars)?));
+            accumulators.push(parse_output(name, value, vars)?);
         }
         let id = id.ok_or_else(|| {
             Error::new(
@@ -69,72 +86,266 @@ impl Group {
         Ok(Group { id, accumulators })
     }
 
-    /// Groups every input document; the result is one document per distinct key. The keys and
-    /// the accumulators' values count against `memory`.
+    /// Groups every input document; the result is one document per distinct key.
     pub fn run(
         &self,
         docs: impl Iterator<Item = Result<Document>>,
         memory: &mut StageMemory,
-    ) -> Result<Vec<Document>> {
-        let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
-        let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
-        for doc in docs {
+    ) -> Result<Grouped> {
+        let keyed = docs.map(|doc| {
             let doc = doc?;
             let key = self.id.eval(&doc)?.unwrap_or(Bson::Null);
-            let slot = match index.get(&OrdBson(key.clone())) {
-                Some(slot) => *slot,
-                None => {
-                    // The key is held twice (the index and the group), plus each state.
-                    memory.charge(
-                        2 * value_size(&key) + GROUP_OVERHEAD * (1 + self.accumulators.len()),
-                    )?;
-                    let states = self
-                        .accumulators
-                        .iter()
-                        .map(|(_, acc)| acc.start())
-                        .collect();
-                    groups.push((key.clone(), states));
-                    index.insert(OrdBson(key), groups.len() - 1);
-                    groups.len() - 1
-                }
-            };
-            let Some((_, states)) = groups.get_mut(slot) else {
-                continue;
-            };
-            for (state, (_, acc)) in states.iter_mut().zip(&self.accumulators) {
-                memory.adjust(state.add(acc.arg().eval(&doc)?)?)?;
-            }
-        }
-        Ok(groups
-            .into_iter()
-            .map(|(key, states)| {
-                let mut out = Document::new();
-                out.insert("_id", key);
-                for (state, (name, _)) in states.into_iter().zip(&self.accumulators) {
-                    out.insert(name.clone(), state.finish());
-                }
-                out
-            })
-            .collect())
+            Ok((key, doc))
+        });
+        accumulate(&self.accumulators, keyed, memory)
     }
+}
+
+/// A grouping's result: in memory (in order of first appearance), or merged from spilled runs
+/// (in key order), lazily.
+pub enum Grouped {
+    Memory(Vec<Document>),
+    Spilled(Box<dyn Iterator<Item = Result<Document>> + Send>),
 }
 
 /// Bytes a group or an accumulator state holds besides its values (map and vector entries).
 const GROUP_OVERHEAD: usize = 64;
 
+/// Runs `outputs` over documents already paired with their group key.
+pub fn accumulate(
+    outputs: &Outputs,
+    keyed: impl Iterator<Item = Result<(Bson, Document)>>,
+    memory: &mut StageMemory,
+) -> Result<Grouped> {
+    let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
+    let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
+    let mut runs: Vec<RunReader> = Vec::new();
+    for entry in keyed {
+        let (key, doc) = entry?;
+        let slot = match index.get(&OrdBson(key.clone())) {
+            Some(slot) => *slot,
+            None => {
+                // The key is held twice (the index and the group), plus each state.
+                memory.note(2 * value_size(&key) + GROUP_OVERHEAD * (1 + outputs.len()));
+                let states = outputs
+                    .iter()
+                    .map(|(_, acc)| acc.start_group(&key))
+                    .collect::<Result<Vec<_>>>()?;
+                groups.push((key.clone(), states));
+                index.insert(OrdBson(key), groups.len() - 1);
+                groups.len() - 1
+            }
+        };
+        if let Some((_, states)) = groups.get_mut(slot) {
+            for (state, (_, acc)) in states.iter_mut().zip(outputs) {
+                let delta = state.add(acc.arg().eval(&doc)?)?;
+                memory.note_delta(delta);
+            }
+        }
+        if memory.over_limit() {
+            if !memory.may_spill() {
+                return Err(memory.exceeded());
+            }
+            runs.push(write_run(&mut index, &mut groups)?);
+            memory.reset();
+        }
+    }
+    if runs.is_empty() {
+        return Ok(Grouped::Memory(
+            groups
+                .into_iter()
+                .map(|(key, states)| finish(key, states, outputs))
+                .collect(),
+        ));
+    }
+    if !groups.is_empty() {
+        runs.push(write_run(&mut index, &mut groups)?);
+    }
+    Ok(Grouped::Spilled(Box::new(MergeRuns {
+        outputs: outputs.clone(),
+        heads: Vec::new(),
+        runs,
+        started: false,
+        budget: memory.fresh(),
+    })))
+}
+
+/// The rows of a grouping: held in memory against the cursor's gauge, or streamed from the
+/// merge of spilled runs. Accumulators such as `$push` nest their inputs a level or two deeper,
+/// so each result is checked against the nesting limit.
+pub fn into_rows(grouped: Grouped, limits: &super::StageLimits) -> Result<super::Rows> {
+    Ok(match grouped {
+        Grouped::Memory(docs) => {
+            let sized = docs
+                .into_iter()
+                .map(|d| {
+                    crate::query::depth::check_document(&d)?;
+                    Ok((
+                        crate::query::size::document_size(&d),
+                        super::Row::computed(d),
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            Box::new(crate::engine::cursor::HeldIter::new(sized, limits.held.clone()).map(Ok))
+        }
+        Grouped::Spilled(docs) => Box::new(docs.map(|d| {
+            let d = d?;
+            crate::query::depth::check_document(&d)?;
+            Ok(super::Row::computed(d))
+        })),
+    })
+}
+
+fn finish(key: Bson, states: Vec<State>, outputs: &Outputs) -> Document {
+    let mut out = Document::new();
+    out.insert("_id", key);
+    for (state, (name, _)) in states.into_iter().zip(outputs) {
+        out.insert(name.clone(), state.finish());
+    }
+    out
+}
+
+fn io(e: impl std::fmt::Display) -> Error {
+    Error::internal(format!("cannot spill a $group to disk: {e}"))
+}
+
+/// Writes the groups in key order as one run and empties them.
+fn write_run(
+    index: &mut BTreeMap<OrdBson, usize>,
+    groups: &mut Vec<(Bson, Vec<State>)>,
+) -> Result<RunReader> {
+    let file = tempfile::tempfile().map_err(io)?;
+    let mut out = BufWriter::new(file);
+    let mut slots: Vec<Option<(Bson, Vec<State>)>> = groups.drain(..).map(Some).collect();
+    let mut count = 0u64;
+    for (_, slot) in std::mem::take(index) {
+        let Some((key, states)) = slots.get_mut(slot).and_then(Option::take) else {
+            continue;
+        };
+        let mut entry = Document::new();
+        entry.insert("k", key);
+        entry.insert(
+            "s",
+            Bson::Array(states.iter().map(State::partial).collect()),
+        );
+        entry.to_writer(&mut out).map_err(io)?;
+        count += 1;
+    }
+    let mut file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    file.flush().map_err(io)?;
+    Ok(RunReader {
+        reader: BufReader::new(file),
+        left: count,
+    })
+}
+
+/// One spilled run, read one group at a time.
+struct RunReader {
+    reader: BufReader<File>,
+    left: u64,
+}
+
+impl RunReader {
+    fn next_group(&mut self) -> Result<Option<(Bson, Vec<Bson>)>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        let mut entry = Document::from_reader(&mut self.reader).map_err(io)?;
+        let key = entry.remove("k").unwrap_or(Bson::Null);
+        let states = match entry.remove("s") {
+            Some(Bson::Array(states)) => states,
+            _ => return Err(io("a spilled group is malformed")),
+        };
+        Ok(Some((key, states)))
+    }
+}
+
+/// Merges sorted runs by key. There are few runs (one per 100 MB), so the smallest head is
+/// found by a linear search; equal keys combine in run order.
+struct MergeRuns {
+    outputs: Outputs,
+    runs: Vec<RunReader>,
+    heads: Vec<Option<(Bson, Vec<Bson>)>>,
+    started: bool,
+    /// What one merged group holds, against the stage's limit.
+    budget: StageMemory,
+}
+
+impl MergeRuns {
+    fn next_group(&mut self) -> Result<Option<Document>> {
+        if !self.started {
+            self.started = true;
+            for run in &mut self.runs {
+                self.heads.push(run.next_group()?);
+            }
+        }
+        let mut smallest: Option<&Bson> = None;
+        for (key, _) in self.heads.iter().flatten() {
+            if smallest.is_none_or(|s| crate::query::compare::compare_values(key, s).is_lt()) {
+                smallest = Some(key);
+            }
+        }
+        let Some(key) = smallest.cloned() else {
+            return Ok(None);
+        };
+        let mut states = self
+            .outputs
+            .iter()
+            .map(|(_, acc)| acc.start_group(&key))
+            .collect::<Result<Vec<_>>>()?;
+        self.budget.reset();
+        for (head, run) in self.heads.iter_mut().zip(self.runs.iter_mut()) {
+            let equal = head
+                .as_ref()
+                .is_some_and(|(k, _)| crate::query::compare::compare_values(k, &key).is_eq());
+            if !equal {
+                continue;
+            }
+            let next = run.next_group()?;
+            let Some((_, partials)) = std::mem::replace(head, next) else {
+                continue;
+            };
+            for (state, partial) in states.iter_mut().zip(partials) {
+                let delta = state.merge(partial)?;
+                self.budget.note_delta(delta);
+                if self.budget.over_limit() {
+                    return Err(self.budget.exceeded_merging());
+                }
+            }
+        }
+        Ok(Some(finish(key, states, &self.outputs)))
+    }
+}
+
+impl Iterator for MergeRuns {
+    type Item = Result<Document>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_group().transpose()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::super::memory::Blocking;
     use super::*;
     use bson::doc;
 
+    fn group_with(spec: Document, docs: Vec<Document>, memory: &mut StageMemory) -> Vec<Document> {
+        let grouped = Group::compile(&Bson::Document(spec), &Variables::default())
+            .unwrap()
+            .run(docs.into_iter().map(Ok), memory)
+            .unwrap();
+        match grouped {
+            Grouped::Memory(docs) => docs,
+            Grouped::Spilled(docs) => docs.collect::<Result<Vec<_>>>().unwrap(),
+        }
+    }
+
     fn group(spec: Document, docs: Vec<Document>) -> Vec<Document> {
-        Group::compile(&Bson::Document(spec), &Variables::default())
-            .unwrap()
-            .run(
-                docs.into_iter().map(Ok),
-                &mut StageMemory::new(super::super::memory::Blocking::Group, false),
-            )
-            .unwrap()
+        group_with(spec, docs, &mut StageMemory::new(Blocking::Group, false))
     }
 
     #[test]
@@ -158,21 +369,32 @@ mod tests {
             doc! {"_id": 1, "n": 2, "t": 5.5, "a": 2.75, "lo": 2, "hi": "b", "f": "b", "l": "a",
             "p": ["b", "a"], "u": [1], "c": 2}
         );
-        let second = &out[1];
+        assert_eq!(out[1].get("t"), Some(&Bson::Int64(i64::from(i32::MAX) + 1)));
+        assert_eq!(out[1].get("lo"), Some(&Bson::Int32(1)));
+        assert_eq!(out[1].get("f"), Some(&Bson::Null));
+    }
+
+    #[test]
+    fn spilled_groups_merge_to_the_same_results_in_key_order() {
+        let spec = doc! {"_id": "$k", "n": {"$sum": 1}, "f": {"$first": "$v"}, "l": {"$last": "$v"},
+        "p": {"$push": "$v"}, "t": {"$topN": {"n": 2, "output": "$v", "sortBy": {"v": -1}}}};
+        let docs: Vec<Document> = (0..200).map(|i| doc! {"k": i % 7, "v": i}).collect();
+        let mut in_memory = group(spec.clone(), docs.clone());
+        in_memory.sort_by(|a, b| {
+            crate::query::compare::compare_values(a.get("_id").unwrap(), b.get("_id").unwrap())
+        });
+        let mut small = StageMemory::with_limit(Blocking::Group, true, 2_000);
+        let spilled = group_with(spec.clone(), docs.clone(), &mut small);
+        assert_eq!(spilled, in_memory);
+        let mut refused = StageMemory::with_limit(Blocking::Group, false, 2_000);
+        let err = Group::compile(&Bson::Document(spec), &Variables::default())
+            .unwrap()
+            .run(docs.into_iter().map(Ok), &mut refused)
+            .err()
+            .unwrap();
         assert_eq!(
-            second.get("t"),
-            Some(&Bson::Int64(i64::from(i32::MAX) + 1)),
-            "int32 overflow widens"
-        );
-        assert_eq!(
-            second.get("lo"),
-            Some(&Bson::Int32(1)),
-            "null is ignored by $min"
-        );
-        assert_eq!(
-            second.get("f"),
-            Some(&Bson::Null),
-            "$first of a missing field is null"
+            err.code,
+            ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed
         );
     }
 
@@ -197,6 +419,10 @@ mod tests {
         assert_eq!(
             code(doc! {"_id": 1, "a.b": {"$sum": 1}}),
             ErrorCode::Location40235
+        );
+        assert_eq!(
+            code(doc! {"_id": 1, "n": {"$sum": 1, "$avg": 1}}),
+            ErrorCode::Location40238
         );
     }
 }

@@ -3,8 +3,10 @@
 //! (`internalQueryMaxBlockingSortMemoryUsageBytes`) and fails past it.
 //!
 //! Owns: the per-stage budget and its errors (sizes come from `query::size`). Does not own: the
-//! executor's sort (its own budget, with spilling, lives in `engine::exec`). These stages do not
-//! spill: past the limit they fail with 292 without `allowDiskUse`, and with it fail with 146
+//! executor's sort (its own budget, with spilling, lives in `engine::exec`). Past the limit
+//! every stage fails with 292 without `allowDiskUse`. With it, `$group` (and `$bucket`, a
+//! `$group`) spills its groups to disk and merges them (`group.rs`); the others (`$sort` after
+//! the leading stages, `$sample`, `$bucketAuto`) do not spill and fail with 146
 //! ExceededMemoryLimit, saying that this server cannot spill them.
 
 use crate::engine::cursor::Held;
@@ -30,6 +32,7 @@ impl StageLimits {
 pub enum Blocking {
     Group,
     Sort,
+    BucketAuto,
 }
 
 /// The bytes one stage holds, against its limit.
@@ -64,16 +67,61 @@ impl StageMemory {
         Ok(())
     }
 
+    /// Records `bytes` more held without failing; the caller checks [`StageMemory::over_limit`]
+    /// and spills or fails (a spilling stage).
+    pub fn note(&mut self, bytes: usize) {
+        self.used = self.used.saturating_add(bytes);
+    }
+
+    /// As [`StageMemory::note`], for a change that may be negative.
+    pub fn note_delta(&mut self, delta: isize) {
+        self.used = self.used.saturating_add_signed(delta);
+    }
+
+    pub fn over_limit(&self) -> bool {
+        self.used > self.limit
+    }
+
+    /// Whether the client allowed this stage to use the disk.
+    pub fn may_spill(&self) -> bool {
+        self.allow_disk_use
+    }
+
+    /// Forgets what was held (it went to disk).
+    pub fn reset(&mut self) {
+        self.used = 0;
+    }
+
+    /// An empty budget with the same limit, for a later phase of the stage.
+    pub fn fresh(&self) -> StageMemory {
+        StageMemory::with_limit(self.stage, self.allow_disk_use, self.limit)
+    }
+
+    /// A single merged group that alone passes the limit cannot spill further.
+    pub fn exceeded_merging(&self) -> Error {
+        Error::new(
+            ErrorCode::ExceededMemoryLimit,
+            format!(
+                "a single $group result exceeded the memory limit of {} bytes while merging \
+                 the groups spilled to disk",
+                self.limit
+            ),
+        )
+    }
+
     pub fn charge(&mut self, bytes: usize) -> Result<()> {
         self.adjust(isize::try_from(bytes).unwrap_or(isize::MAX))
     }
 
-    fn exceeded(&self) -> Error {
+    /// The error for passing the limit: 292 without `allowDiskUse`, 146 for a stage that
+    /// cannot spill.
+    pub fn exceeded(&self) -> Error {
         let limit = self.limit;
         if self.allow_disk_use {
             let name = match self.stage {
                 Blocking::Group => "$group",
                 Blocking::Sort => "$sort",
+                Blocking::BucketAuto => "$bucketAuto",
             };
             return Error::new(
                 ErrorCode::ExceededMemoryLimit,
@@ -87,6 +135,9 @@ impl StageMemory {
         let reason = match self.stage {
             Blocking::Group => "Exceeded memory limit for $group, but didn't allow external sort. \
                                 Pass allowDiskUse:true to opt in."
+                .to_owned(),
+            Blocking::BucketAuto => "Exceeded memory limit for $bucketAuto, but didn't allow \
+                                     external sort. Pass allowDiskUse:true to opt in."
                 .to_owned(),
             Blocking::Sort => format!(
                 "Sort exceeded memory limit of {limit} bytes, but did not opt in to external \

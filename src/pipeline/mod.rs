@@ -12,10 +12,13 @@
 //! stages (`$group`, `$sort`, `$sample`, `$count`) consume their input when the pipeline is
 //! built.
 
+mod bucket;
+mod bucket_auto;
 mod densify;
 mod env;
 mod facet;
 mod fill;
+mod granularity;
 mod graph_lookup;
 mod group;
 mod lookup;

@@ -1,5 +1,7 @@
 //! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
 
+use super::bucket::Bucket;
+use super::bucket_auto::BucketAuto;
 use super::densify::Densify;
 use super::facet::Facet;
 use super::fill::Fill;
@@ -40,6 +42,8 @@ pub enum Stage {
     ReplaceRoot(ReplaceRoot),
     Unwind(Unwind),
     Group(Group),
+    Bucket(Bucket),
+    BucketAuto(BucketAuto),
     Count(String),
     Sample(u64),
     Lookup(Lookup),
@@ -63,8 +67,6 @@ pub enum Stage {
 
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
 const UNSUPPORTED: &[&str] = &[
-    "$bucket",
-    "$bucketAuto",
     "$geoNear",
     "$indexStats",
     "$changeStream",
@@ -136,6 +138,8 @@ impl Stage {
             "$replaceWith" => Stage::ReplaceRoot(ReplaceRoot::parse_replace_with(arg, vars)?),
             "$unwind" => Stage::Unwind(Unwind::compile(arg)?),
             "$group" => Stage::Group(Group::compile(arg, vars)?),
+            "$bucket" => Stage::Bucket(Bucket::parse(arg, vars)?),
+            "$bucketAuto" => Stage::BucketAuto(BucketAuto::parse(arg, vars)?),
             "$sortByCount" => {
                 let group = doc! {"_id": arg.clone(), "count": {"$sum": 1}};
                 return Ok(vec![
@@ -271,17 +275,11 @@ impl Stage {
             })),
             Stage::Group(g) => {
                 let mut memory = limits.budget(Blocking::Group);
-                let groups = g.run(rows.map(|r| r.map(|row| row.doc)), &mut memory)?;
-                // Accumulators such as `$push` nest their inputs a level or two deeper.
-                let sized = groups
-                    .into_iter()
-                    .map(|d| {
-                        crate::query::depth::check_document(&d)?;
-                        Ok((document_size(&d), Row::computed(d)))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
-                Box::new(HeldIter::new(sized, limits.held.clone()).map(Ok))
+                let grouped = g.run(rows.map(|r| r.map(|row| row.doc)), &mut memory)?;
+                super::group::into_rows(grouped, limits)?
             }
+            Stage::Bucket(b) => b.apply(rows, limits)?,
+            Stage::BucketAuto(b) => b.apply(rows, limits)?,
             Stage::Lookup(lookup) => lookup.apply(rows, env),
             Stage::UnionWith(union) => union.apply(rows, env),
             Stage::Facet(facet) => facet.apply(rows, env)?,
@@ -477,6 +475,8 @@ impl Stage {
             Stage::ReplaceRoot(_) => "$replaceRoot",
             Stage::Unwind(_) => "$unwind",
             Stage::Group(_) => "$group",
+            Stage::Bucket(_) => "$bucket",
+            Stage::BucketAuto(_) => "$bucketAuto",
             Stage::Count(_) => "$count",
             Stage::Sample(_) => "$sample",
             Stage::Lookup(_) => "$lookup",

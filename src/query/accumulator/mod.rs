@@ -1,20 +1,41 @@
-//! Accumulators: the running state of `$sum`, `$avg`, `$min`, `$max`, `$first`, `$last`,
-//! `$push`, `$addToSet` and `$count` over a sequence of values. `$group` runs one per group and
-//! output field; `$bucket`, `$setWindowFields` and the expression forms over arrays use the same
-//! states, so each accumulator's arithmetic and type rules live here once.
+//! Accumulators: the running state of every `$group` accumulator of mongod 7.0 — `$sum`,
+//! `$avg`, `$min`, `$max`, `$first`, `$last`, `$push`, `$addToSet`, `$count`, `$mergeObjects`,
+//! `$stdDevPop`, `$stdDevSamp`, `$median`, `$percentile`, `$firstN`, `$lastN`, `$minN`,
+//! `$maxN`, `$top`, `$bottom`, `$topN`, `$bottomN` — over a sequence of values. `$group`,
+//! `$bucket` and `$bucketAuto` run one per group and output field; window functions and the
+//! expression forms over arrays use the same states ([`Accumulator::fold`] folds a list of
+//! values into a fresh state and finishes it), so each accumulator's arithmetic and type rules
+//! live here once. `$accumulator` is refused: mayfly runs no JavaScript.
 //!
-//! Owns: parsing `{$op: arg}` into an [`Accumulator`], and each accumulator's state, result and
-//! the bytes it holds (for the per-stage memory limit). Does not own: grouping, windows, or
-//! evaluating the argument expression per document (the stage does that with
-//! [`Accumulator::arg`]).
+//! Owns: parsing `{$op: arg}` into an [`Accumulator`], each accumulator's state, result, the
+//! bytes it holds (for the per-stage memory limit), and its partial form for spilled groups
+//! ([`State::partial`]/[`State::merge`]). Does not own: grouping, windows, or evaluating the
+//! argument per document (the stage does that with [`Accumulator::arg`]).
+//!
+//! Parameters (`n`) are expressions evaluated once per group, as mongod evaluates its
+//! initializers: against the group key when the key is a document (so `_id: {game: "$game"}`
+//! lets `n` read `"$game"`), else against an empty document ([`Accumulator::start_group`]).
+
+mod extremes;
+pub mod n;
+mod objects;
+mod positional;
+pub mod stats;
+pub mod sum;
+#[cfg(test)]
+mod tests;
+mod top;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::compare_values;
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::size::value_size;
-use bson::Bson;
+use bson::{Bson, Document};
 use std::cmp::Ordering;
 use std::collections::BTreeSet;
+use std::sync::Arc;
+
+pub use sum::Sum;
 
 /// A BSON value ordered by the BSON total order, for maps and sets keyed by value.
 #[derive(Debug, Clone)]
@@ -37,8 +58,8 @@ impl Ord for OrdBson {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Op {
+#[derive(Debug, Clone)]
+enum Kind {
     Sum,
     Avg,
     Min,
@@ -47,63 +68,123 @@ pub enum Op {
     Last,
     Push,
     AddToSet,
+    MergeObjects,
+    StdDev {
+        sample: bool,
+    },
+    Percentile {
+        ps: Vec<f64>,
+        median: bool,
+    },
+    FirstLastN {
+        n: Expression,
+        last: bool,
+    },
+    MinMaxN {
+        n: Expression,
+        max: bool,
+    },
+    TopBottom {
+        n: Option<Expression>,
+        spec: Arc<top::TopSpec>,
+    },
 }
 
 /// A compiled `{$op: arg}`.
 #[derive(Debug, Clone)]
 pub struct Accumulator {
-    op: Op,
+    kind: Kind,
     arg: Expression,
+}
+
+/// Accumulators taking one operand, which may not be an array literal (mongod's 40237).
+fn unary(op_name: &str, arg: &Bson, vars: &Variables) -> Result<Expression> {
+    if matches!(arg, Bson::Array(_)) {
+        return Err(Error::new(
+            ErrorCode::Location40237,
+            format!("The {op_name} accumulator is a unary operator"),
+        ));
+    }
+    Expression::compile(arg, vars)
 }
 
 impl Accumulator {
     /// Compiles the accumulator `op_name` with argument `arg` (an output field of `$group`).
     pub fn compile(op_name: &str, arg: &Bson, vars: &Variables) -> Result<Accumulator> {
-        let op = match op_name {
-            "$sum" => Op::Sum,
-            "$avg" => Op::Avg,
-            "$min" => Op::Min,
-            "$max" => Op::Max,
-            "$first" => Op::First,
-            "$last" => Op::Last,
-            "$push" => Op::Push,
-            "$addToSet" => Op::AddToSet,
+        let simple = |kind: Kind| -> Result<Accumulator> {
+            Ok(Accumulator {
+                kind,
+                arg: unary(op_name, arg, vars)?,
+            })
+        };
+        match op_name {
+            "$sum" => simple(Kind::Sum),
+            "$avg" => simple(Kind::Avg),
+            "$min" => simple(Kind::Min),
+            "$max" => simple(Kind::Max),
+            "$first" => simple(Kind::First),
+            "$last" => simple(Kind::Last),
+            "$push" => simple(Kind::Push),
+            "$addToSet" => simple(Kind::AddToSet),
+            "$mergeObjects" => simple(Kind::MergeObjects),
+            "$stdDevPop" => simple(Kind::StdDev { sample: false }),
+            "$stdDevSamp" => simple(Kind::StdDev { sample: true }),
             "$count" => {
                 if !matches!(arg, Bson::Document(d) if d.is_empty()) {
                     return Err(Error::bad_value(
                         "$count takes no arguments, i.e. $count:{}",
                     ));
                 }
-                return Ok(Accumulator {
-                    op: Op::Sum,
+                Ok(Accumulator {
+                    kind: Kind::Sum,
                     arg: Expression::compile(&Bson::Int32(1), vars)?,
-                });
+                })
             }
-            "$stdDevPop" | "$stdDevSamp" | "$mergeObjects" | "$top" | "$bottom" | "$topN"
-            | "$bottomN" | "$firstN" | "$lastN" | "$maxN" | "$minN" | "$median" | "$percentile"
-            | "$accumulator" => {
-                return Err(Error::new(
-                    ErrorCode::NotImplemented,
-                    format!("the {op_name} accumulator is not supported by this server"),
-                ))
+            "$median" | "$percentile" => {
+                let median = op_name == "$median";
+                let (arg, ps) = stats::parse(op_name, arg, vars, median)?;
+                Ok(Accumulator {
+                    kind: Kind::Percentile { ps, median },
+                    arg,
+                })
             }
-            other => {
-                return Err(Error::new(
-                    ErrorCode::Location15952,
-                    format!("unknown group operator '{other}'"),
-                ))
+            "$firstN" | "$lastN" => {
+                let (arg, n) = n::parse_input_n(op_name, arg, vars, ErrorCode::Location5787801)?;
+                let last = op_name == "$lastN";
+                Ok(Accumulator {
+                    kind: Kind::FirstLastN { n, last },
+                    arg,
+                })
             }
-        };
-        if matches!(arg, Bson::Array(_)) {
-            return Err(Error::new(
-                ErrorCode::Location40237,
-                format!("The {op_name} accumulator is a unary operator"),
-            ));
+            "$minN" | "$maxN" => {
+                let (arg, n) = n::parse_input_n(op_name, arg, vars, ErrorCode::Location5787900)?;
+                let max = op_name == "$maxN";
+                Ok(Accumulator {
+                    kind: Kind::MinMaxN { n, max },
+                    arg,
+                })
+            }
+            "$top" | "$bottom" | "$topN" | "$bottomN" => {
+                let bottom = op_name.starts_with("$bottom");
+                let single = !op_name.ends_with('N');
+                let (arg, n, spec) = top::parse(op_name, arg, vars, bottom, single)?;
+                Ok(Accumulator {
+                    kind: Kind::TopBottom {
+                        n,
+                        spec: Arc::new(spec),
+                    },
+                    arg,
+                })
+            }
+            "$accumulator" => Err(Error::new(
+                ErrorCode::Location31264,
+                "Cannot run server-side javascript without the javascript engine enabled",
+            )),
+            other => Err(Error::new(
+                ErrorCode::Location15952,
+                format!("unknown group operator '{other}'"),
+            )),
         }
-        Ok(Accumulator {
-            op,
-            arg: Expression::compile(arg, vars)?,
-        })
     }
 
     /// The expression each input document contributes.
@@ -111,9 +192,51 @@ impl Accumulator {
         &self.arg
     }
 
-    /// A fresh state.
+    /// A fresh state for the group whose key is `id` (`n` is evaluated against `id` when it is
+    /// a document, else against an empty document).
+    pub fn start_group(&self, id: &Bson) -> Result<State> {
+        Ok(match &self.kind {
+            Kind::Sum => State::Sum(Sum::default()),
+            Kind::Avg => State::Avg(Sum::default()),
+            Kind::Min => State::Min(None),
+            Kind::Max => State::Max(None),
+            Kind::First => State::First(None),
+            Kind::Last => State::Last(None),
+            Kind::Push => State::Push(Vec::new()),
+            Kind::AddToSet => State::AddToSet(BTreeSet::new()),
+            Kind::MergeObjects => State::MergeObjects(Document::new()),
+            Kind::StdDev { sample } => State::StdDev(stats::StdDev::new(*sample)),
+            Kind::Percentile { ps, median } => {
+                State::Percentile(stats::Percentile::new(ps.clone(), *median))
+            }
+            Kind::FirstLastN { n, last } => {
+                State::FirstLastN(positional::FirstLastN::new(n::n_of(n, id)?, *last))
+            }
+            Kind::MinMaxN { n, max } => State::MinMaxN(n::MinMaxN::new(n::n_of(n, id)?, *max)),
+            Kind::TopBottom { n, spec } => {
+                let n = match n {
+                    Some(n) => n::n_of(n, id)?,
+                    None => 1,
+                };
+                State::TopBottom(top::TopBottom::new(Arc::clone(spec), n))
+            }
+        })
+    }
+
+    /// A fresh state outside any group (windows, expressions): `n` is evaluated against an
+    /// empty document; if that fails, the state fails every `add` with the error.
     pub fn start(&self) -> State {
-        State::new(self.op)
+        self.start_group(&Bson::Null).unwrap_or_else(State::Failed)
+    }
+
+    /// Folds `values` into a fresh state and finishes it: the expression form of an
+    /// accumulator over an array.
+    pub fn fold(&self, values: impl IntoIterator<Item = Value>) -> Result<Bson> {
+        let mut state = self.start_group(&Bson::Null)?;
+        for v in values {
+            state.add(v)?;
+        }
+        Ok(state.finish())
     }
 }
 
@@ -125,129 +248,32 @@ pub enum State {
     Min(Option<Bson>),
     Max(Option<Bson>),
     First(Option<Bson>),
-    Last(Bson),
+    Last(Option<Bson>),
     Push(Vec<Bson>),
     AddToSet(BTreeSet<OrdBson>),
-}
-
-/// A running numeric sum that widens as mongod's does: int32, then int64 on overflow or when a
-/// long is added, then double on int64 overflow or when a double is added.
-#[derive(Debug, Default)]
-pub struct Sum {
-    int: i64,
-    double: f64,
-    widest: Width,
-    overflowed: bool,
-    count: u64,
-}
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, PartialOrd)]
-enum Width {
-    #[default]
-    Int,
-    Long,
-    Double,
-}
-
-impl Sum {
-    fn add(&mut self, value: &Bson) -> Result<()> {
-        let (n, width) = match value {
-            Bson::Int32(n) => (i64::from(*n), Width::Int),
-            Bson::Int64(n) => (*n, Width::Long),
-            Bson::Double(d) => {
-                self.double += d;
-                self.widest = Width::Double;
-                self.count += 1;
-                return Ok(());
-            }
-            Bson::Decimal128(_) => {
-                return Err(Error::new(
-                    ErrorCode::NotImplemented,
-                    "$sum and $avg over decimal values are not supported by this server",
-                ))
-            }
-            _ => return Ok(()),
-        };
-        self.count += 1;
-        if self.widest < width {
-            self.widest = width;
-        }
-        match self.int.checked_add(n) {
-            Some(sum) if !self.overflowed => self.int = sum,
-            _ => {
-                self.overflowed = true;
-                self.double += n as f64;
-            }
-        }
-        Ok(())
-    }
-
-    fn total(&self) -> Bson {
-        if self.overflowed || self.widest == Width::Double {
-            return Bson::Double(self.int as f64 + self.double);
-        }
-        match (self.widest, i32::try_from(self.int)) {
-            (Width::Int, Ok(small)) => Bson::Int32(small),
-            _ => Bson::Int64(self.int),
-        }
-    }
-
-    fn average(&self) -> Bson {
-        if self.count == 0 {
-            return Bson::Null;
-        }
-        Bson::Double((self.int as f64 + self.double) / self.count as f64)
-    }
-}
-
-/// `$min`/`$max`: keeps the value that orders `wanted` of the best so far, ignoring null,
-/// undefined and missing values.
-fn keep_extreme(best: &mut Option<Bson>, value: Option<Bson>, wanted: Ordering) {
-    let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
-        return;
-    };
-    if best
-        .as_ref()
-        .is_none_or(|b| compare_values(&v, b) == wanted)
-    {
-        *best = Some(v);
-    }
-}
-
-/// [`keep_extreme`], returning how many bytes the kept value grew (or shrank).
-fn replace_extreme(best: &mut Option<Bson>, value: Option<Bson>, wanted: Ordering) -> isize {
-    let size = |v: &Option<Bson>| v.as_ref().map_or(0, value_size) as isize;
-    let before = size(best);
-    keep_extreme(best, value, wanted);
-    size(best) - before
+    MergeObjects(Document),
+    StdDev(stats::StdDev),
+    Percentile(stats::Percentile),
+    FirstLastN(positional::FirstLastN),
+    MinMaxN(n::MinMaxN),
+    TopBottom(top::TopBottom),
+    /// A state whose parameters could not be evaluated.
+    Failed(Error),
 }
 
 impl State {
-    fn new(op: Op) -> State {
-        match op {
-            Op::Sum => State::Sum(Sum::default()),
-            Op::Avg => State::Avg(Sum::default()),
-            Op::Min => State::Min(None),
-            Op::Max => State::Max(None),
-            Op::First => State::First(None),
-            Op::Last => State::Last(Bson::Null),
-            Op::Push => State::Push(Vec::new()),
-            Op::AddToSet => State::AddToSet(BTreeSet::new()),
-        }
-    }
-
     /// Adds a value; returns how many bytes the state holds more (or fewer) afterwards.
     pub fn add(&mut self, value: Value) -> Result<isize> {
         let size = |v: &Option<Bson>| v.as_ref().map_or(0, value_size) as isize;
         Ok(match self {
             State::Sum(s) | State::Avg(s) => {
                 if let Some(v) = value {
-                    s.add(&v)?;
+                    s.add(&v);
                 }
                 0
             }
-            State::Min(best) => replace_extreme(best, value, Ordering::Less),
-            State::Max(best) => replace_extreme(best, value, Ordering::Greater),
+            State::Min(best) => extremes::keep(best, value, Ordering::Less),
+            State::Max(best) => extremes::keep(best, value, Ordering::Greater),
             State::First(first) => {
                 if first.is_none() {
                     *first = Some(value.unwrap_or(Bson::Null));
@@ -257,9 +283,9 @@ impl State {
                 }
             }
             State::Last(last) => {
-                let before = value_size(last) as isize;
-                *last = value.unwrap_or(Bson::Null);
-                value_size(last) as isize - before
+                let before = size(last);
+                *last = Some(value.unwrap_or(Bson::Null));
+                size(last) - before
             }
             State::Push(items) => {
                 let added = size(&value);
@@ -277,6 +303,18 @@ impl State {
                 }
                 None => 0,
             },
+            State::MergeObjects(doc) => objects::merge_into(doc, value)?,
+            State::StdDev(s) => {
+                if let Some(v) = value {
+                    s.add(&v);
+                }
+                0
+            }
+            State::Percentile(p) => value.map_or(0, |v| p.add(&v)),
+            State::FirstLastN(s) => s.add(value),
+            State::MinMaxN(s) => s.add(value),
+            State::TopBottom(s) => s.add(value),
+            State::Failed(e) => return Err(e.clone()),
         })
     }
 
@@ -284,10 +322,66 @@ impl State {
         match self {
             State::Sum(s) => s.total(),
             State::Avg(s) => s.average(),
-            State::Min(v) | State::Max(v) | State::First(v) => v.unwrap_or(Bson::Null),
-            State::Last(v) => v,
+            State::Min(v) | State::Max(v) | State::First(v) | State::Last(v) => {
+                v.unwrap_or(Bson::Null)
+            }
             State::Push(items) => Bson::Array(items),
             State::AddToSet(set) => Bson::Array(set.into_iter().map(|v| v.0).collect()),
+            State::MergeObjects(doc) => Bson::Document(doc),
+            State::StdDev(s) => s.finish(),
+            State::Percentile(p) => p.finish(),
+            State::FirstLastN(s) => s.finish(),
+            State::MinMaxN(s) => s.finish(),
+            State::TopBottom(s) => s.finish(),
+            State::Failed(_) => Bson::Null,
+        }
+    }
+
+    /// The state as a value that [`State::merge`] adds into another state of the same
+    /// accumulator: how `$group` writes partial groups to disk.
+    pub fn partial(&self) -> Bson {
+        let present = |v: &Option<Bson>| Bson::Array(v.iter().cloned().collect());
+        match self {
+            State::Sum(s) | State::Avg(s) => Bson::Document(s.partial()),
+            State::Min(v) | State::Max(v) | State::First(v) | State::Last(v) => present(v),
+            State::Push(items) => Bson::Array(items.clone()),
+            State::AddToSet(set) => Bson::Array(set.iter().map(|v| v.0.clone()).collect()),
+            State::MergeObjects(doc) => Bson::Document(doc.clone()),
+            State::StdDev(s) => s.partial(),
+            State::Percentile(p) => p.partial(),
+            State::FirstLastN(s) => s.partial(),
+            State::MinMaxN(s) => s.partial(),
+            State::TopBottom(s) => s.partial(),
+            State::Failed(_) => Bson::Null,
+        }
+    }
+
+    /// Adds a [`State::partial`] of the inputs that came after this state's.
+    pub fn merge(&mut self, partial: Bson) -> Result<isize> {
+        match (self, partial) {
+            (State::Sum(s) | State::Avg(s), Bson::Document(d)) => {
+                s.merge(&d);
+                Ok(0)
+            }
+            (State::StdDev(s), Bson::Document(d)) => {
+                s.merge(&d);
+                Ok(0)
+            }
+            (State::MergeObjects(doc), Bson::Document(d)) => {
+                objects::merge_into(doc, Some(Bson::Document(d)))
+            }
+            (State::TopBottom(s), partial) => Ok(s.merge(&partial)),
+            (state, Bson::Array(values)) => {
+                let mut delta = 0;
+                for v in values {
+                    delta += state.add(Some(v))?;
+                }
+                Ok(delta)
+            }
+            (State::Failed(e), _) => Err(e.clone()),
+            _ => Err(Error::internal(
+                "a spilled group's state does not match its accumulator",
+            )),
         }
     }
 }

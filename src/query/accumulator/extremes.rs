@@ -1,0 +1,27 @@
+//! `$min` and `$max`: the smallest or largest value in BSON order, ignoring `null`,
+//! `undefined` and missing inputs (`null` when nothing else came).
+//!
+//! Owns: the extreme state. Does not own: `$minN`/`$maxN` (n.rs).
+
+use crate::query::compare::compare_values;
+use crate::query::expr::Value;
+use crate::query::size::value_size;
+use bson::Bson;
+use std::cmp::Ordering;
+
+/// Keeps `value` in `best` when it orders `wanted` of it; returns the change in bytes held.
+pub fn keep(best: &mut Option<Bson>, value: Value, wanted: Ordering) -> isize {
+    let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
+        return 0;
+    };
+    if best
+        .as_ref()
+        .is_none_or(|b| compare_values(&v, b) == wanted)
+    {
+        let before = best.as_ref().map_or(0, value_size) as isize;
+        let after = value_size(&v) as isize;
+        *best = Some(v);
+        return after - before;
+    }
+    0
+}
