@@ -78,7 +78,7 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let interrupt = Arc::clone(&req.interrupt);
     let mut reply = match name {
         "find" => {
-            let args = FindArgs::parse(db, inner)?;
+            let args = FindArgs::parse(db, inner, shared.clock.now_datetime())?;
             let root = match inner.get("projection") {
                 Some(Bson::Document(p)) if !p.is_empty() && args.projection.is_some() => {
                     Root::Projected(p.clone())

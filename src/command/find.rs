@@ -9,6 +9,7 @@ use crate::engine::cursor::{Cursor, Item, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::{keyed, Hint, ReadRequest};
 use crate::engine::StoredDoc;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::expr::Variables;
 use crate::query::projection::Projection;
 use crate::status::OpKind;
 use bson::{Bson, Document};
@@ -57,7 +58,8 @@ pub struct FindArgs {
 }
 
 impl FindArgs {
-    pub fn parse(db: &str, cmd: &Document) -> Result<FindArgs> {
+    /// Parses `cmd`; `now` is `$$NOW` for the filter's `$expr`s.
+    pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<FindArgs> {
         check_fields(cmd, "find", FIELDS)?;
         let coll = collection_arg(cmd.get("find"), "find")?;
         validate_collection_name(db, coll)?;
@@ -67,7 +69,8 @@ impl FindArgs {
         let sort = optional_doc(cmd, "find", "sort")?
             .cloned()
             .unwrap_or_default();
-        let mut read = ReadRequest::new(filter_doc)?
+        let vars = Variables::new(now).with_let(optional_doc(cmd, "find", "let")?)?;
+        let mut read = ReadRequest::with_variables(filter_doc, vars)?
             .requested_collation(super::read::collation_arg(cmd, "find")?)?
             .sorted(sort)?;
         let projection_doc = optional_doc(cmd, "find", "projection")?;
@@ -134,7 +137,7 @@ fn refuse_unsupported(cmd: &Document) -> Result<()> {
 }
 
 pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
-    let args = FindArgs::parse(req.db, req.body)?;
+    let args = FindArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
     shared.counters.count(OpKind::Query, 1);
     let ns = format!("{}.{}", req.db, args.collection);
     let view = shared.engine.read();

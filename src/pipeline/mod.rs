@@ -87,6 +87,8 @@ pub type Rows = Box<dyn Iterator<Item = Result<Row>> + Send>;
 /// A parsed pipeline.
 pub struct Pipeline {
     stages: Vec<Stage>,
+    /// The variables its stages were compiled with (its leading read's `$expr`s need them).
+    vars: Variables,
 }
 
 impl Pipeline {
@@ -112,7 +114,10 @@ impl Pipeline {
             stages.extend(Stage::parse(spec, i == 0, vars)?);
         }
         nesting.check(&stages)?;
-        Ok(Pipeline { stages })
+        Ok(Pipeline {
+            stages,
+            vars: vars.clone(),
+        })
     }
 
     /// The first stage, which may be a source (`$collStats`, `$currentOp`).
@@ -133,7 +138,7 @@ impl Pipeline {
         let mut read = match stages.next_if(|s| matches!(s, Stage::Match { .. })) {
             Some(Stage::Match { spec, .. }) => {
                 taken += 1;
-                ReadRequest::new(spec)?
+                ReadRequest::with_variables(spec, self.vars.clone())?
             }
             _ => ReadRequest::new(Document::new())?,
         };

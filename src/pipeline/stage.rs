@@ -101,7 +101,7 @@ impl Stage {
         let stage = match name.as_str() {
             "$match" => match arg {
                 Bson::Document(d) => Stage::Match {
-                    filter: Filter::compile(d)?,
+                    filter: Filter::compile_full(d, None, vars)?,
                     spec: d.clone(),
                 },
                 _ => {

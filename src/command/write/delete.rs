@@ -13,6 +13,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, Interrupt, Txn};
 use crate::error::{Error, Result};
+use crate::query::expr::Variables;
 use crate::status::OpKind;
 use bson::{doc, Bson, DateTime, Document};
 use std::sync::Arc;
@@ -39,9 +40,9 @@ pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(Stri
     check_fields(cmd, "delete", FIELDS)?;
     let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
     validate_collection_name(db, &coll)?;
-    command_variables(cmd, "delete", now)?;
+    let vars = command_variables(cmd, "delete", now)?;
     let stmt = super::single_statement(statements(cmd, "delete", "deletes")?)?;
-    Ok((coll, Statement::parse(stmt)??.query))
+    Ok((coll, Statement::parse(stmt, &vars)??.query))
 }
 
 pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -51,11 +52,11 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     validate_collection_name(req.db, &coll)?;
     let ordered = optional_bool(cmd, "delete", "ordered")?.unwrap_or(true);
     optional_bool(cmd, "delete", "bypassDocumentValidation")?;
-    command_variables(cmd, "delete", shared.clock.now_datetime())?;
+    let vars = command_variables(cmd, "delete", shared.clock.now_datetime())?;
     let raw = statements(cmd, "delete", "deletes")?;
     let parsed: Vec<Result<Statement>> = raw
         .into_iter()
-        .map(Statement::parse)
+        .map(|stmt| Statement::parse(stmt, &vars))
         .collect::<Result<_>>()?;
     shared.counters.count(OpKind::Delete, parsed.len() as u64);
 
@@ -78,7 +79,7 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 
 impl Statement {
     /// The outer `Result` is the command's (structure); the inner one the statement's.
-    fn parse(stmt: &Document) -> Result<Result<Statement>> {
+    fn parse(stmt: &Document, vars: &Variables) -> Result<Result<Statement>> {
         check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;
         let q = required_doc(stmt, PREFIX, "q")?;
         let just_one = match stmt.get("limit") {
@@ -105,7 +106,7 @@ impl Statement {
         let collation = optional_doc(stmt, PREFIX, "collation")?;
         Ok(collation_of(collation).and_then(|collation| {
             Ok(Statement {
-                query: selection(q, Document::new(), hint.as_ref(), just_one, collation)?,
+                query: selection(q, Document::new(), hint.as_ref(), just_one, collation, vars)?,
             })
         }))
     }

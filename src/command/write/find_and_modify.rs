@@ -151,7 +151,7 @@ impl FindAndModify {
             }
         };
         Ok(FindAndModify {
-            query: selection(&query, sort, hint.as_ref(), true, collation)?,
+            query: selection(&query, sort, hint.as_ref(), true, collation, &vars)?,
             action,
             compares_strings,
         })

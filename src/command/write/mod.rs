@@ -224,8 +224,9 @@ fn selection(
     hint: Option<&Bson>,
     just_one: bool,
     collation: Option<Option<Collation>>,
+    vars: &Variables,
 ) -> Result<ReadRequest> {
-    let mut query = ReadRequest::new(filter.clone())?
+    let mut query = ReadRequest::with_variables(filter.clone(), vars.clone())?
         .requested_collation(collation)?
         .sorted(sort)?;
     query.hint = Hint::parse(hint)?;

@@ -1,4 +1,4 @@
-//! `update`: a batch of `{q, u, upsert, multi, arrayFilters, hint, collation, sort}` statements,
+//! `update`: a batch of `{q, u, upsert, multi, arrayFilters, hint, collation}` statements,
 //! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
 
 use super::command_variables;
@@ -38,7 +38,7 @@ const STATEMENT_FIELDS: &[&str] = &[
     "arrayFilters",
     "hint",
     "collation",
-    "sort",
+    // No `sort`: mongod 7.0 refuses it as an unknown field (it came in 8.0).
     "upsertSupplied",
     "sampleId",
     "allowShardKeyUpdatesWithoutFullShardKeyInQuery",
@@ -127,7 +127,6 @@ struct RawStatement<'a> {
     u: &'a Bson,
     upsert: bool,
     multi: bool,
-    sort: Document,
     filters: Option<Vec<Document>>,
     hint: Option<Bson>,
     collation: Option<&'a Document>,
@@ -143,17 +142,13 @@ impl RawStatement<'_> {
                 "multi update is not supported for replacement-style update",
             ));
         }
-        if self.multi && !self.sort.is_empty() {
-            return Err(Error::failed_to_parse(
-                "Cannot specify sort with multi=true",
-            ));
-        }
         let query = selection(
             self.q,
-            self.sort,
+            Document::new(),
             self.hint.as_ref(),
             !self.multi,
             collation,
+            vars,
         )?;
         let array_filters =
             ArrayFilters::compile(self.filters.as_deref().unwrap_or_default(), &update)?;
@@ -178,9 +173,6 @@ impl Statement {
             u: stmt.get("u").ok_or_else(|| missing(PREFIX, "u"))?,
             upsert: optional_bool(stmt, PREFIX, "upsert")?.unwrap_or(false),
             multi: optional_bool(stmt, PREFIX, "multi")?.unwrap_or(false),
-            sort: optional_doc(stmt, PREFIX, "sort")?
-                .cloned()
-                .unwrap_or_default(),
             filters: array_filter_docs(stmt, PREFIX)?,
             hint: hint_arg(stmt)?,
             collation,

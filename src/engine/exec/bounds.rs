@@ -250,7 +250,7 @@ pub(crate) fn conjuncts(expr: &Expr) -> BTreeMap<String, Vec<&Pred>> {
         match e {
             Expr::And(children) => stack.extend(children.iter().rev()),
             Expr::Field { path, preds } => out.entry(path.join(".")).or_default().extend(preds),
-            Expr::Or(_) | Expr::Nor(_) => {}
+            Expr::Or(_) | Expr::Nor(_) | Expr::Expression(_) => {}
         }
     }
     out

@@ -146,6 +146,7 @@ fn expr_shape(expr: &Expr, out: &mut String) {
                     }
                     out.push(']');
                 }
+                Expr::Expression(_) => out.push_str("expr"),
             },
         }
     }

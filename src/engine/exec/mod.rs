@@ -34,6 +34,7 @@ use super::read::NowCell;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;
+use crate::query::expr::Variables;
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
@@ -121,13 +122,21 @@ pub struct ReadRequest {
     /// The command named a collation; otherwise the collection's default applies
     /// ([`ReadRequest::for_collection`]).
     pub collation_given: bool,
+    /// What the filter's `$expr`s see: the command's `let` variables and `$$NOW`.
+    pub vars: Variables,
 }
 
 impl ReadRequest {
     /// Every document matching `filter`, in no particular order.
     pub fn new(filter_doc: Document) -> Result<ReadRequest> {
+        ReadRequest::with_variables(filter_doc, Variables::default())
+    }
+
+    /// As [`ReadRequest::new`], with the filter's `$expr`s seeing `vars`.
+    pub fn with_variables(filter_doc: Document, vars: Variables) -> Result<ReadRequest> {
         Ok(ReadRequest {
-            filter: Filter::compile(&filter_doc)?,
+            filter: Filter::compile_full(&filter_doc, None, &vars)?,
+            vars,
             filter_doc,
             sort: SortSpec::default(),
             sort_pattern: Document::new(),
@@ -177,7 +186,7 @@ impl ReadRequest {
     /// it and the sort (set before or after) orders by it.
     pub fn collated(mut self, collation: Option<Collation>) -> Result<ReadRequest> {
         if collation != self.collation {
-            self.filter = Filter::compile_with(&self.filter_doc, collation.as_ref())?;
+            self.filter = Filter::compile_full(&self.filter_doc, collation.as_ref(), &self.vars)?;
             self.sort = std::mem::take(&mut self.sort).with_collation(collation.as_ref());
             self.collation = collation;
         }

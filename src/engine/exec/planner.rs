@@ -233,7 +233,7 @@ fn conjunction_of_fields(expr: &Expr) -> bool {
         match e {
             Expr::And(children) => stack.extend(children),
             Expr::Field { .. } => {}
-            Expr::Or(_) | Expr::Nor(_) => return false,
+            Expr::Or(_) | Expr::Nor(_) | Expr::Expression(_) => return false,
         }
     }
     true

@@ -8,12 +8,19 @@ use std::cmp::Ordering;
 
 /// How an expression compares values: BSON order, strings by the operation's collation.
 #[derive(Debug, Clone, Default)]
-pub struct Comparator {}
+pub struct Comparator {
+    collation: Option<crate::query::collation::Collation>,
+}
 
 impl Comparator {
+    /// Strings compare through `collation` (`None`: by bytes).
+    pub fn with_collation(collation: Option<crate::query::collation::Collation>) -> Comparator {
+        Comparator { collation }
+    }
+
     /// The order of two present values.
     pub fn compare(&self, a: &Bson, b: &Bson) -> Ordering {
-        compare_values(a, b)
+        crate::query::compare::compare_values_with(a, b, self.collation.as_ref())
     }
 
     pub fn equal(&self, a: &Bson, b: &Bson) -> bool {

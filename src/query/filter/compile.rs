@@ -4,16 +4,24 @@
 use super::{CmpOp, Expr, InSet, Pred, RegexPred, TypeSel};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::is_number;
+use crate::query::expr::{Expression, Variables};
 use crate::query::path;
 use crate::query::regex::Regex;
 use bson::{Bson, Document};
 
-/// Compiles a whole filter document (also used for `$and` entries and `$elemMatch` objects).
+/// Compiles a filter document below the top level (an `$elemMatch` object), where `$expr` is
+/// not allowed.
 pub(super) fn document(doc: &Document) -> Result<Expr> {
+    document_with(doc, None)
+}
+
+/// Compiles a whole filter document (also used for `$and`/`$or`/`$nor` entries); `$expr` is
+/// allowed where `vars` is given.
+pub(super) fn document_with(doc: &Document, vars: Option<&Variables>) -> Result<Expr> {
     let mut children = Vec::new();
     for (key, value) in doc {
         if let Some(op) = key.strip_prefix('$') {
-            if let Some(expr) = top_level(op, key, value)? {
+            if let Some(expr) = top_level(op, key, value, vars)? {
                 children.push(expr);
             }
             continue;
@@ -27,7 +35,7 @@ pub(super) fn document(doc: &Document) -> Result<Expr> {
     Ok(Expr::And(children))
 }
 
-fn top_level(op: &str, key: &str, value: &Bson) -> Result<Option<Expr>> {
+fn top_level(op: &str, key: &str, value: &Bson, vars: Option<&Variables>) -> Result<Option<Expr>> {
     let logical = |value: &Bson| -> Result<Vec<Expr>> {
         let Bson::Array(items) = value else {
             return Err(Error::bad_value(format!("{key} must be an array")));
@@ -38,7 +46,7 @@ fn top_level(op: &str, key: &str, value: &Bson) -> Result<Option<Expr>> {
         items
             .iter()
             .map(|item| match item {
-                Bson::Document(d) => document(d),
+                Bson::Document(d) => document_with(d, vars),
                 _ => Err(Error::bad_value(
                     "$or/$and/$nor entries need to be full objects",
                 )),
@@ -50,7 +58,15 @@ fn top_level(op: &str, key: &str, value: &Bson) -> Result<Option<Expr>> {
         "or" => Ok(Some(Expr::Or(logical(value)?))),
         "nor" => Ok(Some(Expr::Nor(logical(value)?))),
         "comment" => Ok(None),
-        "expr" | "where" | "text" | "jsonSchema" | "sampleRate" => Err(Error::new(
+        "expr" => match vars {
+            Some(vars) => Ok(Some(Expr::Expression(std::sync::Arc::new(
+                Expression::compile(value, vars)?,
+            )))),
+            None => Err(Error::bad_value(
+                "$expr can only be applied to the top-level document",
+            )),
+        },
+        "where" | "text" | "jsonSchema" | "sampleRate" => Err(Error::new(
             ErrorCode::NotImplemented,
             format!("{key} is not supported by this server"),
         )),

@@ -5,8 +5,9 @@
 //! Owns: filter parsing (`compile.rs`), evaluation (here) and the equality fields an upsert seeds
 //! its document from (`equality_fields`). A filter compiled with a collation compares strings
 //! through it in equality, `$in`/`$nin`, `$ne`, ranges and `$elemMatch` (never in `$regex`).
-//! Does not own: `$expr`, `$where`, `$text`, geo and bitwise operators (refused at compile time
-//! with a clear error), parsing collations, or index use.
+//! `$expr` is an aggregation expression (`query::expr`), compiled with the command's variables
+//! and true when its value is. Does not own: `$where`, `$text`, geo and bitwise operators
+//! (refused at compile time with a clear error), parsing collations, or index use.
 
 mod compile;
 mod in_set;
@@ -16,6 +17,8 @@ mod tests;
 use crate::error::Result;
 use crate::query::collation::Collation;
 use crate::query::compare::{compare_values_with, type_bracket, values_equal_with, Number};
+use crate::query::expr::value::Comparator;
+use crate::query::expr::{Expression, Variables};
 use crate::query::path::{self, PathValues};
 use crate::query::regex::Regex;
 use bson::{Bson, Document, RawDocument};
@@ -29,8 +32,9 @@ pub(crate) use compile::integral as integral_value;
 #[derive(Debug, Clone)]
 pub struct Filter {
     root: Expr,
-    /// The top-level fields the filter looks at: matching depends on nothing else.
-    fields: Vec<String>,
+    /// The top-level fields the filter looks at: matching depends on nothing else (`None`: it
+    /// may look at any, through `$expr`).
+    fields: Option<Vec<String>>,
     /// Strings compare through this; `None` is the simple collation (bytes).
     collation: Option<Collation>,
 }
@@ -43,7 +47,20 @@ impl Filter {
 
     /// Compiles a filter whose string comparisons go through `collation` (`None`: simple).
     pub fn compile_with(filter: &Document, collation: Option<&Collation>) -> Result<Filter> {
-        let mut root = compile::document(filter)?;
+        Filter::compile_full(filter, collation, &Variables::default())
+    }
+
+    /// Compiles a filter whose `$expr`s see `vars` (the command's `let` and `$$NOW`) and whose
+    /// string comparisons go through `collation`.
+    pub fn compile_full(
+        filter: &Document,
+        collation: Option<&Collation>,
+        vars: &Variables,
+    ) -> Result<Filter> {
+        let vars = vars
+            .clone()
+            .with_comparator(Comparator::with_collation(collation.cloned()));
+        let mut root = compile::document_with(filter, Some(&vars))?;
         if let Some(c) = collation {
             collate(&mut root, c);
         }
@@ -82,7 +99,11 @@ impl Filter {
         for element in raw.iter_elements() {
             let element = element.map_err(corrupt)?;
             let key = element.key();
-            if self.fields.iter().any(|f| f == key) {
+            if self
+                .fields
+                .as_ref()
+                .is_none_or(|fields| fields.iter().any(|f| f == key))
+            {
                 check_value_depth(&element)?;
                 let value = Bson::try_from(element.value().map_err(corrupt)?).map_err(corrupt)?;
                 partial.insert(key, value);
@@ -125,6 +146,8 @@ fn collate(expr: &mut Expr, c: &Collation) {
             children.iter_mut().for_each(|e| collate(e, c))
         }
         Expr::Field { preds, .. } => preds.iter_mut().for_each(|p| collate_pred(p, c)),
+        // Compiled with the collation's comparator already.
+        Expr::Expression(_) => {}
     }
 }
 
@@ -140,8 +163,9 @@ fn collate_pred(pred: &mut Pred, c: &Collation) {
 }
 
 /// The first component of every path `root` tests (paths inside `$elemMatch` are relative to
-/// the array's elements, so only the array's own path counts).
-fn top_level_fields(root: &Expr) -> Vec<String> {
+/// the array's elements, so only the array's own path counts); `None` when an `$expr` may look
+/// at any field.
+fn top_level_fields(root: &Expr) -> Option<Vec<String>> {
     let mut fields: Vec<String> = Vec::new();
     let mut stack = vec![root];
     while let Some(e) = stack.pop() {
@@ -156,9 +180,10 @@ fn top_level_fields(root: &Expr) -> Vec<String> {
                     }
                 }
             }
+            Expr::Expression(_) => return None,
         }
     }
-    fields
+    Some(fields)
 }
 
 /// A node of the compiled filter.
@@ -172,6 +197,9 @@ pub(crate) enum Expr {
         path: Vec<String>,
         preds: Vec<Pred>,
     },
+    /// `$expr`: the expression's value is truthy. An evaluation error is recorded and makes
+    /// the whole match fail with it.
+    Expression(std::sync::Arc<Expression>),
 }
 
 type Coll<'a> = Option<&'a Collation>;
@@ -186,6 +214,13 @@ impl Expr {
                 let values = path::lookup(doc, path);
                 preds.iter().all(|p| p.test(&values, c))
             }
+            Expr::Expression(e) => match e.eval(doc) {
+                Ok(value) => crate::query::expr::value::truthy(&value),
+                Err(err) => {
+                    regex_failure::record(err);
+                    false
+                }
+            },
         }
     }
 }
@@ -194,7 +229,7 @@ impl Expr {
     fn positional_match(&self, doc: &Document, c: Coll<'_>) -> Option<usize> {
         match self {
             Expr::And(children) => children.iter().find_map(|e| e.positional_match(doc, c)),
-            Expr::Or(_) | Expr::Nor(_) => None,
+            Expr::Or(_) | Expr::Nor(_) | Expr::Expression(_) => None,
             Expr::Field { path, preds } => {
                 // The first prefix of the path that holds an array.
                 let split = (1..=path.len()).find(|&k| {

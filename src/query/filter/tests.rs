@@ -286,7 +286,8 @@ fn errors_carry_mongod_codes() {
         (doc! {"a": {"$regex": 1}}, ErrorCode::BadValue, "$regex has to be a string"),
         (doc! {"a": {"$regex": re("a", "i"), "$options": "m"}}, ErrorCode::Location51075, "options set in both $regex and $options"),
         (doc! {"a": {"$gt": re("a", "")}}, ErrorCode::BadValue, "Can't have RegEx as arg to predicate over field 'a'."),
-        (doc! {"$expr": {"$eq": ["$a", 1]}}, ErrorCode::NotImplemented, "$expr is not supported by this server"),
+        (doc! {"a": {"$elemMatch": {"$expr": {"$eq": ["$a", 1]}}}}, ErrorCode::BadValue, "$expr can only be applied to the top-level document"),
+        (doc! {"$expr": {"$nope": 1}}, ErrorCode::InvalidPipelineOperator, "Unrecognized expression '$nope'"),
     ];
     for (filter, code, message) in cases {
         let err = Filter::compile(&filter).unwrap_err();
@@ -415,4 +416,48 @@ fn a_regex_out_of_budget_is_an_error_wherever_a_filter_meets_it() {
         projection.apply(&doc).unwrap_err().code,
         ErrorCode::Location51156
     );
+}
+
+#[test]
+fn expr_matches_when_its_value_is_truthy_and_fails_the_match_on_error() {
+    let vars = crate::query::expr::Variables::new(bson::DateTime::from_millis(0))
+        .with_let(Some(&doc! {"limit": 5}))
+        .unwrap();
+    let cases = [
+        (
+            doc! {"$expr": {"$gt": ["$a", "$b"]}},
+            doc! {"a": 3, "b": 2},
+            true,
+        ),
+        (
+            doc! {"$expr": {"$gt": ["$a", "$b"]}},
+            doc! {"a": 1, "b": 2},
+            false,
+        ),
+        (
+            doc! {"$expr": {"$lt": ["$a", "$$limit"]}},
+            doc! {"a": 4},
+            true,
+        ),
+        (doc! {"$expr": "$flag"}, doc! {"flag": 0}, false),
+        (
+            doc! {"$or": [{"x": 1}, {"$expr": {"$eq": ["$a", 4]}}]},
+            doc! {"a": 4},
+            true,
+        ),
+        (
+            doc! {"b": 2, "$expr": {"$eq": ["$a", 4]}},
+            doc! {"a": 4, "b": 3},
+            false,
+        ),
+    ];
+    for (filter, d, want) in cases {
+        let f = Filter::compile_full(&filter, None, &vars).unwrap();
+        assert_eq!(f.matches(&d).unwrap(), want, "{filter} on {d}");
+        // The stored-document path decodes every field for an $expr.
+        let raw = bson::RawDocumentBuf::from_document(&d).unwrap();
+        assert_eq!(f.matches_raw(&raw).unwrap(), want, "{filter} on raw {d}");
+    }
+    let f = Filter::compile_full(&doc! {"$expr": {"$divide": [1, "$z"]}}, None, &vars).unwrap();
+    assert!(f.matches(&doc! {"z": 0}).is_err());
 }
