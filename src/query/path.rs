@@ -297,6 +297,31 @@ pub fn render_id(doc: &Document) -> String {
     }
 }
 
+/// The type names `$type` and `$convert` accept, with their BSON type numbers.
+pub const TYPE_ALIASES: &[(&str, i32)] = &[
+    ("double", 1),
+    ("string", 2),
+    ("object", 3),
+    ("array", 4),
+    ("binData", 5),
+    ("undefined", 6),
+    ("objectId", 7),
+    ("bool", 8),
+    ("date", 9),
+    ("null", 10),
+    ("regex", 11),
+    ("dbPointer", 12),
+    ("javascript", 13),
+    ("symbol", 14),
+    ("javascriptWithScope", 15),
+    ("int", 16),
+    ("timestamp", 17),
+    ("long", 18),
+    ("decimal", 19),
+    ("minKey", -1),
+    ("maxKey", 127),
+];
+
 /// mongod's type name for error messages (`typeName`).
 pub fn type_name(value: &Bson) -> &'static str {
     match value {

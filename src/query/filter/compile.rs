@@ -204,30 +204,6 @@ fn in_list(arg: &Bson, op: &str) -> Result<Pred> {
     })
 }
 
-const TYPE_ALIASES: &[(&str, i32)] = &[
-    ("double", 1),
-    ("string", 2),
-    ("object", 3),
-    ("array", 4),
-    ("binData", 5),
-    ("undefined", 6),
-    ("objectId", 7),
-    ("bool", 8),
-    ("date", 9),
-    ("null", 10),
-    ("regex", 11),
-    ("dbPointer", 12),
-    ("javascript", 13),
-    ("symbol", 14),
-    ("javascriptWithScope", 15),
-    ("int", 16),
-    ("timestamp", 17),
-    ("long", 18),
-    ("decimal", 19),
-    ("minKey", -1),
-    ("maxKey", 127),
-];
-
 fn type_set(arg: &Bson) -> Result<Vec<TypeSel>> {
     let items: Vec<&Bson> = match arg {
         Bson::Array(items) => items.iter().collect(),
@@ -246,7 +222,7 @@ fn type_set(arg: &Bson) -> Result<Vec<TypeSel>> {
 fn type_selector(value: &Bson) -> Result<TypeSel> {
     match value {
         Bson::String(name) if name == "number" => Ok(TypeSel::Number),
-        Bson::String(name) => TYPE_ALIASES
+        Bson::String(name) => path::TYPE_ALIASES
             .iter()
             .find(|(alias, _)| alias == name)
             .map(|(_, code)| TypeSel::Code(*code))

@@ -34,34 +34,15 @@ const SHORTHANDS: &[(&str, Target)] = &[
     ("$toDecimal", 19),
 ];
 
-const TYPE_NAMES: &[(&str, Target)] = &[
-    ("double", 1),
-    ("string", 2),
-    ("object", 3),
-    ("array", 4),
-    ("binData", 5),
-    ("undefined", 6),
-    ("objectId", 7),
-    ("bool", 8),
-    ("date", 9),
-    ("null", 10),
-    ("regex", 11),
-    ("dbPointer", 12),
-    ("javascript", 13),
-    ("symbol", 14),
-    ("javascriptWithScope", 15),
-    ("int", 16),
-    ("timestamp", 17),
-    ("long", 18),
-    ("decimal", 19),
-    ("minKey", -1),
-    ("maxKey", 127),
-    ("missing", 0),
-];
+/// `$convert`'s `to` names: `$type`'s names, and `"missing"` (0), which never converts.
+fn type_names() -> impl Iterator<Item = &'static (&'static str, Target)> {
+    crate::query::path::TYPE_ALIASES
+        .iter()
+        .chain(std::iter::once(&("missing", 0)))
+}
 
 fn target_name(t: Target) -> &'static str {
-    TYPE_NAMES
-        .iter()
+    type_names()
         .find(|(_, n)| *n == t)
         .map_or("missing", |(name, _)| name)
 }
@@ -147,8 +128,7 @@ fn compile_convert(arg: &Bson, c: &mut Compiler<'_>) -> Result<Node> {
 /// mongod's `computeTargetType`.
 fn target_of(to: &Bson) -> Result<Target> {
     match to {
-        Bson::String(s) => TYPE_NAMES
-            .iter()
+        Bson::String(s) => type_names()
             .find(|(name, _)| name == s)
             .map(|(_, t)| *t)
             .ok_or_else(|| Error::bad_value(format!("Unknown type name: {s}"))),

@@ -148,7 +148,7 @@ pub(in crate::query::expr::ops) fn hash64(value: &Bson) -> Result<i64> {
     let mut stack: Vec<(Option<String>, Option<&Bson>)> = vec![(None, Some(value))];
     // Iterative, children pushed in reverse; `None` is an embedded document's terminator.
     while let Some((name, element)) = stack.pop() {
-        let canonical = element.map_or(0, canonical_type);
+        let canonical = element.map_or(0, crate::query::compare::type_bracket);
         md5.update(canonical.to_le_bytes());
         if let Some(name) = &name {
             md5.update(name.as_bytes());
@@ -183,29 +183,6 @@ pub(in crate::query::expr::ops) fn hash64(value: &Bson) -> Result<i64> {
     let mut first = [0u8; 8];
     first.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
     Ok(i64::from_le_bytes(first))
-}
-
-/// mongod's `canonicalizeBSONType`.
-fn canonical_type(value: &Bson) -> i32 {
-    match value {
-        Bson::MinKey => -1,
-        Bson::Undefined => 0,
-        Bson::Null => 5,
-        Bson::Double(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Decimal128(_) => 10,
-        Bson::String(_) | Bson::Symbol(_) => 15,
-        Bson::Document(_) => 20,
-        Bson::Array(_) => 25,
-        Bson::Binary(_) => 30,
-        Bson::ObjectId(_) => 35,
-        Bson::Boolean(_) => 40,
-        Bson::DateTime(_) => 45,
-        Bson::Timestamp(_) => 47,
-        Bson::RegularExpression(_) => 50,
-        Bson::DbPointer(_) => 55,
-        Bson::JavaScriptCode(_) => 60,
-        Bson::JavaScriptCodeWithScope(_) => 65,
-        Bson::MaxKey => 127,
-    }
 }
 
 /// mongod's `safeNumberLong`: truncated doubles, NaN as 0, saturating at the `i64` range.
