@@ -95,11 +95,11 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             )?
         }
         "count" if fast_count(inner) => {
-            let args = CountArgs::parse(db, inner)?;
+            let args = CountArgs::parse(db, inner, shared.clock.now_datetime())?;
             fast_count_explain(shared, (db, &args.collection), verbosity)?
         }
         "count" => {
-            let args = CountArgs::parse(db, inner)?;
+            let args = CountArgs::parse(db, inner, shared.clock.now_datetime())?;
             explain_read(
                 shared,
                 (db, &args.collection),
@@ -110,7 +110,7 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             )?
         }
         "distinct" => {
-            let args = DistinctArgs::parse(db, inner)?;
+            let args = DistinctArgs::parse(db, inner, shared.clock.now_datetime())?;
             explain_read(
                 shared,
                 (db, &args.collection),

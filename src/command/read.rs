@@ -38,7 +38,8 @@ pub struct CountArgs {
 }
 
 impl CountArgs {
-    pub fn parse(db: &str, cmd: &Document) -> Result<CountArgs> {
+    /// Parses `cmd`; `now` is `$$NOW` for the query's `$expr`s.
+    pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<CountArgs> {
         check_fields(cmd, "count", COUNT_FIELDS)?;
         let coll = collection_arg(cmd.get("count"), "count")?;
         validate_read_namespace(db, coll)?;
@@ -46,7 +47,8 @@ impl CountArgs {
             .cloned()
             .unwrap_or_default();
         let mut read =
-            ReadRequest::new(filter_doc)?.requested_collation(collation_arg(cmd, "count")?)?;
+            ReadRequest::with_variables(filter_doc, crate::query::expr::Variables::new(now))?
+                .requested_collation(collation_arg(cmd, "count")?)?;
         read.skip = match optional_i64(cmd, "count", "skip")? {
             Some(n) if n < 0 => {
                 return Err(Error::new(
@@ -71,7 +73,7 @@ impl CountArgs {
 }
 
 pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let args = CountArgs::parse(req.db, req.body)?;
+    let args = CountArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
     let view = shared.engine.read();
     let meta = view.collection(req.db, &args.collection);
     // mongod counts from the record store only without a hint: a hint makes it plan (and fail
@@ -112,7 +114,8 @@ pub struct DistinctArgs {
 }
 
 impl DistinctArgs {
-    pub fn parse(db: &str, cmd: &Document) -> Result<DistinctArgs> {
+    /// Parses `cmd`; `now` is `$$NOW` for the query's `$expr`s.
+    pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<DistinctArgs> {
         check_fields(cmd, "distinct", DISTINCT_FIELDS)?;
         let coll = collection_arg(cmd.get("distinct"), "distinct")?;
         validate_read_namespace(db, coll)?;
@@ -131,7 +134,8 @@ impl DistinctArgs {
             .cloned()
             .unwrap_or_default();
         let mut read =
-            ReadRequest::new(filter_doc)?.requested_collation(collation_arg(cmd, "distinct")?)?;
+            ReadRequest::with_variables(filter_doc, crate::query::expr::Variables::new(now))?
+                .requested_collation(collation_arg(cmd, "distinct")?)?;
         read.hint = Hint::parse(cmd.get("hint"))?;
         Ok(DistinctArgs {
             collection: coll.to_owned(),
@@ -142,7 +146,7 @@ impl DistinctArgs {
 }
 
 pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let args = DistinctArgs::parse(req.db, req.body)?;
+    let args = DistinctArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
     let view = shared.engine.read();
     let meta = view.collection(req.db, &args.collection);
     // Values equal under the collation (the command's, else the collection's) are one value.
