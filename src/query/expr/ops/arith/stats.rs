@@ -1,27 +1,22 @@
 //! The expression forms of the numeric accumulators: `$sum $avg $stdDevPop $stdDevSamp` over
-//! one array operand's elements or over several operands (non-numbers are skipped, as the
-//! accumulators skip them), and `$median`/`$percentile` over an `input` (method
+//! one array operand's elements or over several operands, folded through `$group`'s own
+//! accumulators (`query::accumulator`), so both agree on types and rounding; and
+//! `$median`/`$percentile` over an `input` (method
 //! `approximate`, which mongod computes exactly on an expression's small inputs: the discrete
 //! percentile, the value at rank `ceil(p·n) − 1` of the sorted numbers).
 
 use super::super::super::{Compiler, Context, Node, Operator, Value};
-use super::super::{apply, op, Arity};
-use super::{dec_value, decimal, format_g, int_or_long, Num};
+use super::super::{op, operands, Arity};
+use super::{format_g, Num};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::accumulator::Accumulator;
+use crate::query::expr::Variables;
 use crate::query::path::{render, type_name};
 use bson::Bson;
-use decimal::Dec;
 
 pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Result<Node>> {
     Some(match name {
-        "$sum" => apply("$sum", arg, c, Arity::Any, |_, v| Ok(sum(&numbers(v)))),
-        "$avg" => apply("$avg", arg, c, Arity::Any, |_, v| Ok(avg(&numbers(v)))),
-        "$stdDevPop" => apply("$stdDevPop", arg, c, Arity::Any, |_, v| {
-            Ok(std_dev(&numbers(v), false))
-        }),
-        "$stdDevSamp" => apply("$stdDevSamp", arg, c, Arity::Any, |_, v| {
-            Ok(std_dev(&numbers(v), true))
-        }),
+        "$sum" | "$avg" | "$stdDevPop" | "$stdDevSamp" => compile_folded(name, arg, c),
         "$percentile" => compile_quantile("$percentile", arg, c, false),
         "$median" => compile_quantile("$median", arg, c, true),
         _ => return None,
@@ -38,96 +33,28 @@ pub(in crate::query::expr::ops) fn accumulated(values: Vec<Value>) -> Vec<Value>
     values
 }
 
-fn numbers(values: Vec<Value>) -> Vec<Num> {
-    accumulated(values)
-        .iter()
-        .filter_map(|v| v.as_ref().and_then(Num::of))
-        .collect()
+/// An accumulator's expression form: the operands' values folded through the accumulator.
+#[derive(Debug)]
+struct Folded {
+    accumulator: Accumulator,
+    args: Vec<Node>,
 }
 
-/// mongod's `AccumulatorSum`: an int while the sum fits, then a long, then a double; a double
-/// anywhere makes a double, a decimal a decimal.
-fn sum(nums: &[Num]) -> Value {
-    let mut ints: i128 = 0;
-    let mut double = 0.0f64;
-    let mut compensation = 0.0f64;
-    let mut dec: Option<Dec> = None;
-    let (mut has_long, mut has_double) = (false, false);
-    for n in nums {
-        match *n {
-            Num::Int(i) => ints += i128::from(i),
-            Num::Long(i) => {
-                has_long = true;
-                ints += i128::from(i);
-            }
-            Num::Double(d) => {
-                has_double = true;
-                // Neumaier's compensated sum, as mongod's DoubleDoubleSummation keeps error terms.
-                let t = double + d;
-                compensation += if double.abs() >= d.abs() {
-                    (double - t) + d
-                } else {
-                    (d - t) + double
-                };
-                double = t;
-            }
-            Num::Decimal(d) => {
-                dec = Some(decimal::add(dec.unwrap_or_else(|| decimal::from_i64(0)), d));
-            }
+fn compile_folded(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Result<Node> {
+    let args = operands(name, arg, c, Arity::Any)?;
+    // The accumulator's own argument is never evaluated here: values come from the operands.
+    let accumulator = Accumulator::compile(name, &Bson::Null, &Variables::default())?;
+    Ok(op(Folded { accumulator, args }))
+}
+
+impl Operator for Folded {
+    fn eval(&self, cx: &mut Context<'_>) -> Result<Value> {
+        let mut values = Vec::with_capacity(self.args.len());
+        for arg in &self.args {
+            values.push(arg.eval(cx)?);
         }
+        self.accumulator.fold(accumulated(values)).map(Some)
     }
-    let non_decimal = ints as f64 + double + compensation;
-    if let Some(d) = dec {
-        let rest = if has_double {
-            decimal::from_f64(non_decimal, 34)
-        } else {
-            i64::try_from(ints)
-                .map_or_else(|_| decimal::from_f64(non_decimal, 34), decimal::from_i64)
-        };
-        return dec_value(decimal::add(d, rest));
-    }
-    if has_double {
-        return Some(Bson::Double(non_decimal));
-    }
-    Some(match i64::try_from(ints) {
-        Ok(i) if has_long => Bson::Int64(i),
-        Ok(i) => int_or_long(i),
-        Err(_) => Bson::Double(non_decimal),
-    })
-}
-
-fn avg(nums: &[Num]) -> Value {
-    if nums.is_empty() {
-        return Some(Bson::Null);
-    }
-    let count = nums.len() as f64;
-    match sum(nums) {
-        Some(Bson::Decimal128(d)) => {
-            let n = i64::try_from(nums.len()).unwrap_or(i64::MAX);
-            dec_value(decimal::div(decimal::from_bson(&d), decimal::from_i64(n)))
-        }
-        Some(total) => Some(Bson::Double(
-            Num::of(&total).map_or(f64::NAN, Num::to_f64) / count,
-        )),
-        None => Some(Bson::Null),
-    }
-}
-
-/// Welford's running variance, as mongod's `AccumulatorStdDev`.
-fn std_dev(nums: &[Num], sample: bool) -> Value {
-    let (mut count, mut mean, mut m2) = (0.0f64, 0.0f64, 0.0f64);
-    for n in nums {
-        let x = n.to_f64();
-        count += 1.0;
-        let delta = x - mean;
-        mean += delta / count;
-        m2 += delta * (x - mean);
-    }
-    let divisor = if sample { count - 1.0 } else { count };
-    if divisor <= 0.0 {
-        return Some(Bson::Null);
-    }
-    Some(Bson::Double((m2 / divisor).sqrt()))
 }
 
 #[derive(Debug)]
