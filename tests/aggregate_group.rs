@@ -189,3 +189,38 @@ async fn a_group_past_100_mb_spills_with_allow_disk_use() {
         assert_eq!(d.get_i32("n"), Ok(1));
     }
 }
+
+#[tokio::test]
+async fn a_sort_after_the_leading_stages_spills_with_allow_disk_use() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("agg");
+    let coll = db.collection::<Document>("bigsort");
+    // Sixteen 7 MB documents: 112 MB reach the $sort, which the $project keeps from the
+    // executor (a leading $sort would be the executor's own).
+    for i in 0..16i32 {
+        let pad = "x".repeat(7 * 1024 * 1024);
+        coll.insert_one(doc! {"_id": i, "k": (i * 7) % 16, "pad": pad})
+            .await
+            .unwrap();
+    }
+    let pipeline = vec![
+        doc! {"$project": {"k": 1, "pad": 1}},
+        doc! {"$sort": {"k": -1}},
+        doc! {"$project": {"pad": 0}},
+    ];
+    let err = match coll.aggregate(pipeline.clone()).allow_disk_use(false).await {
+        Ok(cursor) => cursor.try_collect::<Vec<_>>().await.unwrap_err(),
+        Err(e) => e,
+    };
+    assert_eq!(error_code(&err), Some(292));
+    let out: Vec<Document> = coll
+        .aggregate(pipeline)
+        .allow_disk_use(true)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let keys: Vec<i32> = out.iter().map(|d| d.get_i32("k").unwrap()).collect();
+    assert_eq!(keys, (0..16).rev().collect::<Vec<_>>());
+}

@@ -27,6 +27,7 @@ mod merge;
 mod out;
 mod redact;
 mod sample;
+mod sort;
 mod stage;
 mod union_with;
 mod unwind;

@@ -22,7 +22,6 @@ use crate::query::expr::{Expression, Variables};
 use crate::query::filter::{integral_value, Filter};
 use crate::query::path::type_name;
 use crate::query::reshape::{add_fields_tree, apply_tree, AddNode, Project, ReplaceRoot};
-use crate::query::size::document_size;
 use crate::query::sort::SortSpec;
 use bson::{doc, Bson, Document};
 
@@ -235,19 +234,7 @@ impl Stage {
                 },
                 Err(e) => Some(Err(e)),
             })),
-            Stage::Sort { spec: sort, .. } => {
-                let mut keyed = Vec::new();
-                let mut memory = limits.budget(Blocking::Sort);
-                for row in rows {
-                    let row = row?;
-                    let size = row.size.unwrap_or_else(|| document_size(&row.doc));
-                    memory.charge(size)?;
-                    keyed.push((sort.keys_of(&row.doc), (size, row)));
-                }
-                keyed.sort_by(|a, b| sort.compare_keys(&a.0, &b.0));
-                let sorted = keyed.into_iter().map(|(_, row)| row).collect();
-                Box::new(HeldIter::new(sorted, limits.held.clone()).map(Ok))
-            }
+            Stage::Sort { spec, .. } => super::sort::sort(rows, spec, env)?,
             Stage::Skip(n) => Box::new(rows.skip(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Limit(n) => Box::new(rows.take(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Project(p) => Box::new(rows.map(move |r| {
