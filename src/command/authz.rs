@@ -237,11 +237,15 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
             }
             needs
         }
-        C::Aggregate => match first_stage(body) {
-            Some("$collStats") => on_target(&[A::CollStats]),
-            Some("$currentOp") => cluster(&[A::Inprog]),
-            _ => on_target(&[A::Find]),
-        },
+        C::Aggregate => {
+            let mut needs = match first_stage(body) {
+                Some("$collStats") => on_target(&[A::CollStats]),
+                Some("$currentOp") => cluster(&[A::Inprog]),
+                _ => on_target(&[A::Find]),
+            };
+            needs.extend(pipeline_needs(db, body.get("pipeline")));
+            needs
+        }
         C::Explain => match body.get("explain") {
             Some(Bson::Document(inner)) if depth == 0 => {
                 match inner.keys().next().and_then(|n| CommandName::from_name(n)) {
@@ -319,6 +323,71 @@ fn target_of<'a>(name: CommandName, db: &'a str, body: &'a Document) -> Resource
         Some(Bson::String(collection)) => Resource::Collection { db, collection },
         _ => Resource::Database(db),
     }
+}
+
+/// What the stages of a pipeline need beyond its source: `find` on every collection `$lookup`,
+/// `$graphLookup` and `$unionWith` read (their sub-pipelines and `$facet`'s included), `insert`
+/// and `remove` on `$out`'s target, `insert` and `update` on `$merge`'s. Walked without
+/// recursion: the nesting is the client's.
+fn pipeline_needs<'a>(db: &'a str, pipeline: Option<&'a Bson>) -> Vec<Need<'a>> {
+    use Action as A;
+    let mut needs = Vec::new();
+    let mut pending: Vec<&'a Bson> = pipeline.into_iter().collect();
+    let collection = |db: &'a str, coll: &'a str| Resource::Collection {
+        db,
+        collection: coll,
+    };
+    while let Some(item) = pending.pop() {
+        let Bson::Array(stages) = item else {
+            continue;
+        };
+        for (name, arg) in stages.iter().filter_map(Bson::as_document).flatten() {
+            match (name.as_str(), arg) {
+                ("$lookup" | "$graphLookup", Bson::Document(spec)) => {
+                    if let Ok(from) = spec.get_str("from") {
+                        needs.push((collection(db, from), &[A::Find] as &'static [Action]));
+                    }
+                    pending.extend(spec.get("pipeline"));
+                }
+                ("$unionWith", Bson::String(coll)) => {
+                    needs.push((collection(db, coll), &[A::Find]))
+                }
+                ("$unionWith", Bson::Document(spec)) => {
+                    if let Ok(coll) = spec.get_str("coll") {
+                        needs.push((collection(db, coll), &[A::Find]));
+                    }
+                    pending.extend(spec.get("pipeline"));
+                }
+                ("$facet", Bson::Document(facets)) => pending.extend(facets.values()),
+                ("$out", target) | ("$merge", target) => {
+                    let target = match target {
+                        Bson::Document(d) if name == "$merge" => d.get("into").unwrap_or(target),
+                        other => other,
+                    };
+                    let resource = match target {
+                        Bson::String(coll) => Some(collection(db, coll)),
+                        Bson::Document(d) => match (d.get_str("db"), d.get_str("coll")) {
+                            (Ok(out_db), Ok(coll)) => Some(collection(out_db, coll)),
+                            (Err(_), Ok(coll)) => Some(collection(db, coll)),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    if let Some(resource) = resource {
+                        let replaces: &'static [Action] = if name == "$out" {
+                            &[A::Remove]
+                        } else {
+                            &[A::Update]
+                        };
+                        needs.push((resource, &[A::Insert]));
+                        needs.push((resource, replaces));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    needs
 }
 
 fn first_stage(body: &Document) -> Option<&str> {

@@ -427,3 +427,52 @@ fn startup_warnings_follow_auth_and_binding() {
     );
     assert!(startup_warnings(&config, true).is_empty());
 }
+
+#[test]
+fn pipeline_stages_need_privileges_on_what_they_read_and_write() {
+    let reader = [user("app", "r", &[("read", "app")])];
+    let writer = [user("app", "w", &[("readWrite", "app")])];
+    let read_one_db = [user("app", "r2", &[("read", "app"), ("read", "other")])];
+    let table: &[(&[AuthenticatedUser], Document, bool)] = &[
+        (
+            &reader,
+            doc! {"aggregate": "c", "pipeline": [{"$out": "t"}], "cursor": {}},
+            false,
+        ),
+        (
+            &writer,
+            doc! {"aggregate": "c", "pipeline": [{"$out": "t"}], "cursor": {}},
+            true,
+        ),
+        (
+            &reader,
+            doc! {"aggregate": "c", "pipeline": [{"$merge": {"into": "t"}}], "cursor": {}},
+            false,
+        ),
+        (
+            &writer,
+            doc! {"aggregate": "c", "pipeline": [{"$merge": {"into": {"db": "other", "coll": "t"}}}], "cursor": {}},
+            false,
+        ),
+        (
+            &reader,
+            doc! {"aggregate": "c", "pipeline": [{"$lookup": {"from": "d", "as": "x", "pipeline": [{"$unionWith": "e"}]}}], "cursor": {}},
+            true,
+        ),
+        (
+            &read_one_db,
+            doc! {"aggregate": "c", "pipeline": [{"$out": {"db": "other", "coll": "t"}}], "cursor": {}},
+            false,
+        ),
+        // Nested inside $facet, a write stage still counts (the stage itself refuses it later).
+        (
+            &reader,
+            doc! {"aggregate": "c", "pipeline": [{"$facet": {"a": [{"$merge": "t"}]}}], "cursor": {}},
+            false,
+        ),
+    ];
+    for (users, body, allowed) in table {
+        let decision = decide(users, false, "app", body);
+        assert_eq!(decision.is_ok(), *allowed, "{body}");
+    }
+}
