@@ -5,26 +5,10 @@
 mod common;
 
 use common::bson::{doc, Bson, Document};
+use common::pipelines::{aggregate, aggregate_err};
 use common::{error_code, TestServer};
 use futures::TryStreamExt;
 use mongodb::Collection;
-
-async fn aggregate(coll: &Collection<Document>, pipeline: Vec<Document>) -> Vec<Document> {
-    coll.aggregate(pipeline)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
-
-async fn aggregate_err(coll: &Collection<Document>, pipeline: Vec<Document>) -> Option<i32> {
-    let err = match coll.aggregate(pipeline).await {
-        Ok(cursor) => cursor.try_collect::<Vec<_>>().await.unwrap_err(),
-        Err(e) => e,
-    };
-    error_code(&err)
-}
 
 async fn scores(server: &TestServer) -> Collection<Document> {
     let coll = server

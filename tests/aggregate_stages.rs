@@ -4,26 +4,16 @@
 mod common;
 
 use common::bson::{doc, Bson, Document};
+use common::pipelines::{self, aggregate};
 use common::ttl::{advance, reaper, set_collection_ttl};
 use common::{error_code, TestServer};
 use futures::TryStreamExt;
 use mongodb::{Collection, Database};
 
-async fn aggregate(coll: &Collection<Document>, pipeline: Vec<Document>) -> Vec<Document> {
-    coll.aggregate(pipeline)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
-
 async fn aggregate_err(coll: &Collection<Document>, pipeline: Vec<Document>) -> i32 {
-    let err = match coll.aggregate(pipeline).await {
-        Err(e) => e,
-        Ok(cursor) => cursor.try_collect::<Vec<_>>().await.unwrap_err(),
-    };
-    error_code(&err).unwrap_or_else(|| panic!("not a command error: {err}"))
+    pipelines::aggregate_err(coll, pipeline)
+        .await
+        .expect("a command error")
 }
 
 async fn shop(db: &Database) -> (Collection<Document>, Collection<Document>) {

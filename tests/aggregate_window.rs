@@ -4,9 +4,9 @@
 mod common;
 
 use common::bson::{doc, Bson, DateTime, Document};
+use common::pipelines::{aggregate, aggregate_err};
 use common::ttl::{advance, reaper, ttl_collection};
-use common::{error_code, TestServer};
-use futures::TryStreamExt;
+use common::TestServer;
 use mongodb::Collection;
 
 fn date(s: &str) -> Bson {
@@ -24,23 +24,6 @@ async fn cake_sales(coll: &Collection<Document>) {
     ])
     .await
     .unwrap();
-}
-
-async fn aggregate(coll: &Collection<Document>, pipeline: Vec<Document>) -> Vec<Document> {
-    coll.aggregate(pipeline)
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
-}
-
-async fn aggregate_err(coll: &Collection<Document>, pipeline: Vec<Document>) -> Option<i32> {
-    let err = match coll.aggregate(pipeline).await {
-        Ok(cursor) => cursor.try_collect::<Vec<_>>().await.unwrap_err(),
-        Err(e) => e,
-    };
-    error_code(&err)
 }
 
 /// `(_id, field)` of each document, in order.

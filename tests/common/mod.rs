@@ -18,6 +18,7 @@ use tokio::net::TcpStream;
 pub use mongodb::bson;
 pub mod auth;
 pub mod logs;
+pub mod pipelines;
 pub mod ttl;
 
 pub struct TestServer {
