@@ -589,7 +589,10 @@ async fn bad_pipelines_get_mongod_errors() {
     insert(&coll, numbered(3)).await;
     assert_eq!(aggregate_err(&coll, vec![doc! {"$foo": {}}]).await, 40324);
     assert_eq!(aggregate_err(&coll, vec![doc! {"$lookup": {}}]).await, 9);
-    assert_eq!(aggregate_err(&coll, vec![doc! {"$indexStats": {}}]).await, 238);
+    assert_eq!(
+        aggregate_err(&coll, vec![doc! {"$indexStats": {}}]).await,
+        238
+    );
     assert_eq!(aggregate_err(&coll, vec![doc! {"$limit": 0}]).await, 15958);
     assert_eq!(aggregate_err(&coll, vec![doc! {"$skip": -1}]).await, 15956);
     assert_eq!(
