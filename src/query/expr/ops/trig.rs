@@ -9,7 +9,7 @@
 use super::super::value::{nullish, type_name};
 use super::super::{Compiler, Node, Value};
 use super::arith::decimal;
-use super::arith::{format_g, Num};
+use super::arith::{format_g, single, Num};
 use super::{apply, Arity};
 use crate::error::{Error, ErrorCode, Result};
 use bson::Bson;
@@ -91,33 +91,27 @@ pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Re
 }
 
 fn evaluate(name: &'static str, values: Vec<Value>) -> Result<Value> {
-    let value = values.into_iter().next().flatten();
-    if nullish(&value) {
-        return Ok(Some(Bson::Null));
-    }
-    let Some(n) = value.as_ref().and_then(Num::of) else {
-        return Err(Error::new(
-            ErrorCode::Location28765,
-            format!(
-                "{name} only supports numeric types, not {}",
-                type_name(&value)
-            ),
-        ));
-    };
-    let Some((f, domain)) = function(name) else {
-        return Err(Error::internal(format!("{name} has no function")));
-    };
-    let x = n.to_f64();
-    if let Some(domain) = domain {
-        if x.is_nan() {
-            return Ok(value);
+    single(name, values, |n| {
+        let Some((f, domain)) = function(name) else {
+            return Err(Error::internal(format!("{name} has no function")));
+        };
+        let x = n.to_f64();
+        let as_input_type = |y: f64| match n {
+            Num::Decimal(_) => Bson::Decimal128(decimal::to_bson(decimal::from_f64_shortest(y))),
+            _ => Bson::Double(y),
+        };
+        if let Some(domain) = domain {
+            // NaN passes through a bounded function unchanged.
+            if x.is_nan() {
+                return Ok(match n {
+                    Num::Decimal(d) => Bson::Decimal128(decimal::to_bson(d)),
+                    _ => Bson::Double(x),
+                });
+            }
+            check_domain(name, &n, x, domain)?;
         }
-        check_domain(name, &n, x, domain)?;
-    }
-    Ok(Some(match n {
-        Num::Decimal(_) => Bson::Decimal128(decimal::to_bson(decimal::from_f64_shortest(f(x)))),
-        _ => Bson::Double(f(x)),
-    }))
+        Ok(as_input_type(f(x)))
+    })
 }
 
 fn check_domain(name: &str, n: &Num, x: f64, d: Domain) -> Result<()> {

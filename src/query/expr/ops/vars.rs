@@ -60,6 +60,16 @@ fn as_name(d: &Document, name: &str) -> Result<String> {
     }
 }
 
+/// The array `$map`, `$filter` and `$reduce` walk: `None` for a null, undefined or missing
+/// input (they answer null), `error` for anything else that is not an array.
+fn array_input(value: Value, error: impl FnOnce(&Bson) -> Error) -> Result<Option<Vec<Bson>>> {
+    match value {
+        None | Some(Bson::Null | Bson::Undefined) => Ok(None),
+        Some(Bson::Array(items)) => Ok(Some(items)),
+        Some(other) => Err(error(&other)),
+    }
+}
+
 #[derive(Debug)]
 struct Let {
     vars: Vec<(usize, Node)>,
@@ -163,15 +173,14 @@ fn compile_map(arg: &Bson, c: &mut Compiler<'_>) -> Result<Node> {
 
 impl Operator for Map {
     fn eval(&self, cx: &mut Context<'_>) -> Result<Value> {
-        let items = match self.input.eval(cx)? {
-            None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-            Some(Bson::Array(items)) => items,
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorCode::Location16883,
-                    format!("input to $map must be an array not {}", type_name(&other)),
-                ))
-            }
+        let Some(items) = array_input(self.input.eval(cx)?, |other| {
+            Error::new(
+                ErrorCode::Location16883,
+                format!("input to $map must be an array not {}", type_name(other)),
+            )
+        })?
+        else {
+            return Ok(Some(Bson::Null));
         };
         let mut out = Vec::with_capacity(items.len());
         for item in items {
@@ -257,18 +266,14 @@ impl Filter {
 
 impl Operator for Filter {
     fn eval(&self, cx: &mut Context<'_>) -> Result<Value> {
-        let items = match self.input.eval(cx)? {
-            None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-            Some(Bson::Array(items)) => items,
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorCode::Location28651,
-                    format!(
-                        "input to $filter must be an array not {}",
-                        type_name(&other)
-                    ),
-                ))
-            }
+        let Some(items) = array_input(self.input.eval(cx)?, |other| {
+            Error::new(
+                ErrorCode::Location28651,
+                format!("input to $filter must be an array not {}", type_name(other)),
+            )
+        })?
+        else {
+            return Ok(Some(Bson::Null));
         };
         let limit = self.limit(cx)?.unwrap_or(usize::MAX);
         let mut out = Vec::new();
@@ -337,18 +342,17 @@ fn compile_reduce(arg: &Bson, c: &mut Compiler<'_>) -> Result<Node> {
 
 impl Operator for Reduce {
     fn eval(&self, cx: &mut Context<'_>) -> Result<Value> {
-        let items = match self.input.eval(cx)? {
-            None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-            Some(Bson::Array(items)) => items,
-            Some(other) => {
-                return Err(Error::new(
-                    ErrorCode::Location40080,
-                    format!(
-                        "$reduce requires that 'input' be an array, found: {}",
-                        render(&other)
-                    ),
-                ))
-            }
+        let Some(items) = array_input(self.input.eval(cx)?, |other| {
+            Error::new(
+                ErrorCode::Location40080,
+                format!(
+                    "$reduce requires that 'input' be an array, found: {}",
+                    render(other)
+                ),
+            )
+        })?
+        else {
+            return Ok(Some(Bson::Null));
         };
         let mut acc = self.initial.eval(cx)?;
         for item in items {

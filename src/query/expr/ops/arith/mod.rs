@@ -152,7 +152,11 @@ pub(super) fn format_g(x: f64) -> String {
 
 /// The single operand of a one-number operator (mongod's `ExpressionSingleNumericArg`):
 /// null for nullish input, 28765 for anything but a number.
-fn single(name: &'static str, values: Vec<Value>, f: fn(Num) -> Result<Bson>) -> Result<Value> {
+pub(super) fn single(
+    name: &'static str,
+    values: Vec<Value>,
+    f: impl FnOnce(Num) -> Result<Bson>,
+) -> Result<Value> {
     let value = values.into_iter().next().flatten();
     if nullish(&value) {
         return Ok(Some(Bson::Null));
