@@ -458,3 +458,29 @@ async fn min_max_and_projection_elem_match_respect_the_collation() {
         .unwrap_err();
     assert_eq!(error_code(&err), Some(238));
 }
+
+/// A string predicate an index of another collation cannot bound must not let a count trust
+/// the index's bounds alone (found by the planner's differential test).
+#[tokio::test]
+async fn a_count_does_not_drop_a_string_predicate_the_index_cannot_bound() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("collation_count");
+    let coll = db.collection::<Document>("c");
+    coll.insert_many((0..5).map(|i| doc! {"_id": i, "u": i * 7}))
+        .await
+        .unwrap();
+    db.run_command(
+        doc! {"createIndexes": "c", "indexes": [{"key": {"u": 1}, "name": "u_1", "unique": true}]},
+    )
+    .await
+    .unwrap();
+    let reply = db
+        .run_command(doc! {
+            "count": "c",
+            "query": {"u": {"$in": ["a"]}, "$and": [{"u": 0}]},
+            "collation": {"locale": "en", "strength": 2},
+        })
+        .await
+        .unwrap();
+    assert_eq!(reply.get_i32("n"), Ok(0));
+}

@@ -211,13 +211,19 @@ fn bounds_are_the_filter(scan: &IndexScan, req: &ReadRequest) -> bool {
         .iter()
         .position(|(_, b)| !b.iter().all(Interval::is_point))
         .map_or(scan.bounds.len(), |i| i + 1);
+    let key_strings = scan.index.key_strings(req.collation.as_ref());
     conjuncts.iter().all(|(path, preds)| {
         let Some(position) = fields.iter().position(|(f, _)| f == path) else {
             return false;
         };
         position < bounded
             && preds.iter().all(|p| bounds::is_exact(p))
-            && bounds::field_bounds(preds, false, scan.index.key_strings(req.collation.as_ref()))
+            // A predicate the index cannot bound (a string compared under another collation
+            // than the index's) is left out of the bounds, so they no longer are the filter.
+            && preds
+                .iter()
+                .all(|p| bounds::field_bounds(&[*p], false, key_strings).is_some())
+            && bounds::field_bounds(preds, false, key_strings)
                 .is_some_and(|b| {
                     scan.bounds
                         .get(position)
