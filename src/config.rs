@@ -14,6 +14,8 @@ pub const DEFAULT_DBPATH: &str = "./mayfly-data";
 /// mongod's default `net.maxIncomingConnections`.
 pub const DEFAULT_MAX_CONNS: u32 = 1_000_000;
 pub const DEFAULT_SLOW_MS: u64 = 100;
+/// The operation log's default largest size (mongod: 5% of the disk, at least 990 MB).
+pub const DEFAULT_OPLOG_SIZE_MB: u64 = 1024;
 /// The Azure Cosmos DB emulator's account name.
 pub const DEFAULT_COSMOS_ACCOUNT: &str = "localhost";
 /// The Azure Cosmos DB emulator's published, well-known primary key.
@@ -202,7 +204,7 @@ pub struct Cli {
     /// log_format, log_level, slow_ms, enable_test_commands, clock, storage,
     /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
-    /// tls_allow_connections_without_certificates).
+    /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -335,6 +337,27 @@ pub struct Cli {
         env = "MAYFLY_TLS_ALLOW_CONNECTIONS_WITHOUT_CERTIFICATES"
     )]
     pub tls_allow_connections_without_certificates: bool,
+
+    // Replication (mongod's `replication`): keep these together.
+    /// Run as a one-member replica set of this name (mongod's `--replSet`), the primary:
+    /// drivers connect with `replicaSet=NAME`; sessions, retryable writes and the operation log
+    /// are on. Cosmos DB's connection strings name `globaldb`.
+    #[arg(long = "replSet", env = "MAYFLY_REPL_SET", value_name = "NAME")]
+    pub repl_set: Option<String>,
+
+    /// The `host:port` the replica set advertises in `hello` (`hosts`, `me`, `primary`), for
+    /// containers and port mappings. [default: the first --bind-ip and the listening port]
+    #[arg(
+        long = "advertise-host",
+        env = "MAYFLY_ADVERTISE_HOST",
+        value_name = "HOST:PORT"
+    )]
+    pub advertise_host: Option<String>,
+
+    /// Largest size of the operation log, in megabytes; the oldest entries are removed past
+    /// it. [default: 1024]
+    #[arg(long = "oplogSizeMB", env = "MAYFLY_OPLOG_SIZE_MB", value_name = "MB")]
+    pub oplog_size_mb: Option<u64>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -362,6 +385,10 @@ pub struct FileConfig {
     pub tls_certificate_key_file_password: Option<String>,
     pub tls_ca_file: Option<PathBuf>,
     pub tls_allow_connections_without_certificates: Option<bool>,
+    // Replication: keep these together.
+    pub repl_set: Option<String>,
+    pub advertise_host: Option<String>,
+    pub oplog_size_mb: Option<u64>,
 }
 
 /// The resolved configuration the server runs with.
@@ -391,6 +418,26 @@ pub struct Config {
     pub cosmos_key: Secret,
     /// TLS for client connections.
     pub tls: TlsConfig,
+    /// Replica-set mode and the operation log.
+    pub replication: ReplicationConfig,
+}
+
+/// The replication settings (mongod's `replication`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplicationConfig {
+    /// The replica set's name; `None`: a standalone server.
+    pub set_name: Option<String>,
+    /// The `host:port` advertised in `hello`; `None`: the first bind address and the port.
+    pub advertise_host: Option<String>,
+    /// The operation log's largest size in bytes.
+    pub oplog_size_bytes: u64,
+}
+
+impl ReplicationConfig {
+    /// Whether the server runs as a replica set (the operation log is kept only then).
+    pub fn enabled(&self) -> bool {
+        self.set_name.is_some()
+    }
 }
 
 impl Default for Config {
@@ -502,6 +549,18 @@ impl Config {
                     || file
                         .tls_allow_connections_without_certificates
                         .unwrap_or(false),
+            },
+            replication: ReplicationConfig {
+                set_name: cli
+                    .repl_set
+                    .or(file.repl_set)
+                    .filter(|name| !name.is_empty()),
+                advertise_host: cli.advertise_host.or(file.advertise_host),
+                oplog_size_bytes: cli
+                    .oplog_size_mb
+                    .or(file.oplog_size_mb)
+                    .unwrap_or(DEFAULT_OPLOG_SIZE_MB)
+                    .saturating_mul(1024 * 1024),
             },
         }
     }

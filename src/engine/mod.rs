@@ -16,6 +16,7 @@ pub mod expiry;
 pub mod index_build;
 pub mod index_keys;
 pub mod interrupt;
+pub mod optime;
 pub mod read;
 pub mod reaper;
 pub mod record;
@@ -54,6 +55,8 @@ pub struct Engine {
     writer: Writer,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     clock: Arc<dyn Clock>,
+    /// Operation times, issued by the writer.
+    optimes: Arc<optime::OpClock>,
     pub cursors: CursorRegistry,
     pub writer_stats: Arc<WriterStats>,
     index_builds: Arc<index_build::IndexBuilds>,
@@ -128,11 +131,19 @@ impl Engine {
         counts::backfill(&backend, &catalog)?;
         let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
         let writer_stats = Arc::new(WriterStats::default());
+        let optimes = Arc::new(optime::OpClock::new(bson::Timestamp {
+            time: 0,
+            increment: 0,
+        }));
         let (writer, thread) = Writer::start(
             Arc::clone(&backend),
             catalog,
             Arc::clone(&published),
             Arc::clone(&writer_stats),
+            writer::Clocks {
+                wall: Arc::clone(&clock),
+                optimes: Arc::clone(&optimes),
+            },
         )?;
         let reaper = reaper::Reaper::new(
             Arc::clone(&backend),
@@ -150,6 +161,7 @@ impl Engine {
             writer_thread: Mutex::new(Some(thread)),
             cursors: CursorRegistry::new(Arc::clone(&clock)),
             clock,
+            optimes,
             writer_stats,
             index_builds: Default::default(),
             plans: Default::default(),
@@ -165,6 +177,11 @@ impl Engine {
 
     pub fn clock(&self) -> &Arc<dyn Clock> {
         &self.clock
+    }
+
+    /// Operation times: the last committed one is `operationTime` and `hello`'s `lastWrite`.
+    pub fn optimes(&self) -> &Arc<optime::OpClock> {
+        &self.optimes
     }
 
     /// The catalog as of the last commit.

@@ -7,9 +7,11 @@
 
 use super::catalog::Catalog;
 use super::counts::{self, Delta};
+use super::optime::OpClock;
 use super::Snap;
 use crate::error::Result;
 use crate::storage::{bounds_are_empty, Keyspace, Snapshot, StorageError, WriteBatch};
+use bson::Timestamp;
 use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
@@ -54,6 +56,15 @@ pub struct Txn<'a> {
     /// Changes to collections' counters, by collection id: written once each by [`Txn::finish`],
     /// so a group of thousands of inserts writes one counter entry.
     counts: BTreeMap<u64, Delta>,
+    /// Issues this group's operation times; `None` for work outside the writer (start-up).
+    optimes: Option<Issuer<'a>>,
+}
+
+/// The writer's clock for one group: the group's wall-clock second and the last time issued.
+struct Issuer<'a> {
+    clock: &'a OpClock,
+    now_secs: i64,
+    last: Option<Timestamp>,
 }
 
 impl<'a> Txn<'a> {
@@ -65,7 +76,32 @@ impl<'a> Txn<'a> {
             catalog,
             catalog_changed: false,
             counts: BTreeMap::new(),
+            optimes: None,
         }
+    }
+
+    /// Lets this group issue operation times from `clock`, at the wall-clock second `now_secs`.
+    pub(super) fn with_op_clock(mut self, clock: &'a OpClock, now_secs: i64) -> Self {
+        self.optimes = Some(Issuer {
+            clock,
+            now_secs,
+            last: None,
+        });
+        self
+    }
+
+    /// The next operation time of this group (strictly after every earlier one), or `None` for
+    /// work outside the writer.
+    pub fn next_optime(&mut self) -> Option<Timestamp> {
+        let issuer = self.optimes.as_mut()?;
+        let time = issuer.clock.issue(issuer.now_secs);
+        issuer.last = Some(time);
+        Some(time)
+    }
+
+    /// The last operation time this group issued, if any.
+    pub(super) fn last_optime(&self) -> Option<Timestamp> {
+        self.optimes.as_ref().and_then(|issuer| issuer.last)
     }
 
     pub fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -18,8 +18,10 @@
 //! counted in [`WriterStats`] (`serverStatus.writer`).
 
 use super::catalog::Catalog;
+use super::optime::OpClock;
 use super::txn::Txn;
 use super::Db;
+use crate::clock::Clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::{Backend, Durability, StorageError};
 use std::sync::{Arc, Mutex, RwLock};
@@ -125,11 +127,12 @@ impl Writer {
         catalog: Catalog,
         published: Arc<RwLock<Arc<Catalog>>>,
         stats: Arc<WriterStats>,
+        clocks: Clocks,
     ) -> Result<(Writer, std::thread::JoinHandle<()>)> {
         let (queue, receiver) = mpsc::channel(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
             .name("mayfly-writer".into())
-            .spawn(move || run(backend, catalog, published, stats, receiver))
+            .spawn(move || run(backend, catalog, published, stats, clocks, receiver))
             .map_err(|e| Error::internal(format!("cannot start the writer thread: {e}")))?;
         Ok((Writer { queue }, thread))
     }
@@ -167,18 +170,27 @@ impl Writer {
     }
 }
 
+/// The clocks a group is stamped with: wall time, and the operation times it issues.
+pub(super) struct Clocks {
+    pub wall: Arc<dyn Clock>,
+    pub optimes: Arc<OpClock>,
+}
+
 fn run(
     backend: Arc<Db>,
     mut catalog: Catalog,
     published: Arc<RwLock<Arc<Catalog>>>,
     stats: Arc<WriterStats>,
+    clocks: Clocks,
     mut receiver: mpsc::Receiver<Submission>,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
     while let Some(first) = receiver.blocking_recv() {
         let before = catalog.clone();
         let snapshot = backend.snapshot();
-        let mut txn = Txn::new(&snapshot, &mut catalog);
+        let wall_millis = clocks.wall.now_millis();
+        let mut txn = Txn::new(&snapshot, &mut catalog)
+            .with_op_clock(&clocks.optimes, wall_millis.div_euclid(1000));
         let mut durable_acks = Vec::new();
         let mut quick_acks = Vec::new();
         let mut next = Some(first);
@@ -195,6 +207,7 @@ fn run(
                 next = receiver.try_recv().ok();
             }
         }
+        let mut optime = txn.last_optime();
         let finished = txn.finish();
         stats.groups.fetch_add(1, Relaxed);
         stats
@@ -209,6 +222,10 @@ fn run(
         let mut catalog_changed = false;
         let committed = finished.and_then(|(batch, changed)| {
             catalog_changed = changed;
+            if optime.is_none() && !batch.is_empty() {
+                // A change the operation log does not describe still moves the clock on.
+                optime = Some(clocks.optimes.issue(wall_millis.div_euclid(1000)));
+            }
             if let Some(reason) = stats.read_only_reason() {
                 return Err(read_only_error(&reason));
             }
@@ -226,6 +243,11 @@ fn run(
             };
             result.map_err(|e| stats.commit_failed(e))
         });
+        if committed.is_ok() {
+            if let Some(time) = optime {
+                clocks.optimes.publish(time, wall_millis);
+            }
+        }
         if committed.is_err() {
             catalog = before;
         } else if catalog_changed {
