@@ -34,6 +34,9 @@ impl Shared {
             StorageKind::Disk => Engine::open(&config.dbpath, Arc::clone(&clock))?,
             StorageKind::Memory => Engine::open_memory(Arc::clone(&clock))?,
         };
+        if config.replication.enabled() {
+            engine.enable_oplog(config.replication.oplog_size_bytes)?;
+        }
         Ok(Shared {
             engine,
             config,

@@ -203,6 +203,9 @@ pub async fn drop_database(shared: &Shared, req: &Request<'_>) -> Result<Documen
             for name in &names {
                 ddl::drop_collection(txn, &db, name)?;
             }
+            if !names.is_empty() {
+                ddl::log_drop_database(txn, &db)?;
+            }
             Ok(!names.is_empty())
         })
         .await??;

@@ -9,6 +9,7 @@
 use super::catalog::{CollectionMeta, IndexMeta};
 use super::expiry;
 use super::index_keys;
+use super::oplog;
 use super::record::Record;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
@@ -170,9 +171,11 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
                 &doc! {"_id": id},
             ));
         }
-        // TTL-19: the expired document's `_id` is free; remove what is left of it.
+        // TTL-19: the expired document's `_id` is free; remove what is left of it. The log
+        // records its deletion, as the reaper would have.
         let old_doc = old.document()?;
         remove_entries(txn, meta, &key, &old, &old_doc)?;
+        oplog::delete(txn, meta, id_of(&old_doc))?;
         replaced = Some(old.body.len());
     }
     if let Err(e) = add_entries(txn, meta, key.clone(), record, doc, now) {
@@ -189,7 +192,7 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
         Some(old) => txn.count_change(meta.id, 0, size_delta(old, size)),
         None => txn.count_change(meta.id, 1, size_delta(0, size)),
     }
-    Ok(())
+    oplog::insert(txn, meta, doc)
 }
 
 /// `new - old` body bytes.
@@ -197,8 +200,33 @@ fn size_delta(old: usize, new: usize) -> i64 {
     i64::try_from(new).unwrap_or(i64::MAX) - i64::try_from(old).unwrap_or(i64::MAX)
 }
 
-/// Replaces the visible document `old` with `new` (same `_id`), written at `now` (TTL-15).
+/// Updates the visible document `old` into `new` (same `_id`), written at `now` (TTL-15); the
+/// operation log records the difference.
+pub fn update(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    old: &StoredDoc,
+    new: &Document,
+    now: i64,
+) -> Result<()> {
+    rewrite(txn, meta, old, new, now)?;
+    oplog::update(txn, meta, &old.doc, new)
+}
+
+/// Replaces the visible document `old` with `new` (same `_id`), written at `now` (TTL-15); the
+/// operation log records the whole new document.
 pub fn replace(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    old: &StoredDoc,
+    new: &Document,
+    now: i64,
+) -> Result<()> {
+    rewrite(txn, meta, old, new, now)?;
+    oplog::replace(txn, meta, new)
+}
+
+fn rewrite(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
     old: &StoredDoc,
@@ -248,7 +276,11 @@ pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &StoredDoc) -> Resu
     remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
     txn.delete(Keyspace::Documents, old.key.clone());
     txn.count_change(meta.id, -1, size_delta(old.record.body.len(), 0));
-    Ok(())
+    oplog::delete(txn, meta, id_of(&old.doc))
+}
+
+fn id_of(doc: &Document) -> Bson {
+    doc.get("_id").cloned().unwrap_or(Bson::Null)
 }
 
 /// Deletes whatever is stored under `key` if it is still expired at `now` (the reaper's
@@ -266,13 +298,22 @@ pub fn delete_if_expired(
     if record.is_visible(meta.ttl(), now) {
         return Ok(false);
     }
-    // Only secondary index entries need the body; most TTL collections have none.
-    if meta.stored_indexes().next().is_some() {
-        remove_index_entries(txn, meta, &record.document()?);
+    // Only secondary index entries and the operation log need the body; most TTL
+    // collections have no secondary index.
+    let doc = if meta.stored_indexes().next().is_some() || txn.logs_operations() {
+        Some(record.document()?)
+    } else {
+        None
+    };
+    if let Some(doc) = &doc {
+        remove_index_entries(txn, meta, doc);
     }
     remove_expiry_entry(txn, key, &record);
     txn.delete(Keyspace::Documents, key.to_vec());
     txn.count_change(meta.id, -1, size_delta(record.body.len(), 0));
+    if let Some(doc) = &doc {
+        oplog::delete(txn, meta, id_of(doc))?;
+    }
     Ok(true)
 }
 
@@ -293,8 +334,9 @@ pub fn delete_due(
         return Ok(false);
     };
     let size = match expiry::body_len_of(expiry_value) {
-        Some(size) if meta.stored_indexes().next().is_none() => size,
-        // An entry from before entries carried the size, or secondary indexes to clean up.
+        Some(size) if meta.stored_indexes().next().is_none() && !txn.logs_operations() => size,
+        // An entry from before entries carried the size, secondary indexes to clean up, or a
+        // delete to log with its `_id`.
         _ => return delete_if_expired(txn, meta, &doc_key, now),
     };
     txn.delete(Keyspace::Documents, doc_key);

@@ -3,16 +3,19 @@
 //! entry as of this point in the group, never from a caller's copy. Building an index over
 //! existing documents in the background is `index_build`.
 //!
+//! Each change is written to the operation log (when it is kept) as mongod logs it.
+//!
 //! Keys carry the collection id, not its name, so a rename (even across databases) changes only
 //! the catalog.
 
 use super::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
 use super::collection::{self, StoredDoc};
+use super::oplog;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::keys;
 use crate::storage::Keyspace;
-use bson::Document;
+use bson::{doc, Document};
 use std::sync::Arc;
 
 /// The collection, created with default options if it does not exist (implicit creation by
@@ -27,7 +30,16 @@ pub fn ensure_collection(
     }
     validate_collection_name(db, name)?;
     let meta = txn.catalog.new_collection(db, name, Document::new());
-    Ok((store(txn, meta)?, true))
+    let meta = store(txn, meta)?;
+    log_create(txn, &meta)?;
+    Ok((meta, true))
+}
+
+/// Logs a collection's creation as mongod does: `{create: name, ...options}`.
+fn log_create(txn: &mut Txn<'_>, meta: &CollectionMeta) -> Result<()> {
+    let mut o = doc! {"create": meta.name.as_str()};
+    o.extend(meta.options.clone());
+    oplog::command(txn, &meta.db, Some(meta), o)
 }
 
 /// The collection as of this point in the group, if it exists (never creates it).
@@ -58,7 +70,9 @@ pub fn create_collection(
         ));
     }
     let meta = txn.catalog.new_collection(db, name, options);
-    store(txn, meta)
+    let meta = store(txn, meta)?;
+    log_create(txn, &meta)?;
+    Ok(meta)
 }
 
 /// Writes a collection's catalog entry.
@@ -82,6 +96,7 @@ pub fn drop_collection(
     let Some((meta, key)) = txn.catalog.remove(db, name) else {
         return Ok(None);
     };
+    oplog::command(txn, db, Some(&meta), doc! {"drop": name})?;
     txn.delete(Keyspace::Catalog, key);
     txn.drop_counter(meta.id);
     txn.catalog_changed();
@@ -134,7 +149,36 @@ pub fn rename_collection(
     renamed.db = to.0.to_owned();
     renamed.name = to.1.to_owned();
     store(txn, renamed)?;
-    Ok(())
+    oplog::command(
+        txn,
+        from.0,
+        Some(&source),
+        doc! {
+            "renameCollection": source.namespace(),
+            "to": format!("{}.{}", to.0, to.1),
+            "stayTemp": false,
+            "dropTarget": drop_target,
+        },
+    )
+}
+
+/// Logs that the index `index_id` of `meta` is ready: `{createIndexes: coll, ...spec}`.
+pub(super) fn log_index_ready(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    index_id: u64,
+) -> Result<()> {
+    let Some(index) = meta.index_by_id(index_id) else {
+        return Ok(());
+    };
+    let mut o = doc! {"createIndexes": meta.name.as_str()};
+    o.extend(index.to_list_entry());
+    oplog::command(txn, &meta.db, Some(meta), o)
+}
+
+/// Logs a database's drop, after its collections' (`dropDatabase`).
+pub fn log_drop_database(txn: &mut Txn<'_>, db: &str) -> Result<()> {
+    oplog::command(txn, db, None, doc! {"dropDatabase": 1})
 }
 
 /// The collection with id `id` as of this point in the group. Catalog changes start from it,
@@ -197,7 +241,9 @@ pub fn create_index(
     if multikey {
         mark_multikey(txn, meta.id, index_id)?;
     }
-    current(txn, meta.id)
+    let updated = current(txn, meta.id)?;
+    log_index_ready(txn, &updated, index_id)?;
+    Ok(updated)
 }
 
 /// Records in the current catalog entry that index `index_id` of collection `collection_id` is
@@ -267,6 +313,12 @@ pub fn drop_index(
         ));
     };
     let (index_id, stored) = (index.id, index.is_stored());
+    oplog::command(
+        txn,
+        &meta.db,
+        Some(&current),
+        doc! {"dropIndexes": meta.name.as_str(), "index": name},
+    )?;
     remove_index(txn, meta.id, index_id)?;
     if stored {
         delete_index_entries(txn, meta.id, index_id)?;

@@ -424,6 +424,11 @@ fn finish(txn: &mut Txn<'_>, collection_id: u64, index_ids: &[u64]) -> Result<bo
     for id in index_ids {
         ddl::update_index(txn, collection_id, *id, |i| i.building = false)?;
     }
+    if let Some(meta) = txn.catalog.by_id(collection_id).cloned() {
+        for id in index_ids {
+            ddl::log_index_ready(txn, &meta, *id)?;
+        }
+    }
     Ok(true)
 }
 

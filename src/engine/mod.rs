@@ -16,6 +16,7 @@ pub mod expiry;
 pub mod index_build;
 pub mod index_keys;
 pub mod interrupt;
+pub mod oplog;
 pub mod optime;
 pub mod read;
 pub mod reaper;
@@ -57,6 +58,8 @@ pub struct Engine {
     clock: Arc<dyn Clock>,
     /// Operation times, issued by the writer.
     optimes: Arc<optime::OpClock>,
+    /// The operation log's settings and size (kept in replica-set mode only).
+    oplog: Arc<oplog::OplogState>,
     pub cursors: CursorRegistry,
     pub writer_stats: Arc<WriterStats>,
     index_builds: Arc<index_build::IndexBuilds>,
@@ -131,10 +134,9 @@ impl Engine {
         counts::backfill(&backend, &catalog)?;
         let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
         let writer_stats = Arc::new(WriterStats::default());
-        let optimes = Arc::new(optime::OpClock::new(bson::Timestamp {
-            time: 0,
-            increment: 0,
-        }));
+        // Operation times continue after the newest logged one, even if the wall clock went back.
+        let optimes = Arc::new(optime::OpClock::new(oplog::newest(&backend.snapshot())?));
+        let oplog = Arc::new(oplog::OplogState::default());
         let (writer, thread) = Writer::start(
             Arc::clone(&backend),
             catalog,
@@ -143,6 +145,7 @@ impl Engine {
             writer::Clocks {
                 wall: Arc::clone(&clock),
                 optimes: Arc::clone(&optimes),
+                oplog: Arc::clone(&oplog),
             },
         )?;
         let reaper = reaper::Reaper::new(
@@ -162,6 +165,7 @@ impl Engine {
             cursors: CursorRegistry::new(Arc::clone(&clock)),
             clock,
             optimes,
+            oplog,
             writer_stats,
             index_builds: Default::default(),
             plans: Default::default(),
@@ -182,6 +186,17 @@ impl Engine {
     /// Operation times: the last committed one is `operationTime` and `hello`'s `lastWrite`.
     pub fn optimes(&self) -> &Arc<optime::OpClock> {
         &self.optimes
+    }
+
+    /// Starts keeping the operation log (replica-set mode), at most `max_bytes` large. Call it
+    /// before the first write: changes committed before it are not in the log.
+    pub fn enable_oplog(&self, max_bytes: u64) -> Result<()> {
+        self.oplog.enable(&self.backend.snapshot(), max_bytes)
+    }
+
+    /// The operation log's state: whether it is kept, its size, its oldest entry.
+    pub fn oplog(&self) -> &Arc<oplog::OplogState> {
+        &self.oplog
     }
 
     /// The catalog as of the last commit.

@@ -7,6 +7,7 @@
 
 use super::catalog::Catalog;
 use super::counts::{self, Delta};
+use super::oplog::{GroupLog, OplogState};
 use super::optime::OpClock;
 use super::Snap;
 use crate::error::Result;
@@ -25,6 +26,7 @@ struct Overlays {
     documents: Overlay,
     indexes: Overlay,
     expiry: Overlay,
+    oplog: Overlay,
 }
 
 impl Overlays {
@@ -34,6 +36,7 @@ impl Overlays {
             Keyspace::Documents => &self.documents,
             Keyspace::Indexes => &self.indexes,
             Keyspace::Expiry => &self.expiry,
+            Keyspace::Oplog => &self.oplog,
         }
     }
 
@@ -43,6 +46,7 @@ impl Overlays {
             Keyspace::Documents => &mut self.documents,
             Keyspace::Indexes => &mut self.indexes,
             Keyspace::Expiry => &mut self.expiry,
+            Keyspace::Oplog => &mut self.oplog,
         }
     }
 }
@@ -60,11 +64,14 @@ pub struct Txn<'a> {
     optimes: Option<Issuer<'a>>,
 }
 
-/// The writer's clock for one group: the group's wall-clock second and the last time issued.
+/// The writer's clock for one group: the group's wall-clock time, the last time issued, and
+/// the operation log when it is kept.
 struct Issuer<'a> {
     clock: &'a OpClock,
-    now_secs: i64,
+    wall_millis: i64,
     last: Option<Timestamp>,
+    oplog: Option<&'a OplogState>,
+    logged: GroupLog,
 }
 
 impl<'a> Txn<'a> {
@@ -80,23 +87,60 @@ impl<'a> Txn<'a> {
         }
     }
 
-    /// Lets this group issue operation times from `clock`, at the wall-clock second `now_secs`.
-    pub(super) fn with_op_clock(mut self, clock: &'a OpClock, now_secs: i64) -> Self {
+    /// Lets this group issue operation times from `clock` at the wall-clock time `wall_millis`,
+    /// and write the operation log when `oplog` is kept.
+    pub(super) fn with_op_clock(
+        mut self,
+        clock: &'a OpClock,
+        wall_millis: i64,
+        oplog: &'a OplogState,
+    ) -> Self {
         self.optimes = Some(Issuer {
             clock,
-            now_secs,
+            wall_millis,
             last: None,
+            oplog: oplog.is_enabled().then_some(oplog),
+            logged: GroupLog::default(),
         });
         self
     }
 
-    /// The next operation time of this group (strictly after every earlier one), or `None` for
-    /// work outside the writer.
-    pub fn next_optime(&mut self) -> Option<Timestamp> {
+    /// Whether this group's changes are written to the operation log.
+    pub fn logs_operations(&self) -> bool {
+        self.optimes.as_ref().is_some_and(|i| i.oplog.is_some())
+    }
+
+    /// The next operation time of this group (strictly after every earlier one) and the
+    /// group's wall-clock milliseconds, or `None` for work outside the writer.
+    pub(super) fn next_logged_optime(&mut self) -> Option<(Timestamp, i64)> {
         let issuer = self.optimes.as_mut()?;
-        let time = issuer.clock.issue(issuer.now_secs);
+        let time = issuer.clock.issue(issuer.wall_millis.div_euclid(1000));
         issuer.last = Some(time);
-        Some(time)
+        Some((time, issuer.wall_millis))
+    }
+
+    /// Counts an entry of `bytes` written to the log at `time`.
+    pub(super) fn note_logged(&mut self, time: Timestamp, bytes: u64) {
+        if let Some(issuer) = self.optimes.as_mut() {
+            issuer.logged.added = issuer.logged.added.saturating_add(bytes);
+            issuer.logged.first_added.get_or_insert(time);
+        }
+    }
+
+    /// Counts `bytes` of old entries removed from the log, `oldest` being the first one left.
+    pub(super) fn note_truncated(&mut self, bytes: u64, oldest: Timestamp) {
+        if let Some(issuer) = self.optimes.as_mut() {
+            issuer.logged.removed = issuer.logged.removed.saturating_add(bytes);
+            issuer.logged.oldest_after = Some(oldest);
+        }
+    }
+
+    /// What this group has done to the log so far.
+    pub(super) fn logged(&self) -> GroupLog {
+        self.optimes
+            .as_ref()
+            .map(|i| i.logged.clone())
+            .unwrap_or_default()
     }
 
     /// The last operation time this group issued, if any.

@@ -18,6 +18,7 @@
 //! counted in [`WriterStats`] (`serverStatus.writer`).
 
 use super::catalog::Catalog;
+use super::oplog::{self, OplogState};
 use super::optime::OpClock;
 use super::txn::Txn;
 use super::Db;
@@ -174,6 +175,8 @@ impl Writer {
 pub(super) struct Clocks {
     pub wall: Arc<dyn Clock>,
     pub optimes: Arc<OpClock>,
+    /// The operation log the groups write, when it is kept.
+    pub oplog: Arc<OplogState>,
 }
 
 fn run(
@@ -189,8 +192,11 @@ fn run(
         let before = catalog.clone();
         let snapshot = backend.snapshot();
         let wall_millis = clocks.wall.now_millis();
-        let mut txn = Txn::new(&snapshot, &mut catalog)
-            .with_op_clock(&clocks.optimes, wall_millis.div_euclid(1000));
+        let mut txn = Txn::new(&snapshot, &mut catalog).with_op_clock(
+            &clocks.optimes,
+            wall_millis,
+            &clocks.oplog,
+        );
         let mut durable_acks = Vec::new();
         let mut quick_acks = Vec::new();
         let mut next = Some(first);
@@ -207,8 +213,14 @@ fn run(
                 next = receiver.try_recv().ok();
             }
         }
+        let mut logged = txn.logged();
+        let truncated = match logged.first_added {
+            Some(first) => oplog::truncate(&mut txn, &clocks.oplog, first),
+            None => Ok(()),
+        };
+        logged = txn.logged();
         let mut optime = txn.last_optime();
-        let finished = txn.finish();
+        let finished = truncated.and_then(|()| txn.finish());
         stats.groups.fetch_add(1, Relaxed);
         stats
             .jobs
@@ -244,6 +256,7 @@ fn run(
             result.map_err(|e| stats.commit_failed(e))
         });
         if committed.is_ok() {
+            clocks.oplog.committed(&logged);
             if let Some(time) = optime {
                 clocks.optimes.publish(time, wall_millis);
             }

@@ -376,6 +376,7 @@ fn merge_one(
             )),
         },
         Some(old) => {
+            let replaces = matches!(merge.when_matched, WhenMatched::Replace);
             let new = match &merge.when_matched {
                 WhenMatched::KeepExisting => return Ok(()),
                 WhenMatched::Fail => {
@@ -420,7 +421,11 @@ fn merge_one(
                     updated
                 }
             };
-            collection::replace(txn, meta, &old, &new, now)
+            if replaces {
+                collection::replace(txn, meta, &old, &new, now)
+            } else {
+                collection::update(txn, meta, &old, &new, now)
+            }
         }
     }
 }

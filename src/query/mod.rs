@@ -23,6 +23,7 @@ pub mod accumulator;
 pub mod collation;
 pub mod compare;
 pub mod depth;
+pub mod diff;
 pub mod expr;
 pub mod filter;
 pub mod path;

@@ -64,6 +64,7 @@ struct Handles {
     documents: fjall::SingleWriterTxKeyspace,
     indexes: fjall::SingleWriterTxKeyspace,
     expiry: fjall::SingleWriterTxKeyspace,
+    oplog: fjall::SingleWriterTxKeyspace,
 }
 
 /// A durable database on a local directory.
@@ -95,6 +96,7 @@ impl FjallBackend {
             documents: open(Keyspace::Documents)?,
             indexes: open(Keyspace::Indexes)?,
             expiry: open(Keyspace::Expiry)?,
+            oplog: open(Keyspace::Oplog)?,
         };
         Ok(FjallBackend {
             db,
@@ -132,7 +134,10 @@ fn keyspace_options(keyspace: Keyspace) -> KeyspaceCreateOptions {
     let options = KeyspaceCreateOptions::default();
     match keyspace {
         Keyspace::Catalog | Keyspace::Documents => options,
-        Keyspace::Indexes | Keyspace::Expiry => options.filter_policy(FilterPolicy::disabled()),
+        // Scanned in key order, never probed for single keys.
+        Keyspace::Indexes | Keyspace::Expiry | Keyspace::Oplog => {
+            options.filter_policy(FilterPolicy::disabled())
+        }
     }
 }
 
@@ -142,6 +147,7 @@ fn handle(handles: &Handles, keyspace: Keyspace) -> &fjall::SingleWriterTxKeyspa
         Keyspace::Documents => &handles.documents,
         Keyspace::Indexes => &handles.indexes,
         Keyspace::Expiry => &handles.expiry,
+        Keyspace::Oplog => &handles.oplog,
     }
 }
 

@@ -39,9 +39,9 @@ type Map = BTreeMap<Vec<u8>, Versions>;
 
 #[derive(Default)]
 struct Maps {
-    maps: [Map; 4],
+    maps: [Map; Keyspace::ALL.len()],
     /// Where the round-robin pruning resumes, per keyspace.
-    sweep_from: [Option<Vec<u8>>; 4],
+    sweep_from: [Option<Vec<u8>>; Keyspace::ALL.len()],
 }
 
 /// Live snapshots by sequence number, and the last published sequence number.

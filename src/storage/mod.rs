@@ -62,15 +62,18 @@ pub enum Keyspace {
     Indexes,
     /// Expiry-ordered keys for the TTL reaper.
     Expiry,
+    /// The operation log, keyed by operation time (8 bytes, big-endian).
+    Oplog,
 }
 
 impl Keyspace {
     /// Every keyspace, in a fixed order (the index of each is `self as usize`).
-    pub const ALL: [Keyspace; 4] = [
+    pub const ALL: [Keyspace; 5] = [
         Keyspace::Catalog,
         Keyspace::Documents,
         Keyspace::Indexes,
         Keyspace::Expiry,
+        Keyspace::Oplog,
     ];
 
     /// The on-disk name. Never change one: it names existing data.
@@ -80,6 +83,7 @@ impl Keyspace {
             Keyspace::Documents => "documents",
             Keyspace::Indexes => "indexes",
             Keyspace::Expiry => "expiry",
+            Keyspace::Oplog => "oplog",
         }
     }
 }

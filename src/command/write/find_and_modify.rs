@@ -5,7 +5,7 @@
 use super::command_variables;
 use super::{
     apply_update, array_filter_docs, collation_of, hint_arg, parse_update, refuse_collated_update,
-    selection, targets, update_compares_strings, upsert_document,
+    selection, store_change, targets, update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::{Request, Shared};
@@ -195,7 +195,7 @@ impl FindAndModify {
             ) => {
                 let new = match apply_update(&old, update, array_filters, &self.query.filter, at)? {
                     Some(new) => {
-                        collection::replace(txn, &meta, &old, &new, now)?;
+                        store_change(txn, &meta, &old, &new, update, now)?;
                         new
                     }
                     None => old.doc.clone(),

@@ -273,6 +273,23 @@ fn apply_update(
     Ok((bytes != stored.record.body).then_some(doc))
 }
 
+/// Stores `new` in place of `old`: the operation log records a replacement as the whole new
+/// document and any other update as its difference, as mongod's does.
+fn store_change(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    old: &StoredDoc,
+    new: &Document,
+    update: &Update,
+    now: i64,
+) -> Result<()> {
+    if update.is_replacement() {
+        collection::replace(txn, meta, old, new, now)
+    } else {
+        collection::update(txn, meta, old, new, now)
+    }
+}
+
 /// The document an upsert inserts when nothing matched: the query's equality fields with the
 /// update applied as an insert (`$setOnInsert` fires), `_id` first and generated when absent.
 fn upsert_document(

@@ -4,8 +4,8 @@
 use super::command_variables;
 use super::{
     apply_update, array_filter_docs, check_statement_fields, collation_of, hint_arg, missing,
-    parse_update, refuse_collated_update, required_doc, selection, statements, targets,
-    update_compares_strings, upsert_document,
+    parse_update, refuse_collated_update, required_doc, selection, statements, store_change,
+    targets, update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::batch;
@@ -216,7 +216,7 @@ impl Statement {
             }
         }
         for (old, new) in &changes {
-            collection::replace(txn, &meta, old, new, now)?;
+            store_change(txn, &meta, old, new, &self.update, now)?;
         }
         Ok(Done {
             matched: matched.len(),
