@@ -241,6 +241,7 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
             let mut needs = match first_stage(body) {
                 Some("$collStats") => on_target(&[A::CollStats]),
                 Some("$currentOp") => cluster(&[A::Inprog]),
+                Some("$changeStream") => on_target(&[A::Find, A::ChangeStream]),
                 _ => on_target(&[A::Find]),
             };
             needs.extend(pipeline_needs(db, body.get("pipeline")));

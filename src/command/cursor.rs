@@ -20,22 +20,42 @@ pub fn first_batch_reply(
 ) -> Result<RawDocumentBuf> {
     let (batch, exhausted) = cursor.next_batch(now, batch_size)?;
     let ns = cursor.ns.clone();
+    let token = cursor.resume_token();
     let id = if exhausted || single_batch {
         0
     } else {
         shared.engine.cursors.register(cursor)?
     };
-    Ok(cursor_reply(id, &ns, "firstBatch", batch))
+    Ok(cursor_reply(id, &ns, "firstBatch", batch, token))
 }
 
-/// `{cursor: {id, ns, <field>: batch}, ok: 1}`, built from the batch's encoded documents
-/// without decoding them.
-pub fn cursor_reply(id: i64, ns: &str, field: &str, batch: Vec<RawDocumentBuf>) -> RawDocumentBuf {
+/// `{cursor: {<field>: batch, postBatchResumeToken?, id, ns}, ok: 1}`, built from the batch's
+/// encoded documents without decoding them; a change stream's cursor adds the token to resume
+/// after the batch.
+pub fn cursor_reply(
+    id: i64,
+    ns: &str,
+    field: &str,
+    batch: Vec<RawDocumentBuf>,
+    resume_token: Option<Document>,
+) -> RawDocumentBuf {
     let mut documents = RawArrayBuf::new();
     for doc in batch {
         documents.push(doc);
     }
     let mut cursor = RawDocumentBuf::new();
+    if let Some(token) = resume_token {
+        if let Ok(token) = RawDocumentBuf::from_document(&token) {
+            cursor.append(field, documents);
+            cursor.append("postBatchResumeToken", token);
+            cursor.append("id", id);
+            cursor.append("ns", ns);
+            let mut reply = RawDocumentBuf::new();
+            reply.append("cursor", cursor);
+            reply.append("ok", 1.0);
+            return reply;
+        }
+    }
     cursor.append("id", id);
     cursor.append("ns", ns);
     cursor.append(field, documents);
@@ -87,8 +107,9 @@ pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
             format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"),
         ));
     }
-    if cmd.contains_key("maxTimeMS") {
-        // No mayfly cursor is tailable: the find's own maxTimeMS budget carries over instead.
+    if cmd.contains_key("maxTimeMS") && !cursor.is_tailable() {
+        // Only a change stream's cursor awaits data; a find's own maxTimeMS budget carries
+        // over instead.
         shared.engine.cursors.put_back(id, cursor);
         return Err(Error::bad_value(
             "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
@@ -96,14 +117,22 @@ pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
     }
     cursor.resume(&req.interrupt);
     // A failed batch (including MaxTimeMSExpired and Interrupted) drops the cursor, as in mongod.
-    let (batch, exhausted) = cursor.next_batch(shared.engine.now(), batch_size)?;
+    let (batch, exhausted) = match cursor.next_batch(shared.engine.now(), batch_size) {
+        Ok(batch) => batch,
+        Err(e) => {
+            shared.engine.cursors.release(id);
+            return Err(e);
+        }
+    };
+    let token = cursor.resume_token();
     let reply_id = if exhausted {
+        shared.engine.cursors.release(id);
         0
     } else {
         shared.engine.cursors.put_back(id, cursor);
         id
     };
-    Ok(cursor_reply(reply_id, &ns, "nextBatch", batch))
+    Ok(cursor_reply(reply_id, &ns, "nextBatch", batch, token))
 }
 
 pub fn kill_cursors(shared: &Shared, req: &Request<'_>) -> Result<Document> {

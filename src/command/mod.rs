@@ -14,6 +14,7 @@ mod args;
 mod auth;
 mod authz;
 mod batch;
+mod change_stream;
 mod context;
 mod cursor;
 mod ddl;
@@ -299,7 +300,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         )),
         C::Insert => awaiting_writer(req, insert::insert(shared, req)).await,
         C::Find => blocking(shared, req, find::find).await,
-        C::GetMore => blocking(shared, req, cursor::get_more).await,
+        C::GetMore => change_stream::get_more(shared, req).await,
         C::KillCursors => cursor::kill_cursors(shared, req).map(Reply::from),
         C::Update => awaiting_writer(req, write::update(shared, req)).await,
         C::Delete => awaiting_writer(req, write::delete(shared, req)).await,
@@ -308,6 +309,9 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         }
         C::Count => blocking(shared, req, read::count).await,
         C::Distinct => blocking(shared, req, read::distinct).await,
+        C::Aggregate if change_stream::opens_stream(req.body) => {
+            blocking(shared, req, change_stream::aggregate).await
+        }
         C::Aggregate => blocking(shared, req, aggregate::aggregate).await,
         C::Explain => blocking(shared, req, explain::explain).await,
         C::Create => awaiting_writer(req, ddl::create(shared, req)).await,

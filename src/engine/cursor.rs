@@ -134,10 +134,23 @@ impl<T> Drop for HeldIter<T> {
     }
 }
 
+/// A source that may produce more documents later (a change stream): running dry does not end
+/// it, and a `getMore` may wait for more (`awaitData`).
+pub trait Tail: Send {
+    /// Up to `max_docs` documents ready now (possibly none), about `max_bytes` at most, and
+    /// whether the source has ended for good (a change stream after its invalidate event).
+    fn poll(&mut self, max_docs: usize, max_bytes: usize) -> Result<(Vec<RawDocumentBuf>, bool)>;
+
+    /// The token to resume after the last batch (`postBatchResumeToken`).
+    fn resume_token(&self) -> Document;
+}
+
 pub struct Cursor {
     /// `"db.collection"` as getMore must name it.
     pub ns: String,
     docs: Peekable<Docs>,
+    /// A tailing source, read instead of `docs`.
+    tail: Option<Box<dyn Tail>>,
     now: NowCell,
     last_used_ms: i64,
     pub no_timeout: bool,
@@ -155,6 +168,7 @@ impl Cursor {
         Cursor {
             ns,
             docs: docs.peekable(),
+            tail: None,
             now,
             last_used_ms: 0,
             no_timeout: false,
@@ -163,6 +177,23 @@ impl Cursor {
             time_left: None,
             held: Held::default(),
         }
+    }
+
+    /// A cursor over a tailing source: it stays open when the source runs dry.
+    pub fn tailing(ns: String, tail: Box<dyn Tail>, now: NowCell) -> Cursor {
+        let mut cursor = Cursor::new(ns, Box::new(std::iter::empty()), now, None);
+        cursor.tail = Some(tail);
+        cursor
+    }
+
+    /// Whether the cursor tails a source that may produce more later.
+    pub fn is_tailable(&self) -> bool {
+        self.tail.is_some()
+    }
+
+    /// The tailing source's resume token after the last batch.
+    pub fn resume_token(&self) -> Option<Document> {
+        self.tail.as_ref().map(|t| t.resume_token())
     }
 
     /// The gauge of what the cursor's blocking stages hold (charged while the cursor is open).
@@ -213,6 +244,10 @@ impl Cursor {
         max_docs: Option<usize>,
     ) -> Result<(Vec<RawDocumentBuf>, bool)> {
         self.now.store(now_secs, Ordering::Relaxed);
+        if let Some(tail) = self.tail.as_mut() {
+            self.interrupt.check()?;
+            return tail.poll(max_docs.unwrap_or(usize::MAX), MAX_BATCH_BYTES);
+        }
         let mut batch = Vec::new();
         let mut bytes = 0usize;
         let cap = max_docs.unwrap_or(usize::MAX);
@@ -278,6 +313,9 @@ impl Default for CursorLimits {
 pub struct CursorRegistry {
     clock: Arc<dyn Clock>,
     cursors: Mutex<HashMap<i64, Cursor>>,
+    /// Cursors taken out by a running `getMore`, and whether `killCursors` killed them
+    /// meanwhile (they are closed instead of put back).
+    checked_out: Mutex<HashMap<i64, bool>>,
     next_id: AtomicI64,
     pub limits: CursorLimits,
 }
@@ -289,6 +327,7 @@ impl CursorRegistry {
         CursorRegistry {
             clock,
             cursors: Mutex::new(HashMap::new()),
+            checked_out: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(seed.max(1)),
             limits: CursorLimits::default(),
         }
@@ -355,11 +394,20 @@ impl CursorRegistry {
     pub fn take(&self, id: i64) -> Option<Cursor> {
         let mut map = self.cursors.lock().ok()?;
         self.sweep(&mut map);
-        map.remove(&id)
+        let cursor = map.remove(&id)?;
+        if let Ok(mut out) = self.checked_out.lock() {
+            out.insert(id, false);
+        }
+        Some(cursor)
     }
 
-    /// Returns a cursor after a getMore that did not exhaust it.
+    /// Returns a cursor after a getMore that did not exhaust it (unless it was killed while
+    /// the getMore ran: then it is closed).
     pub fn put_back(&self, id: i64, mut cursor: Cursor) {
+        let killed = self.release(id);
+        if killed {
+            return;
+        }
         cursor.last_used_ms = self.clock.now_millis();
         cursor.suspend();
         if let Ok(mut map) = self.cursors.lock() {
@@ -367,11 +415,39 @@ impl CursorRegistry {
         }
     }
 
-    /// Closes cursor `id`; whether it was open.
+    /// Forgets that cursor `id` is out (its getMore ended it); whether it was killed meanwhile.
+    pub fn release(&self, id: i64) -> bool {
+        self.checked_out
+            .lock()
+            .ok()
+            .and_then(|mut out| out.remove(&id))
+            .unwrap_or(false)
+    }
+
+    /// Closes cursor `id`; whether it was open. A cursor a getMore has out is closed when that
+    /// getMore ends.
     pub fn kill(&self, id: i64) -> bool {
-        self.cursors
+        let removed = self
+            .cursors
             .lock()
             .map(|mut m| m.remove(&id).is_some())
+            .unwrap_or(false);
+        if removed {
+            return true;
+        }
+        self.checked_out
+            .lock()
+            .ok()
+            .and_then(|mut out| out.get_mut(&id).map(|killed| *killed = true))
+            .is_some()
+    }
+
+    /// Whether open cursor `id` tails a source (a change stream).
+    pub fn is_tailable(&self, id: i64) -> bool {
+        self.cursors
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&id).map(Cursor::is_tailable))
             .unwrap_or(false)
     }
 

@@ -209,14 +209,27 @@ impl Engine {
 
     /// A consistent view for reading: the catalog, a snapshot, and the time to judge expiry by.
     pub fn read(&self) -> ReadView {
-        let catalog = self.catalog();
-        ReadView::new(
-            self.backend.snapshot(),
-            catalog,
+        open_view(
+            &self.backend,
+            &self.catalog,
             self.now(),
-            Arc::clone(&self.plans),
-            Some(self.spill.clone()),
+            &self.plans,
+            &self.spill,
         )
+    }
+
+    /// A handle that opens read views later, for work that outlives its command (a change
+    /// stream reads new log entries at each `getMore`).
+    pub fn reader(&self) -> Reader {
+        Reader {
+            backend: Arc::clone(&self.backend),
+            catalog: Arc::clone(&self.catalog),
+            clock: Arc::clone(&self.clock),
+            plans: Arc::clone(&self.plans),
+            spill: self.spill.clone(),
+            optimes: Arc::clone(&self.optimes),
+            oplog: Arc::clone(&self.oplog),
+        }
     }
 
     /// Runs `job` in the writer's next commit group with the server time of the moment it runs;
@@ -259,6 +272,57 @@ impl Engine {
     /// The storage fault switches, for tests of storage failures.
     pub fn storage_faults(&self) -> Arc<Faults> {
         Arc::clone(self.backend.faults())
+    }
+}
+
+/// The view of the last commit: its catalog and snapshot, judging expiry at `now`.
+fn open_view(
+    backend: &Db,
+    catalog: &RwLock<Arc<Catalog>>,
+    now: i64,
+    plans: &Arc<exec::cache::PlanCache>,
+    spill: &exec::spill::SpillDir,
+) -> ReadView {
+    let catalog = catalog.read().map(|c| Arc::clone(&c)).unwrap_or_default();
+    ReadView::new(
+        backend.snapshot(),
+        catalog,
+        now,
+        Arc::clone(plans),
+        Some(spill.clone()),
+    )
+}
+
+/// Opens read views of the engine, as [`Engine::read`] does; cheap to clone.
+#[derive(Clone)]
+pub struct Reader {
+    backend: Arc<Db>,
+    catalog: Arc<RwLock<Arc<Catalog>>>,
+    clock: Arc<dyn Clock>,
+    plans: Arc<exec::cache::PlanCache>,
+    spill: exec::spill::SpillDir,
+    optimes: Arc<optime::OpClock>,
+    oplog: Arc<oplog::OplogState>,
+}
+
+impl Reader {
+    /// A view of the last commit, judging expiry at the current server time.
+    pub fn read(&self) -> ReadView {
+        open_view(
+            &self.backend,
+            &self.catalog,
+            self.clock.now_secs(),
+            &self.plans,
+            &self.spill,
+        )
+    }
+
+    pub fn optimes(&self) -> &Arc<optime::OpClock> {
+        &self.optimes
+    }
+
+    pub fn oplog(&self) -> &Arc<oplog::OplogState> {
+        &self.oplog
     }
 }
 

@@ -20,6 +20,8 @@ pub struct OpClock {
     committed: AtomicU64,
     /// Wall-clock milliseconds of the last committed write.
     committed_wall_millis: AtomicI64,
+    /// Tells waiters (a change stream's `getMore`) that a new time was committed.
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 impl OpClock {
@@ -31,6 +33,7 @@ impl OpClock {
             issued: Mutex::new(after),
             committed: AtomicU64::new(pack(after)),
             committed_wall_millis: AtomicI64::new(0),
+            changed: tokio::sync::watch::Sender::new(pack(after)),
         }
     }
 
@@ -67,6 +70,13 @@ impl OpClock {
         self.committed.fetch_max(pack(time), Ordering::AcqRel);
         self.committed_wall_millis
             .fetch_max(wall_millis, Ordering::AcqRel);
+        self.changed
+            .send_replace(self.committed.load(Ordering::Acquire));
+    }
+
+    /// A receiver that is told each time a new time is committed.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// The time of the last committed change: `hello`'s `lastWrite.opTime`, replies'

@@ -49,6 +49,14 @@ impl ReadView {
         }
     }
 
+    /// The operation log's entries after `after` (all for `None`), oldest first.
+    pub fn oplog_after(
+        &self,
+        after: Option<bson::Timestamp>,
+    ) -> impl Iterator<Item = Result<(bson::Timestamp, bson::Document)>> {
+        super::oplog::entries_after(&self.snapshot, after)
+    }
+
     pub fn collection(&self, db: &str, name: &str) -> Option<Arc<CollectionMeta>> {
         self.catalog.get(db, name).cloned()
     }

@@ -14,6 +14,7 @@
 
 mod bucket;
 mod bucket_auto;
+pub mod change_stream;
 mod densify;
 mod env;
 mod facet;

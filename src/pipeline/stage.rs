@@ -68,7 +68,6 @@ pub enum Stage {
 const UNSUPPORTED: &[&str] = &[
     "$geoNear",
     "$indexStats",
-    "$changeStream",
     "$listLocalSessions",
     "$listSessions",
     "$planCacheStats",
@@ -157,6 +156,14 @@ impl Stage {
             "$redact" => Stage::Redact(Redact::parse(arg, vars)?),
             "$out" => Stage::Out(Out::parse(arg)?),
             "$merge" => Stage::Merge(Merge::parse(arg, vars)?),
+            // An aggregate that opens with it is a change stream (`change_stream`); anywhere
+            // else it is misplaced.
+            "$changeStream" => {
+                return Err(Error::new(
+                    ErrorCode::Location40602,
+                    "$changeStream is only valid as the first stage in a pipeline.",
+                ))
+            }
             "$documents" => {
                 if !first {
                     return Err(Error::new(
