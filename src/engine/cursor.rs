@@ -442,6 +442,15 @@ impl CursorRegistry {
             .is_some()
     }
 
+    /// Closes every open cursor (the engine is shutting down).
+    pub fn close_all(&self) {
+        let closed: Vec<Cursor> = match self.cursors.lock() {
+            Ok(mut map) => map.drain().map(|(_, c)| c).collect(),
+            Err(_) => Vec::new(),
+        };
+        drop(closed);
+    }
+
     /// Whether open cursor `id` tails a source (a change stream).
     pub fn is_tailable(&self, id: i64) -> bool {
         self.cursors

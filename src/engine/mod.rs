@@ -337,6 +337,9 @@ impl Drop for Engine {
                 let _ = thread.join();
             }
         }
+        // Open cursors may hold writer handles (a pipeline's `$merge`, a change stream's
+        // stages): closing them first lets the writer's queue close.
+        self.cursors.close_all();
         // Closing the queue lets the writer finish its last group and exit.
         let (closed, _) = tokio::sync::mpsc::channel(1);
         drop(std::mem::replace(
