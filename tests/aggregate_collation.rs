@@ -93,6 +93,28 @@ fn cases() -> Vec<Case> {
             expected: vec![doc! {"_id": 1}, doc! {"_id": 2}, doc! {"_id": 4}],
         },
         Case {
+            name: "a later $match compares numeric strings by their numbers",
+            collation: numeric,
+            pipeline: vec![
+                not_leading.clone(),
+                doc! {"$match": {"n": {"$gt": "50"}}},
+                doc! {"$project": {"_id": 1}},
+            ],
+            expected: vec![doc! {"_id": 3}],
+        },
+        Case {
+            name: "$group keys of numeric strings with leading zeros are one group",
+            collation: numeric,
+            pipeline: vec![
+                by_id.clone(),
+                doc! {"$group": {
+                    "_id": {"$cond": [{"$eq": ["$_id", 1]}, "010", "10"]},
+                    "ids": {"$push": "$_id"}
+                }},
+            ],
+            expected: vec![doc! {"_id": "010", "ids": [1, 2, 3, 4]}],
+        },
+        Case {
             name: "a later $sort orders case-insensitively, ties by the next key",
             collation: ci,
             pipeline: vec![
