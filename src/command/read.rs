@@ -196,36 +196,6 @@ fn dedup_sorted(values: &mut Vec<Bson>, collation: Option<&Collation>) {
     values.dedup_by(|b, a| compare_values_with(a, b, collation).is_eq());
 }
 
-/// Stages after an aggregation's leading `$match`/`$sort`/`$skip`/`$limit` (which the executor
-/// runs under the collation) compare strings by their bytes, so a pipeline whose collation (its
-/// own, else the collection's) is not simple is refused when a later stage may compare strings.
-pub fn refuse_collated_stages(
-    read: &ReadRequest,
-    meta: &crate::engine::catalog::CollectionMeta,
-    rest: Option<&[Document]>,
-) -> Result<()> {
-    const STRING_BLIND: &[&str] = &["$skip", "$limit", "$count", "$unwind", "$sample"];
-    if read.for_collection(meta)?.collation.is_none() {
-        return Ok(());
-    }
-    let comparing = rest
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|stage| stage.keys().next())
-        .find(|name| !STRING_BLIND.contains(&name.as_str()));
-    match comparing {
-        Some(name) => Err(Error::new(
-            ErrorCode::NotImplemented,
-            format!(
-                "a collation other than simple is supported only by an aggregation's leading \
-                 $match, $sort, $skip and $limit (and $skip, $limit, $count, $unwind, $sample \
-                 after them), not by '{name}' after them"
-            ),
-        )),
-        None => Ok(()),
-    }
-}
-
 /// The namespace rules for reads. Looser than for writes: `system.*` collections may be read
 /// (they are simply missing here, so reads find nothing).
 pub fn validate_read_namespace(db: &str, coll: &str) -> Result<()> {

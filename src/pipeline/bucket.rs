@@ -12,7 +12,8 @@ use super::{Rows, StageLimits};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::stats::constant;
 use crate::query::accumulator::Accumulator;
-use crate::query::compare::{compare_values, type_bracket};
+use crate::query::collation::Collation;
+use crate::query::compare::{compare_values_with, type_bracket};
 use crate::query::expr::{Expression, Variables};
 use crate::query::path::{render, type_name};
 use bson::{Bson, Document};
@@ -24,6 +25,8 @@ pub struct Bucket {
     boundaries: Vec<Bson>,
     default: Option<Bson>,
     outputs: Outputs,
+    /// Values and boundaries compare under this (the operation's collation).
+    collation: Option<Collation>,
 }
 
 /// Whether `spec` is an expression `$bucket`/`$bucketAuto` accept as `groupBy`: a `$` path or
@@ -123,6 +126,8 @@ impl Bucket {
                 "$bucket requires 'groupBy' and 'boundaries' to be specified.",
             ));
         };
+        let collation = vars.collation();
+        let compare_values = |a: &Bson, b: &Bson| compare_values_with(a, b, collation);
         if let (Some(d), Some(lo), Some(hi)) = (&default, boundaries.first(), boundaries.last()) {
             if compare_values(d, lo) != Ordering::Less && compare_values(d, hi) == Ordering::Less {
                 return Err(Error::new(
@@ -140,11 +145,14 @@ impl Bucket {
             boundaries,
             default,
             outputs,
+            collation: collation.cloned(),
         })
     }
 
     /// The `_id` of the bucket `value` falls in.
     fn bucket_of(&self, value: Option<Bson>) -> Result<Bson> {
+        let compare_values =
+            |a: &Bson, b: &Bson| compare_values_with(a, b, self.collation.as_ref());
         if let Some(v) = &value {
             for pair in self.boundaries.windows(2) {
                 if let [lo, hi] = pair {
@@ -172,12 +180,14 @@ impl Bucket {
             let key = self.bucket_of(self.group_by.eval(&doc)?)?;
             Ok((key, doc))
         });
-        let grouped = match accumulate(&self.outputs, keyed, &mut memory)? {
+        let collation = self.collation.as_ref();
+        let grouped = match accumulate(&self.outputs, keyed, &mut memory, collation)? {
             Grouped::Memory(mut docs) => {
                 docs.sort_by(|a, b| {
-                    compare_values(
+                    compare_values_with(
                         a.get("_id").unwrap_or(&Bson::Null),
                         b.get("_id").unwrap_or(&Bson::Null),
+                        collation,
                     )
                 });
                 Grouped::Memory(docs)
@@ -234,7 +244,7 @@ fn parse_boundaries(value: &Bson, vars: &Variables) -> Result<Vec<Bson>> {
                 ),
             ));
         }
-        if compare_values(lo, hi) != Ordering::Less {
+        if compare_values_with(lo, hi, vars.collation()) != Ordering::Less {
             return Err(Error::new(
                 ErrorCode::Location40194,
                 format!(

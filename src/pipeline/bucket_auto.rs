@@ -16,7 +16,7 @@ use super::{Row, Rows, StageLimits};
 use crate::engine::cursor::HeldIter;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::State;
-use crate::query::compare::{compare_values, is_number};
+use crate::query::compare::{compare_values, compare_values_with, is_number};
 use crate::query::expr::{Expression, Variables};
 use crate::query::path::{render, type_name};
 use crate::query::size::{document_size, value_size};
@@ -29,6 +29,8 @@ pub struct BucketAuto {
     buckets: usize,
     outputs: Outputs,
     granularity: Option<Granularity>,
+    /// Values order under this (the operation's collation; `None`: simple).
+    collation: Option<crate::query::collation::Collation>,
 }
 
 impl BucketAuto {
@@ -145,6 +147,7 @@ impl BucketAuto {
             buckets: usize::try_from(buckets).unwrap_or(1),
             outputs,
             granularity,
+            collation: vars.collation().cloned(),
         })
     }
 
@@ -195,7 +198,8 @@ impl BucketAuto {
             memory.charge(document_size(&doc) + value_size(&key))?;
             sorted.push((key, doc));
         }
-        sorted.sort_by(|a, b| compare_values(&a.0, &b.0));
+        let collation = self.collation.as_ref();
+        sorted.sort_by(|a, b| compare_values_with(&a.0, &b.0, collation));
         let approx = if sorted.is_empty() {
             1
         } else {
@@ -245,7 +249,7 @@ impl BucketAuto {
                 };
             } else {
                 while let Some(entry) = next.take() {
-                    if compare_values(&bucket.max, &entry.0) == Ordering::Equal {
+                    if compare_values_with(&bucket.max, &entry.0, collation) == Ordering::Equal {
                         bucket.add(&self.outputs, entry)?;
                         next = input.next();
                     } else {

@@ -17,7 +17,8 @@ use super::window::unit::TimeUnit;
 use super::{Row, Rows};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::OrdBson;
-use crate::query::compare::{compare_values, is_number};
+use crate::query::collation::Collation;
+use crate::query::compare::{compare_values, compare_values_with, is_number};
 use crate::query::size::document_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -33,6 +34,8 @@ pub struct Densify {
     step: Bson,
     unit: Option<TimeUnit>,
     bounds: Bounds,
+    /// Partition values compare under this (the operation's collation; `None`: simple).
+    collation: Option<Collation>,
 }
 
 #[derive(Debug, PartialEq)]
@@ -66,7 +69,7 @@ fn wrong_type(path: &str, value: &Bson, expected: &str) -> Error {
 }
 
 impl Densify {
-    pub fn parse(arg: &Bson) -> Result<Densify> {
+    pub fn parse(arg: &Bson, collation: Option<&Collation>) -> Result<Densify> {
         let Bson::Document(spec) = arg else {
             return Err(Error::failed_to_parse(format!(
                 "The {STAGE} stage specification must be an object, found {}",
@@ -150,6 +153,7 @@ impl Densify {
             step,
             unit,
             bounds,
+            collation: collation.cloned(),
         })
     }
 
@@ -168,18 +172,24 @@ impl Densify {
             };
             all.push((self.partition_key(&row.doc), value, size, row));
         }
-        let mut seen: BTreeMap<OrdBson, Vec<Bson>> = BTreeMap::new();
+        // Partitions are keyed by their collation keys; each keeps the first key value seen,
+        // which the documents generated in it take.
+        let collation = self.collation.as_ref();
+        let mut seen: BTreeMap<OrdBson, (Bson, Vec<Bson>)> = BTreeMap::new();
         for (key, value, _, _) in &all {
-            let values = seen.entry(OrdBson(key.clone())).or_default();
+            let (_, values) = seen
+                .entry(OrdBson::keyed(key, collation))
+                .or_insert_with(|| (key.clone(), Vec::new()));
             values.extend(value.clone());
         }
         if seen.is_empty() && matches!(self.bounds, Bounds::Explicit(..)) {
             // Explicit bounds are densified even when no document has the field.
-            seen.insert(OrdBson(Bson::Document(Document::new())), Vec::new());
+            let empty = Bson::Document(Document::new());
+            seen.insert(OrdBson(empty.clone()), (empty, Vec::new()));
         }
-        let (global_min, global_max) = extremes(seen.values().flatten());
+        let (global_min, global_max) = extremes(seen.values().flat_map(|(_, v)| v));
         let mut generated = 0usize;
-        for (key, values) in &seen {
+        for (key, values) in seen.values() {
             let (lo, hi) = match &self.bounds {
                 Bounds::Full => (global_min.clone(), global_max.clone()),
                 Bounds::Partition => extremes(values.iter()),
@@ -208,15 +218,10 @@ impl Densify {
                             ),
                         ));
                     }
-                    let doc = self.generated(&key.0, current.clone())?;
+                    let doc = self.generated(key, current.clone())?;
                     let size = document_size(&doc);
                     memory.charge(size)?;
-                    all.push((
-                        key.0.clone(),
-                        Some(current.clone()),
-                        size,
-                        Row::computed(doc),
-                    ));
+                    all.push((key.clone(), Some(current.clone()), size, Row::computed(doc)));
                 }
                 current = self.next(&current)?;
             }
@@ -226,7 +231,7 @@ impl Densify {
             let partition = if full {
                 Ordering::Equal
             } else {
-                compare_values(&a.0, &b.0)
+                compare_values_with(&a.0, &b.0, collation)
             };
             partition.then_with(|| {
                 compare_values(

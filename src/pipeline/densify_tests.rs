@@ -2,7 +2,7 @@ use super::*;
 use bson::{doc, DateTime};
 
 fn run(spec: Document, docs: Vec<Document>) -> Result<Vec<Document>> {
-    let stage = Densify::parse(&Bson::Document(spec))?;
+    let stage = Densify::parse(&Bson::Document(spec), None)?;
     let rows: Rows = Box::new(docs.into_iter().map(|d| Ok(Row::computed(d))));
     Ok(stage
         .apply(rows, &StageLimits::default())?
@@ -209,7 +209,7 @@ fn bad_specs_have_mongod_codes() {
     ];
     for (spec, want) in cases {
         assert_eq!(
-            Densify::parse(&Bson::Document(spec.clone()))
+            Densify::parse(&Bson::Document(spec.clone()), None)
                 .unwrap_err()
                 .code,
             want,

@@ -1,12 +1,14 @@
 //! What a running pipeline reads besides its input: the snapshot (for `$lookup`,
 //! `$unionWith`, `$graphLookup`), the command's database, time, interruption and memory limits,
-//! and the variables its stages were compiled with (sub-pipelines compile against them).
+//! and the variables its stages were compiled with (sub-pipelines compile against them), which
+//! carry the operation's collation.
 
 use super::{Row, Rows, StageLimits};
 use crate::engine::exec::ReadRequest;
 use crate::engine::read::NowCell;
 use crate::engine::{CollectionMeta, Interrupt, ReadView, StoredDoc, WriteHandle};
 use crate::error::Result;
+use crate::query::collation::Collation;
 use crate::query::expr::Variables;
 use std::sync::Arc;
 
@@ -19,7 +21,8 @@ pub struct Env {
     pub now: NowCell,
     pub interrupt: Arc<Interrupt>,
     pub limits: StageLimits,
-    /// The command's `let` variables and `$$NOW`.
+    /// The command's `let` variables, `$$NOW`, and the operation's collation (the command's,
+    /// else the aggregated collection's default), under which every stage compares strings.
     pub vars: Variables,
     /// Where `$out` and `$merge` write.
     pub writes: WriteHandle,
@@ -30,12 +33,20 @@ pub struct Env {
 type StoredDocs = Box<dyn Iterator<Item = Result<StoredDoc>> + Send>;
 
 impl Env {
+    /// The operation's collation (`None`: simple).
+    pub fn collation(&self) -> Option<&Collation> {
+        self.vars.collation()
+    }
+
     /// Runs `read` on collection `coll` of this database on the pipeline's snapshot; a missing
-    /// collection is empty.
-    pub fn read_collection(&self, coll: &str, mut read: ReadRequest) -> Result<Rows> {
+    /// collection is empty. The read compares strings under the operation's collation, never
+    /// under `coll`'s own default (mongod's rule for `$lookup`, `$graphLookup` and
+    /// `$unionWith`: the foreign collection's collation is ignored).
+    pub fn read_collection(&self, coll: &str, read: ReadRequest) -> Result<Rows> {
         let Some(meta) = self.view.collection(&self.db, coll) else {
             return Ok(Box::new(std::iter::empty()));
         };
+        let mut read = read.requested_collation(Some(self.collation().cloned()))?;
         read.allow_disk_use = self.limits.allow_disk_use;
         read.held = self.limits.held.clone();
         let execution = self.view.execute(

@@ -170,6 +170,9 @@ impl GraphLookup {
             Some(v) => frontier.push(v),
             None => {}
         }
+        // Values and `_id`s are told apart under the operation's collation, as mongod's
+        // visited set is.
+        let collation = env.collation();
         let mut seen_ids: BTreeSet<OrdBson> = BTreeSet::new();
         let mut queried: BTreeSet<OrdBson> = BTreeSet::new();
         let mut found = Vec::new();
@@ -180,7 +183,7 @@ impl GraphLookup {
             // Each value is looked up once per search.
             let values: Vec<Bson> = frontier
                 .drain(..)
-                .filter(|v| queried.insert(OrdBson(v.clone())))
+                .filter(|v| queried.insert(OrdBson::keyed(v, collation)))
                 .collect();
             if values.is_empty() {
                 break;
@@ -192,7 +195,7 @@ impl GraphLookup {
             for row in env.read_collection(&self.from, ReadRequest::new(filter)?)? {
                 let mut found_doc = row?.doc;
                 let id = found_doc.get("_id").cloned().unwrap_or(Bson::Null);
-                if !seen_ids.insert(OrdBson(id)) {
+                if !seen_ids.insert(OrdBson::keyed(&id, collation)) {
                     continue;
                 }
                 for v in path::lookup(&found_doc, &self.connect_from).all() {

@@ -1,5 +1,8 @@
 //! `$group`: a key expression and accumulators (every accumulator of `query::accumulator`).
-//! Keys are grouped by BSON equality (`1`, `1.0` and `NumberLong(1)` are one group).
+//! Keys are grouped by BSON equality (`1`, `1.0` and `NumberLong(1)` are one group) under the
+//! operation's collation (under a case-insensitive one `"a"` and `"A"` are one group), and a
+//! group's `_id` is the first key value seen, as mongod's. Groups are found by their collation
+//! key ([`OrdBson::keyed`]: strings replaced by their sort keys), a map lookup.
 //!
 //! Groups live in memory against the stage's 100 MB budget; groups come out in order of first
 //! appearance. Past the budget, without `allowDiskUse` the stage fails (292); with it, as
@@ -15,6 +18,8 @@
 use super::memory::StageMemory;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::{Accumulator, OrdBson, State};
+use crate::query::collation::Collation;
+use crate::query::compare::compare_values_with;
 use crate::query::expr::{Expression, Variables};
 use crate::query::size::value_size;
 use bson::{Bson, Document};
@@ -29,6 +34,8 @@ pub type Outputs = Vec<(String, Accumulator)>;
 pub struct Group {
     id: Expression,
     accumulators: Outputs,
+    /// Keys compare under this (the operation's collation; `None`: simple).
+    collation: Option<Collation>,
 }
 
 /// Parses one output field `name: {$acc: arg}` of `$group`, `$bucket` or `$bucketAuto`.
@@ -83,7 +90,11 @@ impl Group {
                 "a group specification must include an _id",
             )
         })?;
-        Ok(Group { id, accumulators })
+        Ok(Group {
+            id,
+            accumulators,
+            collation: vars.collation().cloned(),
+        })
     }
 
     /// Groups every input document; the result is one document per distinct key.
@@ -97,7 +108,7 @@ impl Group {
             let key = self.id.eval(&doc)?.unwrap_or(Bson::Null);
             Ok((key, doc))
         });
-        accumulate(&self.accumulators, keyed, memory)
+        accumulate(&self.accumulators, keyed, memory, self.collation.as_ref())
     }
 }
 
@@ -111,28 +122,33 @@ pub enum Grouped {
 /// Bytes a group or an accumulator state holds besides its values (map and vector entries).
 const GROUP_OVERHEAD: usize = 64;
 
-/// Runs `outputs` over documents already paired with their group key.
+/// Runs `outputs` over documents already paired with their group key; keys equal under
+/// `collation` are one group.
 pub fn accumulate(
     outputs: &Outputs,
     keyed: impl Iterator<Item = Result<(Bson, Document)>>,
     memory: &mut StageMemory,
+    collation: Option<&Collation>,
 ) -> Result<Grouped> {
     let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
     let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
     let mut runs: Vec<RunReader> = Vec::new();
     for entry in keyed {
         let (key, doc) = entry?;
-        let slot = match index.get(&OrdBson(key.clone())) {
+        let lookup = OrdBson::keyed(&key, collation);
+        let slot = match index.get(&lookup) {
             Some(slot) => *slot,
             None => {
                 // The key is held twice (the index and the group), plus each state.
-                memory.note(2 * value_size(&key) + GROUP_OVERHEAD * (1 + outputs.len()));
+                memory.note(
+                    value_size(&key) + value_size(&lookup.0) + GROUP_OVERHEAD * (1 + outputs.len()),
+                );
                 let states = outputs
                     .iter()
                     .map(|(_, acc)| acc.start_group(&key))
                     .collect::<Result<Vec<_>>>()?;
-                groups.push((key.clone(), states));
-                index.insert(OrdBson(key), groups.len() - 1);
+                groups.push((key, states));
+                index.insert(lookup, groups.len() - 1);
                 groups.len() - 1
             }
         };
@@ -167,6 +183,7 @@ pub fn accumulate(
         runs,
         started: false,
         budget: memory.fresh(),
+        collation: collation.cloned(),
     })))
 }
 
@@ -209,7 +226,7 @@ fn io(e: impl std::fmt::Display) -> Error {
     Error::internal(format!("cannot spill a $group to disk: {e}"))
 }
 
-/// Writes the groups in key order as one run and empties them.
+/// Writes the groups in key order (the collation's) as one run and empties them.
 fn write_run(
     index: &mut BTreeMap<OrdBson, usize>,
     groups: &mut Vec<(Bson, Vec<State>)>,
@@ -271,6 +288,8 @@ struct MergeRuns {
     started: bool,
     /// What one merged group holds, against the stage's limit.
     budget: StageMemory,
+    /// The order the runs are sorted in, and the keys' equality.
+    collation: Option<Collation>,
 }
 
 impl MergeRuns {
@@ -281,9 +300,10 @@ impl MergeRuns {
                 self.heads.push(run.next_group()?);
             }
         }
+        let collation = self.collation.as_ref();
         let mut smallest: Option<&Bson> = None;
         for (key, _) in self.heads.iter().flatten() {
-            if smallest.is_none_or(|s| crate::query::compare::compare_values(key, s).is_lt()) {
+            if smallest.is_none_or(|s| compare_values_with(key, s, collation).is_lt()) {
                 smallest = Some(key);
             }
         }
@@ -299,7 +319,7 @@ impl MergeRuns {
         for (head, run) in self.heads.iter_mut().zip(self.runs.iter_mut()) {
             let equal = head
                 .as_ref()
-                .is_some_and(|(k, _)| crate::query::compare::compare_values(k, &key).is_eq());
+                .is_some_and(|(k, _)| compare_values_with(k, &key, collation).is_eq());
             if !equal {
                 continue;
             }
@@ -396,6 +416,46 @@ mod tests {
             err.code,
             ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed
         );
+    }
+
+    #[test]
+    fn keys_equal_under_the_collation_are_one_group_also_when_spilled() {
+        let ci = crate::query::collation::Collation::parse(&doc! {"locale": "en", "strength": 2})
+            .unwrap();
+        let vars = Variables::default()
+            .with_comparator(crate::query::expr::value::Comparator::with_collation(ci));
+        let spec = Bson::Document(doc! {"_id": "$k", "n": {"$sum": 1}, "f": {"$first": "$i"}});
+        let spellings = ["apple", "Apple", "APPLE", "banana", "BANANA", "cherry"];
+        let docs: Vec<Document> = (0..300)
+            .map(|i| doc! {"k": spellings[i % spellings.len()], "i": i as i32})
+            .collect();
+        let group = Group::compile(&spec, &vars).unwrap();
+        let collect = |grouped: Grouped| match grouped {
+            Grouped::Memory(docs) => docs,
+            Grouped::Spilled(docs) => docs.collect::<Result<Vec<_>>>().unwrap(),
+        };
+        let mut memory = StageMemory::new(Blocking::Group, false);
+        let in_memory = collect(
+            group
+                .run(docs.clone().into_iter().map(Ok), &mut memory)
+                .unwrap(),
+        );
+        // The first key seen names the group.
+        assert_eq!(
+            in_memory,
+            vec![
+                doc! {"_id": "apple", "n": 150, "f": 0},
+                doc! {"_id": "banana", "n": 100, "f": 3},
+                doc! {"_id": "cherry", "n": 50, "f": 5},
+            ]
+        );
+        let mut small = StageMemory::with_limit(Blocking::Group, true, 300);
+        let spilled = collect(group.run(docs.into_iter().map(Ok), &mut small).unwrap());
+        assert_eq!(spilled.len(), 3, "{spilled:?}");
+        for (s, m) in spilled.iter().zip(&in_memory) {
+            assert_eq!(s.get("n"), m.get("n"));
+            assert_eq!(s.get("f"), m.get("f"));
+        }
     }
 
     #[test]

@@ -303,14 +303,19 @@ impl Merge {
     }
 }
 
-/// `on` fields other than `_id` need a unique index on exactly those fields.
+/// `on` fields other than `_id` need a unique index on exactly those fields whose collation is
+/// the operation's (mongod's collator-compatible index: uniqueness under another collation
+/// would not make the match unique).
 fn check_unique_index(env: &Env, db: &str, coll: &str, on: &[String]) -> Result<()> {
     if on == ["_id"] {
         return Ok(());
     }
     let meta = env.view.collection(db, coll);
     let covered = meta.iter().flat_map(|m| m.indexes.iter()).any(|index| {
-        index.unique && index.key.len() == on.len() && on.iter().all(|f| index.key.contains_key(f))
+        index.unique
+            && index.key.len() == on.len()
+            && on.iter().all(|f| index.key.contains_key(f))
+            && index.collator().ok().flatten().as_ref() == env.collation()
     });
     if covered {
         Ok(())
@@ -353,7 +358,9 @@ fn merge_one(
     interrupt: &Arc<crate::engine::Interrupt>,
 ) -> Result<()> {
     let filter = merge.match_filter(&doc)?;
-    let mut read = ReadRequest::new(filter)?;
+    // Matched under the operation's collation, as mongod's $merge updates are.
+    let mut read =
+        ReadRequest::new(filter)?.requested_collation(Some(merge.vars.collation().cloned()))?;
     read.limit = Some(1);
     let existing = if read.filter_doc.is_empty() {
         None

@@ -133,7 +133,9 @@ impl Pipeline {
     }
 
     /// Takes the leading `$match`, `$sort`, `$skip` and `$limit` (each optional, in that order)
-    /// as the executor's read request; returns it and how many stages it took.
+    /// as the executor's read request, under the operation's collation (the one the variables
+    /// carry, which overrides the collection's default); returns it and how many stages it
+    /// took.
     pub fn take_leading_read(&mut self, hint: Option<Hint>) -> Result<(ReadRequest, usize)> {
         let mut stages = std::mem::take(&mut self.stages).into_iter().peekable();
         let mut taken = 0;
@@ -161,6 +163,7 @@ impl Pipeline {
         }
         read.hint = hint;
         self.stages = stages.collect();
+        let read = read.requested_collation(Some(self.vars.collation().cloned()))?;
         Ok((read, taken))
     }
 

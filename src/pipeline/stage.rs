@@ -1,4 +1,8 @@
 //! The stages: each parsed once into a [`Stage`], then applied to a stream of rows.
+//!
+//! Every stage compares strings under the operation's collation, which `vars` carries
+//! ([`Variables::collation`]): filters, sorts, group keys, accumulators and expressions are
+//! compiled with it.
 
 use super::bucket::Bucket;
 use super::bucket_auto::BucketAuto;
@@ -99,7 +103,7 @@ impl Stage {
         let stage = match name.as_str() {
             "$match" => match arg {
                 Bson::Document(d) => Stage::Match {
-                    filter: Filter::compile_full(d, None, vars)?,
+                    filter: Filter::compile_full(d, vars.collation(), vars)?,
                     spec: d.clone(),
                 },
                 _ => {
@@ -117,7 +121,7 @@ impl Stage {
                     ))
                 }
                 Bson::Document(d) => Stage::Sort {
-                    spec: SortSpec::compile(d)?,
+                    spec: SortSpec::compile_with(d, vars.collation())?,
                     pattern: d.clone(),
                 },
                 _ => {
@@ -174,7 +178,7 @@ impl Stage {
                 Stage::Documents(Expression::compile(arg, vars)?)
             }
             "$setWindowFields" => Stage::SetWindowFields(SetWindowFields::parse(arg, vars)?),
-            "$densify" => Stage::Densify(Densify::parse(arg)?),
+            "$densify" => Stage::Densify(Densify::parse(arg, vars.collation())?),
             "$fill" => Stage::Fill(Fill::parse(arg, vars)?),
             "$sample" => Stage::Sample(sample_size(arg)?),
             "$currentOp" => {

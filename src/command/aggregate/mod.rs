@@ -7,6 +7,10 @@
 //! does not run is refused with an error naming it; none is skipped. A missing collection is an
 //! empty one (mongosh aggregates `admin.atlascli` on connect), except for `$collStats`, which
 //! fails with 26 as mongod's does.
+//!
+//! The operation's collation is the command's `collation`, else the aggregated collection's
+//! default; it is resolved before the pipeline is compiled, so every stage (and every
+//! sub-pipeline, whatever collection it reads) compares strings under it.
 
 mod sources;
 
@@ -21,8 +25,11 @@ use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::Hint;
 use crate::engine::Interrupt;
+use crate::engine::ReadView;
 use crate::error::{Error, ErrorCode, Result};
 use crate::pipeline::{Env, Pipeline, Row, Rows, Stage, StageLimits};
+use crate::query::collation::Collation;
+use crate::query::expr::value::Comparator;
 use crate::query::expr::Variables;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
@@ -53,13 +60,21 @@ struct AggregateArgs {
     batch_size: Option<usize>,
     hint: Option<Hint>,
     allow_disk_use: bool,
-    /// The `collation` argument (`None`: the collection's default applies).
-    collation: Option<Option<crate::query::collation::Collation>>,
 }
 
+/// The default collation of the named collection of the command's database (`None`: simple
+/// or no such collection).
+type DefaultCollation<'a> = dyn Fn(&str) -> Result<Option<Collation>> + 'a;
+
 impl AggregateArgs {
-    /// Parses `cmd`; `now` is `$$NOW`.
-    fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<AggregateArgs> {
+    /// Parses `cmd`; `now` is `$$NOW`; `default_collation` gives a collection's default, which
+    /// applies when the command names no collation.
+    fn parse(
+        db: &str,
+        cmd: &Document,
+        now: bson::DateTime,
+        default_collation: &DefaultCollation<'_>,
+    ) -> Result<AggregateArgs> {
         check_fields(cmd, "aggregate", FIELDS)?;
         let coll = match cmd.get("aggregate") {
             Some(Bson::String(name)) => Some(name.as_str()),
@@ -88,8 +103,14 @@ impl AggregateArgs {
         let batch_size = cursor_batch_size(cmd, explain)?;
         optional_bool(cmd, "aggregate", "bypassDocumentValidation")?;
         let allow_disk_use = optional_bool(cmd, "aggregate", "allowDiskUse")?.unwrap_or(false);
-        let collation = collation_arg(cmd, "aggregate")?;
-        let vars = Variables::new(now).with_let(optional_doc(cmd, "aggregate", "let")?)?;
+        let collation = match (collation_arg(cmd, "aggregate")?, coll) {
+            (Some(given), _) => given,
+            (None, Some(coll)) => default_collation(coll)?,
+            (None, None) => None,
+        };
+        let vars = Variables::new(now)
+            .with_comparator(Comparator::with_collation(collation))
+            .with_let(optional_doc(cmd, "aggregate", "let")?)?;
         let pipeline = Pipeline::parse(&specs, &vars)?;
         if matches!(pipeline.first(), Some(Stage::CurrentOp(_))) {
             if db != "admin" || coll.is_some() {
@@ -107,7 +128,6 @@ impl AggregateArgs {
                 batch_size,
                 hint: None,
                 allow_disk_use,
-                collation,
             });
         }
         let documents = matches!(pipeline.first(), Some(Stage::Documents(_)));
@@ -121,7 +141,6 @@ impl AggregateArgs {
                 batch_size,
                 hint: None,
                 allow_disk_use,
-                collation,
             });
         }
         let Some(coll) = coll else {
@@ -144,7 +163,6 @@ impl AggregateArgs {
             batch_size,
             hint: Hint::parse(cmd.get("hint"))?,
             allow_disk_use,
-            collation,
         })
     }
 }
@@ -158,7 +176,10 @@ pub fn explain(
     verbosity: Verbosity,
     interrupt: Arc<Interrupt>,
 ) -> Result<Document> {
-    let mut args = AggregateArgs::parse(db, cmd, shared.clock.now_datetime())?;
+    let view = shared.engine.read();
+    let mut args = AggregateArgs::parse(db, cmd, shared.clock.now_datetime(), &|coll| {
+        default_collation(&view, db, coll)
+    })?;
     if matches!(
         args.pipeline.first(),
         Some(Stage::CollStats(_) | Stage::CurrentOp(_))
@@ -168,13 +189,9 @@ pub fn explain(
             "explain of a $collStats or $currentOp pipeline is not supported by this server",
         ));
     }
-    let (read, taken) = args.pipeline.take_leading_read(args.hint)?;
-    let mut read = read.requested_collation(args.collation)?;
+    let (mut read, taken) = args.pipeline.take_leading_read(args.hint)?;
     read.allow_disk_use = args.allow_disk_use;
     let coll = args.collection.as_str();
-    if let Some(meta) = shared.engine.read().collection(db, coll) {
-        super::read::refuse_collated_stages(&read, &meta, args.specs.get(taken..))?;
-    }
     let mut cursor = explain_read(
         shared,
         (db, coll),
@@ -194,7 +211,10 @@ pub fn explain(
 }
 
 pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
-    let args = AggregateArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
+    let view = shared.engine.read();
+    let args = AggregateArgs::parse(req.db, req.body, shared.clock.now_datetime(), &|coll| {
+        default_collation(&view, req.db, coll)
+    })?;
     if args.explain {
         let mut reply = explain(
             shared,
@@ -213,8 +233,6 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         held: Held::default(),
     };
     let mut pipeline = args.pipeline;
-
-    let view = shared.engine.read();
     let now = view.now_cell();
     let env = Env {
         view: view.clone(),
@@ -245,10 +263,8 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             )
         }
         (Some(Stage::Documents(_)), _) | (_, None) => Box::new(std::iter::empty()),
-        (_, Some(meta)) => {
-            let (read, taken) = pipeline.take_leading_read(args.hint)?;
-            let read = read.requested_collation(args.collation.clone())?;
-            super::read::refuse_collated_stages(&read, meta, args.specs.get(taken..))?;
+        (_, Some(_)) => {
+            let (read, _) = pipeline.take_leading_read(args.hint)?;
             env.read_collection(coll, read)?
         }
     };
@@ -264,6 +280,13 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         false,
     )
     .map(Reply::from)
+}
+
+fn default_collation(view: &ReadView, db: &str, coll: &str) -> Result<Option<Collation>> {
+    match view.collection(db, coll) {
+        Some(meta) => meta.default_collation(),
+        None => Ok(None),
+    }
 }
 
 /// `cursor: {batchSize}`: required unless explaining.

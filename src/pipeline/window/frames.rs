@@ -362,7 +362,7 @@ mod tests {
     use bson::doc;
 
     fn sorted() -> SortBy {
-        SortBy::compile(&doc! {"t": 1}).unwrap()
+        SortBy::compile(&doc! {"t": 1}, None).unwrap()
     }
 
     fn frame(spec: bson::Document) -> Result<Frame> {
@@ -466,10 +466,10 @@ mod tests {
         let vars = Variables::default();
         let unsorted = Frame::parse(&Bson::Document(doc! {"documents": [0, 1]}), None, &vars);
         assert_eq!(unsorted.unwrap_err().code, ErrorCode::Location5339901);
-        let two = SortBy::compile(&doc! {"a": 1, "b": 1}).unwrap();
+        let two = SortBy::compile(&doc! {"a": 1, "b": 1}, None).unwrap();
         let range = Frame::parse(&Bson::Document(doc! {"range": [0, 1]}), Some(&two), &vars);
         assert_eq!(range.unwrap_err().code, ErrorCode::Location5339902);
-        let down = SortBy::compile(&doc! {"a": -1}).unwrap();
+        let down = SortBy::compile(&doc! {"a": -1}, None).unwrap();
         let range = Frame::parse(&Bson::Document(doc! {"range": [0, 1]}), Some(&down), &vars);
         assert_eq!(range.unwrap_err().code, ErrorCode::Location8947401);
     }

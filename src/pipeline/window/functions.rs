@@ -16,11 +16,10 @@ use super::unit::TimeUnit;
 use super::SortBy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::Accumulator;
-use crate::query::compare::compare_values;
+use crate::query::compare::compare_values_with;
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::size::value_size;
 use bson::{Bson, Document};
-use std::cmp::Ordering;
 
 /// Names mongod 7.0 knows as window functions.
 const KNOWN: &[&str] = &[
@@ -109,6 +108,8 @@ fn parse_error(message: impl Into<String>) -> Error {
 pub struct Partition<'a> {
     pub docs: &'a [Document],
     pub keys: &'a [Value],
+    /// Ranks tie under this (the operation's collation).
+    pub collation: Option<&'a crate::query::collation::Collation>,
 }
 
 impl Function {
@@ -344,7 +345,7 @@ impl Function {
                     let key = key.clone().unwrap_or(Bson::Null);
                     let tie = previous
                         .as_ref()
-                        .is_some_and(|p| compare_values(p, &key) == Ordering::Equal);
+                        .is_some_and(|p| compare_values_with(p, &key, part.collation).is_eq());
                     if !tie {
                         rank = i + 1;
                         dense += 1;

@@ -3,13 +3,20 @@ use super::*;
 use bson::{doc, DateTime};
 
 fn compute(spec: Document, sort: Document, docs: &[Document]) -> Result<Vec<Value>> {
-    let sort = SortBy::compile(&sort).unwrap();
+    let sort = SortBy::compile(&sort, None).unwrap();
     let f = Function::parse(&spec, Some(&sort), &Variables::default())?;
     let keys: Vec<Value> = docs
         .iter()
         .map(|d| sort.single.as_ref().unwrap().eval(d).unwrap())
         .collect();
-    f.compute(&Partition { docs, keys: &keys }, &mut |_| Ok(()))
+    f.compute(
+        &Partition {
+            docs,
+            keys: &keys,
+            collation: None,
+        },
+        &mut |_| Ok(()),
+    )
 }
 
 fn doubles(values: &[Value]) -> Vec<f64> {

@@ -30,7 +30,8 @@ use super::memory::{Blocking, StageLimits};
 use super::{Row, Rows};
 use crate::engine::exec::stages::MAX_BLOCKING_SORT_BYTES;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::compare::compare_values;
+use crate::query::collation::Collation;
+use crate::query::compare::compare_values_with;
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::size::document_size;
 use crate::query::sort::SortSpec;
@@ -50,8 +51,9 @@ pub struct SortBy {
 }
 
 impl SortBy {
-    pub fn compile(spec: &Document) -> Result<SortBy> {
-        let compiled = SortSpec::compile(spec)?;
+    /// Compiles `spec`; strings order under `collation` (the operation's).
+    pub fn compile(spec: &Document, collation: Option<&Collation>) -> Result<SortBy> {
+        let compiled = SortSpec::compile_with(spec, collation)?;
         let fields: Vec<(String, bool)> = compiled.fields().collect();
         let single = match fields.as_slice() {
             [(field, _)] => Some(Expression::compile(
@@ -76,6 +78,8 @@ pub struct SetWindowFields {
     partition_by: Option<Expression>,
     sort: Option<SortBy>,
     outputs: Vec<(Vec<String>, Function)>,
+    /// Partition keys and ranks compare under this (the operation's collation).
+    collation: Option<Collation>,
     /// The budget of one partition (mongod's 100 MB; smaller in tests).
     limit: usize,
 }
@@ -122,7 +126,9 @@ impl SetWindowFields {
                 format!("BSON field '{STAGE}.output' is missing but a required field"),
             )
         })?;
-        let sort = sort.map(SortBy::compile).transpose()?;
+        let sort = sort
+            .map(|s| SortBy::compile(s, vars.collation()))
+            .transpose()?;
         let partition_by = partition_by
             .map(|p| Expression::compile(p, vars))
             .transpose()?;
@@ -153,6 +159,7 @@ impl SetWindowFields {
             partition_by,
             sort,
             outputs,
+            collation: vars.collation().cloned(),
             limit: MAX_BLOCKING_SORT_BYTES,
         })
     }
@@ -185,8 +192,9 @@ impl SetWindowFields {
                 .unwrap_or_default();
             keyed.push((partition, sort_key, size, row));
         }
+        let collation = self.collation.as_ref();
         keyed.sort_by(|a, b| {
-            compare_values(&a.0, &b.0).then_with(|| match &self.sort {
+            compare_values_with(&a.0, &b.0, collation).then_with(|| match &self.sort {
                 Some(s) => s.spec.compare_keys(&a.1, &b.1),
                 None => Ordering::Equal,
             })
@@ -201,7 +209,7 @@ impl SetWindowFields {
         while let Some((key, _, size, row)) = keyed.next() {
             let mut partition = vec![(size, row)];
             while let Some((_, _, size, row)) =
-                keyed.next_if(|next| compare_values(&next.0, &key) == Ordering::Equal)
+                keyed.next_if(|next| compare_values_with(&next.0, &key, collation).is_eq())
             {
                 partition.push((size, row));
             }
@@ -231,6 +239,7 @@ impl SetWindowFields {
         let part = Partition {
             docs: &docs,
             keys: &keys,
+            collation: self.collation.as_ref(),
         };
         let mut columns = Vec::with_capacity(self.outputs.len());
         for (_, function) in &self.outputs {

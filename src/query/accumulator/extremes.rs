@@ -1,22 +1,29 @@
-//! `$min` and `$max`: the smallest or largest value in BSON order, ignoring `null`,
+//! `$min` and `$max`: the smallest or largest value in BSON order (strings under the
+//! operation's collation), ignoring `null`,
 //! `undefined` and missing inputs (`null` when nothing else came).
 //!
 //! Owns: the extreme state. Does not own: `$minN`/`$maxN` (n.rs).
 
-use crate::query::compare::compare_values;
+use crate::query::collation::Collation;
+use crate::query::compare::compare_values_with;
 use crate::query::expr::Value;
 use crate::query::size::value_size;
 use bson::Bson;
 use std::cmp::Ordering;
 
 /// Keeps `value` in `best` when it orders `wanted` of it; returns the change in bytes held.
-pub fn keep(best: &mut Option<Bson>, value: Value, wanted: Ordering) -> isize {
+pub fn keep(
+    best: &mut Option<Bson>,
+    value: Value,
+    wanted: Ordering,
+    collation: Option<&Collation>,
+) -> isize {
     let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
         return 0;
     };
     if best
         .as_ref()
-        .is_none_or(|b| compare_values(&v, b) == wanted)
+        .is_none_or(|b| compare_values_with(&v, b, collation) == wanted)
     {
         let before = best.as_ref().map_or(0, value_size) as isize;
         let after = value_size(&v) as isize;

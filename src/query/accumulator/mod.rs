@@ -12,6 +12,10 @@
 //! ([`State::partial`]/[`State::merge`]). Does not own: grouping, windows, or evaluating the
 //! argument per document (the stage does that with [`Accumulator::arg`]).
 //!
+//! Every accumulator that compares values (`$min`, `$max`, `$minN`, `$maxN`, `$addToSet`,
+//! `$top`/`$bottom` and their N forms) compares strings under the collation of the variables it
+//! was compiled with (the operation's).
+//!
 //! Parameters (`n`) are expressions evaluated once per group, as mongod evaluates its
 //! initializers: against the group key when the key is a document (so `_id: {game: "$game"}`
 //! lets `n` read `"$game"`), else against an empty document ([`Accumulator::start_group`]).
@@ -20,6 +24,7 @@ mod extremes;
 pub mod n;
 mod objects;
 mod positional;
+mod set;
 pub mod stats;
 pub mod sum;
 #[cfg(test)]
@@ -27,19 +32,33 @@ mod tests;
 mod top;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::collation::Collation;
 use crate::query::compare::compare_values;
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::size::value_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
+pub use set::ValueSet;
 pub use sum::Sum;
 
 /// A BSON value ordered by the BSON total order, for maps and sets keyed by value.
 #[derive(Debug, Clone)]
 pub struct OrdBson(pub Bson);
+
+impl OrdBson {
+    /// The key of `value` under `collation`: its strings replaced by their sort keys
+    /// ([`Collation::key_value`], the encoding collated indexes use), so two values are equal
+    /// keys exactly when they compare equal under the collation, and keys order as the values
+    /// do under it. Without a collation the key is the value.
+    pub fn keyed(value: &Bson, collation: Option<&Collation>) -> OrdBson {
+        match collation {
+            Some(c) if crate::query::collation::has_strings(value) => OrdBson(c.key_value(value)),
+            _ => OrdBson(value.clone()),
+        }
+    }
+}
 
 impl PartialEq for OrdBson {
     fn eq(&self, other: &Self) -> bool {
@@ -95,6 +114,8 @@ enum Kind {
 pub struct Accumulator {
     kind: Kind,
     arg: Expression,
+    /// The collation values compare under (the operation's; `None`: simple).
+    collation: Option<Collation>,
 }
 
 /// Accumulators taking one operand, which may not be an array literal (mongod's 40237).
@@ -115,8 +136,10 @@ impl Accumulator {
             Ok(Accumulator {
                 kind,
                 arg: unary(op_name, arg, vars)?,
+                collation: vars.collation().cloned(),
             })
         };
+        let collation = vars.collation().cloned();
         match op_name {
             "$sum" => simple(Kind::Sum),
             "$avg" => simple(Kind::Avg),
@@ -138,6 +161,7 @@ impl Accumulator {
                 Ok(Accumulator {
                     kind: Kind::Sum,
                     arg: Expression::compile(&Bson::Int32(1), vars)?,
+                    collation,
                 })
             }
             "$median" | "$percentile" => {
@@ -146,6 +170,7 @@ impl Accumulator {
                 Ok(Accumulator {
                     kind: Kind::Percentile { ps, median },
                     arg,
+                    collation,
                 })
             }
             "$firstN" | "$lastN" => {
@@ -154,6 +179,7 @@ impl Accumulator {
                 Ok(Accumulator {
                     kind: Kind::FirstLastN { n, last },
                     arg,
+                    collation,
                 })
             }
             "$minN" | "$maxN" => {
@@ -162,6 +188,7 @@ impl Accumulator {
                 Ok(Accumulator {
                     kind: Kind::MinMaxN { n, max },
                     arg,
+                    collation,
                 })
             }
             "$top" | "$bottom" | "$topN" | "$bottomN" => {
@@ -174,6 +201,7 @@ impl Accumulator {
                         spec: Arc::new(spec),
                     },
                     arg,
+                    collation,
                 })
             }
             "$accumulator" => Err(Error::new(
@@ -198,12 +226,12 @@ impl Accumulator {
         Ok(match &self.kind {
             Kind::Sum => State::Sum(Sum::default()),
             Kind::Avg => State::Avg(Sum::default()),
-            Kind::Min => State::Min(None),
-            Kind::Max => State::Max(None),
+            Kind::Min => State::Min(None, self.collation.clone()),
+            Kind::Max => State::Max(None, self.collation.clone()),
             Kind::First => State::First(None),
             Kind::Last => State::Last(None),
             Kind::Push => State::Push(Vec::new()),
-            Kind::AddToSet => State::AddToSet(BTreeSet::new()),
+            Kind::AddToSet => State::AddToSet(ValueSet::new(self.collation.clone())),
             Kind::MergeObjects => State::MergeObjects(Document::new()),
             Kind::StdDev { sample } => State::StdDev(stats::StdDev::new(*sample)),
             Kind::Percentile { ps, median } => {
@@ -212,7 +240,11 @@ impl Accumulator {
             Kind::FirstLastN { n, last } => {
                 State::FirstLastN(positional::FirstLastN::new(n::n_of(n, id)?, *last))
             }
-            Kind::MinMaxN { n, max } => State::MinMaxN(n::MinMaxN::new(n::n_of(n, id)?, *max)),
+            Kind::MinMaxN { n, max } => State::MinMaxN(n::MinMaxN::new(
+                n::n_of(n, id)?,
+                *max,
+                self.collation.clone(),
+            )),
             Kind::TopBottom { n, spec } => {
                 let n = match n {
                     Some(n) => n::n_of(n, id)?,
@@ -245,12 +277,13 @@ impl Accumulator {
 pub enum State {
     Sum(Sum),
     Avg(Sum),
-    Min(Option<Bson>),
-    Max(Option<Bson>),
+    /// The smallest value so far, under the collation.
+    Min(Option<Bson>, Option<Collation>),
+    Max(Option<Bson>, Option<Collation>),
     First(Option<Bson>),
     Last(Option<Bson>),
     Push(Vec<Bson>),
-    AddToSet(BTreeSet<OrdBson>),
+    AddToSet(ValueSet),
     MergeObjects(Document),
     StdDev(stats::StdDev),
     Percentile(stats::Percentile),
@@ -272,8 +305,8 @@ impl State {
                 }
                 0
             }
-            State::Min(best) => extremes::keep(best, value, Ordering::Less),
-            State::Max(best) => extremes::keep(best, value, Ordering::Greater),
+            State::Min(best, c) => extremes::keep(best, value, Ordering::Less, c.as_ref()),
+            State::Max(best, c) => extremes::keep(best, value, Ordering::Greater, c.as_ref()),
             State::First(first) => {
                 if first.is_none() {
                     *first = Some(value.unwrap_or(Bson::Null));
@@ -292,17 +325,7 @@ impl State {
                 items.extend(value);
                 added
             }
-            State::AddToSet(set) => match value {
-                Some(v) => {
-                    let added = value_size(&v) as isize;
-                    if set.insert(OrdBson(v)) {
-                        added
-                    } else {
-                        0
-                    }
-                }
-                None => 0,
-            },
+            State::AddToSet(set) => value.map_or(0, |v| set.insert(v)),
             State::MergeObjects(doc) => objects::merge_into(doc, value)?,
             State::StdDev(s) => {
                 if let Some(v) = value {
@@ -322,11 +345,11 @@ impl State {
         match self {
             State::Sum(s) => s.total(),
             State::Avg(s) => s.average(),
-            State::Min(v) | State::Max(v) | State::First(v) | State::Last(v) => {
+            State::Min(v, _) | State::Max(v, _) | State::First(v) | State::Last(v) => {
                 v.unwrap_or(Bson::Null)
             }
             State::Push(items) => Bson::Array(items),
-            State::AddToSet(set) => Bson::Array(set.into_iter().map(|v| v.0).collect()),
+            State::AddToSet(set) => Bson::Array(set.into_values().collect()),
             State::MergeObjects(doc) => Bson::Document(doc),
             State::StdDev(s) => s.finish(),
             State::Percentile(p) => p.finish(),
@@ -343,9 +366,9 @@ impl State {
         let present = |v: &Option<Bson>| Bson::Array(v.iter().cloned().collect());
         match self {
             State::Sum(s) | State::Avg(s) => Bson::Document(s.partial()),
-            State::Min(v) | State::Max(v) | State::First(v) | State::Last(v) => present(v),
+            State::Min(v, _) | State::Max(v, _) | State::First(v) | State::Last(v) => present(v),
             State::Push(items) => Bson::Array(items.clone()),
-            State::AddToSet(set) => Bson::Array(set.iter().map(|v| v.0.clone()).collect()),
+            State::AddToSet(set) => Bson::Array(set.values().cloned().collect()),
             State::MergeObjects(doc) => Bson::Document(doc.clone()),
             State::StdDev(s) => s.partial(),
             State::Percentile(p) => p.partial(),

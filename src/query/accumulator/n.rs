@@ -7,7 +7,8 @@
 //! own: `$firstN`/`$lastN` (positional.rs) or `$topN`/`$bottomN` (top.rs), which reuse [`n_of`].
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::compare::{compare_values, is_number};
+use crate::query::collation::Collation;
+use crate::query::compare::{compare_values_with, is_number};
 use crate::query::expr::value::render;
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::size::value_size;
@@ -99,14 +100,17 @@ pub struct MinMaxN {
     max: bool,
     /// Ascending, at most `n`; equal values keep their arrival order.
     values: Vec<Bson>,
+    /// Strings order under this (the operation's collation; `None`: simple).
+    collation: Option<Collation>,
 }
 
 impl MinMaxN {
-    pub fn new(n: usize, max: bool) -> MinMaxN {
+    pub fn new(n: usize, max: bool, collation: Option<Collation>) -> MinMaxN {
         MinMaxN {
             n,
             max,
             values: Vec::new(),
+            collation,
         }
     }
 
@@ -114,6 +118,8 @@ impl MinMaxN {
         let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
             return 0;
         };
+        let c = self.collation.as_ref();
+        let compare_values = |a: &Bson, b: &Bson| compare_values_with(a, b, c);
         let mut freed = 0;
         if self.values.len() >= self.n {
             let evict = if self.max {

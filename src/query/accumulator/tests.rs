@@ -374,3 +374,86 @@ fn partial_states_merge_in_arrival_order() {
         assert_eq!(first.finish(), whole.finish(), "{op}");
     }
 }
+
+/// Runs `{op: arg}` over `docs` compiled under `collation`, and also through a spilled
+/// partial state, which must agree.
+fn run_collated(op: &str, arg: Bson, docs: &[Document], collation: &Document) -> Bson {
+    let c = crate::query::collation::Collation::parse(collation).unwrap();
+    let vars = Variables::default()
+        .with_comparator(crate::query::expr::value::Comparator::with_collation(c));
+    let acc = Accumulator::compile(op, &arg, &vars).unwrap();
+    let mut state = acc.start_group(&Bson::Null).unwrap();
+    for d in docs {
+        state.add(acc.arg().eval(d).unwrap()).unwrap();
+    }
+    let mut merged = acc.start_group(&Bson::Null).unwrap();
+    merged.merge(state.partial()).unwrap();
+    let whole = state.finish();
+    assert_eq!(merged.finish(), whole, "{op} through its partial state");
+    whole
+}
+
+#[test]
+fn comparing_accumulators_compare_under_the_collation() {
+    let ci = doc! {"locale": "en", "strength": 2};
+    let numeric = doc! {"locale": "en", "numericOrdering": true};
+    let cased = values(vec![
+        bson!("b"),
+        bson!("a"),
+        bson!("B"),
+        bson!("A"),
+        bson!("c"),
+    ]);
+    let numbers = values(vec![bson!("10"), bson!("9"), bson!("100"), bson!("2")]);
+    let top = |n: i32, dir: i32| bson!({"n": n, "sortBy": {"v": dir}, "output": "$v"});
+    let cases: Vec<(&str, Bson, &[Document], &Document, Bson)> = vec![
+        // Equal values: the first seen is kept.
+        ("$min", bson!("$v"), &cased, &ci, bson!("a")),
+        ("$max", bson!("$v"), &cased, &ci, bson!("c")),
+        (
+            "$addToSet",
+            bson!("$v"),
+            &cased,
+            &ci,
+            bson!(["a", "b", "c"]),
+        ),
+        (
+            "$minN",
+            bson!({"input": "$v", "n": 3}),
+            &cased,
+            &ci,
+            bson!(["a", "A", "b"]),
+        ),
+        ("$topN", top(2, 1), &cased, &ci, bson!(["a", "A"])),
+        ("$min", bson!("$v"), &numbers, &numeric, bson!("2")),
+        ("$max", bson!("$v"), &numbers, &numeric, bson!("100")),
+        (
+            "$maxN",
+            bson!({"input": "$v", "n": 2}),
+            &numbers,
+            &numeric,
+            bson!(["100", "10"]),
+        ),
+        (
+            "$bottomN",
+            top(2, 1),
+            &numbers,
+            &numeric,
+            bson!(["10", "100"]),
+        ),
+        (
+            "$addToSet",
+            bson!("$v"),
+            &numbers,
+            &numeric,
+            bson!(["2", "9", "10", "100"]),
+        ),
+    ];
+    for (op, arg, docs, collation, expected) in cases {
+        assert_eq!(
+            run_collated(op, arg.clone(), docs, collation),
+            expected,
+            "{op} {arg} under {collation}"
+        );
+    }
+}

@@ -92,7 +92,7 @@ pub fn parse(
         internal.insert(format!("sortFields{i}"), direction.clone());
     }
     let expr = Expression::compile(&Bson::Document(argument), vars)?;
-    let sort = SortSpec::compile(&internal)?;
+    let sort = SortSpec::compile_with(&internal, vars.collation())?;
     Ok((
         expr,
         n,

@@ -68,6 +68,16 @@ impl Variables {
         self
     }
 
+    /// How values compare (the operation's collation).
+    pub fn comparator(&self) -> &Comparator {
+        &self.comparator
+    }
+
+    /// The operation's collation (`None`: simple).
+    pub fn collation(&self) -> Option<&crate::query::collation::Collation> {
+        self.comparator.collation()
+    }
+
     /// The user variables, in definition order.
     pub fn user(&self) -> &[(String, Bson)] {
         &self.user

@@ -18,6 +18,11 @@ impl Comparator {
         Comparator { collation }
     }
 
+    /// The collation strings compare under (`None`: by bytes).
+    pub fn collation(&self) -> Option<&crate::query::collation::Collation> {
+        self.collation.as_ref()
+    }
+
     /// The order of two present values.
     pub fn compare(&self, a: &Bson, b: &Bson) -> Ordering {
         crate::query::compare::compare_values_with(a, b, self.collation.as_ref())
