@@ -9,7 +9,18 @@ fn compute(spec: Document, sort: Document, docs: &[Document]) -> Result<Vec<Valu
         .iter()
         .map(|d| sort.single.as_ref().unwrap().eval(d).unwrap())
         .collect();
-    f.compute(&Partition { docs, keys: &keys }, &mut |_| Ok(()))
+    let rows = PartitionRows::Memory(
+        docs.iter()
+            .map(|d| crate::pipeline::Row::computed(d.clone()))
+            .collect(),
+    );
+    f.compute(
+        &Partition {
+            rows: &rows,
+            keys: &keys,
+        },
+        &mut |_| Ok(()),
+    )
 }
 
 fn doubles(values: &[Value]) -> Vec<f64> {
