@@ -156,32 +156,25 @@ pub fn collect(
     spill: Option<&SpillDir>,
 ) -> Result<(PartitionRows, usize)> {
     let mut held = 0usize;
-    let mut rows = vec![first];
-    let mut spilling: Option<SpillingRows> = None;
-    let mut next = rows.first().map(|r| document_size(&r.doc));
-    loop {
-        if let Some(bytes) = next.take() {
-            if spilling.is_none() {
-                held += bytes;
-                if let Err(e) = memory.adjust(bytes as isize) {
-                    let Some(dir) = spill else { return Err(e) };
-                    memory.adjust(-(held as isize)).ok();
-                    held = 0;
-                    spilling = Some(PartitionRows::Memory(std::mem::take(&mut rows)).spill(dir)?);
-                }
+    let mut rows = Vec::new();
+    let mut next = Some(first);
+    while let Some(row) = next {
+        let bytes = document_size(&row.doc);
+        rows.push(row);
+        held += bytes;
+        memory.used = memory.used.saturating_add(bytes);
+        if memory.used > memory.limit {
+            let Some(dir) = spill else {
+                return Err(memory.exceeded());
+            };
+            memory.used = memory.used.saturating_sub(held);
+            let mut file = PartitionRows::Memory(rows).spill(dir)?;
+            while let Some(row) = more()? {
+                file.push(row)?;
             }
+            return Ok((file.finish()?, 0));
         }
-        let Some(row) = more()? else { break };
-        match &mut spilling {
-            Some(file) => file.push(row)?,
-            None => {
-                next = Some(document_size(&row.doc));
-                rows.push(row);
-            }
-        }
+        next = more()?;
     }
-    match spilling {
-        Some(file) => Ok((file.finish()?, 0)),
-        None => Ok((PartitionRows::Memory(rows), held)),
-    }
+    Ok((PartitionRows::Memory(rows), held))
 }
