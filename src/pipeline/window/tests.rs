@@ -338,15 +338,27 @@ fn run_limited(
     docs: Vec<Document>,
     disk: bool,
     dir: Option<&crate::engine::exec::spill::SpillDir>,
-) -> Result<Vec<Document>> {
-    let rows: Rows = Box::new(docs.into_iter().map(|d| Ok(Row::computed(d))));
+) -> Result<Vec<(Document, Option<i64>)>> {
+    // Every other row comes from a stored document that expires (TTL-18): the output row
+    // keeps that expiry, spilled or not.
+    let rows: Rows = Box::new(docs.into_iter().map(|d| {
+        let expires_at = d
+            .get_i32("_id")
+            .ok()
+            .filter(|id| id % 2 == 0)
+            .map(|id| i64::from(id) * 1000);
+        Ok(Row {
+            expires_at,
+            ..Row::computed(d)
+        })
+    }));
     let limits = StageLimits {
         allow_disk_use: disk,
         ..StageLimits::default()
     };
     stage
         .apply(rows, &limits, dir)?
-        .map(|r| r.map(|r| r.doc))
+        .map(|r| r.map(|r| (r.doc, r.expires_at)))
         .collect()
 }
 
@@ -377,6 +389,10 @@ fn spilled_partitions_compute_what_partitions_in_memory_compute() {
     for spec in specs {
         let held = run_limited(parse(spec.clone()).unwrap(), large_input(), false, None).unwrap();
         assert_eq!(held.len(), 3000);
+        for (d, expires_at) in &held {
+            let id = d.get_i32("_id").unwrap();
+            assert_eq!(*expires_at, (id % 2 == 0).then_some(i64::from(id) * 1000));
+        }
         let small = || {
             parse(spec.clone())
                 .unwrap()
