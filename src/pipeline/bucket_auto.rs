@@ -5,23 +5,30 @@
 //! a `granularity` the boundaries are rounded to the series (granularity.rs) and documents
 //! below a rounded-up boundary join the bucket.
 //!
-//! Owns: parsing (mongod's codes 40239–40261) and the cutting. Holds every document within the
-//! stage's 100 MB; it does not spill (146 with `allowDiskUse`, 292 without).
+//! Owns: parsing (mongod's codes 40239–40261) and the cutting. The input is sorted as entries
+//! of (`groupBy` value, the accumulators' arguments evaluated on the document) within the
+//! stage's 100 MB; past it, 292 without `allowDiskUse`, and with it the entries spill through
+//! the external sort (`memory::SpillingSort`) as mongod's sorter does, and the buckets are cut
+//! while the sorted runs are merged (the bucket size needs only the entry count, known once
+//! the input is sorted). One bucket's accumulators may hold at most 100 MB.
 
 use super::bucket::{default_outputs, is_group_by};
 use super::granularity::Granularity;
 use super::group::{parse_output, Outputs};
-use super::memory::Blocking;
+use super::memory::{Blocking, Entries, SpillingSort, StageMemory};
 use super::{Row, Rows, StageLimits};
 use crate::engine::cursor::HeldIter;
+use crate::engine::exec::spill::{DocOrder, SpillDir};
+use crate::engine::exec::stages::MAX_BLOCKING_SORT_BYTES;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::State;
 use crate::query::compare::{compare_values, compare_values_with, is_number};
-use crate::query::expr::{Expression, Variables};
+use crate::query::expr::{Expression, Value, Variables};
 use crate::query::path::{render, type_name};
 use crate::query::size::{document_size, value_size};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 #[derive(Debug)]
 pub struct BucketAuto {
@@ -29,6 +36,8 @@ pub struct BucketAuto {
     buckets: usize,
     outputs: Outputs,
     granularity: Option<Granularity>,
+    /// The stage's budget (mongod's 100 MB; smaller in tests).
+    limit: usize,
     /// Values order under this (the operation's collation; `None`: simple).
     collation: Option<crate::query::collation::Collation>,
 }
@@ -147,8 +156,15 @@ impl BucketAuto {
             buckets: usize::try_from(buckets).unwrap_or(1),
             outputs,
             granularity,
+            limit: MAX_BLOCKING_SORT_BYTES,
             collation: vars.collation().cloned(),
         })
+    }
+
+    #[cfg(test)]
+    fn with_limit(mut self, limit: usize) -> BucketAuto {
+        self.limit = limit;
+        self
     }
 
     fn key_of(&self, doc: &Document) -> Result<Bson> {
@@ -189,85 +205,173 @@ impl BucketAuto {
         Ok(key.unwrap_or(Bson::Null))
     }
 
-    pub fn apply(self, rows: Rows, limits: &StageLimits) -> Result<Rows> {
-        let mut memory = limits.budget(Blocking::BucketAuto);
-        let mut sorted = Vec::new();
+    /// Sorts the input by `groupBy` value (each entry its value and the accumulators'
+    /// arguments evaluated on its document, spilled past the budget with `allowDiskUse`), then
+    /// cuts the sorted entries into buckets, streaming them when the sort spilled.
+    pub fn apply(self, rows: Rows, limits: &StageLimits, spill: Option<&SpillDir>) -> Result<Rows> {
+        let collation = self.collation.clone();
+        let order: DocOrder = Arc::new(move |a: &Document, b: &Document| {
+            compare_values_with(
+                a.get("k").unwrap_or(&Bson::Null),
+                b.get("k").unwrap_or(&Bson::Null),
+                collation.as_ref(),
+            )
+        });
+        let budget =
+            StageMemory::with_limit(Blocking::BucketAuto, limits.allow_disk_use, self.limit);
+        let mut sorter = SpillingSort::new(budget.fresh(), order, spill);
         for row in rows {
             let doc = row?.doc;
             let key = self.key_of(&doc)?;
-            memory.charge(document_size(&doc) + value_size(&key))?;
-            sorted.push((key, doc));
+            let mut args = Document::new();
+            for (i, (_, acc)) in self.outputs.iter().enumerate() {
+                if let Some(v) = acc.arg().eval(&doc)? {
+                    args.insert(i.to_string(), v);
+                }
+            }
+            let bytes = value_size(&key) + document_size(&args);
+            sorter.push(bytes, doc! {"k": key, "a": args})?;
         }
-        let collation = self.collation.as_ref();
-        sorted.sort_by(|a, b| compare_values_with(&a.0, &b.0, collation));
-        let approx = if sorted.is_empty() {
+        let total = sorter.count();
+        let spilled = sorter.spills() > 0;
+        let approx = if total == 0 {
             1
         } else {
-            ((sorted.len() as f64 / self.buckets as f64).round() as usize).max(1)
+            ((total as f64 / self.buckets as f64).round() as usize).max(1)
         };
-        let mut input = sorted.into_iter();
-        let mut out = Vec::new();
-        let mut next_min: Option<(Bson, Document)> = None;
-        let mut previous_max: Option<Bson> = None;
-        let mut number = 0;
-        loop {
-            let Some(first) = next_min.take().or_else(|| input.next()) else {
-                break;
-            };
-            number += 1;
-            let mut bucket = Open::new(&self, &first.0)?;
-            if let Some(g) = &self.granularity {
-                bucket.min = previous_max
-                    .clone()
-                    .unwrap_or_else(|| g.round_down(&first.0));
-            }
-            bucket.add(&self.outputs, first)?;
-            let last = number == self.buckets;
-            let mut taken = 1;
-            while taken < approx || last {
-                let Some(entry) = input.next() else { break };
-                bucket.add(&self.outputs, entry)?;
-                taken += 1;
-            }
-            let mut next = input.next();
-            if let Some(g) = &self.granularity {
-                let boundary = g.round_up(&bucket.max);
-                while let Some(entry) = next.take() {
-                    if compare_values(&boundary, &entry.0) == Ordering::Greater {
-                        bucket.add(&self.outputs, entry)?;
-                        next = input.next();
-                    } else {
-                        next = Some(entry);
-                        break;
-                    }
-                }
-                let zero = matches!(boundary, Bson::Double(d) if d == 0.0)
-                    || matches!(boundary, Bson::Int32(0) | Bson::Int64(0));
-                bucket.max = match &next {
-                    Some((k, _)) if zero => g.round_down(k),
-                    _ => boundary,
-                };
-            } else {
-                while let Some(entry) = next.take() {
-                    if compare_values_with(&bucket.max, &entry.0, collation) == Ordering::Equal {
-                        bucket.add(&self.outputs, entry)?;
-                        next = input.next();
-                    } else {
-                        next = Some(entry);
-                        break;
-                    }
-                }
-                if let Some((k, _)) = &next {
-                    bucket.max = k.clone();
-                }
-            }
-            next_min = next;
-            previous_max = Some(bucket.max.clone());
-            let doc = bucket.finish(&self.outputs);
-            crate::query::depth::check_document(&doc)?;
-            out.push((document_size(&doc), Row::computed(doc)));
+        let buckets = Buckets {
+            budget,
+            input: sorter.finish(&limits.held),
+            stage: self,
+            approx,
+            number: 0,
+            next_min: None,
+            previous_max: None,
+        };
+        if spilled {
+            return Ok(Box::new(buckets.map(|b| b.map(Row::computed))));
         }
+        let out = buckets
+            .map(|b| b.map(|doc| (document_size(&doc), Row::computed(doc))))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Box::new(HeldIter::new(out, limits.held.clone()).map(Ok)))
+    }
+}
+
+/// An entry of the sorted input: the `groupBy` value and the accumulators' arguments.
+type Entry = (Bson, Vec<Value>);
+
+/// The buckets cut from the sorted entries, one at a time.
+struct Buckets {
+    stage: BucketAuto,
+    input: Entries,
+    /// Entries a bucket takes before equal values and granularity extend it.
+    approx: usize,
+    number: usize,
+    next_min: Option<Entry>,
+    previous_max: Option<Bson>,
+    /// What one bucket's accumulators hold.
+    budget: StageMemory,
+}
+
+impl Buckets {
+    fn pull(&mut self) -> Result<Option<Entry>> {
+        let Some(entry) = self.input.next() else {
+            return Ok(None);
+        };
+        let mut entry = entry?;
+        let key = entry.remove("k").unwrap_or(Bson::Null);
+        let args = match entry.remove("a") {
+            Some(Bson::Document(args)) => args,
+            _ => return Err(Error::internal("a sorted $bucketAuto entry is malformed")),
+        };
+        let values = (0..self.stage.outputs.len())
+            .map(|i| args.get(i.to_string()).cloned())
+            .collect();
+        Ok(Some((key, values)))
+    }
+
+    fn add(&mut self, bucket: &mut Open, entry: Entry) -> Result<()> {
+        let delta = bucket.add(entry)?;
+        self.budget.note_delta(delta);
+        if self.budget.over_limit() {
+            return Err(self.budget.exceeded_by_one());
+        }
+        Ok(())
+    }
+
+    fn next_bucket(&mut self) -> Result<Option<Document>> {
+        let first = match self.next_min.take() {
+            Some(first) => first,
+            None => match self.pull()? {
+                Some(first) => first,
+                None => return Ok(None),
+            },
+        };
+        self.number += 1;
+        self.budget.reset();
+        let mut bucket = Open::new(&self.stage, &first.0)?;
+        if let Some(g) = &self.stage.granularity {
+            bucket.min = self
+                .previous_max
+                .clone()
+                .unwrap_or_else(|| g.round_down(&first.0));
+        }
+        self.add(&mut bucket, first)?;
+        let last = self.number == self.stage.buckets;
+        let mut taken = 1;
+        while taken < self.approx || last {
+            let Some(entry) = self.pull()? else { break };
+            self.add(&mut bucket, entry)?;
+            taken += 1;
+        }
+        let mut next = self.pull()?;
+        if let Some(g) = self.stage.granularity {
+            let boundary = g.round_up(&bucket.max);
+            while let Some(entry) = next.take() {
+                if compare_values(&boundary, &entry.0) == Ordering::Greater {
+                    self.add(&mut bucket, entry)?;
+                    next = self.pull()?;
+                } else {
+                    next = Some(entry);
+                    break;
+                }
+            }
+            let zero = matches!(boundary, Bson::Double(d) if d == 0.0)
+                || matches!(boundary, Bson::Int32(0) | Bson::Int64(0));
+            bucket.max = match &next {
+                Some((k, _)) if zero => g.round_down(k),
+                _ => boundary,
+            };
+        } else {
+            while let Some(entry) = next.take() {
+                if compare_values_with(&bucket.max, &entry.0, self.stage.collation.as_ref())
+                    == Ordering::Equal
+                {
+                    self.add(&mut bucket, entry)?;
+                    next = self.pull()?;
+                } else {
+                    next = Some(entry);
+                    break;
+                }
+            }
+            if let Some((k, _)) = &next {
+                bucket.max = k.clone();
+            }
+        }
+        self.next_min = next;
+        self.previous_max = Some(bucket.max.clone());
+        let doc = bucket.finish(&self.stage.outputs);
+        crate::query::depth::check_document(&doc)?;
+        Ok(Some(doc))
+    }
+}
+
+impl Iterator for Buckets {
+    type Item = Result<Document>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_bucket().transpose()
     }
 }
 
@@ -291,12 +395,14 @@ impl Open {
         })
     }
 
-    fn add(&mut self, outputs: &Outputs, (key, doc): (Bson, Document)) -> Result<()> {
+    /// Adds an entry; returns how many bytes the states grew by.
+    fn add(&mut self, (key, values): Entry) -> Result<isize> {
         self.max = key;
-        for (state, (_, acc)) in self.states.iter_mut().zip(outputs) {
-            state.add(acc.arg().eval(&doc)?)?;
+        let mut grown = 0;
+        for (state, value) in self.states.iter_mut().zip(values) {
+            grown += state.add(value)?;
         }
-        Ok(())
+        Ok(grown)
     }
 
     fn finish(self, outputs: &Outputs) -> Document {
@@ -307,3 +413,7 @@ impl Open {
         out
     }
 }
+
+#[cfg(test)]
+#[path = "bucket_auto_tests.rs"]
+mod tests;

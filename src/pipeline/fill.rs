@@ -154,12 +154,14 @@ impl Fill {
     }
 
     /// Runs the fill over every input row.
-    pub fn apply(self, rows: Rows, limits: &StageLimits) -> Result<Rows> {
-        let rows: Rows = match &self.window {
-            Some(window) => {
-                let filled = window.apply(rows, limits)?;
-                Box::new(crate::engine::cursor::HeldIter::new(filled, limits.held.clone()).map(Ok))
-            }
+    pub fn apply(
+        self,
+        rows: Rows,
+        limits: &StageLimits,
+        spill: Option<&crate::engine::exec::spill::SpillDir>,
+    ) -> Result<Rows> {
+        let rows: Rows = match self.window {
+            Some(window) => window.apply(rows, limits, spill)?,
             None => rows,
         };
         if self.values.is_empty() {
@@ -215,7 +217,7 @@ mod tests {
     fn run(spec: Document, docs: Vec<Document>) -> Result<Vec<Document>> {
         let fill = Fill::parse(&Bson::Document(spec), &Variables::default())?;
         let rows: Rows = Box::new(docs.into_iter().map(|d| Ok(Row::computed(d))));
-        fill.apply(rows, &StageLimits::default())?
+        fill.apply(rows, &StageLimits::default(), None)?
             .map(|r| r.map(|row| row.doc))
             .collect()
     }

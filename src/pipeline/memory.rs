@@ -1,17 +1,24 @@
 //! Memory accounting for the pipeline's blocking stages that run above the executor (`$group`,
-//! a `$sort` after the leading stages, `$sample`): each may hold mongod's 100 MB per stage
-//! (`internalQueryMaxBlockingSortMemoryUsageBytes`) and fails past it.
+//! a `$sort` after the leading stages, `$sample`, `$bucketAuto`, `$setWindowFields`): each may
+//! hold mongod's 100 MB per stage (`internalQueryMaxBlockingSortMemoryUsageBytes`) and fails
+//! past it.
 //!
-//! Owns: the per-stage budget and its errors (sizes come from `query::size`). Does not own: the
-//! executor's sort (its own budget, with spilling, lives in `engine::exec`). Past the limit
-//! every stage fails with 292 without `allowDiskUse`. With it, `$group` (and `$bucket`, a
-//! `$group`) spills its groups to disk and merges them (`group.rs`); the others (`$sort` after
-//! the leading stages, `$sample`, `$bucketAuto`) do not spill and fail with 146
-//! ExceededMemoryLimit, saying that this server cannot spill them.
+//! Owns: the per-stage budget and its errors (sizes come from `query::size`), and
+//! [`SpillingSort`], the budgeted sort of a stage's own entries that spills through the
+//! engine's external sort. Does not own: the executor's sort (its own budget, with spilling,
+//! lives in `engine::exec`), nor the files (`engine::exec::spill`). Past the limit every stage
+//! fails with 292 without `allowDiskUse`. With it, `$group` (and `$bucket`, a `$group`) spills
+//! its groups (`group.rs`), a `$sort` its sorted runs (`sort.rs`), and `$bucketAuto`,
+//! `$sample` and `$setWindowFields`'s sort their entries through a [`SpillingSort`]; a stage
+//! that cannot spill (`$densify`, `$facet`'s input) fails with 146 ExceededMemoryLimit, saying
+//! so.
 
-use crate::engine::cursor::Held;
+use super::Row;
+use crate::engine::cursor::{Held, HeldIter};
+use crate::engine::exec::spill::{DocMerge, DocOrder, DocRun, SpillDir};
 use crate::engine::exec::stages::MAX_BLOCKING_SORT_BYTES;
 use crate::error::{Error, ErrorCode, Result};
+use bson::{Bson, Document};
 
 /// What every blocking stage of one pipeline shares: whether it may use the disk, and the
 /// gauge of what its output holds materialised (the cursor is charged with it).
@@ -109,6 +116,30 @@ impl StageMemory {
         )
     }
 
+    /// One result that alone passes the limit (a bucket's accumulators): spilling cannot
+    /// help it; without `allowDiskUse`, the stage's 292.
+    pub fn exceeded_by_one(&self) -> Error {
+        if !self.allow_disk_use {
+            return self.exceeded();
+        }
+        Error::new(
+            ErrorCode::ExceededMemoryLimit,
+            format!(
+                "a single {} result exceeded the memory limit of {} bytes",
+                self.name(),
+                self.limit
+            ),
+        )
+    }
+
+    fn name(&self) -> &'static str {
+        match self.stage {
+            Blocking::Group => "$group",
+            Blocking::Sort => "$sort",
+            Blocking::BucketAuto => "$bucketAuto",
+        }
+    }
+
     pub fn charge(&mut self, bytes: usize) -> Result<()> {
         self.adjust(isize::try_from(bytes).unwrap_or(isize::MAX))
     }
@@ -118,11 +149,7 @@ impl StageMemory {
     pub fn exceeded(&self) -> Error {
         let limit = self.limit;
         if self.allow_disk_use {
-            let name = match self.stage {
-                Blocking::Group => "$group",
-                Blocking::Sort => "$sort",
-                Blocking::BucketAuto => "$bucketAuto",
-            };
+            let name = self.name();
             return Error::new(
                 ErrorCode::ExceededMemoryLimit,
                 format!(
@@ -149,6 +176,103 @@ impl StageMemory {
             format!("PlanExecutor error during aggregation :: caused by :: {reason}"),
         )
     }
+}
+
+/// A blocking stage's entries (BSON documents it builds: a sort key beside a row, say) sorted
+/// by the stage's order within its budget. Past the budget, with `allowDiskUse`, the entries
+/// held are sorted (stably) and written as one run, and memory starts afresh; at the end the
+/// runs and the rest are merged, ties going to the earlier entry, so the result is exactly the
+/// stable in-memory sort of the same entries. Without `allowDiskUse`, the stage's error.
+pub struct SpillingSort {
+    memory: StageMemory,
+    order: DocOrder,
+    entries: Vec<(usize, Document)>,
+    runs: Vec<DocRun>,
+    dir: Option<SpillDir>,
+    count: u64,
+}
+
+/// Sorted entries, streamed.
+pub type Entries = Box<dyn Iterator<Item = Result<Document>> + Send>;
+
+impl SpillingSort {
+    pub fn new(memory: StageMemory, order: DocOrder, dir: Option<&SpillDir>) -> SpillingSort {
+        SpillingSort {
+            memory,
+            order,
+            entries: Vec::new(),
+            runs: Vec::new(),
+            dir: dir.cloned(),
+            count: 0,
+        }
+    }
+
+    /// Adds an entry that holds `bytes`.
+    pub fn push(&mut self, bytes: usize, entry: Document) -> Result<()> {
+        self.memory.note(bytes);
+        self.entries.push((bytes, entry));
+        self.count += 1;
+        if !self.memory.over_limit() {
+            return Ok(());
+        }
+        let Some(dir) = self.dir.as_ref().filter(|_| self.memory.may_spill()) else {
+            return Err(self.memory.exceeded());
+        };
+        let order = &self.order;
+        self.entries.sort_by(|a, b| order(&a.1, &b.1));
+        self.runs
+            .push(dir.write_docs(self.entries.iter().map(|(_, d)| d))?);
+        self.entries.clear();
+        self.memory.reset();
+        Ok(())
+    }
+
+    /// How many entries were added.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// How many runs went to disk.
+    pub fn spills(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// The entries in order: from memory (charged to `held` until consumed), or merged from
+    /// the runs on disk and the rest.
+    pub fn finish(mut self, held: &Held) -> Entries {
+        let order = &self.order;
+        self.entries.sort_by(|a, b| order(&a.1, &b.1));
+        if self.runs.is_empty() {
+            return Box::new(HeldIter::new(self.entries, held.clone()).map(Ok));
+        }
+        let rest = self.entries.into_iter().map(|(_, d)| d).collect();
+        Box::new(DocMerge::new(self.order, self.runs, rest))
+    }
+}
+
+/// A row as a spilled entry's fields: the document under `d`, its expiry (TTL-18) under `x`.
+pub fn row_fields(entry: &mut Document, row: Row) {
+    if let Some(at) = row.expires_at {
+        entry.insert("x", at);
+    }
+    entry.insert("d", row.doc);
+}
+
+/// The row a spilled entry holds (see [`row_fields`]).
+pub fn entry_row(entry: &mut Document) -> Result<Row> {
+    let doc = match entry.remove("d") {
+        Some(Bson::Document(doc)) => doc,
+        _ => return Err(Error::internal("a spilled row is malformed")),
+    };
+    let expires_at = match entry.get("x") {
+        Some(Bson::Int64(at)) => Some(*at),
+        _ => None,
+    };
+    Ok(Row {
+        doc,
+        size: None,
+        expires_at,
+    })
 }
 
 #[cfg(test)]

@@ -277,7 +277,7 @@ impl Stage {
                 super::group::into_rows(grouped, limits)?
             }
             Stage::Bucket(b) => b.apply(rows, limits)?,
-            Stage::BucketAuto(b) => b.apply(rows, limits)?,
+            Stage::BucketAuto(b) => b.apply(rows, limits, env.view.spill())?,
             Stage::Lookup(lookup) => lookup.apply(rows, env),
             Stage::UnionWith(union) => union.apply(rows, env),
             Stage::Facet(facet) => facet.apply(rows, env)?,
@@ -296,19 +296,13 @@ impl Stage {
                 let out = (n > 0).then(|| Row::computed(doc! {field: count_value(n)}));
                 Box::new(out.into_iter().map(Ok))
             }
-            Stage::Sample(size) => {
-                let sampled = super::sample::sample(rows, size, limits)?;
-                Box::new(HeldIter::new(sampled, limits.held.clone()).map(Ok))
-            }
-            Stage::SetWindowFields(w) => {
-                let out = w.apply(rows, limits)?;
-                Box::new(HeldIter::new(out, limits.held.clone()).map(Ok))
-            }
+            Stage::Sample(size) => super::sample::sample(rows, size, limits, env.view.spill())?,
+            Stage::SetWindowFields(w) => w.apply(rows, limits, env.view.spill())?,
             Stage::Densify(d) => {
                 let out = d.apply(rows, limits)?;
                 Box::new(HeldIter::new(out, limits.held.clone()).map(Ok))
             }
-            Stage::Fill(f) => f.apply(rows, limits)?,
+            Stage::Fill(f) => f.apply(rows, limits, env.view.spill())?,
             // Only valid first, where the pipeline's source produces it.
             Stage::CollStats(_) | Stage::CurrentOp(_) => rows,
         })

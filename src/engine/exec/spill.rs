@@ -3,18 +3,25 @@
 //! (`<dbpath>/_tmp`) and merges them. Files are unlinked when created, so nothing outlives the
 //! sort, even a crash.
 //!
-//! A run holds each document's storage key and record; the merge decodes one document per run
-//! at a time, so its memory is one document per run.
+//! A run of the executor's sort holds each document's storage key and record; the merge
+//! decodes one document per run at a time, so its memory is one document per run.
+//!
+//! The pipeline's blocking stages that sort their own entries (`$bucketAuto`, `$sample`,
+//! `$setWindowFields`) spill through the same directory: [`SpillDir::write_docs`] writes a run
+//! of BSON documents, which [`DocMerge`] merges by the stage's order, and a [`DocFile`] holds
+//! documents appended once and read back in order as often as needed (a window partition).
 
 use crate::engine::collection::StoredDoc;
 use crate::engine::record::Record;
 use crate::error::{Error, Result};
 use crate::query::sort::SortSpec;
-use bson::Bson;
+use bson::{Bson, Document};
 use std::cmp::Ordering;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Where sorts spill: a directory of the data directory, emptied when the engine opens.
 #[derive(Debug, Clone)]
@@ -51,6 +58,32 @@ impl SpillDir {
         Ok(Run {
             reader: BufReader::new(file),
             left: count,
+        })
+    }
+}
+
+impl SpillDir {
+    /// Writes `docs` (already in the stage's order) as one run.
+    pub fn write_docs<'a>(&self, docs: impl Iterator<Item = &'a Document>) -> Result<DocRun> {
+        let mut file = self.doc_file()?;
+        for doc in docs {
+            file.push(doc)?;
+        }
+        let count = file.len();
+        let mut file = file.out.into_inner().map_err(|e| io(e.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(io)?;
+        Ok(DocRun {
+            reader: BufReader::new(file),
+            left: count,
+        })
+    }
+
+    /// An empty file of documents, unlinked already.
+    pub fn doc_file(&self) -> Result<DocFile> {
+        let file = tempfile::tempfile_in(&self.0).map_err(io)?;
+        Ok(DocFile {
+            out: BufWriter::new(file),
+            count: 0,
         })
     }
 }
@@ -159,5 +192,277 @@ impl Iterator for Merge {
         };
         let head = std::mem::replace(self.heads.get_mut(source)?, next)?;
         Some(Ok(head.doc))
+    }
+}
+
+/// A stage's order of its spilled documents; it must be total and consistent, as a sort's is.
+pub type DocOrder = Arc<dyn Fn(&Document, &Document) -> Ordering + Send + Sync>;
+
+/// One sorted run of a stage's documents.
+pub struct DocRun {
+    reader: BufReader<File>,
+    left: u64,
+}
+
+impl DocRun {
+    fn next_doc(&mut self) -> Result<Option<Document>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left -= 1;
+        Document::from_reader(&mut self.reader)
+            .map(Some)
+            .map_err(|e| Error::internal(format!("cannot read a spilled document back: {e}")))
+    }
+}
+
+/// Merges runs of a stage's documents (and the sorted rest still in memory) by the stage's
+/// order. Sources are the runs in the order they were written, then the part in memory; ties
+/// go to the earlier one, so the merge is as stable as an in-memory stable sort of the input.
+pub struct DocMerge {
+    order: DocOrder,
+    runs: Vec<DocRun>,
+    memory: std::vec::IntoIter<Document>,
+    heads: Vec<Option<Document>>,
+    started: bool,
+}
+
+impl DocMerge {
+    pub fn new(order: DocOrder, runs: Vec<DocRun>, memory: Vec<Document>) -> DocMerge {
+        DocMerge {
+            order,
+            runs,
+            memory: memory.into_iter(),
+            heads: Vec::new(),
+            started: false,
+        }
+    }
+
+    fn pull(&mut self, source: usize) -> Result<Option<Document>> {
+        match self.runs.get_mut(source) {
+            Some(run) => run.next_doc(),
+            None => Ok(self.memory.next()),
+        }
+    }
+
+    fn next_doc(&mut self) -> Result<Option<Document>> {
+        if !self.started {
+            self.started = true;
+            for source in 0..=self.runs.len() {
+                let head = self.pull(source)?;
+                self.heads.push(head);
+            }
+        }
+        // Few runs (one per 100 MB): a linear search for the smallest head.
+        let mut best: Option<(usize, &Document)> = None;
+        for (source, head) in self.heads.iter().enumerate() {
+            let Some(head) = head else { continue };
+            if best.is_none_or(|(_, b)| (self.order)(head, b) == Ordering::Less) {
+                best = Some((source, head));
+            }
+        }
+        let Some((source, _)) = best else {
+            return Ok(None);
+        };
+        let next = self.pull(source)?;
+        Ok(self
+            .heads
+            .get_mut(source)
+            .and_then(|head| std::mem::replace(head, next)))
+    }
+}
+
+impl Iterator for DocMerge {
+    type Item = Result<Document>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_doc().transpose()
+    }
+}
+
+/// Documents appended once, then read back in order any number of times, each pass with its
+/// own position (reads do not move a shared file offset). Unlinked: it disappears when
+/// dropped.
+pub struct DocFile {
+    out: BufWriter<File>,
+    count: u64,
+}
+
+impl DocFile {
+    pub fn push(&mut self, doc: &Document) -> Result<()> {
+        doc.to_writer(&mut self.out)
+            .map_err(|e| Error::internal(format!("cannot spill a document to disk: {e}")))?;
+        self.count += 1;
+        Ok(())
+    }
+
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Ends the appending; the documents can be read from now on.
+    pub fn finish(self) -> Result<DocFileReadable> {
+        let file = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        Ok(DocFileReadable {
+            file,
+            count: self.count,
+        })
+    }
+}
+
+/// A [`DocFile`] whose appending is over.
+pub struct DocFileReadable {
+    file: File,
+    count: u64,
+}
+
+impl DocFileReadable {
+    pub fn len(&self) -> u64 {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// One pass over the documents, in the order they were appended.
+    pub fn pass(&self) -> DocPass<&File> {
+        DocPass::new(&self.file, self.count)
+    }
+
+    /// The last pass, owning the file (it is removed when the pass is dropped).
+    pub fn into_pass(self) -> DocPass<File> {
+        DocPass::new(self.file, self.count)
+    }
+}
+
+/// A file read from a position of its own.
+struct At<F> {
+    file: F,
+    pos: u64,
+}
+
+impl<F: std::borrow::Borrow<File>> Read for At<F> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.borrow().read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// One pass over a [`DocFileReadable`].
+pub struct DocPass<F> {
+    reader: BufReader<At<F>>,
+    left: u64,
+}
+
+impl<F: std::borrow::Borrow<File>> DocPass<F> {
+    fn new(file: F, count: u64) -> DocPass<F> {
+        DocPass {
+            reader: BufReader::new(At { file, pos: 0 }),
+            left: count,
+        }
+    }
+}
+
+impl<F: std::borrow::Borrow<File>> Iterator for DocPass<F> {
+    type Item = Result<Document>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        Some(
+            Document::from_reader(&mut self.reader)
+                .map_err(|e| Error::internal(format!("cannot read a spilled document back: {e}"))),
+        )
+    }
+}
+
+/// How many files this process has open under `dir` (spill files are unlinked, so only their
+/// open descriptors show them).
+#[cfg(test)]
+pub(crate) fn open_files_under(dir: &Path) -> usize {
+    std::fs::read_dir("/proc/self/fd")
+        .map(|fds| {
+            fds.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|target| target.starts_with(dir))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn by_k() -> DocOrder {
+        Arc::new(|a: &Document, b: &Document| {
+            crate::query::compare::compare_values(
+                a.get("k").unwrap_or(&Bson::Null),
+                b.get("k").unwrap_or(&Bson::Null),
+            )
+        })
+    }
+
+    #[test]
+    fn runs_merge_stably_by_the_stages_order() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = SpillDir::open(tmp.path()).unwrap();
+        let order = by_k();
+        // Three runs and a rest in memory, each sorted; equal keys keep source order.
+        let chunks: Vec<Vec<Document>> = (0..4)
+            .map(|run| {
+                let mut docs: Vec<Document> = (0..50)
+                    .map(|i| doc! {"k": (i * 7 + run) % 10, "run": run, "i": i})
+                    .collect();
+                docs.sort_by(|a, b| order(a, b));
+                docs
+            })
+            .collect();
+        let mut expected: Vec<Document> = chunks.iter().flatten().cloned().collect();
+        expected.sort_by(|a, b| order(a, b));
+        let mut chunks = chunks.into_iter();
+        let rest = chunks.next_back().unwrap();
+        let runs = chunks
+            .map(|c| dir.write_docs(c.iter()).unwrap())
+            .collect::<Vec<_>>();
+        let merged: Vec<Document> = DocMerge::new(order, runs, rest)
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(merged, expected);
+        assert_eq!(
+            std::fs::read_dir(tmp.path().join("_tmp")).unwrap().count(),
+            0
+        );
+    }
+
+    #[test]
+    fn a_doc_file_reads_back_in_order_as_often_as_needed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = SpillDir::open(tmp.path()).unwrap();
+        let mut file = dir.doc_file().unwrap();
+        let docs: Vec<Document> = (0..1000i32)
+            .map(|i| doc! {"i": i, "s": "x".repeat((i % 50) as usize)})
+            .collect();
+        for d in &docs {
+            file.push(d).unwrap();
+        }
+        let file = file.finish().unwrap();
+        assert_eq!(file.len(), 1000);
+        let mut first = file.pass();
+        let mut second = file.pass();
+        // Two passes at once keep their own positions.
+        assert_eq!(first.next().unwrap().unwrap(), docs[0]);
+        assert_eq!(second.next().unwrap().unwrap(), docs[0]);
+        assert_eq!(first.next().unwrap().unwrap(), docs[1]);
+        let all: Vec<Document> = file.into_pass().collect::<Result<_>>().unwrap();
+        assert_eq!(all, docs);
     }
 }

@@ -11,6 +11,7 @@
 //! same frame (the default whole-partition frame, ties of a range frame) share one result.
 
 use super::frames::{numeric, Frame};
+use super::partition::PartitionRows;
 use super::series::{covariance, derivative, integral, linear_fill};
 use super::unit::TimeUnit;
 use super::SortBy;
@@ -103,13 +104,19 @@ fn parse_error(message: impl Into<String>) -> Error {
     Error::failed_to_parse(message)
 }
 
-/// What a partition offers its functions: the documents in order and, with a single-field
-/// `sortBy`, each document's value of it.
+/// What a partition offers its functions: the documents in order (in memory or read back
+/// from a spill file) and, with a single-field `sortBy`, each document's value of it.
 pub struct Partition<'a> {
-    pub docs: &'a [Document],
+    pub rows: &'a PartitionRows,
     pub keys: &'a [Value],
     /// Ranks tie under this (the operation's collation).
     pub collation: Option<&'a crate::query::collation::Collation>,
+}
+
+impl Partition<'_> {
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
 }
 
 impl Function {
@@ -277,10 +284,8 @@ impl Function {
         part: &Partition<'_>,
         charge: &mut dyn FnMut(isize) -> Result<()>,
     ) -> Result<Vec<Value>> {
-        let n = part.docs.len();
-        let eval_all = |e: &Expression| -> Result<Vec<Value>> {
-            part.docs.iter().map(|d| e.eval(d)).collect()
-        };
+        let n = part.len();
+        let eval_all = |e: &Expression| -> Result<Vec<Value>> { part.rows.eval_all(e) };
         match self {
             Function::Accumulate { acc, frame } => {
                 let values = eval_all(acc.arg())?;
@@ -434,7 +439,7 @@ fn over_frames(
     mut f: impl FnMut(usize, usize) -> Result<Value>,
     empty: impl Fn() -> Value,
 ) -> Result<Vec<Value>> {
-    let n = part.docs.len();
+    let n = part.len();
     let mut out = Vec::with_capacity(n);
     let mut last: Option<((usize, usize), Value)> = None;
     for i in 0..n {

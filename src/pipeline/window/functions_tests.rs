@@ -9,9 +9,14 @@ fn compute(spec: Document, sort: Document, docs: &[Document]) -> Result<Vec<Valu
         .iter()
         .map(|d| sort.single.as_ref().unwrap().eval(d).unwrap())
         .collect();
+    let rows = PartitionRows::Memory(
+        docs.iter()
+            .map(|d| crate::pipeline::Row::computed(d.clone()))
+            .collect(),
+    );
     f.compute(
         &Partition {
-            docs,
+            rows: &rows,
             keys: &keys,
             collation: None,
         },

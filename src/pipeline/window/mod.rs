@@ -2,17 +2,18 @@
 //! and each given the `output` fields its window functions compute over a frame of its
 //! partition.
 //!
-//! Owns: parsing the stage, sorting and partitioning its input, the partition's memory budget,
-//! and writing the outputs. Does not own: frames (`frames.rs`), the functions
-//! (`functions.rs`), time units (`unit.rs`, shared with `$densify`), the accumulators
-//! (`query::accumulator`).
+//! Owns: parsing the stage, sorting and partitioning its input, and writing the outputs as the
+//! cursor pulls them. Does not own: a partition's rows, their spilling and the partition's
+//! budget (`partition.rs`), frames (`frames.rs`), the functions (`functions.rs`), time units
+//! (`unit.rs`, shared with `$densify`), the accumulators (`query::accumulator`).
 //!
 //! Like mongod, the stage sorts its whole input by partition key, then `sortBy` (a sort that
-//! holds at most 100 MB, as `$sort` does), then computes one partition at a time; a partition
-//! (its documents and what its functions hold) may hold at most 100 MB
-//! (`internalDocumentSourceSetWindowFieldsMaxMemoryBytes`). Past it the stage fails with
-//! mongod's 5414201 error; mayfly does not spill a partition to disk, so with `allowDiskUse`
-//! it fails with 146 ExceededMemoryLimit and says so.
+//! holds at most 100 MB and spills with `allowDiskUse` as `$sort` does, 292 without), then
+//! computes one partition at a time as the cursor pulls its output; a partition (its documents
+//! and what its functions hold) may hold at most 100 MB
+//! (`internalDocumentSourceSetWindowFieldsMaxMemoryBytes`). Past it, without `allowDiskUse`
+//! the stage fails with mongod's 5414201 error; with it, the partition's documents go to a
+//! spill file read back in order (`partition.rs`), and only what the functions hold must fit.
 //!
 //! Expiry (TTL-18): an output row is its input document with fields added, so it keeps that
 //! document's expiry and disappears from a cursor once it expires, like a `$set` row. The
@@ -23,11 +24,15 @@
 
 mod frames;
 mod functions;
+mod partition;
 mod series;
 pub(super) mod unit;
 
-use super::memory::{Blocking, StageLimits};
+use super::memory::{
+    entry_row, row_fields, Blocking, Entries, SpillingSort, StageLimits, StageMemory,
+};
 use super::{Row, Rows};
+use crate::engine::exec::spill::{DocOrder, SpillDir};
 use crate::engine::exec::stages::MAX_BLOCKING_SORT_BYTES;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;
@@ -35,9 +40,11 @@ use crate::query::compare::compare_values_with;
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::size::document_size;
 use crate::query::sort::SortSpec;
-use bson::{Bson, Document};
+use bson::{doc, Bson, Document};
 use functions::{Function, Partition};
+use partition::{collect, PartitionRows, RowsBack, WindowMemory};
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 /// A compiled `sortBy`.
 #[derive(Debug)]
@@ -82,6 +89,8 @@ pub struct SetWindowFields {
     collation: Option<Collation>,
     /// The budget of one partition (mongod's 100 MB; smaller in tests).
     limit: usize,
+    /// The budget of the stage's sort (as a `$sort`'s; smaller in tests).
+    sort_limit: usize,
 }
 
 fn wrong_type(stage: &str, field: &str, value: &Bson, expected: &str) -> Error {
@@ -161,6 +170,7 @@ impl SetWindowFields {
             outputs,
             collation: vars.collation().cloned(),
             limit: MAX_BLOCKING_SORT_BYTES,
+            sort_limit: MAX_BLOCKING_SORT_BYTES,
         })
     }
 
@@ -170,14 +180,35 @@ impl SetWindowFields {
         self
     }
 
-    /// Runs the stage over every input row; returns the output rows with their sizes.
-    pub fn apply(&self, rows: Rows, limits: &StageLimits) -> Result<Vec<(usize, Row)>> {
-        let mut sort_memory = limits.budget(Blocking::Sort);
-        let mut keyed = Vec::new();
+    #[cfg(test)]
+    fn with_sort_limit(mut self, limit: usize) -> SetWindowFields {
+        self.sort_limit = limit;
+        self
+    }
+
+    /// Runs the stage: sorts its whole input by partition key, then `sortBy` (spilling as a
+    /// `$sort` does), then streams the output partition by partition.
+    pub fn apply(self, rows: Rows, limits: &StageLimits, spill: Option<&SpillDir>) -> Result<Rows> {
+        let spec = self.sort.as_ref().map(|s| s.spec.clone());
+        let collation = self.collation.clone();
+        let order: DocOrder = Arc::new(move |a: &Document, b: &Document| {
+            let null = Bson::Null;
+            compare_values_with(
+                a.get("p").unwrap_or(&null),
+                b.get("p").unwrap_or(&null),
+                collation.as_ref(),
+            )
+            .then_with(|| match (&spec, a.get("s"), b.get("s")) {
+                (Some(spec), Some(Bson::Array(x)), Some(Bson::Array(y))) => spec.compare_keys(x, y),
+                _ => Ordering::Equal,
+            })
+        });
+        let budget =
+            StageMemory::with_limit(Blocking::Sort, limits.allow_disk_use, self.sort_limit);
+        let mut sorter = SpillingSort::new(budget, order, spill);
         for row in rows {
             let row = row?;
             let size = row.size.unwrap_or_else(|| document_size(&row.doc));
-            sort_memory.charge(size)?;
             let partition = match &self.partition_by {
                 Some(e) => match e.eval(&row.doc)? {
                     Some(Bson::Array(_)) => return Err(partition_array()),
@@ -185,59 +216,60 @@ impl SetWindowFields {
                 },
                 None => Bson::Null,
             };
-            let sort_key = self
-                .sort
-                .as_ref()
-                .map(|s| s.spec.keys_of(&row.doc))
-                .unwrap_or_default();
-            keyed.push((partition, sort_key, size, row));
-        }
-        let collation = self.collation.as_ref();
-        keyed.sort_by(|a, b| {
-            compare_values_with(&a.0, &b.0, collation).then_with(|| match &self.sort {
-                Some(s) => s.spec.compare_keys(&a.1, &b.1),
-                None => Ordering::Equal,
-            })
-        });
-        let mut memory = WindowMemory {
-            used: 0,
-            limit: self.limit,
-            allow_disk_use: limits.allow_disk_use,
-        };
-        let mut out = Vec::with_capacity(keyed.len());
-        let mut keyed = keyed.into_iter().peekable();
-        while let Some((key, _, size, row)) = keyed.next() {
-            let mut partition = vec![(size, row)];
-            while let Some((_, _, size, row)) =
-                keyed.next_if(|next| compare_values_with(&next.0, &key, collation).is_eq())
-            {
-                partition.push((size, row));
+            let mut entry = doc! {"p": partition};
+            if let Some(s) = &self.sort {
+                entry.insert("s", Bson::Array(s.spec.keys_of(&row.doc)));
             }
-            out.extend(self.partition(partition, &mut memory)?);
+            row_fields(&mut entry, row);
+            sorter.push(size, entry)?;
         }
-        Ok(out)
+        let input = sorter.finish(&limits.held);
+        Ok(Box::new(Windows {
+            limit: self.limit,
+            stage: self,
+            input,
+            pending: None,
+            spill: spill.filter(|_| limits.allow_disk_use).cloned(),
+            current: None,
+        }))
     }
 
-    /// Computes the outputs of one partition.
-    fn partition(
+    /// Computes the output columns of one partition. Past the budget with its rows still in
+    /// memory, the rows are spilled (when allowed) and the columns computed again.
+    fn columns(
         &self,
-        rows: Vec<(usize, Row)>,
+        rows: PartitionRows,
+        held: usize,
         memory: &mut WindowMemory,
-    ) -> Result<Vec<(usize, Row)>> {
-        memory.used = 0;
-        for (size, _) in &rows {
-            memory.adjust(*size as isize)?;
+        spill: Option<&SpillDir>,
+    ) -> Result<(PartitionRows, Vec<Vec<Value>>)> {
+        let mut rows = rows;
+        let mut held = held;
+        loop {
+            memory.used = held;
+            match self.try_columns(&rows, memory) {
+                Ok(columns) => return Ok((rows, columns)),
+                Err(e) if e.code == ErrorCode::Location5414201 && !rows.is_spilled() => {
+                    let Some(dir) = spill else { return Err(e) };
+                    rows = rows.spill(dir)?.finish()?;
+                    held = 0;
+                }
+                Err(e) => return Err(e),
+            }
         }
-        let (docs, rows): (Vec<Document>, Vec<Row>) = rows
-            .into_iter()
-            .map(|(_, mut row)| (std::mem::take(&mut row.doc), row))
-            .unzip();
+    }
+
+    fn try_columns(
+        &self,
+        rows: &PartitionRows,
+        memory: &mut WindowMemory,
+    ) -> Result<Vec<Vec<Value>>> {
         let keys: Vec<Value> = match self.sort.as_ref().and_then(|s| s.single.as_ref()) {
-            Some(field) => docs.iter().map(|d| field.eval(d)).collect::<Result<_>>()?,
-            None => vec![None; docs.len()],
+            Some(field) => rows.eval_all(field)?,
+            None => vec![None; rows.len()],
         };
         let part = Partition {
-            docs: &docs,
+            rows,
             keys: &keys,
             collation: self.collation.as_ref(),
         };
@@ -252,20 +284,115 @@ impl SetWindowFields {
             memory.adjust(bytes as isize)?;
             columns.push(column);
         }
-        let mut out = Vec::with_capacity(rows.len());
-        for (i, (mut doc, row)) in docs.into_iter().zip(rows).enumerate() {
-            for ((path, _), column) in self.outputs.iter().zip(&columns) {
-                match column.get(i).cloned().flatten() {
-                    Some(value) => crate::query::path::set(&mut doc, path, value)?,
-                    None => {
-                        crate::query::path::unset(&mut doc, path);
-                    }
+        Ok(columns)
+    }
+}
+
+/// The stage's output, computed one partition at a time as the cursor pulls it.
+struct Windows {
+    stage: SetWindowFields,
+    input: Entries,
+    /// The first row of the next partition, with its partition key.
+    pending: Option<(Bson, Row)>,
+    /// The budget of one partition.
+    limit: usize,
+    /// Where partitions past the budget spill (`allowDiskUse`).
+    spill: Option<SpillDir>,
+    current: Option<Output>,
+}
+
+/// One partition's rows read back beside its output columns.
+struct Output {
+    rows: RowsBack,
+    columns: std::vec::IntoIter<Vec<Value>>,
+    /// Per output, the column's values in order.
+    values: Vec<std::vec::IntoIter<Value>>,
+}
+
+impl Windows {
+    fn pull(&mut self) -> Result<Option<(Bson, Row)>> {
+        let Some(entry) = self.input.next() else {
+            return Ok(None);
+        };
+        let mut entry = entry?;
+        let key = entry.remove("p").unwrap_or(Bson::Null);
+        Ok(Some((key, entry_row(&mut entry)?)))
+    }
+
+    /// Collects and computes the next partition; `false` when the input is over.
+    fn next_partition(&mut self) -> Result<bool> {
+        let first = match self.pending.take() {
+            Some(first) => first,
+            None => match self.pull()? {
+                Some(first) => first,
+                None => return Ok(false),
+            },
+        };
+        let (key, first) = first;
+        let mut memory = WindowMemory {
+            used: 0,
+            limit: self.limit,
+        };
+        let spill = self.spill.clone();
+        let collation = self.stage.collation.clone();
+        let mut more = || -> Result<Option<Row>> {
+            match self.pull()? {
+                Some((k, row))
+                    if compare_values_with(&k, &key, collation.as_ref()) == Ordering::Equal =>
+                {
+                    Ok(Some(row))
+                }
+                other => {
+                    self.pending = other;
+                    Ok(None)
                 }
             }
-            let row = row.reshaped(doc)?;
-            out.push((document_size(&row.doc), row));
+        };
+        let (rows, held) = collect(first, &mut more, &mut memory, spill.as_ref())?;
+        let (rows, columns) = self
+            .stage
+            .columns(rows, held, &mut memory, spill.as_ref())?;
+        self.current = Some(Output {
+            rows: rows.into_rows(),
+            values: Vec::new(),
+            columns: columns.into_iter(),
+        });
+        Ok(true)
+    }
+
+    fn next_row(&mut self) -> Result<Option<Row>> {
+        loop {
+            if let Some(out) = &mut self.current {
+                if out.values.is_empty() {
+                    out.values = out.columns.by_ref().map(Vec::into_iter).collect();
+                }
+                if let Some(row) = out.rows.next() {
+                    let mut row = row?;
+                    let mut doc = std::mem::take(&mut row.doc);
+                    for ((path, _), values) in self.stage.outputs.iter().zip(&mut out.values) {
+                        match values.next().flatten() {
+                            Some(value) => crate::query::path::set(&mut doc, path, value)?,
+                            None => {
+                                crate::query::path::unset(&mut doc, path);
+                            }
+                        }
+                    }
+                    return row.reshaped(doc).map(Some);
+                }
+                self.current = None;
+            }
+            if !self.next_partition()? {
+                return Ok(None);
+            }
         }
-        Ok(out)
+    }
+}
+
+impl Iterator for Windows {
+    type Item = Result<Row>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
     }
 }
 
@@ -285,42 +412,6 @@ pub(super) fn output_path(name: &str) -> Result<Vec<String>> {
         ));
     }
     crate::query::expr::field_path(name)
-}
-
-/// The bytes one partition holds, against its limit.
-struct WindowMemory {
-    used: usize,
-    limit: usize,
-    allow_disk_use: bool,
-}
-
-impl WindowMemory {
-    fn adjust(&mut self, delta: isize) -> Result<()> {
-        self.used = self.used.saturating_add_signed(delta);
-        if self.used <= self.limit {
-            return Ok(());
-        }
-        let (used, limit) = (self.used, self.limit);
-        Err(if self.allow_disk_use {
-            Error::new(
-                ErrorCode::ExceededMemoryLimit,
-                format!(
-                    "$setWindowFields exceeded its memory limit of {limit} bytes in one \
-                     partition; this server does not spill a partition to disk, so allowDiskUse \
-                     cannot help it. Partition the documents more finely or filter them before \
-                     the stage."
-                ),
-            )
-        } else {
-            Error::new(
-                ErrorCode::Location5414201,
-                format!(
-                    "PlanExecutor error during aggregation :: caused by :: Exceeded memory limit \
-                     in DocumentSourceSetWindowFields, used {used} bytes but max allowed is {limit}"
-                ),
-            )
-        })
-    }
 }
 
 #[cfg(test)]

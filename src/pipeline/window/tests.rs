@@ -22,17 +22,16 @@ fn parse(spec: Document) -> Result<SetWindowFields> {
     SetWindowFields::parse(&Bson::Document(spec), &Variables::default())
 }
 
-fn run_stage(stage: &SetWindowFields, docs: Vec<Document>) -> Result<Vec<Document>> {
+fn run_stage(stage: SetWindowFields, docs: Vec<Document>) -> Result<Vec<Document>> {
     let rows: Rows = Box::new(docs.into_iter().map(|d| Ok(Row::computed(d))));
-    Ok(stage
-        .apply(rows, &StageLimits::default())?
-        .into_iter()
-        .map(|(_, r)| r.doc)
-        .collect())
+    stage
+        .apply(rows, &StageLimits::default(), None)?
+        .map(|r| r.map(|r| r.doc))
+        .collect()
 }
 
 fn run(spec: Document, docs: Vec<Document>) -> Result<Vec<Document>> {
-    run_stage(&parse(spec)?, docs)
+    run_stage(parse(spec)?, docs)
 }
 
 /// `(_id, field)` of each output document, in output order.
@@ -284,7 +283,7 @@ fn a_partition_past_its_budget_fails_with_mongods_error() {
     let stage = parse(doc! {"output": {"all": {"$push": "$quantity"}}})
         .unwrap()
         .with_limit(300);
-    let err = run_stage(&stage, cake_sales()).unwrap_err();
+    let err = run_stage(stage, cake_sales()).unwrap_err();
     assert_eq!(err.code, ErrorCode::Location5414201);
     assert!(err
         .message
@@ -293,5 +292,187 @@ fn a_partition_past_its_budget_fails_with_mongods_error() {
     let stage = parse(doc! {"partitionBy": "$_id", "output": {"all": {"$push": "$quantity"}}})
         .unwrap()
         .with_limit(300);
-    assert_eq!(run_stage(&stage, cake_sales()).unwrap().len(), 6);
+    assert_eq!(run_stage(stage, cake_sales()).unwrap().len(), 6);
+}
+
+/// 3,000 documents: partition keys with ties, missing values and mixed types; a numeric sort
+/// field with ties; values of mixed types, some missing.
+fn large_input() -> Vec<Document> {
+    (0..3000i32)
+        .map(|i| {
+            let mut d = doc! {"_id": i, "t": (i * 13) % 700, "pad": "x".repeat(200 + (i % 5) as usize * 20)};
+            match i % 4 {
+                0 => {}
+                1 => {
+                    d.insert("p", "a");
+                }
+                2 => {
+                    d.insert("p", 1.0);
+                }
+                _ => {
+                    d.insert("p", 1);
+                }
+            }
+            match i % 7 {
+                0 => {}
+                1 => {
+                    d.insert("v", "text");
+                }
+                2 => {
+                    d.insert("v", Bson::Null);
+                }
+                3 => {
+                    d.insert("v", f64::from(i) / 4.0);
+                }
+                _ => {
+                    d.insert("v", i % 23);
+                }
+            }
+            d
+        })
+        .collect()
+}
+
+fn run_limited(
+    stage: SetWindowFields,
+    docs: Vec<Document>,
+    disk: bool,
+    dir: Option<&crate::engine::exec::spill::SpillDir>,
+) -> Result<Vec<(Document, Option<i64>)>> {
+    // Every other row comes from a stored document that expires (TTL-18): the output row
+    // keeps that expiry, spilled or not.
+    let rows: Rows = Box::new(docs.into_iter().map(|d| {
+        let expires_at = d
+            .get_i32("_id")
+            .ok()
+            .filter(|id| id % 2 == 0)
+            .map(|id| i64::from(id) * 1000);
+        Ok(Row {
+            expires_at,
+            ..Row::computed(d)
+        })
+    }));
+    let limits = StageLimits {
+        allow_disk_use: disk,
+        ..StageLimits::default()
+    };
+    stage
+        .apply(rows, &limits, dir)?
+        .map(|r| r.map(|r| (r.doc, r.expires_at)))
+        .collect()
+}
+
+#[test]
+fn spilled_partitions_compute_what_partitions_in_memory_compute() {
+    use crate::engine::exec::spill::{open_files_under, SpillDir};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = SpillDir::open(tmp.path()).unwrap();
+    let specs = [
+        doc! {"partitionBy": "$p", "sortBy": {"t": 1}, "output": {
+            "near": {"$sum": "$v", "window": {"documents": [-3, 3]}},
+            "ids": {"$push": "$_id", "window": {"documents": [-1, 1]}},
+            "close": {"$avg": "$v", "window": {"range": [-5, 5]}},
+            "before": {"$count": {}, "window": {"range": ["unbounded", "current"]}},
+            "rank": {"$rank": {}},
+            "dense": {"$denseRank": {}},
+            "prev": {"$shift": {"output": "$v", "by": -1, "default": "none"}},
+            "ema": {"$expMovingAvg": {"input": "$t", "N": 3}},
+            "filled": {"$locf": "$v"},
+            "area": {"$integral": {"input": "$t"}, "window": {"documents": [-2, 0]}},
+        }},
+        doc! {"output": {"total": {"$sum": "$t"}, "top": {"$max": "$v"}}},
+        doc! {"partitionBy": {"$mod": ["$_id", 3]}, "sortBy": {"v": -1}, "output": {
+            "n": {"$documentNumber": {}},
+            "last": {"$last": "$_id", "window": {"documents": ["unbounded", "current"]}},
+        }},
+    ];
+    for spec in specs {
+        let held = run_limited(parse(spec.clone()).unwrap(), large_input(), false, None).unwrap();
+        assert_eq!(held.len(), 3000);
+        for (d, expires_at) in &held {
+            let id = d.get_i32("_id").unwrap();
+            assert_eq!(*expires_at, (id % 2 == 0).then_some(i64::from(id) * 1000));
+        }
+        let small = || {
+            parse(spec.clone())
+                .unwrap()
+                .with_sort_limit(20_000)
+                .with_limit(150_000)
+        };
+        // Without the disk the same limit is too small, so the spilled run did spill.
+        assert!(run_limited(small(), large_input(), false, None).is_err());
+        let spilled = run_limited(small(), large_input(), true, Some(&dir)).unwrap();
+        assert_eq!(spilled, held, "{spec}");
+    }
+    assert_eq!(open_files_under(&tmp.path().join("_tmp")), 0);
+}
+
+#[test]
+fn a_partition_spills_when_its_functions_need_the_room() {
+    use crate::engine::exec::spill::{open_files_under, SpillDir};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = SpillDir::open(tmp.path()).unwrap();
+    let docs: Vec<Document> = (0..200)
+        .map(|i| doc! {"_id": i, "t": i, "pad": "y".repeat(40)})
+        .collect();
+    let bytes: usize = docs.iter().map(crate::query::size::document_size).sum();
+    // The documents fit the sort and the partition; with the functions' columns they do not.
+    let spec = doc! {"sortBy": {"t": 1}, "output": {"w": {"$push": "$t", "window": {"documents": [-3, 3]}}}};
+    let stage = || parse(spec.clone()).unwrap().with_limit(bytes + 100);
+    let err = run_limited(stage(), docs.clone(), false, None).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Location5414201);
+    assert!(err
+        .message
+        .contains("Exceeded memory limit in DocumentSourceSetWindowFields"));
+    let held = run_limited(parse(spec.clone()).unwrap(), docs.clone(), false, None).unwrap();
+    let spilled = run_limited(stage(), docs.clone(), true, Some(&dir)).unwrap();
+    assert_eq!(spilled, held);
+    // What the functions hold alone past the budget cannot spill: mongod's 5414201.
+    let all = doc! {"output": {"w": {"$push": "$$ROOT"}}};
+    let err = run_limited(
+        parse(all).unwrap().with_limit(bytes + 100),
+        docs,
+        true,
+        Some(&dir),
+    )
+    .unwrap_err();
+    assert_eq!(err.code, ErrorCode::Location5414201);
+    assert_eq!(open_files_under(&tmp.path().join("_tmp")), 0);
+}
+
+#[test]
+fn an_interrupted_window_leaves_no_spill_file_open() {
+    use crate::engine::exec::spill::{open_files_under, SpillDir};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = SpillDir::open(tmp.path()).unwrap();
+    let rows: Rows = Box::new(large_input().into_iter().enumerate().map(|(i, d)| {
+        if i == 2500 {
+            return Err(Error::new(
+                ErrorCode::Interrupted,
+                "operation was interrupted",
+            ));
+        }
+        Ok(Row::computed(d))
+    }));
+    let limits = StageLimits {
+        allow_disk_use: true,
+        ..StageLimits::default()
+    };
+    let stage = parse(doc! {"sortBy": {"t": 1}, "output": {"r": {"$rank": {}}}})
+        .unwrap()
+        .with_sort_limit(20_000)
+        .with_limit(20_000);
+    let err = stage.apply(rows, &limits, Some(&dir)).err().unwrap();
+    assert_eq!(err.code, ErrorCode::Interrupted);
+    // A cursor closed part-way drops the stage's output, and its files with it.
+    let rows: Rows = Box::new(large_input().into_iter().map(|d| Ok(Row::computed(d))));
+    let stage = parse(doc! {"sortBy": {"t": 1}, "output": {"r": {"$rank": {}}}})
+        .unwrap()
+        .with_sort_limit(20_000)
+        .with_limit(20_000);
+    let mut out = stage.apply(rows, &limits, Some(&dir)).unwrap();
+    assert!(out.next().unwrap().is_ok());
+    assert!(open_files_under(&tmp.path().join("_tmp")) > 0);
+    drop(out);
+    assert_eq!(open_files_under(&tmp.path().join("_tmp")), 0);
 }
