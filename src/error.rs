@@ -106,6 +106,7 @@ error_codes! {
     Location28747 = 28747,
     Location28748 = 28748,
     Location28749 = 28749,
+    Location28803 = 28803,
     Location28808 = 28808,
     Location28809 = 28809,
     Location28810 = 28810,

@@ -15,6 +15,7 @@ pub mod exec;
 pub mod expiry;
 pub mod index_build;
 pub mod index_keys;
+pub mod index_usage;
 pub mod interrupt;
 pub mod read;
 pub mod reaper;
@@ -126,6 +127,7 @@ impl Engine {
         index_build::discard_unfinished(&backend, &mut catalog)?;
         // A data directory from before document counters: count each collection once.
         counts::backfill(&backend, &catalog)?;
+        catalog.count_index_usage(Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))));
         let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
         let writer_stats = Arc::new(WriterStats::default());
         let (writer, thread) = Writer::start(
