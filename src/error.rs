@@ -465,6 +465,7 @@ error_codes! {
     Location7750302 = 7750302,
     Location7750303 = 7750303,
     Location7436200 = 7436200,
+    Location7436201 = 7436201,
     Location31260 = 31260,
     Location31261 = 31261,
     Location31262 = 31262,
