@@ -260,6 +260,47 @@ async fn documents_have_mongods_shape() {
 }
 
 #[tokio::test]
+async fn an_index_being_built_is_listed_as_building() {
+    let server = TestServer::start().await;
+    let coll = seeded(&server).await;
+    // An index added as a build adds it, before its entries are written.
+    let shared = server.shared();
+    shared
+        .engine
+        .write(true, |txn, _| {
+            use mayfly::engine::{ddl, IndexMeta};
+            let meta = ddl::collection(txn, "app", "c").unwrap();
+            let index = IndexMeta {
+                building: true,
+                ..IndexMeta::new("b_1", doc! {"b": 1})
+            };
+            ddl::add_index(txn, meta.id, index).unwrap();
+        })
+        .await
+        .unwrap();
+    drop(shared);
+    let docs = aggregate(&coll, vec![doc! {"$indexStats": {}}]).await;
+    let building: Vec<(&str, Option<&Bson>)> = docs
+        .iter()
+        .map(|d| (d.get_str("name").unwrap(), d.get("building")))
+        .collect();
+    assert_eq!(
+        building,
+        [
+            ("_id_", None),
+            ("a_1", None),
+            ("b_1", Some(&Bson::Boolean(true)))
+        ]
+    );
+    // The planner does not use it, so nothing counts for it.
+    coll.find_one(doc! {"b": 1}).await.unwrap();
+    assert_eq!(
+        ops(&coll).await,
+        counts(&[("_id_", 0), ("a_1", 0), ("b_1", 0)])
+    );
+}
+
+#[tokio::test]
 async fn misplaced_or_malformed_stages_are_refused() {
     let server = TestServer::start().await;
     let coll = seeded(&server).await;
