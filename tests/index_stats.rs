@@ -176,7 +176,8 @@ async fn counters_start_at_creation_and_end_with_the_index() {
 
 #[tokio::test]
 async fn counters_live_in_memory_and_start_again_with_the_server() {
-    let server = TestServer::start().await;
+    // On disk, so the collection and its indexes outlive the restart.
+    let server = TestServer::start_with(|c| c.storage = mayfly::config::StorageKind::Disk).await;
     let coll = seeded(&server).await;
     coll.find_one(doc! {"a": 1}).await.unwrap();
     assert_eq!(ops(&coll).await, counts(&[("_id_", 0), ("a_1", 1)]));
