@@ -590,7 +590,7 @@ async fn bad_pipelines_get_mongod_errors() {
     assert_eq!(aggregate_err(&coll, vec![doc! {"$foo": {}}]).await, 40324);
     assert_eq!(aggregate_err(&coll, vec![doc! {"$lookup": {}}]).await, 9);
     assert_eq!(
-        aggregate_err(&coll, vec![doc! {"$indexStats": {}}]).await,
+        aggregate_err(&coll, vec![doc! {"$planCacheStats": {}}]).await,
         238
     );
     assert_eq!(aggregate_err(&coll, vec![doc! {"$limit": 0}]).await, 15958);

@@ -51,6 +51,7 @@ actions! {
     GetParameter = "getParameter",
     GrantRole = "grantRole",
     HostInfo = "hostInfo",
+    IndexStats = "indexStats",
     Inprog = "inprog",
     Insert = "insert",
     Internal = "internal",
@@ -285,13 +286,19 @@ pub fn privileges_of_role(role: &RoleName) -> Vec<Privilege> {
         "dbAdminAnyDatabase" => vec![Privilege::new(any(), &[DB_ADMIN]), list_databases()],
         "clusterMonitor" => vec![
             cluster(&[CLUSTER_MONITOR]),
-            Privilege::new(any(), &[&[A::CollStats, A::DbStats]]),
+            Privilege::new(any(), &[&[A::CollStats, A::DbStats, A::IndexStats]]),
         ],
         "clusterAdmin" => vec![
             cluster(&[CLUSTER_MONITOR, CLUSTER_MANAGE]),
             Privilege::new(
                 any(),
-                &[&[A::CollStats, A::DbStats, A::DropDatabase, A::KillCursors]],
+                &[&[
+                    A::CollStats,
+                    A::DbStats,
+                    A::DropDatabase,
+                    A::IndexStats,
+                    A::KillCursors,
+                ]],
             ),
         ],
         // mongod's root is the union of the any-database and cluster roles plus backup and
@@ -305,7 +312,7 @@ pub fn privileges_of_role(role: &RoleName) -> Vec<Privilege> {
                 USER_ADMIN,
                 CLUSTER_MONITOR,
                 CLUSTER_MANAGE,
-                &[A::Internal],
+                &[A::IndexStats, A::Internal],
             ],
         )],
         _ => Vec::new(),
@@ -482,6 +489,25 @@ mod tests {
                 true,
             ),
             ("clusterMonitor", "admin", coll("x", "c"), A::Find, false),
+            // indexStats: the monitoring and administration roles, not read or dbAdmin.
+            (
+                "clusterMonitor",
+                "admin",
+                coll("x", "c"),
+                A::IndexStats,
+                true,
+            ),
+            ("clusterAdmin", "admin", coll("x", "c"), A::IndexStats, true),
+            ("root", "admin", coll("x", "c"), A::IndexStats, true),
+            ("read", "x", coll("x", "c"), A::IndexStats, false),
+            ("dbOwner", "x", coll("x", "c"), A::IndexStats, false),
+            (
+                "readAnyDatabase",
+                "admin",
+                coll("x", "c"),
+                A::IndexStats,
+                false,
+            ),
             ("clusterAdmin", "admin", Cluster, A::Killop, true),
             (
                 "clusterAdmin",

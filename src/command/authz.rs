@@ -240,6 +240,7 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::Aggregate => {
             let mut needs = match first_stage(body) {
                 Some("$collStats") => on_target(&[A::CollStats]),
+                Some("$indexStats") => on_target(&[A::IndexStats]),
                 Some("$currentOp") => cluster(&[A::Inprog]),
                 Some("$changeStream") => on_target(&[A::Find, A::ChangeStream]),
                 _ => on_target(&[A::Find]),

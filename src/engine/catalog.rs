@@ -6,6 +6,7 @@
 //! is the `expireAfterSeconds` of the collection's `_ts` index (TTL-1), so the two can never
 //! disagree.
 
+use super::index_usage::IndexUsage;
 use crate::auth::User;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::{Keyspace, Snapshot};
@@ -187,6 +188,9 @@ pub struct Catalog {
     collections: BTreeMap<(String, String), Arc<CollectionMeta>>,
     next_collection_id: u64,
     users: BTreeMap<(String, String), Arc<User>>,
+    /// The indexes' access counters, shared by every copy of this catalog and kept in step
+    /// with its collections by [`Catalog::put`] and [`Catalog::remove`] (none: not counted).
+    usage: Option<Arc<IndexUsage>>,
 }
 
 impl Catalog {
@@ -196,6 +200,7 @@ impl Catalog {
             collections: BTreeMap::new(),
             next_collection_id: 1,
             users: BTreeMap::new(),
+            usage: None,
         };
         for entry in snapshot.prefix(Keyspace::Catalog, USER_KEY_PREFIX, false) {
             let (_, value) = entry?;
@@ -215,6 +220,19 @@ impl Catalog {
                 .insert((meta.db.clone(), meta.name.clone()), Arc::new(meta));
         }
         Ok(catalog)
+    }
+
+    /// Starts counting index accesses: every index the catalog holds now starts at 0.
+    pub fn count_index_usage(&mut self, usage: Arc<IndexUsage>) {
+        for meta in self.collections.values() {
+            usage.observe(meta);
+        }
+        self.usage = Some(usage);
+    }
+
+    /// The indexes' access counters, when they are counted.
+    pub fn index_usage(&self) -> Option<&IndexUsage> {
+        self.usage.as_deref()
     }
 
     pub fn get(&self, db: &str, name: &str) -> Option<&Arc<CollectionMeta>> {
@@ -267,6 +285,9 @@ impl Catalog {
         let value = bson::to_vec(&meta)
             .map_err(|e| Error::internal(format!("cannot encode catalog entry: {e}")))?;
         let key = meta.storage_key();
+        if let Some(usage) = &self.usage {
+            usage.observe(&meta);
+        }
         self.collections
             .insert((meta.db.clone(), meta.name.clone()), Arc::new(meta));
         Ok((key, value))
@@ -314,9 +335,11 @@ impl Catalog {
 
     /// Removes a collection; returns its storage key.
     pub fn remove(&mut self, db: &str, name: &str) -> Option<(Arc<CollectionMeta>, Vec<u8>)> {
-        self.collections
-            .remove(&(db.to_owned(), name.to_owned()))
-            .map(|m| (m, collection_key(db, name)))
+        let removed = self.collections.remove(&(db.to_owned(), name.to_owned()))?;
+        if let Some(usage) = &self.usage {
+            usage.forget(removed.id);
+        }
+        Some((removed, collection_key(db, name)))
     }
 }
 

@@ -15,6 +15,7 @@ pub mod exec;
 pub mod expiry;
 pub mod index_build;
 pub mod index_keys;
+pub mod index_usage;
 pub mod interrupt;
 pub mod oplog;
 pub mod optime;
@@ -132,6 +133,7 @@ impl Engine {
         index_build::discard_unfinished(&backend, &mut catalog)?;
         // A data directory from before document counters: count each collection once.
         counts::backfill(&backend, &catalog)?;
+        catalog.count_index_usage(Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))));
         let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
         let writer_stats = Arc::new(WriterStats::default());
         // Operation times continue after the newest logged one, even if the wall clock went back.

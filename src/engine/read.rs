@@ -98,7 +98,8 @@ impl ReadView {
     }
 
     /// Plans `req` on `meta` (none: a missing collection) and starts it on this view's
-    /// snapshot, judging expiry against `now` as documents are pulled.
+    /// snapshot, judging expiry against `now` as documents are pulled; counts the operation
+    /// in the accesses of the indexes its plan uses.
     pub fn execute(
         &self,
         meta: Option<&CollectionMeta>,
@@ -106,7 +107,7 @@ impl ReadView {
         now: NowCell,
         interrupt: Arc<super::interrupt::Interrupt>,
     ) -> Result<super::exec::Execution<'static>> {
-        super::exec::execute(
+        let execution = super::exec::execute(
             self.snapshot.clone(),
             meta,
             req,
@@ -114,7 +115,9 @@ impl ReadView {
             interrupt,
             Some(&self.plans),
             self.spill.as_ref(),
-        )
+        )?;
+        super::exec::count_index_use(&self.catalog, meta, &execution.choice);
+        Ok(execution)
     }
 
     /// Where sorts of this view spill.

@@ -22,6 +22,7 @@ mod fill;
 mod granularity;
 mod graph_lookup;
 mod group;
+pub mod index_stats;
 mod lookup;
 pub mod memory;
 mod merge;
@@ -216,10 +217,23 @@ impl Nesting {
                         format!("{name} is not allowed within a {parent} sub-pipeline"),
                     ))
                 }
+                // mongod runs it first in these; mayfly produces it only for `aggregate`.
+                Nesting::SubPipeline(parent) if name == "$indexStats" => {
+                    return Err(Error::new(
+                        ErrorCode::NotImplemented,
+                        format!("$indexStats within a {parent} sub-pipeline is not supported by this server"),
+                    ))
+                }
                 Nesting::Facet
                     if matches!(
                         name,
-                        "$out" | "$merge" | "$facet" | "$collStats" | "$currentOp" | "$documents"
+                        "$out"
+                            | "$merge"
+                            | "$facet"
+                            | "$collStats"
+                            | "$currentOp"
+                            | "$documents"
+                            | "$indexStats"
                     ) =>
                 {
                     return Err(Error::new(

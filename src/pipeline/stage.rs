@@ -60,6 +60,8 @@ pub enum Stage {
     Documents(Expression),
     /// `$collStats` with its options; the command produces its document.
     CollStats(Document),
+    /// `$indexStats`: the collection's indexes and their accesses; the command produces them.
+    IndexStats,
     /// `$currentOp` with its options: the server's running operations (first stage of
     /// `{aggregate: 1}` on `admin`); the command produces them.
     CurrentOp(Document),
@@ -71,7 +73,6 @@ pub enum Stage {
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
 const UNSUPPORTED: &[&str] = &[
     "$geoNear",
-    "$indexStats",
     "$listLocalSessions",
     "$listSessions",
     "$planCacheStats",
@@ -197,6 +198,10 @@ impl Stage {
                     }
                 }
             }
+            "$indexStats" => {
+                super::index_stats::parse(arg, first)?;
+                Stage::IndexStats
+            }
             "$collStats" => {
                 if !first {
                     return Err(Error::new(
@@ -304,7 +309,7 @@ impl Stage {
             }
             Stage::Fill(f) => f.apply(rows, limits, env.view.spill())?,
             // Only valid first, where the pipeline's source produces it.
-            Stage::CollStats(_) | Stage::CurrentOp(_) => rows,
+            Stage::CollStats(_) | Stage::CurrentOp(_) | Stage::IndexStats => rows,
         })
     }
 }
@@ -483,6 +488,7 @@ impl Stage {
             Stage::Merge(_) => "$merge",
             Stage::Documents(_) => "$documents",
             Stage::CollStats(_) => "$collStats",
+            Stage::IndexStats => "$indexStats",
             Stage::CurrentOp(_) => "$currentOp",
         }
     }

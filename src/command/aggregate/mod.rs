@@ -182,11 +182,11 @@ pub fn explain(
     })?;
     if matches!(
         args.pipeline.first(),
-        Some(Stage::CollStats(_) | Stage::CurrentOp(_))
+        Some(Stage::CollStats(_) | Stage::CurrentOp(_) | Stage::IndexStats)
     ) {
         return Err(Error::new(
             ErrorCode::NotImplemented,
-            "explain of a $collStats or $currentOp pipeline is not supported by this server",
+            "explain of a $collStats, $currentOp or $indexStats pipeline is not supported by this server",
         ));
     }
     let (mut read, taken) = args.pipeline.take_leading_read(args.hint)?;
@@ -250,6 +250,12 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             let row = sources::coll_stats(shared, &view, meta.as_deref(), &ns, spec)?;
             pipeline.take_first();
             Box::new(std::iter::once(Ok(Row::computed(row))))
+        }
+        (Some(Stage::IndexStats), _) => {
+            let host = format!("{}:{}", crate::host::hostname(), shared.config.port);
+            let docs = crate::pipeline::index_stats::documents(&view, meta.as_deref(), &host);
+            pipeline.take_first();
+            Box::new(docs.into_iter().map(|doc| Ok(Row::computed(doc))))
         }
         (Some(Stage::CurrentOp(spec)), _) => {
             sources::check_current_op(spec)?;

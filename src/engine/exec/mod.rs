@@ -27,7 +27,7 @@ pub use planner::Choice;
 pub use source::Source;
 pub use stages::{DocIter, StageStats};
 
-use super::catalog::CollectionMeta;
+use super::catalog::{Catalog, CollectionMeta};
 use super::collection::StoredDoc;
 use super::interrupt::Interrupt;
 use super::read::NowCell;
@@ -280,7 +280,15 @@ pub fn select_in_txn(
 ) -> Result<Vec<StoredDoc>> {
     let now = Arc::new(AtomicI64::new(now));
     // Writes race their candidates every time: the cache belongs to the readers' views.
-    execute(txn, Some(meta), req, now, interrupt, None, None)?
-        .docs
-        .collect()
+    let execution = execute(txn, Some(meta), req, now, interrupt, None, None)?;
+    count_index_use(txn.catalog, Some(meta), &execution.choice);
+    execution.docs.collect()
+}
+
+/// Counts one operation that runs `choice` on `meta` in the accesses of the indexes it uses
+/// (`$indexStats`). Commands count what they run; `explain` does not.
+pub fn count_index_use(catalog: &Catalog, meta: Option<&CollectionMeta>, choice: &Choice) {
+    if let (Some(usage), Some(meta)) = (catalog.index_usage(), meta) {
+        usage.record(meta, &choice.winner);
+    }
 }

@@ -34,7 +34,8 @@ mod top;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;
 use crate::query::compare::compare_values;
-use crate::query::expr::{Expression, Value, Variables};
+use crate::query::expr::value::Comparator;
+use crate::query::expr::{Compiler, Expression, Value, Variables};
 use crate::query::size::value_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -95,13 +96,11 @@ enum Kind {
         ps: Vec<f64>,
         median: bool,
     },
-    FirstLastN {
+    /// `$firstN`, `$lastN`, `$minN`, `$maxN`.
+    N {
         n: Expression,
-        last: bool,
-    },
-    MinMaxN {
-        n: Expression,
-        max: bool,
+        pick: n::Pick,
+        cmp: Comparator,
     },
     TopBottom {
         n: Option<Expression>,
@@ -166,31 +165,23 @@ impl Accumulator {
             }
             "$median" | "$percentile" => {
                 let median = op_name == "$median";
-                let (arg, ps) = stats::parse(op_name, arg, vars, median)?;
+                let (arg, ps) = stats::parse(
+                    op_name,
+                    arg,
+                    (stats::Form::Accumulator, median),
+                    |v| Expression::compile(v, vars),
+                    Expression::node,
+                )?;
                 Ok(Accumulator {
                     kind: Kind::Percentile { ps, median },
                     arg,
                     collation,
                 })
             }
-            "$firstN" | "$lastN" => {
-                let (arg, n) = n::parse_input_n(op_name, arg, vars, ErrorCode::Location5787801)?;
-                let last = op_name == "$lastN";
-                Ok(Accumulator {
-                    kind: Kind::FirstLastN { n, last },
-                    arg,
-                    collation,
-                })
-            }
-            "$minN" | "$maxN" => {
-                let (arg, n) = n::parse_input_n(op_name, arg, vars, ErrorCode::Location5787900)?;
-                let max = op_name == "$maxN";
-                Ok(Accumulator {
-                    kind: Kind::MinMaxN { n, max },
-                    arg,
-                    collation,
-                })
-            }
+            "$firstN" => Accumulator::compile_n(op_name, n::Pick::First, arg, vars),
+            "$lastN" => Accumulator::compile_n(op_name, n::Pick::Last, arg, vars),
+            "$minN" => Accumulator::compile_n(op_name, n::Pick::Min, arg, vars),
+            "$maxN" => Accumulator::compile_n(op_name, n::Pick::Max, arg, vars),
             "$top" | "$bottom" | "$topN" | "$bottomN" => {
                 let bottom = op_name.starts_with("$bottom");
                 let single = !op_name.ends_with('N');
@@ -215,6 +206,19 @@ impl Accumulator {
         }
     }
 
+    fn compile_n(op_name: &str, pick: n::Pick, arg: &Bson, vars: &Variables) -> Result<Self> {
+        let (arg, n) = n::parse_input_n(op_name, pick, arg, |v| Expression::compile(v, vars))?;
+        Ok(Accumulator {
+            kind: Kind::N {
+                n,
+                pick,
+                cmp: Compiler::new(vars).comparator(),
+            },
+            arg,
+            collation: vars.collation().cloned(),
+        })
+    }
+
     /// The expression each input document contributes.
     pub fn arg(&self) -> &Expression {
         &self.arg
@@ -237,14 +241,7 @@ impl Accumulator {
             Kind::Percentile { ps, median } => {
                 State::Percentile(stats::Percentile::new(ps.clone(), *median))
             }
-            Kind::FirstLastN { n, last } => {
-                State::FirstLastN(positional::FirstLastN::new(n::n_of(n, id)?, *last))
-            }
-            Kind::MinMaxN { n, max } => State::MinMaxN(n::MinMaxN::new(
-                n::n_of(n, id)?,
-                *max,
-                self.collation.clone(),
-            )),
+            Kind::N { n, pick, cmp } => State::of_n(*pick, n::n_of(n, id)?, cmp),
             Kind::TopBottom { n, spec } => {
                 let n = match n {
                     Some(n) => n::n_of(n, id)?,

@@ -1,19 +1,54 @@
-//! `$minN`/`$maxN`, and the parameters every "N" accumulator shares: the object argument
-//! `{input, n}` and the rules for `n` (evaluated once per group, against the group key when it
-//! is a document and an empty document otherwise, as mongod's initializer is; a positive
-//! integral number).
+//! `$minN`/`$maxN`, and what every "N" accumulator shares: the object argument `{input, n}`
+//! and the rules for `n` (a positive integral number). In `$group`, `n` is evaluated once per
+//! group, against the group key when it is a document and an empty document otherwise, as
+//! mongod's initializer is; the expression forms (`query::expr`) evaluate it once per
+//! evaluation and fold the array's elements into the same state ([`State::of_n`]).
 //!
-//! Owns: `n`'s parsing and validation, and the bounded sorted set of `$minN`/`$maxN`. Does not
-//! own: `$firstN`/`$lastN` (positional.rs) or `$topN`/`$bottomN` (top.rs), which reuse [`n_of`].
+//! Owns: `n`'s parsing and validation, which state each operator keeps, and the bounded sorted
+//! set of `$minN`/`$maxN`. Does not own: `$firstN`/`$lastN`'s state (positional.rs) or
+//! `$topN`/`$bottomN` (top.rs), which reuse [`n_of`].
 
+use super::positional::FirstLastN;
+use super::State;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::collation::Collation;
-use crate::query::compare::{compare_values_with, is_number};
-use crate::query::expr::value::render;
-use crate::query::expr::{Expression, Value, Variables};
+use crate::query::compare::is_number;
+use crate::query::expr::value::{render, Comparator};
+use crate::query::expr::{Expression, Value};
 use crate::query::size::value_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
+
+/// Which "N" operator: `$firstN`, `$lastN`, `$minN` or `$maxN`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pick {
+    First,
+    Last,
+    Min,
+    Max,
+}
+
+impl Pick {
+    /// mongod's code for an argument that is not an object.
+    fn not_object_code(self) -> ErrorCode {
+        match self {
+            Pick::First | Pick::Last => ErrorCode::Location5787801,
+            Pick::Min | Pick::Max => ErrorCode::Location5787900,
+        }
+    }
+}
+
+impl State {
+    /// A fresh state of the `pick` operator keeping `n` values; `$minN`/`$maxN` order them
+    /// through `cmp` (the operation's collation).
+    pub fn of_n(pick: Pick, n: usize, cmp: &Comparator) -> State {
+        match pick {
+            Pick::First => State::FirstLastN(FirstLastN::new(n, false)),
+            Pick::Last => State::FirstLastN(FirstLastN::new(n, true)),
+            Pick::Min => State::MinMaxN(MinMaxN::new(n, false, cmp.clone())),
+            Pick::Max => State::MinMaxN(MinMaxN::new(n, true, cmp.clone())),
+        }
+    }
+}
 
 /// mongod's `AccumulatorN::validateN`.
 pub fn validate_n(value: &Value) -> Result<usize> {
@@ -57,17 +92,17 @@ pub fn n_of(n: &Expression, id: &Bson) -> Result<usize> {
     validate_n(&n.eval(doc)?)
 }
 
-/// `{input, n}` of `$firstN`/`$lastN`/`$minN`/`$maxN`; `object_code` is the operator's code
-/// for a non-object argument.
-pub fn parse_input_n(
+/// `{input, n}` of the `pick` operator `op`, each compiled by `compile` (in document order,
+/// so the first bad field is the one reported): `(input, n)`.
+pub fn parse_input_n<T>(
     op: &str,
+    pick: Pick,
     arg: &Bson,
-    vars: &Variables,
-    object_code: ErrorCode,
-) -> Result<(Expression, Expression)> {
+    mut compile: impl FnMut(&Bson) -> Result<T>,
+) -> Result<(T, T)> {
     let Bson::Document(spec) = arg else {
         return Err(Error::new(
-            object_code,
+            pick.not_object_code(),
             format!(
                 "specification must be an object; found {op}: {}",
                 crate::query::path::render(arg)
@@ -77,8 +112,8 @@ pub fn parse_input_n(
     let (mut input, mut n) = (None, None);
     for (k, v) in spec {
         match k.as_str() {
-            "input" => input = Some(Expression::compile(v, vars)?),
-            "n" => n = Some(Expression::compile(v, vars)?),
+            "input" => input = Some(compile(v)?),
+            "n" => n = Some(compile(v)?),
             other => {
                 return Err(Error::new(
                     ErrorCode::Location5787901,
@@ -98,19 +133,18 @@ pub fn parse_input_n(
 pub struct MinMaxN {
     n: usize,
     max: bool,
+    cmp: Comparator,
     /// Ascending, at most `n`; equal values keep their arrival order.
     values: Vec<Bson>,
-    /// Strings order under this (the operation's collation; `None`: simple).
-    collation: Option<Collation>,
 }
 
 impl MinMaxN {
-    pub fn new(n: usize, max: bool, collation: Option<Collation>) -> MinMaxN {
+    pub fn new(n: usize, max: bool, cmp: Comparator) -> MinMaxN {
         MinMaxN {
             n,
             max,
+            cmp,
             values: Vec::new(),
-            collation,
         }
     }
 
@@ -118,20 +152,18 @@ impl MinMaxN {
         let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
             return 0;
         };
-        let c = self.collation.as_ref();
-        let compare_values = |a: &Bson, b: &Bson| compare_values_with(a, b, c);
         let mut freed = 0;
         if self.values.len() >= self.n {
             let evict = if self.max {
                 self.values
                     .first()
-                    .filter(|first| compare_values(first, &v) == Ordering::Less)
+                    .filter(|first| self.cmp.compare(first, &v) == Ordering::Less)
                     .is_some()
                     .then_some(0)
             } else {
                 self.values
                     .last()
-                    .filter(|last| compare_values(last, &v) == Ordering::Greater)
+                    .filter(|last| self.cmp.compare(last, &v) == Ordering::Greater)
                     .is_some()
                     .then(|| self.values.len() - 1)
             };
@@ -140,7 +172,7 @@ impl MinMaxN {
         }
         let at = self
             .values
-            .partition_point(|e| compare_values(e, &v) != Ordering::Greater);
+            .partition_point(|e| self.cmp.compare(e, &v) != Ordering::Greater);
         let added = value_size(&v) as isize;
         self.values.insert(at, v);
         added - freed

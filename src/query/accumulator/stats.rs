@@ -8,11 +8,12 @@
 //! inputs mongod's digest may answer a nearby value where mayfly stays exact. NaN inputs are
 //! ignored, as in mongod's percentile algorithms.
 //!
-//! Owns: these states and the `$percentile`/`$median` arguments. Does not own: the
-//! expression forms (`query::expr`).
+//! Owns: these states and the `$percentile`/`$median` arguments, for the accumulators and
+//! their expression forms alike. Does not own: evaluating the expression forms' input
+//! (`query::expr`), which folds an array's elements into [`Percentile`].
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::expr::{Expression, Node, Variables};
+use crate::query::expr::{format_g, Context, Node};
 use bson::{doc, Bson, Document};
 
 /// Welford's running mean and sum of squared differences.
@@ -138,20 +139,43 @@ impl Percentile {
     pub fn partial(&self) -> Bson {
         Bson::Array(self.values.iter().map(|v| Bson::Double(*v)).collect())
     }
+
+    /// The answer for a number given alone rather than in an array (the expression form on a
+    /// scalar, as mongod answers it): that number for every percentile, NaN included. `None`
+    /// when `value` is not a number.
+    pub fn of_scalar(mut self, value: &Bson) -> Option<Bson> {
+        self.values = vec![number(value)?];
+        Some(self.finish())
+    }
 }
 
-/// `$percentile: {input, p, method}` or (`median`) `$median: {input, method}`.
-pub fn parse(
+/// Where `$percentile`/`$median` is parsed: mongod gives each form its own code for an
+/// argument that is not an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Accumulator,
+    Expression,
+}
+
+/// `$percentile: {input, p, method}` or (`median`) `$median: {input, method}`, in either
+/// form: the fields as mongod's IDL parser checks them (not an object: 7429703/7436100 for
+/// the accumulators, 7436200/7436201 for the expressions; unknown field 40415, missing field
+/// 40414, a non-string method 14, a method other than `approximate` 2), then `input` and `p`
+/// compiled by `compile`, in that order, and `p`'s values checked. Returns the compiled input
+/// and the percentiles (`[0.5]` for `$median`).
+pub fn parse<T>(
     op: &str,
     arg: &Bson,
-    vars: &Variables,
-    median: bool,
-) -> Result<(Expression, Vec<f64>)> {
+    (form, median): (Form, bool),
+    mut compile: impl FnMut(&Bson) -> Result<T>,
+    node: impl Fn(&T) -> &Node,
+) -> Result<(T, Vec<f64>)> {
     let Bson::Document(spec) = arg else {
-        let code = if median {
-            ErrorCode::Location7436100
-        } else {
-            ErrorCode::Location7429703
+        let code = match (form, median) {
+            (Form::Accumulator, false) => ErrorCode::Location7429703,
+            (Form::Accumulator, true) => ErrorCode::Location7436100,
+            (Form::Expression, false) => ErrorCode::Location7436200,
+            (Form::Expression, true) => ErrorCode::Location7436201,
         };
         return Err(Error::new(
             code,
@@ -203,17 +227,18 @@ pub fn parse(
             ))
         }
     }
+    let input = compile(input)?;
     let ps = match p {
-        Some(p) => parse_p(p, vars)?,
+        Some(p) => percentiles(node(&compile(p)?), p)?,
         None => vec![0.5],
     };
-    Ok((Expression::compile(input, vars)?, ps))
+    Ok((input, ps))
 }
 
-/// `p`: a constant array of numbers in [0, 1] (constants, `let` variables and literals).
-fn parse_p(spec: &Bson, vars: &Variables) -> Result<Vec<f64>> {
-    let expr = Expression::compile(spec, vars)?;
-    if !constant(expr.node()) {
+/// `p` (compiled to `node` from `spec`): a constant array of numbers in [0, 1] (constants,
+/// `let` variables and literals).
+fn percentiles(node: &Node, spec: &Bson) -> Result<Vec<f64>> {
+    if !constant(node) {
         return Err(Error::new(
             ErrorCode::Location7750300,
             format!(
@@ -223,7 +248,9 @@ fn parse_p(spec: &Bson, vars: &Variables) -> Result<Vec<f64>> {
             ),
         ));
     }
-    let value = expr.eval(&Document::new())?.unwrap_or(Bson::Null);
+    let value = node
+        .eval(&mut Context::new(&Document::new(), 0))?
+        .unwrap_or(Bson::Null);
     const MSG: &str =
         "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
     let items = match &value {
@@ -244,7 +271,10 @@ fn parse_p(spec: &Bson, vars: &Variables) -> Result<Vec<f64>> {
             ));
         };
         if !(0.0..=1.0).contains(&p) {
-            return Err(Error::new(ErrorCode::Location7750303, format!("{MSG}{p}")));
+            return Err(Error::new(
+                ErrorCode::Location7750303,
+                format!("{MSG}{}", format_g(p)),
+            ));
         }
         ps.push(p);
     }

@@ -457,3 +457,39 @@ fn comparing_accumulators_compare_under_the_collation() {
         );
     }
 }
+
+/// `$minN`/`$maxN` order strings through the operation's collation, in `$group` and in the
+/// expression form alike (one state serves both), and the expression folds the array's
+/// elements in order.
+#[test]
+fn n_accumulators_and_their_expressions_share_one_state() {
+    use crate::query::collation::Collation;
+    use crate::query::expr::value::Comparator;
+    let caseless = Collation::parse(&doc! {"locale": "en", "strength": 2}).unwrap();
+    let collated = Variables::default().with_comparator(Comparator::with_collation(caseless));
+    let binary = Variables::default();
+    // By bytes "C" sorts before "b"; without case, after it.
+    let words = [bson!("b"), bson!("A"), bson!(null), bson!("C")];
+    let cases = [
+        ("$minN", &binary, bson!(["A", "C"])),
+        ("$minN", &collated, bson!(["A", "b"])),
+        ("$maxN", &binary, bson!(["b", "C"])),
+        ("$maxN", &collated, bson!(["C", "b"])),
+        ("$firstN", &collated, bson!(["b", "A"])),
+        ("$lastN", &collated, bson!([null, "C"])),
+    ];
+    for (op, vars, want) in cases {
+        let acc = Accumulator::compile(op, &bson!({"input": "$v", "n": 2}), vars).unwrap();
+        let mut state = acc.start_group(&Bson::Null).unwrap();
+        for w in &words {
+            state
+                .add(acc.arg().eval(&doc! {"v": w.clone()}).unwrap())
+                .unwrap();
+        }
+        assert_eq!(state.finish(), want, "{op} accumulator");
+        let spec = bson!({op: {"n": 2, "input": words.to_vec()}});
+        let expr = Expression::compile(&spec, vars).unwrap();
+        let got = expr.eval(&doc! {}).map_err(|e| e.code);
+        assert_eq!(got, Ok(Some(want)), "{op} expression");
+    }
+}

@@ -18,6 +18,8 @@ mod string;
 mod trig;
 mod vars;
 
+pub(crate) use arith::format_g;
+
 use super::{Compiler, Context, Node, Operator, Value};
 use crate::error::{Error, ErrorCode, Result};
 use bson::Bson;

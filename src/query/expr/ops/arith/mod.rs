@@ -121,7 +121,7 @@ pub(super) fn int_or_long(i: i64) -> Bson {
 }
 
 /// A double as mongod's `str::stream` prints it (C's `%g`: six significant digits).
-pub(super) fn format_g(x: f64) -> String {
+pub(crate) fn format_g(x: f64) -> String {
     if x.is_nan() {
         return "nan".to_owned();
     }

@@ -1,17 +1,15 @@
 //! The expression forms of the numeric accumulators: `$sum $avg $stdDevPop $stdDevSamp` over
 //! one array operand's elements or over several operands, folded through `$group`'s own
 //! accumulators (`query::accumulator`), so both agree on types and rounding; and
-//! `$median`/`$percentile` over an `input` (method
-//! `approximate`, which mongod computes exactly on an expression's small inputs: the discrete
-//! percentile, the value at rank `ceil(p·n) − 1` of the sorted numbers).
+//! `$median`/`$percentile` over an `input`, parsed and computed by the `$percentile`
+//! accumulator's rules (`accumulator::stats`: method `approximate`, which mongod computes
+//! exactly on an expression's small inputs).
 
 use super::super::super::{Compiler, Context, Node, Operator, Value};
 use super::super::{op, operands, Arity};
-use super::{format_g, Num};
-use crate::error::{Error, ErrorCode, Result};
-use crate::query::accumulator::Accumulator;
+use crate::error::Result;
+use crate::query::accumulator::{stats, Accumulator};
 use crate::query::expr::Variables;
-use crate::query::path::{render, type_name};
 use bson::Bson;
 
 pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Result<Node>> {
@@ -64,173 +62,31 @@ struct Quantile {
     median: bool,
 }
 
-/// The IDL-style parse of `{input, p, method}` (`p` only for `$percentile`): unknown field
-/// 40415, missing field 40414, a non-string method 14, a method other than `approximate` 2.
+/// `{input, p, method}` (`p` only for `$percentile`), parsed by the accumulator's rules.
 fn compile_quantile(name: &str, arg: &Bson, c: &mut Compiler<'_>, median: bool) -> Result<Node> {
-    let Bson::Document(d) = arg else {
-        return Err(Error::new(
-            ErrorCode::Location7436200,
-            format!(
-                "specification must be an object; found {name}: {}",
-                render(arg)
-            ),
-        ));
-    };
-    let known: &[&str] = if median {
-        &["input", "method"]
-    } else {
-        &["input", "p", "method"]
-    };
-    if let Some(k) = d.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(Error::new(
-            ErrorCode::IDLUnknownField,
-            format!("BSON field '{name}.{k}' is an unknown field."),
-        ));
-    }
-    for field in known {
-        if !d.contains_key(*field) {
-            return Err(Error::new(
-                ErrorCode::Location40414,
-                format!("BSON field '{name}.{field}' is missing but a required field"),
-            ));
-        }
-    }
-    match d.get("method") {
-        Some(Bson::String(m)) if m == "approximate" => {}
-        Some(Bson::String(_)) => {
-            return Err(Error::bad_value(
-                "Currently only 'approximate' can be used as percentile 'method'.",
-            ))
-        }
-        Some(other) => {
-            return Err(Error::type_mismatch(format!(
-                "BSON field '{name}.method' is the wrong type '{}', expected type 'string'",
-                type_name(other)
-            )))
-        }
-        None => {}
-    }
-    let input = c.compile(d.get("input").unwrap_or(&Bson::Null))?;
-    let ps = if median {
-        vec![0.5]
-    } else {
-        parse_p(d.get("p").unwrap_or(&Bson::Null), c)?
-    };
+    let form = (stats::Form::Expression, median);
+    let (input, ps) = stats::parse(name, arg, form, |v| c.compile(v), |n| n)?;
     Ok(op(Quantile { input, ps, median }))
 }
 
-fn parse_p(spec: &Bson, c: &mut Compiler<'_>) -> Result<Vec<f64>> {
-    let node = c.compile(spec)?;
-    let Some(value) = constant(&node) else {
-        return Err(Error::new(
-            ErrorCode::Location7750300,
-            format!(
-                "The $percentile 'p' field must be an array of constant values, but found value: \
-                 {}.",
-                render(spec)
-            ),
-        ));
-    };
-    let msg = "The $percentile 'p' field must be an array of numbers from [0.0, 1.0], but found: ";
-    let items = match &value {
-        Bson::Array(items) if !items.is_empty() => items,
-        other => {
-            return Err(Error::new(
-                ErrorCode::Location7750301,
-                format!("{msg}{}", render(other)),
-            ))
-        }
-    };
-    let mut ps = Vec::with_capacity(items.len());
-    for item in items {
-        let Some(p) = Num::of(item).map(Num::to_f64) else {
-            return Err(Error::new(
-                ErrorCode::Location7750302,
-                format!("{msg}{}", render(item)),
-            ));
-        };
-        if !(0.0..=1.0).contains(&p) {
-            return Err(Error::new(
-                ErrorCode::Location7750303,
-                format!("{msg}{}", format_g(p)),
-            ));
-        }
-        ps.push(p);
-    }
-    Ok(ps)
-}
-
-/// The value of a node built only from constants (`[0.5, 0.9]` compiles to an array of
-/// constants); recursion follows the compiled tree, whose depth the compiler bounds.
-fn constant(node: &Node) -> Option<Bson> {
-    match node {
-        Node::Const(v) => Some(v.clone()),
-        Node::Array(items) => items
-            .iter()
-            .map(constant)
-            .collect::<Option<Vec<_>>>()
-            .map(Bson::Array),
-        Node::Doc(fields) => fields
-            .iter()
-            .map(|(k, v)| constant(v).map(|v| (k.clone(), v)))
-            .collect::<Option<bson::Document>>()
-            .map(Bson::Document),
-        _ => None,
-    }
-}
-
-impl Quantile {
-    fn format(&self, values: Vec<Option<f64>>) -> Value {
-        let to_bson = |v: Option<f64>| v.map_or(Bson::Null, Bson::Double);
-        if self.median {
-            return Some(
-                values
-                    .into_iter()
-                    .next()
-                    .flatten()
-                    .map_or(Bson::Null, Bson::Double),
-            );
-        }
-        Some(Bson::Array(values.into_iter().map(to_bson).collect()))
-    }
-}
-
 impl Operator for Quantile {
+    /// An array's numbers go through the accumulator's state; a number alone is every
+    /// percentile; anything else has none (nulls).
     fn eval(&self, cx: &mut Context<'_>) -> Result<Value> {
-        let input = self.input.eval(cx)?;
-        let mut samples: Vec<f64> = match &input {
-            Some(Bson::Array(items)) => items
-                .iter()
-                .filter_map(|v| Num::of(v).map(Num::to_f64))
-                .collect(),
-            Some(v) => match Num::of(v) {
-                Some(n) => {
-                    let x = n.to_f64();
-                    return Ok(self.format(self.ps.iter().map(|_| Some(x)).collect()));
+        let mut state = stats::Percentile::new(self.ps.clone(), self.median);
+        match self.input.eval(cx)? {
+            Some(Bson::Array(items)) => {
+                for item in &items {
+                    state.add(item);
                 }
-                None => Vec::new(),
-            },
-            None => Vec::new(),
-        };
-        if samples.is_empty() {
-            return Ok(self.format(self.ps.iter().map(|_| None).collect()));
+            }
+            Some(scalar) => {
+                if let Some(all) = state.clone().of_scalar(&scalar) {
+                    return Ok(Some(all));
+                }
+            }
+            None => {}
         }
-        samples.sort_by(f64::total_cmp);
-        let n = samples.len();
-        let picked = self
-            .ps
-            .iter()
-            .map(|p| {
-                let rank = if *p >= 1.0 {
-                    n - 1
-                } else {
-                    ((p * n as f64).ceil() as usize)
-                        .saturating_sub(1)
-                        .min(n - 1)
-                };
-                samples.get(rank).copied()
-            })
-            .collect();
-        Ok(self.format(picked))
+        Ok(Some(state.finish()))
     }
 }

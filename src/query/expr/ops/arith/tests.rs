@@ -363,7 +363,8 @@ fn accumulator_expressions_over_arrays_or_operands() {
     );
     let p = |p: Bson| bson!({"$percentile": {"input": [1], "p": p, "method": "approximate"}});
     check_errors(vec![
-        (bson!({"$median": 1}), ErrorCode::Location7436200),
+        (bson!({"$median": 1}), ErrorCode::Location7436201),
+        (bson!({"$percentile": 1}), ErrorCode::Location7436200),
         (bson!({"$median": {"input": 1}}), ErrorCode::Location40414),
         (
             bson!({"$median": {"input": 1, "method": "approximate", "x": 1}}),
