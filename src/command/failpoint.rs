@@ -274,8 +274,10 @@ pub fn after(
     };
     let mut reply = reply.into_document();
     reply.insert("writeConcernError", wce.clone());
-    if let Some(labels) = &data.error_labels {
-        reply.insert("errorLabels", labels.clone());
+    let code = wce.get_i32("code").unwrap_or_default();
+    let labels = labels(data.error_labels.as_ref(), code);
+    if !labels.is_empty() {
+        reply.insert("errorLabels", labels);
     }
     super::Reply::Document(reply)
 }
@@ -320,10 +322,9 @@ fn app_name<'a>(conn: &'a Connection, command: CommandName, body: &'a Document) 
         .unwrap_or("")
 }
 
-/// The failure `failCommand` injects: `{ok: 0, errmsg, code, codeName}`, with the fail point's
-/// `errorLabels` when it has them. Without them, mongod adds the labels its own rules give
-/// (`getErrorLabels`): none on a standalone; as a replica-set member, `RetryableWriteError` for
-/// a retryable code on a retryable write. [`standalone_labels`] is where that rule goes.
+/// The failure `failCommand` injects: `{ok: 0, errmsg, code, codeName}`, with its labels
+/// ([`labels`]). Built here rather than as an [`Error`]: the code is any number a test names,
+/// not only those of [`ErrorCode`].
 fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
     let name = ErrorCode::from_code(code)
         .map(|c| c.name().to_owned())
@@ -335,14 +336,22 @@ fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
         "code": code,
         "codeName": name,
     };
-    let labels = labels.cloned().unwrap_or_else(|| standalone_labels(code));
+    let labels = self::labels(labels, code);
     if !labels.is_empty() {
         reply.insert("errorLabels", labels);
     }
     reply
 }
 
-/// The error labels mongod gives an injected failure that names none: none on a standalone.
+/// The labels of an injected failure or write concern error with this code: the fail point's
+/// `errorLabels` when it has them, else those mongod's own rules give.
+fn labels(given: Option<&Vec<Bson>>, code: i32) -> Vec<Bson> {
+    given.cloned().unwrap_or_else(|| standalone_labels(code))
+}
+
+/// The error labels mongod gives a failure that names none (`getErrorLabels`): none on a
+/// standalone. A replica-set member adds `RetryableWriteError` to a retryable code (or write
+/// concern error) on a retryable write.
 fn standalone_labels(_code: i32) -> Vec<Bson> {
     Vec::new()
 }
