@@ -611,7 +611,6 @@ error_codes! {
     ExceededTimeLimit = 262,
     FailPointSetFailed = 266,
     PreparedTransactionInProgress = 267,
-    ChangeStreamFatalError = 280,
     ReauthenticationRequired = 391,
     SocketException = 9001,
     NotWritablePrimary = 10107,
