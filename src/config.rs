@@ -242,7 +242,8 @@ pub struct Cli {
     #[arg(long = "slow-ms", env = "MAYFLY_SLOW_MS", value_name = "MS")]
     pub slow_ms: Option<u64>,
 
-    /// Enable test-only commands (`advanceClock`, `reaper`, `sleep`). Never in production.
+    /// Enable test-only commands (`advanceClock`, `reaper`, `sleep`, `configureFailPoint`,
+    /// `waitForFailPoint`). Never in production.
     #[arg(long = "enable-test-commands", env = "MAYFLY_ENABLE_TEST_COMMANDS")]
     pub enable_test_commands: bool,
 

@@ -29,6 +29,14 @@ macro_rules! error_codes {
                     $(ErrorCode::$name => stringify!($name)),*
                 }
             }
+
+            /// The code with this number, if the table has it.
+            pub fn from_code(code: i32) -> Option<ErrorCode> {
+                match code {
+                    $($code => Some(ErrorCode::$name),)*
+                    _ => None,
+                }
+            }
         }
     };
 }
@@ -585,6 +593,37 @@ error_codes! {
     Location6307900 = 6307900,
     Location6586400 = 6586400,
     Location8947401 = 8947401,
+    // Codes of a replica set, a network or a sharded cluster that a standalone never returns on
+    // its own but a `failCommand` fail point may be told to (drivers' retry tests use them).
+    HostUnreachable = 6,
+    HostNotFound = 7,
+    UnknownError = 8,
+    LockTimeout = 24,
+    ManualInterventionRequired = 51,
+    WriteConcernFailed = 64,
+    UnknownReplWriteConcern = 79,
+    NetworkTimeout = 89,
+    ShutdownInProgress = 91,
+    WriteConflict = 112,
+    DocumentValidationFailure = 121,
+    NotAReplicaSet = 123,
+    FailedToSatisfyReadPreference = 133,
+    ReadConcernMajorityNotAvailableYet = 134,
+    StaleEpoch = 150,
+    PrimarySteppedDown = 189,
+    ElectionInProgress = 216,
+    RetryChangeStream = 234,
+    SnapshotUnavailable = 246,
+    NoSuchTransaction = 251,
+    ExceededTimeLimit = 262,
+    FailPointSetFailed = 266,
+    PreparedTransactionInProgress = 267,
+    ReauthenticationRequired = 391,
+    SocketException = 9001,
+    NotWritablePrimary = 10107,
+    InterruptedDueToReplStateChange = 11602,
+    NotPrimaryNoSecondaryOk = 13435,
+    NotPrimaryOrSecondary = 13436,
 }
 
 /// A failure a client can cause (or an internal one), carrying mongod's code and message.

@@ -4,7 +4,8 @@
 //! Owns the socket and the per-request envelope of each protocol: OP_MSG replies (none when the
 //! request has `moreToCome`), OP_REPLY answers to OP_QUERY, and compressing replies the way the
 //! request was compressed. Shutdown waits for the command in flight: cancellation is only
-//! observed between requests.
+//! observed between requests. A command whose outcome is to close the connection (the
+//! `failCommand` fail point's `closeConnection`) ends the loop without a reply.
 //!
 //! While a command runs, the session keeps watching the stream: bytes a client pipelines are
 //! read into a side buffer and handed back to the decoder afterwards (none is lost), and end of
@@ -20,7 +21,7 @@
 mod legacy;
 
 use crate::clock::Stopwatch;
-use crate::command::{self, Connection, Shared};
+use crate::command::{self, Connection, Outcome, Shared};
 use crate::engine::{Interrupt, KillReason};
 use crate::protocol::Reply;
 use crate::status::CompressionCounters;
@@ -219,6 +220,7 @@ where
         let reply = match reply {
             Handled::Reply(reply) => reply,
             Handled::Nothing => continue,
+            Handled::Hangup => return "closed by the failCommand fail point",
             Handled::Close(err) => {
                 tracing::warn!(
                     code = err.code.code(),
@@ -293,6 +295,8 @@ enum Handled {
     Nothing,
     /// A removed write or killCursors opcode: mongod closes the connection.
     Close(crate::error::Error),
+    /// The command's outcome is to close the connection without a reply.
+    Hangup,
 }
 
 /// Runs one request.
@@ -307,7 +311,10 @@ async fn handle(
     match incoming.request {
         Request::Msg(msg) => {
             let (name, reply) = match msg.body {
-                Ok(body) => run_logged(shared, conn, body, None, interrupt).await,
+                Ok(body) => match run_logged(shared, conn, body, None, interrupt).await {
+                    (name, Outcome::Reply(reply)) => (name, reply),
+                    (_, Outcome::Close) => return Handled::Hangup,
+                },
                 Err(e) => (String::new(), Reply::Document(e.to_reply())),
             };
             if msg.flags.more_to_come() {
@@ -336,10 +343,12 @@ async fn handle(
             };
             let reply = match query.query {
                 Err(e) => e.to_reply(),
-                Ok(body) => run_logged(shared, conn, unwrap_query(body), Some(&db), interrupt)
-                    .await
-                    .1
-                    .into_document(),
+                Ok(body) => {
+                    match run_logged(shared, conn, unwrap_query(body), Some(&db), interrupt).await {
+                        (_, Outcome::Reply(reply)) => reply.into_document(),
+                        (_, Outcome::Close) => return Handled::Hangup,
+                    }
+                }
             };
             Handled::Reply(Outgoing {
                 response_to,
@@ -367,11 +376,11 @@ async fn run_logged(
     body: Document,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
-) -> (String, Reply) {
+) -> (String, Outcome) {
     let timer = Stopwatch::start();
-    let (name, reply) = command::execute(shared, conn, body, legacy_db, interrupt).await;
+    let (name, outcome) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
-    if let Reply::Document(failed) = &reply {
+    if let Outcome::Reply(reply @ Reply::Document(failed)) = &outcome {
         let code = failed.get_i32("code").unwrap_or_default();
         if reply.is_error() && is_expected_probe(&name, code) {
             tracing::debug!(command = %name, code, "client probe refused");
@@ -388,7 +397,7 @@ async fn run_logged(
     if millis >= u128::from(shared.config.slow_ms) {
         tracing::info!(command = %name, duration_ms = millis as u64, "slow command");
     }
-    (name, reply)
+    (name, outcome)
 }
 
 fn compression_counters(shared: &Shared, c: Compressor) -> Option<&CompressionCounters> {

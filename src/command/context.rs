@@ -23,6 +23,8 @@ pub struct Shared {
     pub start_millis: i64,
     /// The operations running now (`currentOp`, `killOp`).
     pub ops: super::operations::OpRegistry,
+    /// The fail points `configureFailPoint` sets (test commands).
+    pub fail_points: super::failpoint::FailPoints,
     next_connection_id: AtomicI32,
 }
 
@@ -45,6 +47,7 @@ impl Shared {
             started: Stopwatch::start(),
             start_millis,
             ops: Default::default(),
+            fail_points: Default::default(),
             next_connection_id: AtomicI32::new(1),
         })
     }

@@ -6,7 +6,9 @@
 //! commands, transaction fields on a standalone, the legacy OP_QUERY allow-list), the list of
 //! running operations, and where a command runs: commands that read storage run on tokio's
 //! blocking pool, never on an async worker; commands that wait for the writer stay async and stop
-//! waiting when interrupted. Does not own: sockets, framing or compression (`session`, `wire`).
+//! waiting when interrupted; and the `failCommand` fail point's two hooks around each command,
+//! whose outcome may be to close the connection ([`Outcome::Close`]). Does not own: sockets,
+//! framing or compression (`session`, `wire`).
 
 mod admin;
 mod aggregate;
@@ -19,6 +21,7 @@ mod context;
 mod cursor;
 mod ddl;
 mod explain;
+mod failpoint;
 mod find;
 mod handshake;
 mod index;
@@ -81,22 +84,32 @@ const OP_QUERY_COMMANDS: &[&str] = &[
     "_isSelf",
 ];
 
-/// Runs one command and returns its reply: success or `{ok: 0, errmsg, code, codeName}`.
-/// `legacy_db` is the database of an OP_QUERY namespace, `None` for OP_MSG. `interrupt` is the
-/// operation's: the caller may kill it (the client went away); `maxTimeMS` sets its deadline.
+/// What the connection does once a command is done.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Send the reply (unless the request asked for none).
+    Reply(Reply),
+    /// Close the connection without a reply (the `failCommand` fail point's `closeConnection`).
+    Close,
+}
+
+/// Runs one command and returns what to do: reply with success or
+/// `{ok: 0, errmsg, code, codeName}`, or close the connection. `legacy_db` is the database of
+/// an OP_QUERY namespace, `None` for OP_MSG. `interrupt` is the operation's: the caller may
+/// kill it (the client went away); `maxTimeMS` sets its deadline.
 pub async fn execute(
     shared: &Arc<Shared>,
     conn: &mut Connection,
     body: Document,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
-) -> (String, Reply) {
+) -> (String, Outcome) {
     let name = body.keys().next().cloned().unwrap_or_default();
-    let reply = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
-        Ok(reply) => reply,
-        Err(err) => Reply::Document(err.to_reply()),
+    let outcome = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
+        Ok(outcome) => outcome,
+        Err(err) => Outcome::Reply(Reply::Document(err.to_reply())),
     };
-    (name, reply)
+    (name, outcome)
 }
 
 async fn run(
@@ -106,7 +119,7 @@ async fn run(
     body: &Document,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
-) -> Result<Reply> {
+) -> Result<Outcome> {
     let db = match legacy_db {
         Some(db) => {
             if !OP_QUERY_COMMANDS.contains(&name) {
@@ -157,6 +170,12 @@ async fn run(
             "Transaction numbers are only allowed on a replica set member or mongos",
         ));
     }
+    // Where mongod evaluates `failCommand`: after the session fields, before maxTimeMS.
+    match failpoint::before(shared, conn, command, db, body, &interrupt).await {
+        failpoint::Before::Run => {}
+        failpoint::Before::Fail(failure) => return Ok(Outcome::Reply(Reply::Document(failure))),
+        failpoint::Before::Close => return Ok(Outcome::Close),
+    }
     args::check_write_concern(body)?;
     if let Some(millis) = max_time_ms(body)? {
         interrupt.set_deadline(Some(Deadline::after_millis(millis)));
@@ -171,10 +190,11 @@ async fn run(
     let access = authz::check(shared, conn, &request)?;
     let _op = shared.ops.register(shared, conn, &request);
     let reply = dispatch(shared, conn, &request).await?;
-    Ok(match access {
+    let reply = failpoint::after(shared, conn, command, db, body, reply);
+    Ok(Outcome::Reply(match access {
         authz::Access::Allowed => reply,
         authz::Access::OnlyDatabasesOf(roles) => authz::only_databases_of(&roles, reply),
-    })
+    }))
 }
 
 /// The command's `maxTimeMS` in milliseconds; `None` when absent or 0 (no limit). mongod's
@@ -329,6 +349,8 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::Reaper => awaiting_writer(req, testing::reaper(shared, req)).await,
         C::CollMod => awaiting_writer(req, index::coll_mod(shared, req)).await,
         C::Sleep => blocking(shared, req, testing::sleep).await,
+        C::ConfigureFailPoint => failpoint::configure(shared, req).map(Reply::from),
+        C::WaitForFailPoint => failpoint::wait(shared, req).await.map(Reply::from),
         C::CurrentOp => operations::current_op(shared, req).map(Reply::from),
         C::KillOp => operations::kill_op(shared, req).map(Reply::from),
         C::CreateUser => awaiting_writer(req, users::create_user(shared, req)).await,

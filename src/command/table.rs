@@ -124,4 +124,6 @@ command_table! {
     GrantRolesToUser = "grantRolesToUser", Any, "Adds roles to a user.";
     RevokeRolesFromUser = "revokeRolesFromUser", Any, "Removes roles from a user.";
     Sleep = "sleep", Test, "Test command: sleeps for {millis: N} (or {secs: N}) milliseconds.";
+    ConfigureFailPoint = "configureFailPoint", TestAdmin, "Test command: sets the failCommand fail point: {configureFailPoint: 'failCommand', mode, data}.";
+    WaitForFailPoint = "waitForFailPoint", TestAdmin, "Test command: waits until a fail point has fired {timesEntered: N} times (maxTimeMS required).";
 }

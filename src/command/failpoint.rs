@@ -1,0 +1,493 @@
+//! Fail points, as mongod's test commands `configureFailPoint` and `waitForFailPoint` set and
+//! watch them, for drivers' test suites and users' tests of their retry logic. mayfly has one,
+//! mongod's `failCommand`: chosen commands of chosen clients fail with an error code, close
+//! their connection without a reply, wait before running, or succeed with a write concern
+//! error. Any other name is answered as mongod answers a fail point it lacks (266).
+//!
+//! Owns: the registry (mode, data, and how many times the fail point fired), mongod's rules for
+//! each mode (`FailPoint::parseBSON` and `_evaluateByMode`), and the two hooks the dispatcher
+//! calls around every command: [`before`] and [`after`]. Does not own: closing the connection
+//! (the session does, on [`super::Outcome::Close`]), nor which commands and clients the data
+//! names (`fail_command`).
+
+mod fail_command;
+
+use super::args::{check_fields, type_name};
+use super::{CommandName, Connection, Request, Shared};
+use crate::engine::Interrupt;
+use crate::error::{Error, ErrorCode, Result};
+use bson::{doc, Bson, Document};
+use fail_command::{namespace_of, Caller, FailCommand};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+/// The one fail point mayfly has.
+const FAIL_COMMAND: &str = "failCommand";
+
+/// The message of every failure `failCommand` injects.
+const FAILED_BY_FAIL_POINT: &str = "Failing command via 'failCommand' failpoint";
+
+/// How a fail point decides, each time it is reached, whether it fires.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Mode {
+    Off,
+    AlwaysOn,
+    /// Fires this many more times, then turns off.
+    Times(i64),
+    /// Lets this many more pass, then fires every time.
+    Skip(i64),
+    /// Fires when a random number in `0..=i32::MAX` is below this.
+    Random(i32),
+}
+
+struct State {
+    mode: Mode,
+    data: Arc<FailCommand>,
+    /// How many times the fail point fired since the server started (never reset).
+    times_entered: i64,
+}
+
+/// The server's fail points (in [`Shared`]).
+pub struct FailPoints {
+    state: Mutex<State>,
+    /// Woken each time a fail point fires, for `waitForFailPoint`.
+    entered: Notify,
+}
+
+impl Default for FailPoints {
+    fn default() -> Self {
+        FailPoints {
+            state: Mutex::new(State {
+                mode: Mode::Off,
+                data: Arc::new(FailCommand::default()),
+                times_entered: 0,
+            }),
+            entered: Notify::new(),
+        }
+    }
+}
+
+impl FailPoints {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent under a panic elsewhere: every change is one assignment.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn times_entered(&self) -> i64 {
+        self.lock().times_entered
+    }
+
+    /// Reaches the fail point: when it is on and `applies` holds for its data, the mode decides
+    /// (mongod's `shouldFail` with a predicate: a fail point that does not apply does not count
+    /// down `times` or `skip`). Returns the data when it fires.
+    fn reach(&self, applies: impl Fn(&FailCommand) -> bool) -> Option<Arc<FailCommand>> {
+        let mut state = self.lock();
+        if state.mode == Mode::Off || !applies(&state.data) {
+            return None;
+        }
+        let fires = match state.mode {
+            Mode::Off => false,
+            Mode::AlwaysOn => true,
+            // As mongod: the hit that brings the count to 0 (or below: `{times: 0}` fires
+            // once) fires and turns the fail point off.
+            Mode::Times(left) => {
+                let left = left - 1;
+                state.mode = if left <= 0 {
+                    Mode::Off
+                } else {
+                    Mode::Times(left)
+                };
+                true
+            }
+            Mode::Skip(left) if left <= 0 => true,
+            Mode::Skip(left) => {
+                state.mode = Mode::Skip(left - 1);
+                false
+            }
+            Mode::Random(threshold) => random_below(threshold),
+        };
+        if !fires {
+            return None;
+        }
+        state.times_entered += 1;
+        let data = Arc::clone(&state.data);
+        drop(state);
+        self.entered.notify_waiters();
+        Some(data)
+    }
+}
+
+/// Whether a uniformly random number in `0..=i32::MAX` is below `threshold`.
+fn random_below(threshold: i32) -> bool {
+    let drawn = getrandom::u32().unwrap_or(u32::MAX) & 0x7fff_ffff;
+    i64::from(drawn) < i64::from(threshold)
+}
+
+/// `{configureFailPoint: name, mode, data}`: sets the fail point and answers how many times it
+/// has fired so far, `{count: n}`.
+pub fn configure(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let name = fail_point_name(req.body, "configureFailPoint");
+    if name != FAIL_COMMAND {
+        return Err(not_found(name));
+    }
+    let mode = parse_mode(req.body)?;
+    let data = match req.body.get("data") {
+        None => None,
+        Some(Bson::Document(d)) => Some(d),
+        Some(_) => {
+            return Err(Error::type_mismatch(
+                "the 'data' option must be a JSON object",
+            ))
+        }
+    };
+    let data = Arc::new(FailCommand::parse(data)?);
+    let mut state = shared.fail_points.lock();
+    state.mode = mode;
+    state.data = data;
+    let count = state.times_entered;
+    drop(state);
+    tracing::warn!(fail_point = name, mode = ?mode, "fail point set");
+    Ok(doc! {"count": count_value(count), "ok": 1.0})
+}
+
+/// `{waitForFailPoint: name, timesEntered: n, maxTimeMS}`: waits until the fail point has fired
+/// `n` times in all (the count `configureFailPoint` answered, plus the hits to wait for), or
+/// until `maxTimeMS` (required) runs out.
+pub async fn wait(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    check_fields(req.body, "waitForFailPoint", &["timesEntered"])?;
+    let target = match req.body.get("timesEntered") {
+        None => {
+            return Err(Error::new(
+                ErrorCode::Location40414,
+                "BSON field 'waitForFailPoint.timesEntered' is missing but a required field",
+            ))
+        }
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        Some(Bson::Double(d)) if d.fract() == 0.0 && d.abs() < 9.0e18 => *d as i64,
+        Some(other) => {
+            return Err(Error::type_mismatch(format!(
+                "BSON field 'waitForFailPoint.timesEntered' is the wrong type '{}', expected type 'long'",
+                type_name(other)
+            )))
+        }
+    };
+    if req.interrupt.deadline().is_none() {
+        return Err(Error::failed_to_parse("Missing maxTimeMS"));
+    }
+    let name = fail_point_name(req.body, "waitForFailPoint");
+    if name != FAIL_COMMAND {
+        return Err(not_found(name));
+    }
+    let points = &shared.fail_points;
+    loop {
+        // Registered before the count is read, so a hit in between is not missed.
+        let entered = points.entered.notified();
+        if points.times_entered() >= target {
+            return Ok(doc! {"ok": 1.0});
+        }
+        tokio::select! {
+            () = entered => {}
+            err = req.interrupt.interrupted() => return Err(err),
+        }
+    }
+}
+
+/// What `failCommand` does to a command about to run.
+pub enum Before {
+    /// Run it (after a `blockConnection` wait, if any).
+    Run,
+    /// Answer this failure instead.
+    Fail(Document),
+    /// Close the connection without a reply.
+    Close,
+}
+
+/// Consulted once per command before it runs, where mongod evaluates `failCommand`
+/// (`CommandHelpers::evaluateFailCommandFailPoint`): the fail point fires only for a command
+/// it applies to and only when it would do something here (wait, fail or close). A wait
+/// sleeps on the timer, not on an async worker, and ends early when the operation is
+/// interrupted (the client went away).
+pub async fn before(
+    shared: &Shared,
+    conn: &Connection,
+    command: CommandName,
+    db: &str,
+    body: &Document,
+    interrupt: &Interrupt,
+) -> Before {
+    let Some(data) = reach(shared, conn, command, db, body, FailCommand::acts_before) else {
+        return Before::Run;
+    };
+    if let Some(wait) = data.block {
+        tracing::info!(
+            command = command.name(),
+            ?wait,
+            "blocking command via failCommand"
+        );
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            err = interrupt.interrupted() => return Before::Fail(err.to_reply()),
+        }
+    }
+    if data.close_connection {
+        tracing::info!(
+            command = command.name(),
+            "failing command via failCommand: closing connection"
+        );
+        return Before::Close;
+    }
+    match data.error_code {
+        Some(code) => {
+            tracing::info!(
+                command = command.name(),
+                code,
+                "failing command via failCommand"
+            );
+            Before::Fail(failure(code, data.error_labels.as_ref()))
+        }
+        None => Before::Run,
+    }
+}
+
+/// Consulted after a command that supports a write concern succeeded, where mongod waits for
+/// its write concern: a `failCommand` with `writeConcernError` that applies adds it to the
+/// reply (and its `errorLabels`, if any); the command's work is done and stays done.
+pub fn after(
+    shared: &Shared,
+    conn: &Connection,
+    command: CommandName,
+    db: &str,
+    body: &Document,
+    reply: super::Reply,
+) -> super::Reply {
+    if reply.is_error() || !supports_write_concern(command, body) {
+        return reply;
+    }
+    let Some(data) = reach(shared, conn, command, db, body, |d| {
+        d.write_concern_error.is_some()
+    }) else {
+        return reply;
+    };
+    let Some(wce) = &data.write_concern_error else {
+        return reply;
+    };
+    let mut reply = reply.into_document();
+    reply.insert("writeConcernError", wce.clone());
+    let code = wce.get_i32("code").unwrap_or_default();
+    let labels = labels(data.error_labels.as_ref(), code);
+    if !labels.is_empty() {
+        reply.insert("errorLabels", labels);
+    }
+    super::Reply::Document(reply)
+}
+
+/// Reaches `failCommand` for this command of this connection, if it applies and `acts` holds.
+fn reach(
+    shared: &Shared,
+    conn: &Connection,
+    command: CommandName,
+    db: &str,
+    body: &Document,
+    acts: impl Fn(&FailCommand) -> bool,
+) -> Option<Arc<FailCommand>> {
+    let namespace = namespace_of(command, db, body);
+    let thread_name = format!("conn{}", conn.id);
+    let caller = Caller {
+        command,
+        namespace: &namespace,
+        app_name: app_name(conn, command, body),
+        thread_name: &thread_name,
+    };
+    shared
+        .fail_points
+        .reach(|data| data.applies_to(&caller) && acts(data))
+}
+
+/// The client's `application.name`: from the handshake, or, on the handshake itself, from the
+/// `client` document it carries (mongod reads it before evaluating the fail point).
+fn app_name<'a>(conn: &'a Connection, command: CommandName, body: &'a Document) -> &'a str {
+    let handshake = matches!(
+        command,
+        CommandName::Hello | CommandName::IsMaster | CommandName::IsMasterLower
+    );
+    let metadata = match &conn.client_metadata {
+        Some(meta) => Some(meta),
+        None if handshake => body.get_document("client").ok(),
+        None => None,
+    };
+    metadata
+        .and_then(|m| m.get_document("application").ok())
+        .and_then(|a| a.get_str("name").ok())
+        .unwrap_or("")
+}
+
+/// The failure `failCommand` injects: `{ok: 0, errmsg, code, codeName}`, with its labels
+/// ([`labels`]). Built here rather than as an [`Error`]: the code is any number a test names,
+/// not only those of [`ErrorCode`].
+fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
+    let name = ErrorCode::from_code(code)
+        .map(|c| c.name().to_owned())
+        // mongod's codeName for a code it has no name for.
+        .unwrap_or_else(|| format!("Location{code}"));
+    let mut reply = doc! {
+        "ok": 0.0,
+        "errmsg": FAILED_BY_FAIL_POINT,
+        "code": code,
+        "codeName": name,
+    };
+    let labels = self::labels(labels, code);
+    if !labels.is_empty() {
+        reply.insert("errorLabels", labels);
+    }
+    reply
+}
+
+/// The labels of an injected failure or write concern error with this code: the fail point's
+/// `errorLabels` when it has them, else those mongod's own rules give.
+fn labels(given: Option<&Vec<Bson>>, code: i32) -> Vec<Bson> {
+    given.cloned().unwrap_or_else(|| standalone_labels(code))
+}
+
+/// The error labels mongod gives a failure that names none (`getErrorLabels`): none on a
+/// standalone. A replica-set member adds `RetryableWriteError` to a retryable code (or write
+/// concern error) on a retryable write.
+fn standalone_labels(_code: i32) -> Vec<Bson> {
+    Vec::new()
+}
+
+/// Commands that take a `writeConcern` (mongod's `supportsWriteConcern`): the writes, the
+/// catalog and user commands, and an `aggregate` ending in `$out` or `$merge`.
+fn supports_write_concern(command: CommandName, body: &Document) -> bool {
+    use CommandName as C;
+    match command {
+        C::Insert
+        | C::Update
+        | C::Delete
+        | C::FindAndModify
+        | C::FindAndModifyLower
+        | C::Create
+        | C::Drop
+        | C::DropDatabase
+        | C::RenameCollection
+        | C::CreateIndexes
+        | C::DropIndexes
+        | C::CollMod
+        | C::CreateUser
+        | C::UpdateUser
+        | C::DropUser
+        | C::DropAllUsersFromDatabase
+        | C::GrantRolesToUser
+        | C::RevokeRolesFromUser => true,
+        C::Aggregate => body
+            .get_array("pipeline")
+            .ok()
+            .and_then(|stages| stages.last())
+            .and_then(Bson::as_document)
+            .and_then(|stage| stage.keys().next())
+            .is_some_and(|stage| stage == "$out" || stage == "$merge"),
+        _ => false,
+    }
+}
+
+/// The fail point a command names in its first field (mongod reads a non-string as "").
+fn fail_point_name<'a>(body: &'a Document, command: &str) -> &'a str {
+    body.get_str(command).unwrap_or("")
+}
+
+fn not_found(name: &str) -> Error {
+    Error::new(ErrorCode::FailPointSetFailed, format!("{name} not found"))
+}
+
+/// mongod's `appendNumber`: an int when it fits, else a long.
+fn count_value(count: i64) -> Bson {
+    i32::try_from(count).map_or(Bson::Int64(count), Bson::Int32)
+}
+
+/// `mode`, as mongod's `FailPoint::parseBSON` reads it.
+fn parse_mode(body: &Document) -> Result<Mode> {
+    let mode = match body.get("mode") {
+        None => {
+            return Err(Error::new(
+                ErrorCode::IllegalOperation,
+                "When setting a failpoint, you must supply a 'mode'",
+            ))
+        }
+        Some(Bson::String(s)) => match s.as_str() {
+            "off" => Mode::Off,
+            "alwaysOn" => Mode::AlwaysOn,
+            other => return Err(Error::bad_value(format!("unknown mode: {other}"))),
+        },
+        Some(Bson::Document(m)) => {
+            if m.contains_key("times") {
+                Mode::Times(count_option(m, "times")?)
+            } else if m.contains_key("skip") {
+                Mode::Skip(count_option(m, "skip")?)
+            } else if let Some(p) = m.get("activationProbability") {
+                let p = match p {
+                    Bson::Int32(n) => f64::from(*n),
+                    Bson::Int64(n) => *n as f64,
+                    Bson::Double(d) => *d,
+                    Bson::Decimal128(d) => d.to_string().parse().unwrap_or(f64::NAN),
+                    _ => {
+                        return Err(Error::type_mismatch(
+                            "the 'activationProbability' option to 'mode' must be a double between 0 and 1",
+                        ))
+                    }
+                };
+                if !(0.0..=1.0).contains(&p) {
+                    return Err(Error::bad_value(format!(
+                        "activationProbability must be between 0.0 and 1.0; found {p}"
+                    )));
+                }
+                Mode::Random((f64::from(i32::MAX) * p) as i32)
+            } else {
+                return Err(Error::bad_value(
+                    "'mode' must be one of 'off', 'alwaysOn', '{times:n}', '{skip:n}' or '{activationProbability:p}'",
+                ));
+            }
+        }
+        Some(_) => {
+            return Err(Error::type_mismatch(
+                "'mode' must be a string or JSON object",
+            ))
+        }
+    };
+    Ok(mode)
+}
+
+/// `times` or `skip`: a whole number in `0..=i32::MAX` (mongod's `bsonExtractIntegerField` and
+/// its bounds).
+fn count_option(mode: &Document, field: &str) -> Result<i64> {
+    let value = mode.get(field).unwrap_or(&Bson::Null);
+    let n = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e18 => *d as i64,
+        Bson::Double(_) => {
+            return Err(Error::bad_value(format!(
+                "Expected field \"{field}\" to have a value exactly representable as a 64-bit integer, but found {field}: {value}"
+            )))
+        }
+        other => {
+            return Err(Error::type_mismatch(format!(
+                "Expected field \"{field}\" to have numeric type, but found {}",
+                type_name(other)
+            )))
+        }
+    };
+    if n < 0 {
+        return Err(Error::bad_value(format!(
+            "'{field}' option to 'mode' must be positive"
+        )));
+    }
+    if n > i64::from(i32::MAX) {
+        return Err(Error::bad_value(format!(
+            "'{field}' option to 'mode' is too large"
+        )));
+    }
+    Ok(n)
+}
+
+#[cfg(test)]
+mod tests;
