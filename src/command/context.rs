@@ -23,6 +23,8 @@ pub struct Shared {
     pub start_millis: i64,
     /// The operations running now (`currentOp`, `killOp`).
     pub ops: super::operations::OpRegistry,
+    /// The replica set this server is the one member of (`--replSet`); `None`: standalone.
+    pub replica_set: Option<super::replset::ReplicaSet>,
     next_connection_id: AtomicI32,
 }
 
@@ -42,6 +44,7 @@ impl Shared {
             started: Stopwatch::start(),
             start_millis,
             ops: Default::default(),
+            replica_set: None,
             next_connection_id: AtomicI32::new(1),
         })
     }

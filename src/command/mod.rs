@@ -25,6 +25,7 @@ mod insert;
 mod introspection;
 mod operations;
 mod read;
+pub mod replset;
 mod sasl;
 mod sessions;
 mod stats;
@@ -37,6 +38,7 @@ mod write;
 
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
+pub use replset::exhaust_next;
 pub use table::{CommandName, Scope};
 pub use users_account::ensure_account;
 
@@ -91,10 +93,13 @@ pub async fn execute(
     interrupt: Arc<Interrupt>,
 ) -> (String, Reply) {
     let name = body.keys().next().cloned().unwrap_or_default();
-    let reply = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
+    let mut reply = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
         Ok(reply) => reply,
         Err(err) => Reply::Document(err.to_reply()),
     };
+    if shared.replica_set.is_some() {
+        replset::decorate(shared, &mut reply);
+    }
     (name, reply)
 }
 
@@ -156,7 +161,12 @@ async fn run(
             "Transaction numbers are only allowed on a replica set member or mongos",
         ));
     }
-    args::check_write_concern(body)?;
+    let replicated = shared.replica_set.is_some();
+    args::check_write_concern(body, replicated)?;
+    if replicated {
+        replset::check_gossip(body)?;
+        replset::check_read_concern(command, body, shared.engine.optimes().last_committed())?;
+    }
     if let Some(millis) = max_time_ms(body)? {
         interrupt.set_deadline(Some(Deadline::after_millis(millis)));
     }
@@ -169,7 +179,17 @@ async fn run(
     };
     let access = authz::check(shared, conn, &request)?;
     let _op = shared.ops.register(shared, conn, &request);
-    let reply = dispatch(shared, conn, &request).await?;
+    let mut reply = dispatch(shared, conn, &request).await?;
+    if replicated {
+        if let (Some(error), Reply::Document(reply)) =
+            (replset::write_concern_error(command, body), &mut reply)
+        {
+            // Before `ok`, where mongod puts it: the write is applied, its concern unmet.
+            let ok = reply.remove("ok").unwrap_or(Bson::Double(1.0));
+            reply.insert("writeConcernError", error);
+            reply.insert("ok", ok);
+        }
+    }
     Ok(match access {
         authz::Access::Allowed => reply,
         authz::Access::OnlyDatabasesOf(roles) => authz::only_databases_of(&roles, reply),
@@ -263,7 +283,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
     use CommandName as C;
     match req.name {
         C::Hello | C::IsMaster | C::IsMasterLower => {
-            handshake::hello(shared, conn, req).map(Reply::from)
+            handshake::hello(shared, conn, req).await.map(Reply::from)
         }
         C::Ping => Ok(admin::ping().into()),
         C::BuildInfo | C::BuildInfoLower => Ok(introspection::build_info().into()),
@@ -278,10 +298,11 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             .await
         }
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn).into()),
-        C::ReplSetGetStatus => Err(Error::new(
-            ErrorCode::NoReplicationEnabled,
-            "not running with --replSet",
-        )),
+        C::ReplSetGetStatus => replset::get_status(shared, req).map(Reply::from),
+        C::ReplSetGetConfig => replset::get_config(shared, req).map(Reply::from),
+        C::ReplSetInitiate => replset::initiate(shared).map(Reply::from),
+        C::ReplSetStepDown => replset::step_down(shared, req).map(Reply::from),
+        C::ReplSetReconfig => replset::reconfig(shared).map(Reply::from),
         C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req).into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
         C::StartSession => Ok(sessions::start_session().into()),
