@@ -95,7 +95,7 @@ fn hello_fields_name_the_one_member_as_primary() {
     });
     let fields = rs.hello_fields(&clock, false);
     assert_eq!(fields.get_str("setName").unwrap(), "rs0");
-    assert_eq!(fields.get_bool("isWritablePrimary").unwrap(), true);
+    assert!(fields.get_bool("isWritablePrimary").unwrap());
     assert!(!fields.contains_key("ismaster"));
     assert_eq!(
         fields.get_array("hosts").unwrap(),
