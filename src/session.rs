@@ -423,6 +423,8 @@ async fn run_logged(
     interrupt: Arc<Interrupt>,
 ) -> (String, Reply) {
     let timer = Stopwatch::start();
+    // An awaitable hello waits by design: its time says nothing about the server.
+    let awaitable = command::is_awaitable_hello(&body);
     let (name, reply) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
     if let Reply::Document(failed) = &reply {
@@ -439,7 +441,7 @@ async fn run_logged(
             );
         }
     }
-    if millis >= u128::from(shared.config.slow_ms) {
+    if millis >= u128::from(shared.config.slow_ms) && !awaitable {
         tracing::info!(command = %name, duration_ms = millis as u64, "slow command");
     }
     (name, reply)

@@ -449,6 +449,39 @@ async fn an_awaitable_hello_waits_then_replies() {
     assert_eq!(reply.get_i32("code").unwrap(), 31368);
 }
 
+/// Monitoring connections wait in hello all the time: that is not a slow command.
+#[tokio::test]
+async fn an_awaitable_hello_is_not_logged_as_slow() {
+    let logs = common::logs::captured_logs();
+    let server = TestServer::start_replset(SET).await;
+    let mut raw = server.raw().await;
+    let first = raw
+        .command(1, &doc! {"hello": 1, "$db": "admin"})
+        .await
+        .document;
+    let topology = first.get_document("topologyVersion").unwrap().clone();
+    raw.command(
+        2,
+        &doc! {"hello": 1, "topologyVersion": topology, "maxAwaitTimeMS": 300, "$db": "admin"},
+    )
+    .await;
+    raw.command(3, &doc! {"sleep": 1, "millis": 300, "$db": "admin"})
+        .await;
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let slow: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("slow command"))
+        .collect();
+    assert!(
+        slow.iter().any(|l| l.contains("command=sleep")),
+        "the sleep is slow: {slow:?}"
+    );
+    assert!(
+        !slow.iter().any(|l| l.contains("command=hello")),
+        "{slow:?}"
+    );
+}
+
 /// With exhaustAllowed, the awaitable hello streams: each reply has moreToCome and answers
 /// the previous one, and the server sends the next after maxAwaitTimeMS without a request.
 #[tokio::test]

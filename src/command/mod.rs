@@ -38,7 +38,7 @@ mod write;
 
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
-pub use replset::exhaust_next;
+pub use replset::{exhaust_next, is_awaitable_hello};
 pub use table::{CommandName, Scope};
 pub use users_account::ensure_account;
 

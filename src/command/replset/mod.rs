@@ -245,6 +245,15 @@ pub fn advertised_host(
     format!("{host}:{}", listening.port())
 }
 
+/// Whether a command is an awaitable `hello` (one that may wait `maxAwaitTimeMS`): its
+/// duration is not logged as a slow command, as mongod leaves it out of latency statistics.
+pub fn is_awaitable_hello(body: &Document) -> bool {
+    body.keys()
+        .next()
+        .is_some_and(|name| matches!(name.as_str(), "hello" | "isMaster" | "ismaster"))
+        && body.contains_key("maxAwaitTimeMS")
+}
+
 /// What an exhaust `hello` asks to run next: the same command, unless the reply is an error.
 /// mongod streams (replies with `moreToCome` and runs the command again, without waiting for
 /// a request) only an awaitable `hello` whose request allowed exhaust. The next invocation
