@@ -227,6 +227,28 @@ async fn every_reply_carries_the_cluster_time_and_the_operation_time() {
     assert!(reply.get("$clusterTime").is_none() && reply.get("operationTime").is_none());
 }
 
+/// Drivers' sessions are causally consistent by default: each read after the first sends the
+/// previous reply's operationTime as afterClusterTime, which must never be the null time, even
+/// before the first write.
+#[tokio::test]
+async fn causally_consistent_reads_work_before_any_write() {
+    let server = TestServer::start_replset(SET).await;
+    let client = server.replset_client(SET).await;
+    let mut session = client.start_session().await.unwrap();
+    let coll = client.database("app").collection::<Document>("c");
+    for _ in 0..3 {
+        coll.find_one(doc! {}).session(&mut session).await.unwrap();
+    }
+    let time = session.operation_time().unwrap();
+    assert_ne!(
+        time,
+        Timestamp {
+            time: 0,
+            increment: 0
+        }
+    );
+}
+
 #[tokio::test]
 async fn a_gossiped_cluster_time_is_accepted_and_a_malformed_one_refused() {
     let server = TestServer::start_replset(SET).await;

@@ -97,8 +97,8 @@ pub async fn execute(
         Ok(reply) => reply,
         Err(err) => Reply::Document(err.to_reply()),
     };
-    if shared.replica_set.is_some() {
-        replset::decorate(shared, &mut reply);
+    if let Some(rs) = &shared.replica_set {
+        replset::decorate(rs, shared, &mut reply);
     }
     (name, reply)
 }
@@ -163,9 +163,10 @@ async fn run(
     }
     let replicated = shared.replica_set.is_some();
     args::check_write_concern(body, replicated)?;
-    if replicated {
+    if let Some(rs) = &shared.replica_set {
         replset::check_gossip(body)?;
-        replset::check_read_concern(command, body, shared.engine.optimes().last_committed())?;
+        let now = rs.last_op_time(shared.engine.optimes());
+        replset::check_read_concern(command, body, now)?;
     }
     if let Some(millis) = max_time_ms(body)? {
         interrupt.set_deadline(Some(Deadline::after_millis(millis)));

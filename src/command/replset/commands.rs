@@ -24,8 +24,9 @@ pub fn get_status(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let rs = replica_set(shared)?;
     check_fields(req.body, req.name.name(), &["initialSync"])?;
     let optimes = shared.engine.optimes();
-    let last = op_time(optimes.last_committed());
-    let wall = optimes.last_committed_wall();
+    let last_time = rs.last_op_time(optimes);
+    let last = op_time(last_time);
+    let wall = rs.last_write_date(optimes);
     let uptime = i64::try_from(shared.started.elapsed().as_secs()).unwrap_or(i64::MAX);
     let member = doc! {
         "_id": 0,
@@ -35,7 +36,7 @@ pub fn get_status(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         "stateStr": "PRIMARY",
         "uptime": uptime,
         "optime": last.clone(),
-        "optimeDate": bson::DateTime::from_millis(i64::from(optimes.last_committed().time) * 1000),
+        "optimeDate": bson::DateTime::from_millis(i64::from(last_time.time) * 1000),
         "lastAppliedWallTime": wall,
         "lastDurableWallTime": wall,
         "syncSourceHost": "",

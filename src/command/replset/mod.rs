@@ -41,7 +41,10 @@ pub struct ReplicaSet {
     pub process_id: ObjectId,
     /// `settings.replicaSetId` of the configuration.
     pub replica_set_id: ObjectId,
-    /// When this member became primary (start-up), as an operation time and a date.
+    /// When this member became primary (start-up), as an operation time and a date. The
+    /// operation time is never the null `Timestamp(0, 0)` (which `afterClusterTime` refuses),
+    /// even on a new data directory: it is at least the start's second, increment 0, which
+    /// every later write's time exceeds.
     pub election_time: Timestamp,
     pub election_date: bson::DateTime,
     /// Cancelled when the server shuts down: awaitable `hello`s reply at once.
@@ -57,10 +60,27 @@ impl ReplicaSet {
             host,
             process_id: ObjectId::new(),
             replica_set_id: ObjectId::new(),
-            election_time: optimes.last_committed(),
+            election_time: later(
+                optimes.last_committed(),
+                Timestamp {
+                    time: u32::try_from(now.timestamp_millis() / 1000).unwrap_or(0),
+                    increment: 0,
+                },
+            ),
             election_date: now,
             stopping: CancellationToken::new(),
         }
+    }
+
+    /// The member's last operation time (`operationTime`, `$clusterTime`, `lastWrite`): the
+    /// last committed write's, or the election's before any.
+    pub fn last_op_time(&self, optimes: &OpClock) -> Timestamp {
+        later(optimes.last_committed(), self.election_time)
+    }
+
+    /// The wall-clock time of the last write (the election's before any).
+    pub fn last_write_date(&self, optimes: &OpClock) -> bson::DateTime {
+        optimes.last_committed_wall().max(self.election_date)
     }
 
     /// Ends every awaitable `hello` wait and refuses new ones (the server is shutting down).
@@ -104,8 +124,8 @@ impl ReplicaSet {
         reply.insert("primary", self.host.clone());
         reply.insert("me", self.host.clone());
         reply.insert("electionId", ReplicaSet::election_id());
-        let op_time = op_time(optimes.last_committed());
-        let date = optimes.last_committed_wall();
+        let op_time = op_time(self.last_op_time(optimes));
+        let date = self.last_write_date(optimes);
         reply.insert(
             "lastWrite",
             doc! {
@@ -188,6 +208,15 @@ impl ReplicaSet {
             () = tokio::time::sleep(wait) => {}
             () = self.stopping.cancelled() => {}
         }
+    }
+}
+
+/// The later of two operation times.
+fn later(a: Timestamp, b: Timestamp) -> Timestamp {
+    if (a.time, a.increment) >= (b.time, b.increment) {
+        a
+    } else {
+        b
     }
 }
 

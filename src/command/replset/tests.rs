@@ -94,6 +94,25 @@ fn hello_fields_name_the_one_member_as_primary() {
         increment: 2,
     });
     let fields = rs.hello_fields(&clock, false);
+    // A member on a new data directory (no write yet) still has a non-null operation time:
+    // its start's second.
+    let empty = OpClock::new(Timestamp {
+        time: 0,
+        increment: 0,
+    });
+    let fresh = ReplicaSet::new(
+        "rs0".into(),
+        "h:1".into(),
+        bson::DateTime::from_millis(7_500),
+        &empty,
+    );
+    assert_eq!(
+        fresh.last_op_time(&empty),
+        Timestamp {
+            time: 7,
+            increment: 0
+        }
+    );
     assert_eq!(fields.get_str("setName").unwrap(), "rs0");
     assert!(fields.get_bool("isWritablePrimary").unwrap());
     assert!(!fields.contains_key("ismaster"));

@@ -2,11 +2,12 @@
 //! replica-set member carries (success and error alike, as mongod adds them), and the
 //! `$clusterTime` clients gossip back.
 //!
-//! The cluster time is the last committed operation time: a one-member set has no other
+//! The cluster time is the member's last operation time (`ReplicaSet::last_op_time`): a one-member set has no other
 //! member whose time could be ahead. It is signed with mongod's dummy signature (a zero hash,
 //! key id 0), what a member without a keyfile sends. A gossiped cluster time is checked for
 //! shape and otherwise not adopted: nothing in the set can issue times past the member's own.
 
+use super::ReplicaSet;
 use crate::command::Shared;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::Reply;
@@ -14,8 +15,8 @@ use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document, Timestamp};
 
 /// Appends `$clusterTime` and `operationTime` to a reply, after `ok`.
-pub fn decorate(shared: &Shared, reply: &mut Reply) {
-    let now = shared.engine.optimes().last_committed();
+pub fn decorate(rs: &ReplicaSet, shared: &Shared, reply: &mut Reply) {
+    let now = rs.last_op_time(shared.engine.optimes());
     let cluster_time = cluster_time(now);
     match reply {
         Reply::Document(d) => {
