@@ -30,6 +30,11 @@ pub fn suggest(addr: SocketAddr, config: &Config, ca_file: Option<&Path>) -> Str
         _ => String::new(),
     };
     let mut options = Vec::new();
+    // Drivers then discover the set's primary by its advertised host (Cosmos DB's connection
+    // strings name `replicaSet=globaldb`).
+    if let Some(name) = &config.replication.set_name {
+        options.push(format!("replicaSet={}", percent_encode(name, b"")));
+    }
     if matches!(config.tls.mode, TlsMode::RequireTls | TlsMode::PreferTls) {
         options.push("tls=true".to_owned());
         if let Some(ca) = ca_file {
@@ -93,6 +98,12 @@ mod tests {
         assert_eq!(own, "mongodb://acct:<key>@localhost:27017/?tls=true");
         assert!(!own.contains("s3cret"));
         config.cosmos_account = None;
+        config.replication.set_name = Some("globaldb".into());
+        assert_eq!(
+            suggest(addr, &config, None),
+            "mongodb://localhost:10255/?replicaSet=globaldb&tls=true"
+        );
+        config.replication.set_name = None;
         assert_eq!(
             suggest("10.1.2.3:27017".parse().unwrap(), &config, None),
             "mongodb://10.1.2.3:27017/?tls=true"

@@ -4,6 +4,7 @@
 //! handshake happens in the session task, never in the accept loop.
 
 use crate::clock::Clock;
+use crate::command::replset::{advertised_host, ReplicaSet};
 use crate::command::Shared;
 use crate::config::{Config, StorageKind};
 use crate::session;
@@ -64,8 +65,9 @@ impl Server {
             config.cursor_memory_limit_bytes,
             config.max_no_timeout_cursors,
         );
-        let shared = Shared::open(config, clock)
+        let mut shared = Shared::open(config, clock)
             .map_err(|e| io::Error::other(format!("cannot open the data directory: {e}")))?;
+        shared.replica_set = replica_set(&shared, &listeners);
         let limits = &shared.engine.cursors.limits;
         limits.held_bytes.store(held_bytes, Ordering::Relaxed);
         limits.no_timeout.store(no_timeout, Ordering::Relaxed);
@@ -110,6 +112,9 @@ impl Server {
         shutdown.await;
         tracing::info!("shutting down: no new connections; finishing commands in flight");
         token.cancel();
+        if let Some(rs) = &self.shared.replica_set {
+            rs.shutting_down();
+        }
         tracker.close();
         tracker.wait().await;
         // Dropping the TLS side removes a memory server's temporary certificates.
@@ -125,6 +130,27 @@ impl Server {
         let join = tokio::spawn(self.run(async move { stop.cancelled().await }));
         RunningServer { addrs, token, join }
     }
+}
+
+/// The replica set this server is the member of, with `--replSet`: advertised as
+/// `--advertise-host`, or the first bind address and the port its first listener has.
+fn replica_set(shared: &Shared, listeners: &[TcpListener]) -> Option<ReplicaSet> {
+    let replication = &shared.config.replication;
+    let name = replication.set_name.clone()?;
+    let listening = listeners.first()?.local_addr().ok()?;
+    let first_bind = shared
+        .config
+        .bind_ips
+        .first()
+        .map_or("localhost", String::as_str);
+    let host = advertised_host(replication.advertise_host.as_deref(), first_bind, listening);
+    tracing::info!(set = %name, host = %host, "replica set member, primary");
+    Some(ReplicaSet::new(
+        name,
+        host,
+        shared.clock.now_datetime(),
+        shared.engine.optimes(),
+    ))
 }
 
 /// A server running in the background (tests, embedding).

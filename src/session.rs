@@ -2,10 +2,11 @@
 //! leaves, a framing error makes the stream untrustworthy, or the server shuts down.
 //!
 //! Owns the socket and the per-request envelope of each protocol: OP_MSG replies (none when the
-//! request has `moreToCome`), OP_REPLY answers to OP_QUERY, and compressing replies the way the
-//! request was compressed. Shutdown waits for the command in flight: cancellation is only
-//! observed between requests. A command whose outcome is to close the connection (the
-//! `failCommand` fail point's `closeConnection`) ends the loop without a reply.
+//! request has `moreToCome`; a stream of `moreToCome` replies for an exhaust `hello`, each
+//! command of the stream run without a request), OP_REPLY answers to OP_QUERY, and compressing
+//! replies the way the request was compressed. Shutdown waits for the command in flight:
+//! cancellation is only observed between requests. A command whose outcome is to close the
+//! connection (the `failCommand` fail point's `closeConnection`) ends the loop without a reply.
 //!
 //! While a command runs, the session keeps watching the stream: bytes a client pipelines are
 //! read into a side buffer and handed back to the decoder afterwards (none is lost), and end of
@@ -27,7 +28,9 @@ use crate::protocol::Reply;
 use crate::status::CompressionCounters;
 use crate::tls::accept::{self, Opened};
 use crate::tls::ServerTls;
-use crate::wire::{Compressor, Incoming, MessageCodec, Outgoing, ReplyBody, Request, WireError};
+use crate::wire::{
+    Compressor, Incoming, MessageCodec, MsgFlags, OpMsg, Outgoing, ReplyBody, Request, WireError,
+};
 use bson::{Bson, Document};
 use bytes::BytesMut;
 use futures::{SinkExt, StreamExt};
@@ -155,39 +158,36 @@ where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let mut deprecations = DeprecationLog::default();
+    // The next command of an exhaust stream: run without a request from the client.
+    let mut streaming: Option<Incoming> = None;
     loop {
-        let next = tokio::select! {
-            biased;
-            _ = shutdown.cancelled() => return "server shutting down",
-            next = framed.next() => next,
-        };
-        let incoming = match next {
-            None => return "client closed the connection",
-            // A TLS client that closes without close_notify, or a reset.
-            Some(Err(WireError::Io(e))) if is_disconnect(&e) => {
-                return "client closed the connection"
+        let incoming = if let Some(next) = streaming.take() {
+            if shutdown.is_cancelled() {
+                return "server shutting down";
             }
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "closing connection after a framing error");
-                return "framing error";
+            next
+        } else {
+            let next = tokio::select! {
+                biased;
+                _ = shutdown.cancelled() => return "server shutting down",
+                next = framed.next() => next,
+            };
+            match next {
+                None => return "client closed the connection",
+                // A TLS client that closes without close_notify, or a reset.
+                Some(Err(WireError::Io(e))) if is_disconnect(&e) => {
+                    return "client closed the connection"
+                }
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "closing connection after a framing error");
+                    return "framing error";
+                }
+                Some(Ok(incoming)) => {
+                    count_request(shared, &incoming);
+                    incoming
+                }
             }
-            Some(Ok(incoming)) => incoming,
         };
-        shared.counters.requests.fetch_add(1, Ordering::Relaxed);
-        let wire_length = u64::try_from(incoming.header.length).unwrap_or(0);
-        shared
-            .counters
-            .bytes_in
-            .fetch_add(wire_length, Ordering::Relaxed);
-        if let Some(c) = incoming
-            .compressor
-            .and_then(|c| compression_counters(shared, c))
-        {
-            c.decompressor_bytes_in
-                .fetch_add(wire_length, Ordering::Relaxed);
-            c.decompressor_bytes_out
-                .fetch_add(incoming.original_length as u64, Ordering::Relaxed);
-        }
         let interrupt = Interrupt::none();
         let mut peer = PeerWatch {
             stream: framed.get_mut(),
@@ -219,6 +219,10 @@ where
         framed.read_buffer_mut().extend_from_slice(&pipelined);
         let reply = match reply {
             Handled::Reply(reply) => reply,
+            Handled::Stream(reply, next) => {
+                streaming = Some(next);
+                reply
+            }
             Handled::Nothing => continue,
             Handled::Hangup => return "closed by the failCommand fail point",
             Handled::Close(err) => {
@@ -237,6 +241,10 @@ where
             return "write failed";
         }
         let written = framed.codec().bytes_encoded - before;
+        // An exhaust stream's next reply responds to this one (mongod's synthetic request).
+        if let Some(next) = streaming.as_mut() {
+            next.header.request_id = framed.codec().last_request_id;
+        }
         shared
             .counters
             .bytes_out
@@ -246,6 +254,25 @@ where
             c.compressor_bytes_in.fetch_add(original, Ordering::Relaxed);
             c.compressor_bytes_out.fetch_add(written, Ordering::Relaxed);
         }
+    }
+}
+
+/// Counts a request read from the client in `serverStatus` (`network`, `opcounters`).
+fn count_request(shared: &Shared, incoming: &Incoming) {
+    shared.counters.requests.fetch_add(1, Ordering::Relaxed);
+    let wire_length = u64::try_from(incoming.header.length).unwrap_or(0);
+    shared
+        .counters
+        .bytes_in
+        .fetch_add(wire_length, Ordering::Relaxed);
+    if let Some(c) = incoming
+        .compressor
+        .and_then(|c| compression_counters(shared, c))
+    {
+        c.decompressor_bytes_in
+            .fetch_add(wire_length, Ordering::Relaxed);
+        c.decompressor_bytes_out
+            .fetch_add(incoming.original_length as u64, Ordering::Relaxed);
     }
 }
 
@@ -291,6 +318,8 @@ fn is_disconnect(e: &std::io::Error) -> bool {
 /// What became of one request.
 enum Handled {
     Reply(Outgoing),
+    /// A reply with `moreToCome`, and the command to run next without a request (exhaust).
+    Stream(Outgoing, Incoming),
     /// No reply may be sent (`moreToCome`, an unknown opcode).
     Nothing,
     /// A removed write or killCursors opcode: mongod closes the connection.
@@ -310,6 +339,12 @@ async fn handle(
     let response_to = incoming.header.request_id;
     match incoming.request {
         Request::Msg(msg) => {
+            // Only a request that allows exhaust may be answered by a stream of replies.
+            let request = if msg.flags.exhaust_allowed() {
+                msg.body.as_ref().ok().cloned()
+            } else {
+                None
+            };
             let (name, reply) = match msg.body {
                 Ok(body) => match run_logged(shared, conn, body, None, interrupt).await {
                     (name, Outcome::Reply(reply)) => (name, reply),
@@ -319,6 +354,25 @@ async fn handle(
             };
             if msg.flags.more_to_come() {
                 return Handled::Nothing;
+            }
+            if let (Some(request), Reply::Document(reply)) = (&request, &reply) {
+                if let Some(next) = command::exhaust_next(shared, request, reply) {
+                    let next = Incoming {
+                        request: Request::Msg(OpMsg {
+                            flags: MsgFlags(MsgFlags::EXHAUST_ALLOWED),
+                            body: Ok(next),
+                        }),
+                        ..incoming
+                    };
+                    return Handled::Stream(
+                        Outgoing {
+                            response_to,
+                            body: ReplyBody::MsgMoreToCome(reply.clone()),
+                            compressor: reply_compressor(next.compressor, &name),
+                        },
+                        next,
+                    );
+                }
             }
             let body = match reply {
                 Reply::Document(d) => ReplyBody::Msg(d),
@@ -378,6 +432,8 @@ async fn run_logged(
     interrupt: Arc<Interrupt>,
 ) -> (String, Outcome) {
     let timer = Stopwatch::start();
+    // An awaitable hello waits by design: its time says nothing about the server.
+    let awaitable = command::is_awaitable_hello(&body);
     let (name, outcome) = command::execute(shared, conn, body, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
     if let Outcome::Reply(reply @ Reply::Document(failed)) = &outcome {
@@ -394,7 +450,7 @@ async fn run_logged(
             );
         }
     }
-    if millis >= u128::from(shared.config.slow_ms) {
+    if millis >= u128::from(shared.config.slow_ms) && !awaitable {
         tracing::info!(command = %name, duration_ms = millis as u64, "slow command");
     }
     (name, outcome)

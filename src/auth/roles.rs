@@ -64,7 +64,10 @@ actions! {
     ListSessions = "listSessions",
     Remove = "remove",
     RenameCollectionSameDb = "renameCollectionSameDB",
+    ReplSetConfigure = "replSetConfigure",
+    ReplSetGetConfig = "replSetGetConfig",
     ReplSetGetStatus = "replSetGetStatus",
+    ReplSetStateChange = "replSetStateChange",
     RevokeRole = "revokeRole",
     ServerStatus = "serverStatus",
     Update = "update",
@@ -141,13 +144,19 @@ const CLUSTER_MONITOR: &[Action] = &[
     A::Inprog,
     A::ListDatabases,
     A::ListSessions,
+    A::ReplSetGetConfig,
     A::ReplSetGetStatus,
     A::ServerStatus,
 ];
 
 /// `clusterAdmin`'s cluster actions beyond [`CLUSTER_MONITOR`] (from `clusterManager` and
 /// `hostManager`).
-const CLUSTER_MANAGE: &[Action] = &[A::KillAnySession, A::Killop];
+const CLUSTER_MANAGE: &[Action] = &[
+    A::KillAnySession,
+    A::Killop,
+    A::ReplSetConfigure,
+    A::ReplSetStateChange,
+];
 
 /// What a privilege applies to, as a pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -107,10 +107,12 @@ pub fn check_fields(cmd: &Document, command: &str, known: &[&str]) -> Result<()>
     Ok(())
 }
 
-/// Checks a command's `writeConcern` as a standalone mongod does: `w` may be 0, 1 or
-/// `"majority"` (there are no other members to wait for); a `w` above 1 or a named mode is
-/// refused (2 BadValue), as is a malformed one (9 FailedToParse, 14 TypeMismatch).
-pub fn check_write_concern(cmd: &Document) -> Result<()> {
+/// Checks a command's `writeConcern` as mongod does: a malformed one is refused (9
+/// FailedToParse, 14 TypeMismatch). A standalone takes `w` 0, 1 or `"majority"` (there are no
+/// other members to wait for) and refuses a `w` above 1 or a named mode (2 BadValue); a
+/// replica-set member (`replicated`) takes them, and its reply says they were not satisfied
+/// (`replset::write_concern_error`).
+pub fn check_write_concern(cmd: &Document, replicated: bool) -> Result<()> {
     let Some(wc) = cmd.get("writeConcern") else {
         return Ok(());
     };
@@ -157,14 +159,14 @@ pub fn check_write_concern(cmd: &Document) -> Result<()> {
                     n as i64
                 )));
             }
-            if n > 1.0 {
+            if n > 1.0 && !replicated {
                 return Err(Error::bad_value(
                     "cannot use 'w' > 1 when a host is not replicated",
                 ));
             }
             Ok(())
         }
-        Some(Bson::String(mode)) if mode == "majority" => Ok(()),
+        Some(Bson::String(mode)) if mode == "majority" || replicated => Ok(()),
         Some(Bson::String(mode)) => Err(Error::bad_value(format!(
             "cannot use non-majority 'w' mode \"{mode}\" when a host is not a member of a replica set"
         ))),
@@ -255,6 +257,24 @@ mod write_concern_tests {
     use bson::doc;
 
     #[test]
+    fn a_replica_set_member_accepts_any_w_and_tags_but_not_malformed_ones() {
+        for wc in [
+            doc! {"w": 2},
+            doc! {"w": 50},
+            doc! {"w": "dc1"},
+            doc! {"w": "majority"},
+        ] {
+            check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, true)
+                .unwrap_or_else(|e| panic!("{wc}: {e}"));
+        }
+        for wc in [doc! {"w": 51}, doc! {"w": -1}, doc! {"w": true}] {
+            let err = check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, true)
+                .unwrap_err();
+            assert_eq!(err.code, ErrorCode::FailedToParse, "{wc}");
+        }
+    }
+
+    #[test]
     fn a_standalone_accepts_w_0_1_and_majority_and_refuses_the_rest() {
         for wc in [
             doc! {},
@@ -266,7 +286,7 @@ mod write_concern_tests {
             doc! {"fsync": 1},
             doc! {"wtimeout": "soon"},
         ] {
-            check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()})
+            check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, false)
                 .unwrap_or_else(|e| panic!("{wc}: {e}"));
         }
         for (wc, code, message) in [
@@ -326,8 +346,9 @@ mod write_concern_tests {
                 "writeConcern must be an object",
             ),
         ] {
-            let err = check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()})
-                .unwrap_err();
+            let err =
+                check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, false)
+                    .unwrap_err();
             assert_eq!((err.code, err.message.as_str()), (code, message), "{wc}");
         }
     }

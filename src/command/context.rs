@@ -25,6 +25,8 @@ pub struct Shared {
     pub ops: super::operations::OpRegistry,
     /// The fail points `configureFailPoint` sets (test commands).
     pub fail_points: super::failpoint::FailPoints,
+    /// The replica set this server is the one member of (`--replSet`); `None`: standalone.
+    pub replica_set: Option<super::replset::ReplicaSet>,
     next_connection_id: AtomicI32,
 }
 
@@ -48,6 +50,7 @@ impl Shared {
             start_millis,
             ops: Default::default(),
             fail_points: Default::default(),
+            replica_set: None,
             next_connection_id: AtomicI32::new(1),
         })
     }

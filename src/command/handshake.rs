@@ -1,17 +1,22 @@
-//! `hello` / `isMaster` / `ismaster`: mayfly presents itself as a standalone mongod 7.0.
+//! `hello` / `isMaster` / `ismaster`: mayfly presents itself as a mongod 7.0 — a standalone, or
+//! with `--replSet` the primary of a one-member replica set.
 //!
 //! The handshake also names a user's SASL mechanisms (`saslSupportedMechs`) and runs the first
 //! step of a speculative SCRAM conversation (`speculativeAuthenticate`, left out of the reply
 //! whenever that step fails, so the client authenticates the ordinary way).
 //!
-//! No `setName`, `msg: "isdbgrid"` or `topologyVersion`: drivers then treat the server as a
-//! standalone, send no `$readPreference` or `txnNumber`, and poll `hello` every 10 seconds.
+//! A standalone sends no `setName`, `msg: "isdbgrid"` or `topologyVersion`: drivers then treat
+//! it as a standalone, send no `$readPreference` or `txnNumber`, and poll `hello` every 10
+//! seconds. A replica-set member adds the set's fields and `topologyVersion` (`replset`), so
+//! drivers discover it by its advertised host and monitor it with awaitable `hello`s: one that
+//! names the current topology version waits up to `maxAwaitTimeMS` (on a timer, never holding
+//! an async worker; shutdown and a closed connection end the wait) before it replies.
 
 use super::args::{optional_array, optional_str};
 use super::{CommandName, Connection, Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE};
-use bson::{Bson, Document};
+use bson::{doc, Bson, Document};
 
 pub const MIN_WIRE_VERSION: i32 = 0;
 /// MongoDB 7.0.
@@ -19,9 +24,17 @@ pub const MAX_WIRE_VERSION: i32 = 21;
 pub use crate::protocol::MAX_WRITE_BATCH_SIZE;
 pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
 
-pub fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
+pub async fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
     let name = req.name.name();
+    if let Some(rs) = &shared.replica_set {
+        if let Some(wait) = rs.awaitable(cmd, name)? {
+            tokio::select! {
+                () = rs.wait(wait) => {}
+                err = req.interrupt.interrupted() => return Err(err),
+            }
+        }
+    }
     if let Some(client) = cmd.get("client") {
         if conn.client_metadata.is_some() {
             return Err(Error::new(
@@ -42,12 +55,12 @@ pub fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Resul
             "client metadata"
         );
     }
-    let mut reply = Document::new();
-    if req.name == CommandName::Hello {
-        reply.insert("isWritablePrimary", true);
-    } else {
-        reply.insert("ismaster", true);
-    }
+    let legacy = req.name != CommandName::Hello;
+    let mut reply = match &shared.replica_set {
+        Some(rs) => rs.hello_fields(shared.engine.optimes(), legacy),
+        None if legacy => doc! {"ismaster": true},
+        None => doc! {"isWritablePrimary": true},
+    };
     if cmd.get("helloOk").is_some_and(super::args::is_truthy) {
         reply.insert("helloOk", true);
     }

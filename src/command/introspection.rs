@@ -58,6 +58,10 @@ pub fn cmd_line_opts(shared: &Shared) -> Document {
         tls.insert("allowConnectionsWithoutCertificates", true);
     }
     let authorization = if c.auth { "enabled" } else { "disabled" };
+    let mut replication = doc! {"oplogSizeMB": i64::try_from(c.replication.oplog_size_bytes / (1024 * 1024)).unwrap_or(i64::MAX)};
+    if let Some(name) = &c.replication.set_name {
+        replication.insert("replSetName", name.clone());
+    }
     doc! {
         "argv": c.argv.clone(),
         "parsed": {
@@ -71,6 +75,7 @@ pub fn cmd_line_opts(shared: &Shared) -> Document {
             "storage": {"dbPath": c.dbpath.display().to_string()},
             "systemLog": {"format": format!("{:?}", c.log_format).to_lowercase(), "level": c.log_level.clone()},
             "operationProfiling": {"slowOpThresholdMs": i64::try_from(c.slow_ms).unwrap_or(i64::MAX)},
+            "replication": replication,
             "setParameter": {"enableTestCommands": c.enable_test_commands},
         },
         "ok": 1.0,

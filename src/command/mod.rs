@@ -29,6 +29,7 @@ mod insert;
 mod introspection;
 mod operations;
 mod read;
+pub mod replset;
 mod sasl;
 mod sessions;
 mod stats;
@@ -41,6 +42,7 @@ mod write;
 
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
+pub use replset::{exhaust_next, is_awaitable_hello};
 pub use table::{CommandName, Scope};
 pub use users_account::ensure_account;
 
@@ -105,10 +107,13 @@ pub async fn execute(
     interrupt: Arc<Interrupt>,
 ) -> (String, Outcome) {
     let name = body.keys().next().cloned().unwrap_or_default();
-    let outcome = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
+    let mut outcome = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
         Ok(outcome) => outcome,
         Err(err) => Outcome::Reply(Reply::Document(err.to_reply())),
     };
+    if let (Some(rs), Outcome::Reply(reply)) = (&shared.replica_set, &mut outcome) {
+        replset::decorate(rs, shared, reply);
+    }
     (name, outcome)
 }
 
@@ -176,7 +181,13 @@ async fn run(
         failpoint::Before::Fail(failure) => return Ok(Outcome::Reply(Reply::Document(failure))),
         failpoint::Before::Close => return Ok(Outcome::Close),
     }
-    args::check_write_concern(body)?;
+    let replicated = shared.replica_set.is_some();
+    args::check_write_concern(body, replicated)?;
+    if let Some(rs) = &shared.replica_set {
+        replset::check_gossip(body)?;
+        let now = rs.last_op_time(shared.engine.optimes());
+        replset::check_read_concern(command, body, now)?;
+    }
     if let Some(millis) = max_time_ms(body)? {
         interrupt.set_deadline(Some(Deadline::after_millis(millis)));
     }
@@ -189,7 +200,17 @@ async fn run(
     };
     let access = authz::check(shared, conn, &request)?;
     let _op = shared.ops.register(shared, conn, &request);
-    let reply = dispatch(shared, conn, &request).await?;
+    let mut reply = dispatch(shared, conn, &request).await?;
+    if replicated {
+        if let (Some(error), Reply::Document(reply)) =
+            (replset::write_concern_error(command, body), &mut reply)
+        {
+            // Before `ok`, where mongod puts it: the write is applied, its concern unmet.
+            let ok = reply.remove("ok").unwrap_or(Bson::Double(1.0));
+            reply.insert("writeConcernError", error);
+            reply.insert("ok", ok);
+        }
+    }
     let reply = failpoint::after(shared, conn, command, db, body, reply);
     Ok(Outcome::Reply(match access {
         authz::Access::Allowed => reply,
@@ -284,7 +305,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
     use CommandName as C;
     match req.name {
         C::Hello | C::IsMaster | C::IsMasterLower => {
-            handshake::hello(shared, conn, req).map(Reply::from)
+            handshake::hello(shared, conn, req).await.map(Reply::from)
         }
         C::Ping => Ok(admin::ping().into()),
         C::BuildInfo | C::BuildInfoLower => Ok(introspection::build_info().into()),
@@ -299,10 +320,11 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             .await
         }
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn).into()),
-        C::ReplSetGetStatus => Err(Error::new(
-            ErrorCode::NoReplicationEnabled,
-            "not running with --replSet",
-        )),
+        C::ReplSetGetStatus => replset::get_status(shared, req).map(Reply::from),
+        C::ReplSetGetConfig => replset::get_config(shared, req).map(Reply::from),
+        C::ReplSetInitiate => replset::initiate(shared).map(Reply::from),
+        C::ReplSetStepDown => replset::step_down(shared, req).map(Reply::from),
+        C::ReplSetReconfig => replset::reconfig(shared).map(Reply::from),
         C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req).into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
         C::StartSession => Ok(sessions::start_session().into()),

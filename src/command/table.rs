@@ -72,7 +72,11 @@ command_table! {
     GetCmdLineOpts = "getCmdLineOpts", Admin, "The command line and the options it resolved to.";
     HostInfo = "hostInfo", Any, "Facts about the host machine.";
     ServerStatus = "serverStatus", Any, "Counters and state of the running server.";
-    ReplSetGetStatus = "replSetGetStatus", Admin, "Replica-set status; a standalone answers 76 NoReplicationEnabled, as mongod.";
+    ReplSetGetStatus = "replSetGetStatus", Admin, "Replica-set status (--replSet); a standalone answers 76 NoReplicationEnabled, as mongod.";
+    ReplSetGetConfig = "replSetGetConfig", Admin, "The replica set's configuration (--replSet).";
+    ReplSetInitiate = "replSetInitiate", Admin, "Refused: the one-member replica set is initiated at start (23 AlreadyInitialized).";
+    ReplSetStepDown = "replSetStepDown", Admin, "Refused: a one-member replica set has no electable secondary (262 ExceededTimeLimit).";
+    ReplSetReconfig = "replSetReconfig", Admin, "Refused: the one-member replica set's configuration is fixed (103).";
     WhatsMyUri = "whatsmyuri", Any, "The client's address as the server sees it.";
     ConnectionStatus = "connectionStatus", Any, "Authentication state of this connection.";
     ListCommands = "listCommands", Any, "Lists every command this server implements.";

@@ -109,7 +109,7 @@ pub struct Reply {
     /// The opcode of the reply before any compression: OP_MSG (2013) or OP_REPLY (1).
     pub op_code: i32,
     pub compressed: bool,
-    /// OP_REPLY's `responseFlags` (0 for OP_MSG).
+    /// OP_REPLY's `responseFlags`, or OP_MSG's flag bits (`moreToCome` in an exhaust stream).
     pub response_flags: i32,
     pub document: Document,
 }
@@ -148,7 +148,7 @@ pub fn read_reply(frame: &[u8]) -> Result<Reply, WireError> {
             header,
             op_code: OpCode::Msg as i32,
             compressed,
-            response_flags: 0,
+            response_flags: msg.flags.0 as i32,
             document: msg
                 .body
                 .map_err(|e| WireError::malformed("OP_MSG", e.message))?,

@@ -36,6 +36,9 @@ pub enum ReplyBody {
     Msg(Document),
     /// An OP_MSG body already encoded.
     RawMsg(bson::RawDocumentBuf),
+    /// An OP_MSG reply with `moreToCome`: the request allowed exhaust, and the server sends
+    /// another reply to this one without waiting for a request.
+    MsgMoreToCome(Document),
     Reply(Document),
     /// An OP_REPLY with the `QueryFailure` flag: mongod's answer to a removed read opcode.
     ReplyFailure(Document),
@@ -63,6 +66,8 @@ pub struct MessageCodec {
     pub bytes_encoded: u64,
     /// The last reply's length before compression.
     pub last_original_length: usize,
+    /// The last reply's request id (the next reply of an exhaust stream responds to it).
+    pub last_request_id: i32,
 }
 
 impl Decoder for MessageCodec {
@@ -137,6 +142,15 @@ impl Encoder<Outgoing> for MessageCodec {
                 op_msg::encode_payload(doc, &mut p)?;
                 (OpCode::Msg, p)
             }
+            ReplyBody::MsgMoreToCome(doc) => {
+                let mut p = Vec::new();
+                op_msg::encode_payload_with_flags(
+                    op_msg::MsgFlags(op_msg::MsgFlags::MORE_TO_COME),
+                    doc,
+                    &mut p,
+                )?;
+                (OpCode::Msg, p)
+            }
             ReplyBody::RawMsg(raw) => {
                 let mut p = Vec::new();
                 op_msg::encode_raw_payload(raw.as_bytes(), &mut p);
@@ -155,6 +169,7 @@ impl Encoder<Outgoing> for MessageCodec {
         };
         let request_id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
         self.last_original_length = HEADER_LEN + payload.len();
+        self.last_request_id = request_id;
         let before = dst.len();
         write_message(
             request_id,

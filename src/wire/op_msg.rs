@@ -228,7 +228,16 @@ pub(crate) fn parse_document(bytes: &[u8], limit: usize) -> Result<Document, Err
 
 /// Encodes a reply payload: flag bits 0 (no checksum, never moreToCome) and one kind-0 section.
 pub fn encode_payload(body: &Document, out: &mut Vec<u8>) -> Result<(), WireError> {
-    out.extend_from_slice(&0u32.to_le_bytes());
+    encode_payload_with_flags(MsgFlags::default(), body, out)
+}
+
+/// Encodes a reply with flag bits (`moreToCome` on the replies of an exhaust stream).
+pub fn encode_payload_with_flags(
+    flags: MsgFlags,
+    body: &Document,
+    out: &mut Vec<u8>,
+) -> Result<(), WireError> {
+    out.extend_from_slice(&flags.0.to_le_bytes());
     out.push(SECTION_BODY);
     body.to_writer(out)
         .map_err(|e| WireError::malformed("reply", e.to_string()))

@@ -7,11 +7,17 @@ manual clock (so TTL scenarios move time exactly with advanceClock), runs each s
 mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
 start-up check, then stops the server with SIGTERM and requires a clean exit.
 
-Then the Cosmos DB connection strings: two more servers with TLS required and authentication on,
-one with an account and key given as a Cosmos portal would show them (a key with `/`, `+` and
-`=`), one with the emulator's default account; each client in cosmos/ connects with that
-string, changed only in host and port, and runs CRUD. A client that cannot connect fails its
-scenario. Ends with the line "N passed, N failed".
+Then replica-set mode: a server started with `--replSet rs0`, and mongosh/replset.js connecting
+with `replicaSet=rs0` (it is left out of the standalone run above).
+
+Then the Cosmos DB connection strings: two more servers with TLS required and authentication
+on. One runs as replica set `globaldb` (`--replSet globaldb`, as Cosmos DB answers) with an
+account and key given as a Cosmos portal would show them (a key with `/`, `+` and `=`), used in
+the portal's full string (`ssl=true&replicaSet=globaldb&retrywrites=false&maxIdleTimeMS=120000
+&appName=@acct@`); the other, a standalone, has the emulator's default account and its
+documented string (which names no replica set). Each client in cosmos/ connects with that string,
+changed only in host and port (and the CA file to trust), and runs CRUD. A client that cannot
+connect fails its scenario. Ends with the line "N passed, N failed".
 """
 import json
 import re
@@ -100,8 +106,14 @@ def mongosh_startup(uri, env):
     return (1 if problems else 0), out + "\n".join(problems)
 
 
+# Scenarios that need a replica-set server (`--replSet rs0`, `replicaSet=rs0` in the URI).
+REPLSET_SCENARIOS = {"replset.js"}
+
+
 def scenarios():
     for f in sorted((HERE / "mongosh").glob("*.js")):
+        if f.name in REPLSET_SCENARIOS:
+            continue
         yield f"mongosh/{f.name}", lambda uri, env, f=f: run(
             [str(NODE), str(MONGOSH), uri, "--quiet", "--file", str(f)], env
         )
@@ -110,6 +122,14 @@ def scenarios():
         yield f"node/{f.name}", lambda uri, env, f=f: run([str(NODE), str(f)], env)
     for f in sorted((HERE / "pymongo").glob("*.py")):
         yield f"pymongo/{f.name}", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
+
+
+def replset_scenarios():
+    for name in sorted(REPLSET_SCENARIOS):
+        f = HERE / "mongosh" / name
+        yield f"mongosh/{name} (--replSet rs0)", lambda uri, env, f=f: run(
+            [str(NODE), str(MONGOSH), uri, "--quiet", "--file", str(f)], env
+        )
 
 
 def cosmos_scenarios():
@@ -157,11 +177,12 @@ def cosmos_servers(binary, tmp):
     portal_key = urllib.parse.quote(COSMOS_KEY, safe="")
     yield (
         "Cosmos portal string",
-        ["--tlsMode", "requireTLS", "--auth", "--cosmos-account", COSMOS_ACCOUNT, "--cosmos-key", COSMOS_KEY],
+        ["--tlsMode", "requireTLS", "--auth", "--replSet", "globaldb",
+         "--cosmos-account", COSMOS_ACCOUNT, "--cosmos-key", COSMOS_KEY],
         COSMOS_ACCOUNT,
         lambda port, ca: (
-            f"mongodb://{COSMOS_ACCOUNT}:{portal_key}@localhost:{port}/?ssl=true&tlsCAFile={ca}"
-            f"&retrywrites=false&maxIdleTimeMS=120000&appName=@{COSMOS_ACCOUNT}@"
+            f"mongodb://{COSMOS_ACCOUNT}:{portal_key}@localhost:{port}/?ssl=true&replicaSet=globaldb"
+            f"&retrywrites=false&maxIdleTimeMS=120000&appName=@{COSMOS_ACCOUNT}@&tlsCAFile={ca}"
         ),
         lambda ca: {},
     )
@@ -169,6 +190,7 @@ def cosmos_servers(binary, tmp):
     # the way emulator users trust the emulator's certificate: through the environment.
     yield (
         "emulator string",
+        # The emulator's string names no replica set, nor retrywrites=false: a standalone.
         ["--tlsMode", "requireTLS", "--auth"],
         "localhost",
         lambda port, ca: EMULATOR_URI.replace(":10255/", f":{port}/"),
@@ -197,6 +219,19 @@ def main():
         else:
             failed += 1
             print(f"FAIL {failure}", flush=True)
+        rs_log = os.path.join(tmp, "replset.log")
+        proc, port = start_server(binary, os.path.join(tmp, "replset"), rs_log, ("--replSet", "rs0"))
+        # Retryable writes need txnNumber support, which this scenario does not test.
+        uri = f"mongodb://localhost:{port}/test?replicaSet=rs0&retryWrites=false"
+        env = dict(os.environ, MAYFLY_URI=uri, DO_NOT_TRACK="1", MONGOSH_NO_UPDATE_CHECK="1")
+        try:
+            ok, bad = run_all(replset_scenarios(), uri, env)
+            passed, failed = passed + ok, failed + bad
+        finally:
+            failure = stop_server(proc, rs_log)
+        if failure is not None:
+            failed += 1
+            print(f"FAIL replica-set server: {failure}", flush=True)
         for server, args, account, uri_for, env_for in cosmos_servers(binary, tmp):
             dbpath = os.path.join(tmp, f"cosmos-{account}")
             log_path = os.path.join(tmp, f"cosmos-{account}.log")

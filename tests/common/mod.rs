@@ -19,6 +19,7 @@ pub use mongodb::bson;
 pub mod auth;
 pub mod logs;
 pub mod pipelines;
+pub mod replset;
 pub mod ttl;
 
 pub struct TestServer {

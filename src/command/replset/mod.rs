@@ -1,0 +1,309 @@
+//! Replica-set mode (`--replSet NAME`): mayfly is the one member of a replica set, its primary,
+//! as a one-member mongod 7.0 set answers. This module owns that member's identity (set name,
+//! advertised host, topology version, election), the replica-set fields of `hello`, the
+//! awaitable `hello` wait and the exhaust stream, the `replSet*` commands, the `$clusterTime` /
+//! `operationTime` reply fields, and the read and write concerns a replica set accepts.
+//!
+//! Does not own: operation times (`engine::optime`), sessions, transactions, retryable writes
+//! or the operation log. In a standalone server (no `--replSet`) nothing here is consulted,
+//! except the `replSet*` commands, which answer 76 NoReplicationEnabled as mongod does.
+
+mod commands;
+mod concern;
+mod times;
+
+pub use commands::{get_config, get_status, initiate, reconfig, step_down};
+pub use concern::{check_read_concern, write_concern_error};
+pub use times::{check_gossip, decorate};
+
+use super::args::{optional_doc, wrong_type};
+use crate::engine::optime::OpClock;
+use crate::error::{Error, ErrorCode, Result};
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document, Timestamp};
+use std::net::SocketAddr;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// The election term: a one-member set elects itself once, in term 1, and never again.
+pub const TERM: i64 = 1;
+/// The configuration's version: it never changes (`replSetReconfig` is refused).
+pub const CONFIG_VERSION: i32 = 1;
+
+/// The one member of the replica set: who it is and since when it is primary.
+#[derive(Debug)]
+pub struct ReplicaSet {
+    /// The set's name (`setName`, `replicaSet=` in connection strings).
+    pub name: String,
+    /// The member's `host:port` as clients must reach it (`hosts`, `primary`, `me`).
+    pub host: String,
+    /// `topologyVersion.processId`: new at every start, so clients notice a restart.
+    pub process_id: ObjectId,
+    /// `settings.replicaSetId` of the configuration.
+    pub replica_set_id: ObjectId,
+    /// When this member became primary (start-up), as an operation time and a date. The
+    /// operation time is never the null `Timestamp(0, 0)` (which `afterClusterTime` refuses),
+    /// even on a new data directory: it is at least the start's second, increment 0, which
+    /// every later write's time exceeds.
+    pub election_time: Timestamp,
+    pub election_date: bson::DateTime,
+    /// Cancelled when the server shuts down: awaitable `hello`s reply at once.
+    stopping: CancellationToken,
+}
+
+impl ReplicaSet {
+    /// The member of set `name`, reachable at `host`, primary from `now` on; `optimes` gives
+    /// the election's operation time (the last committed one at start).
+    pub fn new(name: String, host: String, now: bson::DateTime, optimes: &OpClock) -> ReplicaSet {
+        ReplicaSet {
+            name,
+            host,
+            process_id: ObjectId::new(),
+            replica_set_id: ObjectId::new(),
+            election_time: later(
+                optimes.last_committed(),
+                Timestamp {
+                    time: u32::try_from(now.timestamp_millis() / 1000).unwrap_or(0),
+                    increment: 0,
+                },
+            ),
+            election_date: now,
+            stopping: CancellationToken::new(),
+        }
+    }
+
+    /// The member's last operation time (`operationTime`, `$clusterTime`, `lastWrite`): the
+    /// last committed write's, or the election's before any.
+    pub fn last_op_time(&self, optimes: &OpClock) -> Timestamp {
+        later(optimes.last_committed(), self.election_time)
+    }
+
+    /// The wall-clock time of the last write (the election's before any).
+    pub fn last_write_date(&self, optimes: &OpClock) -> bson::DateTime {
+        optimes.last_committed_wall().max(self.election_date)
+    }
+
+    /// Ends every awaitable `hello` wait and refuses new ones (the server is shutting down).
+    pub fn shutting_down(&self) {
+        self.stopping.cancel();
+    }
+
+    /// `{processId, counter}`: the counter stays 0, since a one-member primary's topology
+    /// never changes while it runs.
+    pub fn topology_version(&self) -> Document {
+        doc! {"processId": self.process_id, "counter": 0i64}
+    }
+
+    /// mongod's `OID::fromTerm`: the largest int32, then the term as 8 big-endian bytes.
+    pub fn election_id() -> ObjectId {
+        let mut bytes = [0u8; 12];
+        let (head, tail) = bytes.split_at_mut(4);
+        head.copy_from_slice(&i32::MAX.to_be_bytes());
+        tail.copy_from_slice(&TERM.to_be_bytes());
+        ObjectId::from_bytes(bytes)
+    }
+
+    /// The replica-set fields of `hello`, in mongod's order, before the size limits.
+    /// `legacy` names the writable flag `ismaster` (`isMaster`, `ismaster`).
+    pub fn hello_fields(&self, optimes: &OpClock, legacy: bool) -> Document {
+        let mut reply = doc! {
+            "topologyVersion": self.topology_version(),
+            "hosts": [self.host.clone()],
+            "setName": self.name.clone(),
+            "setVersion": CONFIG_VERSION,
+        };
+        reply.insert(
+            if legacy {
+                "ismaster"
+            } else {
+                "isWritablePrimary"
+            },
+            true,
+        );
+        reply.insert("secondary", false);
+        reply.insert("primary", self.host.clone());
+        reply.insert("me", self.host.clone());
+        reply.insert("electionId", ReplicaSet::election_id());
+        let op_time = op_time(self.last_op_time(optimes));
+        let date = self.last_write_date(optimes);
+        reply.insert(
+            "lastWrite",
+            doc! {
+                "opTime": op_time.clone(),
+                "lastWriteDate": date,
+                // One member is the majority: what it committed is majority-committed.
+                "majorityOpTime": op_time,
+                "majorityWriteDate": date,
+            },
+        );
+        reply
+    }
+
+    /// How long an awaitable `hello` waits before it replies (mongod's rules for
+    /// `topologyVersion` and `maxAwaitTimeMS`); `None`: reply at once.
+    pub fn awaitable(&self, cmd: &Document, command: &str) -> Result<Option<Duration>> {
+        let topology = optional_doc(cmd, command, "topologyVersion")?;
+        let max_await = match cmd.get("maxAwaitTimeMS") {
+            None => None,
+            Some(v) => Some(max_await_millis(command, v)?),
+        };
+        let (topology, max_await) = match (topology, max_await) {
+            (None, None) => return Ok(None),
+            (Some(t), Some(m)) => (t, m),
+            (Some(_), None) => {
+                return Err(Error::new(
+                    ErrorCode::Location31368,
+                    "A request with a 'topologyVersion' must include 'maxAwaitTimeMS'",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::new(
+                    ErrorCode::Location31368,
+                    "A request with 'maxAwaitTimeMS' must include a 'topologyVersion'",
+                ))
+            }
+        };
+        let process_id = match topology.get("processId") {
+            Some(Bson::ObjectId(id)) => *id,
+            Some(other) => {
+                return Err(wrong_type(
+                    "TopologyVersion",
+                    "processId",
+                    other,
+                    "objectId",
+                ))
+            }
+            None => return Err(missing("TopologyVersion", "processId")),
+        };
+        let counter = match topology.get("counter") {
+            Some(Bson::Int64(n)) => *n,
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(other) => return Err(wrong_type("TopologyVersion", "counter", other, "long")),
+            None => return Err(missing("TopologyVersion", "counter")),
+        };
+        if counter < 0 {
+            return Err(Error::new(
+                ErrorCode::Location31372,
+                "topologyVersion must have a non-negative counter",
+            ));
+        }
+        // Another process id: the client knew an earlier run of this server; tell it now.
+        if process_id != self.process_id {
+            return Ok(None);
+        }
+        if counter > 0 {
+            return Err(Error::new(
+                ErrorCode::Location31382,
+                format!(
+                    "Received a topology version with counter: {counter} which is greater than the server topology version counter: 0"
+                ),
+            ));
+        }
+        Ok(Some(Duration::from_millis(max_await)))
+    }
+
+    /// Waits `wait`, or less if the server shuts down.
+    pub async fn wait(&self, wait: Duration) {
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            () = self.stopping.cancelled() => {}
+        }
+    }
+}
+
+/// The later of two operation times.
+fn later(a: Timestamp, b: Timestamp) -> Timestamp {
+    if (a.time, a.increment) >= (b.time, b.increment) {
+        a
+    } else {
+        b
+    }
+}
+
+/// `{ts, t}`: an operation time in the current term.
+pub fn op_time(ts: Timestamp) -> Document {
+    doc! {"ts": ts, "t": TERM}
+}
+
+/// `maxAwaitTimeMS`: a whole number, at least 0 (mongod's IDL: 51024 below 0).
+fn max_await_millis(command: &str, value: &Bson) -> Result<u64> {
+    let n = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.0e18 => *d as i64,
+        other => {
+            return Err(wrong_type(
+                command,
+                "maxAwaitTimeMS",
+                other,
+                "[int, decimal, long, double]",
+            ))
+        }
+    };
+    u64::try_from(n).map_err(|_| {
+        Error::new(
+            ErrorCode::Location51024,
+            format!("BSON field 'maxAwaitTimeMS' value must be >= 0, actual value '{n}'"),
+        )
+    })
+}
+
+fn missing(parent: &str, field: &str) -> Error {
+    Error::new(
+        ErrorCode::Location40414,
+        format!("BSON field '{parent}.{field}' is missing but a required field"),
+    )
+}
+
+/// The `host:port` the member advertises: `--advertise-host` if given, else the first bind
+/// address (`localhost` for a wildcard such as 0.0.0.0, which no client can reach) and the port
+/// the server actually listens on.
+pub fn advertised_host(
+    configured: Option<&str>,
+    first_bind: &str,
+    listening: SocketAddr,
+) -> String {
+    if let Some(host) = configured {
+        return host.to_owned();
+    }
+    let host = match first_bind.parse::<std::net::IpAddr>() {
+        Ok(ip) if ip.is_unspecified() => "localhost".to_owned(),
+        Ok(std::net::IpAddr::V6(ip)) => format!("[{ip}]"),
+        _ => first_bind.to_owned(),
+    };
+    format!("{host}:{}", listening.port())
+}
+
+/// Whether a command is an awaitable `hello` (one that may wait `maxAwaitTimeMS`): its
+/// duration is not logged as a slow command, as mongod leaves it out of latency statistics.
+pub fn is_awaitable_hello(body: &Document) -> bool {
+    body.keys()
+        .next()
+        .is_some_and(|name| matches!(name.as_str(), "hello" | "isMaster" | "ismaster"))
+        && body.contains_key("maxAwaitTimeMS")
+}
+
+/// What an exhaust `hello` asks to run next: the same command, unless the reply is an error.
+/// mongod streams (replies with `moreToCome` and runs the command again, without waiting for
+/// a request) only an awaitable `hello` whose request allowed exhaust. The next invocation
+/// carries the topology version this reply gave.
+pub fn exhaust_next(shared: &super::Shared, body: &Document, reply: &Document) -> Option<Document> {
+    shared.replica_set.as_ref()?;
+    let name = body.keys().next()?;
+    if !matches!(name.as_str(), "hello" | "isMaster" | "ismaster") {
+        return None;
+    }
+    if reply.get("ok") != Some(&Bson::Double(1.0))
+        || !body.contains_key("maxAwaitTimeMS")
+        || !body.contains_key("topologyVersion")
+    {
+        return None;
+    }
+    let current = reply.get_document("topologyVersion").ok()?;
+    let mut next = body.clone();
+    next.insert("topologyVersion", current.clone());
+    Some(next)
+}
+
+#[cfg(test)]
+mod tests;
