@@ -23,6 +23,8 @@ pub struct Shared {
     pub start_millis: i64,
     /// The operations running now (`currentOp`, `killOp`).
     pub ops: super::operations::OpRegistry,
+    /// The logical sessions (`lsid`s) in use.
+    pub sessions: super::session_registry::SessionRegistry,
     next_connection_id: AtomicI32,
 }
 
@@ -42,6 +44,7 @@ impl Shared {
             started: Stopwatch::start(),
             start_millis,
             ops: Default::default(),
+            sessions: Default::default(),
             next_connection_id: AtomicI32::new(1),
         })
     }

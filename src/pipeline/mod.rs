@@ -21,6 +21,7 @@ mod fill;
 mod granularity;
 mod graph_lookup;
 mod group;
+pub mod list_local_sessions;
 mod lookup;
 pub mod memory;
 mod merge;

@@ -59,6 +59,9 @@ pub enum Stage {
     /// `$currentOp` with its options: the server's running operations (first stage of
     /// `{aggregate: 1}` on `admin`); the command produces them.
     CurrentOp(Document),
+    /// `$listLocalSessions` with its options (first stage of `{aggregate: 1}`); the command
+    /// produces the sessions.
+    ListLocalSessions(super::list_local_sessions::ListLocalSessions),
     SetWindowFields(SetWindowFields),
     Densify(Densify),
     Fill(Fill),
@@ -69,7 +72,6 @@ const UNSUPPORTED: &[&str] = &[
     "$geoNear",
     "$indexStats",
     "$changeStream",
-    "$listLocalSessions",
     "$listSessions",
     "$planCacheStats",
     "$search",
@@ -186,6 +188,15 @@ impl Stage {
                     }
                 }
             }
+            "$listLocalSessions" => {
+                if !first {
+                    return Err(Error::new(
+                        ErrorCode::Location40602,
+                        "$listLocalSessions is only valid as the first stage in a pipeline",
+                    ));
+                }
+                Stage::ListLocalSessions(super::list_local_sessions::ListLocalSessions::parse(arg)?)
+            }
             "$collStats" => {
                 if !first {
                     return Err(Error::new(
@@ -299,7 +310,7 @@ impl Stage {
             }
             Stage::Fill(f) => f.apply(rows, limits)?,
             // Only valid first, where the pipeline's source produces it.
-            Stage::CollStats(_) | Stage::CurrentOp(_) => rows,
+            Stage::CollStats(_) | Stage::CurrentOp(_) | Stage::ListLocalSessions(_) => rows,
         })
     }
 }
@@ -479,6 +490,7 @@ impl Stage {
             Stage::Documents(_) => "$documents",
             Stage::CollStats(_) => "$collStats",
             Stage::CurrentOp(_) => "$currentOp",
+            Stage::ListLocalSessions(_) => "$listLocalSessions",
         }
     }
 }

@@ -110,6 +110,26 @@ impl AggregateArgs {
                 collation,
             });
         }
+        if matches!(pipeline.first(), Some(Stage::ListLocalSessions(_))) {
+            if coll.is_some() {
+                return Err(Error::new(
+                    ErrorCode::InvalidNamespace,
+                    "$listLocalSessions must be run against the database with {aggregate: 1}, \
+                     not a collection",
+                ));
+            }
+            return Ok(AggregateArgs {
+                collection: "$cmd.aggregate".into(),
+                specs,
+                pipeline,
+                vars,
+                explain,
+                batch_size,
+                hint: None,
+                allow_disk_use,
+                collation,
+            });
+        }
         let documents = matches!(pipeline.first(), Some(Stage::Documents(_)));
         if documents && coll.is_none() {
             return Ok(AggregateArgs {
@@ -161,11 +181,12 @@ pub fn explain(
     let mut args = AggregateArgs::parse(db, cmd, shared.clock.now_datetime())?;
     if matches!(
         args.pipeline.first(),
-        Some(Stage::CollStats(_) | Stage::CurrentOp(_))
+        Some(Stage::CollStats(_) | Stage::CurrentOp(_) | Stage::ListLocalSessions(_))
     ) {
         return Err(Error::new(
             ErrorCode::NotImplemented,
-            "explain of a $collStats or $currentOp pipeline is not supported by this server",
+            "explain of a $collStats, $currentOp or $listLocalSessions pipeline is not supported \
+             by this server",
         ));
     }
     let (read, taken) = args.pipeline.take_leading_read(args.hint)?;
@@ -243,6 +264,11 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
                     .into_iter()
                     .map(|doc| Ok(Row::computed(doc))),
             )
+        }
+        (Some(Stage::ListLocalSessions(spec)), _) => {
+            let sessions = super::session_registry::list_local(shared, req, spec);
+            pipeline.take_first();
+            Box::new(sessions.into_iter().map(|doc| Ok(Row::computed(doc))))
         }
         (Some(Stage::Documents(_)), _) | (_, None) => Box::new(std::iter::empty()),
         (_, Some(meta)) => {
