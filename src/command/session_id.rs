@@ -84,7 +84,7 @@ impl SessionId {
     }
 
     /// `{id: <UUID>, uid: <BinData>}`, as mongod lists a session and keys `config.transactions`.
-    pub fn to_document(&self) -> Document {
+    pub fn to_document(self) -> Document {
         doc! {
             "id": Binary { subtype: BinarySubtype::Uuid, bytes: self.id.to_vec() },
             "uid": Binary { subtype: BinarySubtype::Generic, bytes: self.uid.to_vec() },
