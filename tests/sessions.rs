@@ -244,6 +244,15 @@ async fn list_local_sessions_lists_the_sessions_in_use() {
         .await
         .unwrap_err();
     assert_eq!(error_code(&not_first), Some(40602), "{not_first}");
+    let in_facet = admin
+        .run_command(doc! {
+            "aggregate": 1,
+            "pipeline": [{"$facet": {"a": [{"$listLocalSessions": {}}]}}],
+            "cursor": {},
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&in_facet), Some(40600), "{in_facet}");
 }
 
 #[tokio::test]

@@ -216,7 +216,13 @@ impl Nesting {
                 Nesting::Facet
                     if matches!(
                         name,
-                        "$out" | "$merge" | "$facet" | "$collStats" | "$currentOp" | "$documents"
+                        "$out"
+                            | "$merge"
+                            | "$facet"
+                            | "$collStats"
+                            | "$currentOp"
+                            | "$listLocalSessions"
+                            | "$documents"
                     ) =>
                 {
                     return Err(Error::new(
