@@ -270,3 +270,52 @@ async fn session_commands_refuse_malformed_arguments() {
         assert_eq!(error_code(&err), Some(code), "{cmd}: {err}");
     }
 }
+
+#[tokio::test]
+async fn kill_all_sessions_by_pattern_kills_the_matching_sessions() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let db = client.database("s");
+    let admin = client.database("admin");
+    let mut doomed = client.start_session().await.unwrap();
+    let mut kept = client.start_session().await.unwrap();
+    let doomed_cursor = open_cursor(&db, &mut doomed).await;
+    let kept_cursor = open_cursor(&db, &mut kept).await;
+    // The full session id ({id, uid}) as $listLocalSessions shows it.
+    let reply = admin
+        .run_command(doc! {
+            "aggregate": 1,
+            "pipeline": [
+                {"$listLocalSessions": {"allUsers": true}},
+                {"$match": {"_id.id": doomed.id().get("id").unwrap().clone()}},
+            ],
+            "cursor": {},
+        })
+        .await
+        .unwrap();
+    let batch = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap();
+    let lsid = batch[0].as_document().unwrap().get_document("_id").unwrap();
+    admin
+        .run_command(doc! {"killAllSessionsByPattern": [{"lsid": lsid.clone()}]})
+        .await
+        .unwrap();
+    let err = get_more(&db, &mut doomed, doomed_cursor).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(43), "{err}");
+    get_more(&db, &mut kept, kept_cursor).await.unwrap();
+
+    let err = admin
+        .run_command(doc! {"killAllSessionsByPattern": [{"users": []}]})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(238), "{err}");
+    admin
+        .run_command(doc! {"killAllSessionsByPattern": [{}]})
+        .await
+        .unwrap();
+    let err = get_more(&db, &mut kept, kept_cursor).await.unwrap_err();
+    assert_eq!(error_code(&err), Some(43), "{err}");
+}

@@ -311,6 +311,9 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::RefreshSessions => sessions::refresh_sessions(shared, conn, req).map(Reply::from),
         C::KillSessions => sessions::kill_sessions(shared, conn, req).map(Reply::from),
         C::KillAllSessions => sessions::kill_all_sessions(shared, req).map(Reply::from),
+        C::KillAllSessionsByPattern => {
+            sessions::kill_all_sessions_by_pattern(shared, req).map(Reply::from)
+        }
         C::SaslStart => sasl::sasl_start(shared, conn, req).map(Reply::from),
         C::SaslContinue => sasl::sasl_continue(shared, conn, req).map(Reply::from),
         C::Logout => auth::logout(conn, req).map(Reply::from),

@@ -93,6 +93,99 @@ pub fn kill_all_sessions(shared: &Shared, req: &Request<'_>) -> Result<Document>
     Ok(doc! {"ok": 1.0})
 }
 
+/// `killAllSessionsByPattern: [pattern, ...]`: a session matching any pattern is killed. A
+/// pattern is `{}` (every session), `{uid: <BinData>}` (a user's sessions) or
+/// `{lsid: {id, uid}}` (one session); `users` and `roles` (impersonation) are not supported.
+/// An empty array kills every session.
+pub fn kill_all_sessions_by_pattern(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    const COMMAND: &str = "killAllSessionsByPattern";
+    const IDL: &str = "KillAllSessionsByPattern";
+    let items =
+        optional_array(req.body, COMMAND, COMMAND)?.ok_or_else(|| missing(COMMAND, COMMAND))?;
+    let mut selectors = Vec::new();
+    for item in items {
+        let Bson::Document(pattern) = item else {
+            return Err(wrong_type(COMMAND, COMMAND, item, "object"));
+        };
+        let mut selector = Pattern::All;
+        for (field, value) in pattern {
+            selector = match (field.as_str(), value) {
+                ("uid", value) => Pattern::Owner(sha256_block(value, IDL, "uid")?),
+                ("lsid", Bson::Document(lsid)) => Pattern::Session(full_session_id(lsid)?),
+                ("lsid", other) => return Err(wrong_type(IDL, "lsid", other, "object")),
+                ("users" | "roles", _) => {
+                    return Err(Error::new(
+                        ErrorCode::NotImplemented,
+                        format!("{COMMAND} with '{field}' is not supported by this server"),
+                    ))
+                }
+                (other, _) => {
+                    return Err(Error::new(
+                        ErrorCode::IDLUnknownField,
+                        format!("BSON field '{IDL}.{other}' is an unknown field."),
+                    ))
+                }
+            };
+        }
+        selectors.push(selector);
+    }
+    if selectors.is_empty() {
+        selectors.push(Pattern::All);
+    }
+    let cursors = &shared.engine.cursors;
+    for selector in selectors {
+        match selector {
+            Pattern::All => shared.sessions.kill(&Selector::All, cursors),
+            Pattern::Owner(uid) => shared.sessions.kill(&Selector::Owners(&[uid]), cursors),
+            Pattern::Session(id) => shared.sessions.kill(&Selector::Ids(&[id]), cursors),
+        }
+    }
+    Ok(doc! {"ok": 1.0})
+}
+
+/// One parsed `killAllSessionsByPattern` pattern.
+enum Pattern {
+    All,
+    Owner([u8; 32]),
+    Session(SessionId),
+}
+
+/// `{id: <UUID>, uid: <BinData>}`, both required (mongod's `LogicalSessionId`).
+fn full_session_id(lsid: &Document) -> Result<SessionId> {
+    const IDL: &str = "LogicalSessionId";
+    if let Some(other) = lsid.keys().find(|k| *k != "id" && *k != "uid") {
+        return Err(Error::new(
+            ErrorCode::IDLUnknownField,
+            format!("BSON field '{IDL}.{other}' is an unknown field."),
+        ));
+    }
+    let id = match lsid.get("id") {
+        Some(Bson::Binary(b)) if b.subtype == bson::spec::BinarySubtype::Uuid => {
+            <[u8; 16]>::try_from(b.bytes.as_slice()).map_err(|_| {
+                Error::new(
+                    ErrorCode::InvalidUuid,
+                    "uuid must be a 16-byte binary field with UUID (4) subtype",
+                )
+            })?
+        }
+        Some(other) => return Err(wrong_type(IDL, "id", other, "binData")),
+        None => return Err(missing(IDL, "id")),
+    };
+    let uid = match lsid.get("uid") {
+        Some(value) => sha256_block(value, IDL, "uid")?,
+        None => return Err(missing(IDL, "uid")),
+    };
+    Ok(SessionId { id, uid })
+}
+
+fn sha256_block(value: &Bson, idl: &str, field: &str) -> Result<[u8; 32]> {
+    match value {
+        Bson::Binary(b) => <[u8; 32]>::try_from(b.bytes.as_slice())
+            .map_err(|_| Error::bad_value("Unsupported SHA256Block hash length")),
+        other => Err(wrong_type(idl, field, other, "binData")),
+    }
+}
+
 /// An array of `{user, db}` (mongod's `KillAllSessionsUser`, also `$listLocalSessions`'
 /// `users`), read from `field` of `body`.
 pub fn user_list(body: &Document, field: &str) -> Result<Vec<(String, String)>> {
