@@ -7,6 +7,7 @@ mod common;
 
 use common::bson::{doc, Bson, Document, Uuid};
 use common::{error_code, TestServer};
+use mayfly::clock::Clock;
 use mongodb::{ClientSession, Database};
 
 async fn replica_set() -> TestServer {
@@ -307,4 +308,43 @@ async fn a_retry_after_a_restart_returns_the_original_reply() {
         .expect("a record of the session");
     assert_eq!(record.get_i64("txnNum"), Ok(7));
     assert!(record.get_datetime("lastWriteDate").is_ok());
+}
+
+#[tokio::test]
+async fn an_expired_sessions_record_is_removed_with_it() {
+    let server = replica_set().await;
+    server
+        .shared()
+        .sessions
+        .set_reap_interval(std::time::Duration::from_millis(20));
+    let client = server.client().await;
+    let db = client.database("rw");
+    let mut s = client.start_session().await.unwrap();
+    let cmd = doc! {"insert": "c", "documents": [{"v": 1}], "txnNumber": 1_i64};
+    run(&db, &mut s, cmd).await.unwrap();
+    let records = client
+        .database("config")
+        .collection::<Document>("transactions");
+    let own = doc! {"_id.id": s.id().get("id").unwrap().clone()};
+    assert_eq!(records.count_documents(own.clone()).await.unwrap(), 1);
+    // Idle for longer than logicalSessionTimeoutMinutes and the record's lifetime (30 each);
+    // every session of this client expires, and its record with it.
+    server
+        .clock
+        .advance(std::time::Duration::from_secs(31 * 60));
+    let start = std::time::Instant::now();
+    while server
+        .shared()
+        .engine
+        .read()
+        .collection("config", "transactions")
+        .is_some()
+        && count(&client.database("config"), "transactions", doc! {}).await > 0
+    {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(5),
+            "the expired session's record was never removed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
 }

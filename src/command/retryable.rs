@@ -12,7 +12,9 @@
 //! oplog is not required for retryable writes to work. A record holds what a retry must return:
 //! nothing for an insert, `n` for a delete, `{n, nModified, upserted}` for an update, and
 //! `{lastErrorObject, value}` for a findAndModify. A failed statement is not recorded, so a retry
-//! runs it again.
+//! runs it again. The record of a session that is no longer in use is removed 30 minutes after
+//! its last write ([`reap_records`], called by the session reaper), as mongod's transaction
+//! reaper does.
 //!
 //! Owns: statement ids, the record's format, and the `txnNumber` rules (225 for an older one).
 //! Does not own which commands are retryable (`operation_session`) nor the statements
@@ -169,6 +171,47 @@ impl History {
             None => collection::insert(txn, &meta, &record, now),
         }
     }
+}
+
+/// How long a session's record outlives its last write when the session is not in use
+/// (mongod's `TransactionRecordMinimumLifetimeMinutes`).
+pub const RECORD_LIFETIME_MILLIS: i64 = 30 * 60 * 1000;
+/// Records removed at most per reaper pass.
+const REAP_BATCH: usize = 10_000;
+
+/// Removes the records of sessions not in use (`live` says which are) whose last write is
+/// older than [`RECORD_LIFETIME_MILLIS`]: the session expired, and so did its retryable
+/// writes, as mongod's transaction reaper does. Runs inside a writer job; returns how many.
+pub fn reap_records(
+    txn: &mut Txn<'_>,
+    now: i64,
+    now_millis: i64,
+    live: &dyn Fn(&Document) -> bool,
+) -> Result<usize> {
+    let Some(meta) = ddl::collection(txn, DB, COLLECTION) else {
+        return Ok(0);
+    };
+    let prefix = crate::storage::keys::collection_prefix(meta.id);
+    let mut doomed = Vec::new();
+    for record in collection::scan(txn, &meta, &prefix, now) {
+        let record = record?;
+        let last_write = record
+            .doc
+            .get_datetime("lastWriteDate")
+            .map(|d| d.timestamp_millis())
+            .unwrap_or(i64::MIN);
+        let in_use = record.doc.get_document("_id").is_ok_and(live);
+        if !in_use && now_millis - last_write >= RECORD_LIFETIME_MILLIS {
+            doomed.push(record);
+            if doomed.len() >= REAP_BATCH {
+                break;
+            }
+        }
+    }
+    for record in &doomed {
+        collection::delete(txn, &meta, record)?;
+    }
+    Ok(doomed.len())
 }
 
 /// Adds `retriedStmtIds` to a batch reply when some statements had already been executed.

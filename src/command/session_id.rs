@@ -91,6 +91,19 @@ impl SessionId {
         }
     }
 
+    /// The session a `{id, uid}` document (as [`to_document`](Self::to_document) writes it)
+    /// names, if it is one.
+    pub fn from_document(doc: &Document) -> Option<SessionId> {
+        let binary = |field: &str| match doc.get(field) {
+            Some(Bson::Binary(b)) => Some(b.bytes.as_slice()),
+            _ => None,
+        };
+        Some(SessionId {
+            id: binary("id")?.try_into().ok()?,
+            uid: binary("uid")?.try_into().ok()?,
+        })
+    }
+
     pub fn uuid(&self) -> bson::Uuid {
         bson::Uuid::from_bytes(self.id)
     }
@@ -137,6 +150,7 @@ mod tests {
     #[test]
     fn an_unauthenticated_session_renders_as_mongod_renders_it() {
         let id = SessionId::parse(&lsid([7; 16]), "lsid", &[]).unwrap();
+        assert_eq!(SessionId::from_document(&id.to_document()), Some(id));
         assert_eq!(
             id.to_string(),
             "07070707-0707-0707-0707-070707070707 - \

@@ -14,7 +14,7 @@ use crate::engine::{CursorRegistry, Interrupt, KillReason};
 use crate::error::{Error, ErrorCode, Result};
 use crate::pipeline::list_local_sessions::ListLocalSessions;
 use bson::{doc, Bson, DateTime, Document};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -248,6 +248,14 @@ impl SessionRegistry {
             .collect()
     }
 
+    /// The sessions in use.
+    pub fn live(&self) -> HashSet<SessionId> {
+        self.state
+            .lock()
+            .map(|s| s.sessions.keys().copied().collect())
+            .unwrap_or_default()
+    }
+
     /// How many sessions are open (`serverStatus`, tests).
     pub fn len(&self) -> usize {
         self.state.lock().map(|s| s.sessions.len()).unwrap_or(0)
@@ -338,8 +346,28 @@ pub fn ensure_reaper(shared: &Arc<Shared>) {
             if expired > 0 {
                 tracing::info!(expired, "expired idle logical sessions");
             }
+            reap_retryable_records(&shared).await;
         }
     });
+}
+
+/// Removes the retryable-write records of sessions gone for longer than a record's lifetime,
+/// in one writer job. A failure is logged and retried on the next pass.
+async fn reap_retryable_records(shared: &Shared) {
+    let live = shared.sessions.live();
+    let clock = Arc::clone(shared.engine.clock());
+    let job = shared.engine.write(true, move |txn, now| {
+        let is_live =
+            |id: &Document| SessionId::from_document(id).is_some_and(|id| live.contains(&id));
+        super::retryable::reap_records(txn, now, clock.now_millis(), &is_live)
+    });
+    match job.await {
+        Ok(Ok(0)) => {}
+        Ok(Ok(removed)) => tracing::info!(removed, "removed expired retryable-write records"),
+        Ok(Err(e)) | Err(e) => {
+            tracing::error!(error = %e.message, "cannot remove expired retryable-write records")
+        }
+    }
 }
 
 /// The documents `$listLocalSessions` produces for `req`'s caller.
