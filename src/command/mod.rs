@@ -4,9 +4,9 @@
 //!
 //! Owns: envelope rules shared by all commands (`$db`, `maxTimeMS`, admin-only and test-only
 //! commands, the session fields `lsid`/`txnNumber` and the session each command touches, the
-//! legacy OP_QUERY allow-list), the list of running operations, and where a command runs: commands that read storage run on tokio's
-//! blocking pool, never on an async worker; commands that wait for the writer stay async and stop
-//! waiting when interrupted. Does not own: sockets, framing or compression (`session`, `wire`).
+//! legacy OP_QUERY allow-list), the list of running operations, and where a command runs:
+//! commands that read storage run on tokio's blocking pool, never on an async worker; commands
+//! that wait for the writer stay async and stop waiting when interrupted. Does not own: sockets, framing or compression (`session`, `wire`).
 
 mod admin;
 mod aggregate;
