@@ -407,18 +407,18 @@ async fn sessions_work_as_on_a_standalone() {
         matches!(id, Bson::Binary(ref b) if b.subtype == mongodb::bson::spec::BinarySubtype::Uuid)
     );
     assert_eq!(started.get_i32("timeoutMinutes").unwrap(), 30);
-    for name in [
-        "endSessions",
-        "refreshSessions",
-        "killSessions",
-        "killAllSessions",
+    for command in [
+        doc! {"endSessions": [{"id": id.clone()}]},
+        doc! {"refreshSessions": [{"id": id.clone()}]},
+        doc! {"killSessions": [{"id": id.clone()}]},
+        doc! {"killAllSessions": []},
     ] {
         let reply = client
             .database("admin")
-            .run_command(doc! {name: [{"id": id.clone()}]})
+            .run_command(command.clone())
             .await
             .unwrap();
-        assert_eq!(reply.get_f64("ok").unwrap(), 1.0, "{name}");
+        assert_eq!(reply.get_f64("ok").unwrap(), 1.0, "{command}");
     }
     // An explicit driver session sends lsid on every command and endSessions at the end.
     let mut session = client.start_session().await.unwrap();

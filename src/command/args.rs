@@ -74,6 +74,9 @@ pub fn wrong_type(command: &str, field: &str, value: &Bson, expected: &str) -> E
 pub const GENERIC_FIELDS: &[&str] = &[
     "$db",
     "lsid",
+    "txnNumber",
+    "autocommit",
+    "startTransaction",
     "$clusterTime",
     "$readPreference",
     "$audit",

@@ -280,7 +280,7 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::ListDatabases => cluster(&[A::ListDatabases]),
         C::CurrentOp => cluster(&[A::Inprog]),
         C::KillOp => cluster(&[A::Killop]),
-        C::KillAllSessions => cluster(&[A::KillAnySession]),
+        C::KillAllSessions | C::KillAllSessionsByPattern => cluster(&[A::KillAnySession]),
         // Any authenticated user: sessions are their own.
         C::StartSession | C::RefreshSessions | C::KillSessions => Vec::new(),
         C::CreateUser => {

@@ -27,6 +27,8 @@ pub struct Shared {
     pub fail_points: super::failpoint::FailPoints,
     /// The replica set this server is the one member of (`--replSet`); `None`: standalone.
     pub replica_set: Option<super::replset::ReplicaSet>,
+    /// The logical sessions (`lsid`s) in use.
+    pub sessions: super::session_registry::SessionRegistry,
     next_connection_id: AtomicI32,
 }
 
@@ -51,6 +53,7 @@ impl Shared {
             ops: Default::default(),
             fail_points: Default::default(),
             replica_set: None,
+            sessions: Default::default(),
             next_connection_id: AtomicI32::new(1),
         })
     }

@@ -1,6 +1,7 @@
 //! Cursor replies: the first batch of a command's cursor, `getMore` and `killCursors`.
 
 use super::args::{check_fields, optional_array, optional_i64, wrong_type};
+use super::session_id::SessionId;
 use super::{Request, Shared};
 use crate::engine::catalog::collection_arg;
 use crate::engine::cursor::{Cursor, Item};
@@ -107,6 +108,10 @@ pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
             format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"),
         ));
     }
+    if let Err(e) = same_session(id, shared.sessions.cursor_owner(id), req.session.session) {
+        shared.engine.cursors.put_back(id, cursor);
+        return Err(e);
+    }
     if cmd.contains_key("maxTimeMS") && !cursor.is_tailable() {
         // Only a change stream's cursor awaits data; a find's own maxTimeMS budget carries
         // over instead.
@@ -133,6 +138,27 @@ pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
         id
     };
     Ok(cursor_reply(reply_id, &ns, "nextBatch", batch, token))
+}
+
+/// Only the session a cursor was opened in may continue it, and a cursor opened outside a
+/// session only outside one (mongod's 50736, 50737, 50738).
+fn same_session(id: i64, owner: Option<SessionId>, caller: Option<SessionId>) -> Result<()> {
+    let which = "Cannot run getMore on cursor";
+    match (owner, caller) {
+        (None, Some(caller)) => Err(Error::new(
+            ErrorCode::Location50736,
+            format!("{which} {id}, which was not created in a session, in session {caller}"),
+        )),
+        (Some(owner), None) => Err(Error::new(
+            ErrorCode::Location50737,
+            format!("{which} {id}, which was created in session {owner}, without an lsid"),
+        )),
+        (Some(owner), Some(caller)) if owner != caller => Err(Error::new(
+            ErrorCode::Location50738,
+            format!("{which} {id}, which was created in session {owner}, in session {caller}"),
+        )),
+        _ => Ok(()),
+    }
 }
 
 pub fn kill_cursors(shared: &Shared, req: &Request<'_>) -> Result<Document> {

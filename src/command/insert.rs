@@ -1,7 +1,9 @@
 //! `insert`: documents from the body or a kind-1 sequence, ordered or not, each acknowledged
-//! once durable (unless the write concern opts out).
+//! once durable (unless the write concern opts out). In a retryable write, a statement the
+//! session already executed is counted, not inserted again.
 
 use super::args::{check_fields, documents_of, durable, optional_bool};
+use super::retryable::{self, History, RetryableWrite};
 use super::{batch, Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::{collection, ddl};
@@ -10,7 +12,14 @@ use crate::status::OpKind;
 use bson::{doc, Document};
 use std::sync::Arc;
 
-const FIELDS: &[&str] = &["documents", "ordered", "bypassDocumentValidation", "let"];
+const FIELDS: &[&str] = &[
+    "documents",
+    "ordered",
+    "bypassDocumentValidation",
+    "let",
+    "stmtId",
+    "stmtIds",
+];
 
 pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
@@ -22,6 +31,8 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     if docs.is_empty() || docs.len() > crate::protocol::MAX_WRITE_BATCH_SIZE as usize {
         return Err(Error::write_batch_size(docs.len()));
     }
+    let retryable = RetryableWrite::of(req);
+    let stmt_ids = retryable::statement_ids(cmd, "insert", docs.len())?;
     shared.counters.count(OpKind::Insert, docs.len() as u64);
     // Preparing (adding `_id`) happens before the writer so errors keep their index.
     let prepared: Vec<Result<Document>> = docs
@@ -30,21 +41,40 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .collect();
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
-    let (n, errors) = shared
+    let clock = Arc::clone(shared.engine.clock());
+    let (n, retried, errors) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
+            let mut history = History::load(txn, retryable, now)?;
             let meta = match ddl::ensure_collection(txn, &db, &coll) {
                 Ok((meta, _)) => meta,
-                Err(e) => return (0, Ok(vec![(0, e)])),
+                Err(e) => return Ok((0, Vec::new(), Ok(vec![(0, e)]))),
             };
             let mut n = 0usize;
-            let errors = batch::run_interruptible(prepared, ordered, &interrupt, |_, d| {
-                collection::insert(txn, &meta, &d, now)?;
+            let mut retried = Vec::new();
+            let errors = batch::run_interruptible(prepared, ordered, &interrupt, |i, d| {
+                let stmt_id = stmt_ids.get(i).copied().unwrap_or_default();
+                if let Some(history) = &mut history {
+                    if history.executed(stmt_id)?.is_some() {
+                        retried.push(stmt_id);
+                        n += 1;
+                        return Ok(());
+                    }
+                    collection::insert(txn, &meta, &d, now)?;
+                    history.record(stmt_id, Document::new());
+                } else {
+                    collection::insert(txn, &meta, &d, now)?;
+                }
                 n += 1;
                 Ok(())
             });
-            (n, errors)
+            if let Some(history) = history {
+                history.save(txn, now, clock.now_datetime())?;
+            }
+            Ok::<_, Error>((n, retried, errors))
         })
-        .await?;
-    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors?))
+        .await??;
+    let mut counts = doc! {"n": batch::count(n)};
+    retryable::note_retried(&mut counts, &retried);
+    Ok(batch::reply(counts, &errors?))
 }

@@ -3,12 +3,13 @@
 //! [`Error`], turned into `{ok: 0, ...}` in exactly one place, [`execute`]).
 //!
 //! Owns: envelope rules shared by all commands (`$db`, `maxTimeMS`, admin-only and test-only
-//! commands, transaction fields on a standalone, the legacy OP_QUERY allow-list), the list of
-//! running operations, and where a command runs: commands that read storage run on tokio's
-//! blocking pool, never on an async worker; commands that wait for the writer stay async and stop
-//! waiting when interrupted; and the `failCommand` fail point's two hooks around each command,
-//! whose outcome may be to close the connection ([`Outcome::Close`]). Does not own: sockets,
-//! framing or compression (`session`, `wire`).
+//! commands, the session fields `lsid`/`txnNumber` and the session each command touches, the
+//! legacy OP_QUERY allow-list), the list of running operations, and where a command runs:
+//! commands that read storage run on tokio's blocking pool, never on an async worker; commands
+//! that wait for the writer stay async and stop waiting when interrupted; and the
+//! `failCommand` fail point's two hooks around each command, whose outcome may be to close the
+//! connection ([`Outcome::Close`]). Does not own: sockets, framing or compression (`session`,
+//! `wire`).
 
 mod admin;
 mod aggregate;
@@ -27,10 +28,14 @@ mod handshake;
 mod index;
 mod insert;
 mod introspection;
+mod operation_session;
 mod operations;
 mod read;
 pub mod replset;
+mod retryable;
 mod sasl;
+mod session_id;
+mod session_registry;
 mod sessions;
 mod stats;
 mod table;
@@ -43,6 +48,7 @@ mod write;
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
 pub use replset::{exhaust_next, is_awaitable_hello};
+pub use session_registry::SessionRegistry;
 pub use table::{CommandName, Scope};
 pub use users_account::ensure_account;
 
@@ -71,6 +77,8 @@ pub struct Request<'a> {
     pub body: &'a Document,
     /// Checked by long-running work: `maxTimeMS`, `killOp`, a closed connection.
     pub interrupt: Arc<Interrupt>,
+    /// Its session (`lsid`) and, for a retryable write, its `txnNumber`.
+    pub session: operation_session::OperationSession,
 }
 
 /// Commands a legacy OP_QUERY may carry (mongod's `check_allowed_op_query_cmd.cpp`).
@@ -166,15 +174,12 @@ async fn run(
             format!("{name} may only be run against the admin database."),
         ));
     }
-    if ["txnNumber", "startTransaction", "autocommit"]
-        .iter()
-        .any(|f| body.contains_key(f))
-    {
-        return Err(Error::new(
-            ErrorCode::IllegalOperation,
-            "Transaction numbers are only allowed on a replica set member or mongos",
-        ));
-    }
+    let session = operation_session::parse(
+        body,
+        command,
+        &conn.authenticated,
+        shared.config.replication.enabled(),
+    )?;
     // Where mongod evaluates `failCommand`: after the session fields, before maxTimeMS.
     match failpoint::before(shared, conn, command, db, body, &interrupt).await {
         failpoint::Before::Run => {}
@@ -197,10 +202,26 @@ async fn run(
         db,
         body,
         interrupt,
+        session,
     };
     let access = authz::check(shared, conn, &request)?;
     let _op = shared.ops.register(shared, conn, &request);
+    let _in_session = match session.session {
+        Some(id) => {
+            session_registry::ensure_reaper(shared);
+            Some(shared.sessions.begin(
+                id,
+                session_id::user_name(&conn.authenticated),
+                shared.clock.now_millis(),
+                Arc::clone(&request.interrupt),
+            )?)
+        }
+        None => None,
+    };
     let mut reply = dispatch(shared, conn, &request).await?;
+    if let Some(id) = session.session {
+        session_registry::adopt_reply_cursor(&shared.sessions, id, &reply);
+    }
     if replicated {
         if let (Some(error), Reply::Document(reply)) =
             (replset::write_concern_error(command, body), &mut reply)
@@ -257,12 +278,14 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
     let shared = Arc::clone(shared);
     let (name, db, body) = (req.name, req.db.to_owned(), req.body.clone());
     let interrupt = Arc::clone(&req.interrupt);
+    let session = req.session;
     tokio::task::spawn_blocking(move || {
         let req = Request {
             name,
             db: &db,
             body: &body,
             interrupt,
+            session,
         };
         command(&shared, &req).map(Into::into)
     })
@@ -327,9 +350,13 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::ReplSetReconfig => replset::reconfig(shared).map(Reply::from),
         C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req).into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
-        C::StartSession => Ok(sessions::start_session().into()),
-        C::EndSessions | C::RefreshSessions | C::KillSessions | C::KillAllSessions => {
-            sessions::acknowledge(req).map(Reply::from)
+        C::StartSession => sessions::start_session(shared, conn).map(Reply::from),
+        C::EndSessions => sessions::end_sessions(shared, conn, req).map(Reply::from),
+        C::RefreshSessions => sessions::refresh_sessions(shared, conn, req).map(Reply::from),
+        C::KillSessions => sessions::kill_sessions(shared, conn, req).map(Reply::from),
+        C::KillAllSessions => sessions::kill_all_sessions(shared, req).map(Reply::from),
+        C::KillAllSessionsByPattern => {
+            sessions::kill_all_sessions_by_pattern(shared, req).map(Reply::from)
         }
         C::SaslStart => sasl::sasl_start(shared, conn, req).map(Reply::from),
         C::SaslContinue => sasl::sasl_continue(shared, conn, req).map(Reply::from),

@@ -85,6 +85,7 @@ command_table! {
     RefreshSessions = "refreshSessions", Any, "Keeps logical sessions alive.";
     KillSessions = "killSessions", Any, "Kills logical sessions.";
     KillAllSessions = "killAllSessions", Any, "Kills all logical sessions of the given users.";
+    KillAllSessionsByPattern = "killAllSessionsByPattern", Any, "Kills the logical sessions matching patterns.";
     SaslStart = "saslStart", Any, "Starts a SASL authentication conversation.";
     SaslContinue = "saslContinue", Any, "Continues a SASL authentication conversation.";
     Logout = "logout", Any, "Ends this connection's authentication on the database.";

@@ -23,6 +23,7 @@ mod granularity;
 mod graph_lookup;
 mod group;
 pub mod index_stats;
+pub mod list_local_sessions;
 mod lookup;
 pub mod memory;
 mod merge;
@@ -232,6 +233,7 @@ impl Nesting {
                             | "$facet"
                             | "$collStats"
                             | "$currentOp"
+                            | "$listLocalSessions"
                             | "$documents"
                             | "$indexStats"
                     ) =>

@@ -65,6 +65,9 @@ pub enum Stage {
     /// `$currentOp` with its options: the server's running operations (first stage of
     /// `{aggregate: 1}` on `admin`); the command produces them.
     CurrentOp(Document),
+    /// `$listLocalSessions` with its options (first stage of `{aggregate: 1}`); the command
+    /// produces the sessions.
+    ListLocalSessions(super::list_local_sessions::ListLocalSessions),
     SetWindowFields(SetWindowFields),
     Densify(Densify),
     Fill(Fill),
@@ -73,7 +76,6 @@ pub enum Stage {
 /// Stages mongod has that mayfly does not run: refused by name rather than called unknown.
 const UNSUPPORTED: &[&str] = &[
     "$geoNear",
-    "$listLocalSessions",
     "$listSessions",
     "$planCacheStats",
     "$search",
@@ -202,6 +204,15 @@ impl Stage {
                 super::index_stats::parse(arg, first)?;
                 Stage::IndexStats
             }
+            "$listLocalSessions" => {
+                if !first {
+                    return Err(Error::new(
+                        ErrorCode::Location40602,
+                        "$listLocalSessions is only valid as the first stage in a pipeline",
+                    ));
+                }
+                Stage::ListLocalSessions(super::list_local_sessions::ListLocalSessions::parse(arg)?)
+            }
             "$collStats" => {
                 if !first {
                     return Err(Error::new(
@@ -309,7 +320,10 @@ impl Stage {
             }
             Stage::Fill(f) => f.apply(rows, limits, env.view.spill())?,
             // Only valid first, where the pipeline's source produces it.
-            Stage::CollStats(_) | Stage::CurrentOp(_) | Stage::IndexStats => rows,
+            Stage::CollStats(_)
+            | Stage::CurrentOp(_)
+            | Stage::IndexStats
+            | Stage::ListLocalSessions(_) => rows,
         })
     }
 }
@@ -490,6 +504,7 @@ impl Stage {
             Stage::CollStats(_) => "$collStats",
             Stage::IndexStats => "$indexStats",
             Stage::CurrentOp(_) => "$currentOp",
+            Stage::ListLocalSessions(_) => "$listLocalSessions",
         }
     }
 }

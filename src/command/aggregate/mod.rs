@@ -130,6 +130,25 @@ impl AggregateArgs {
                 allow_disk_use,
             });
         }
+        if matches!(pipeline.first(), Some(Stage::ListLocalSessions(_))) {
+            if coll.is_some() {
+                return Err(Error::new(
+                    ErrorCode::InvalidNamespace,
+                    "$listLocalSessions must be run against the database with {aggregate: 1}, \
+                     not a collection",
+                ));
+            }
+            return Ok(AggregateArgs {
+                collection: "$cmd.aggregate".into(),
+                specs,
+                pipeline,
+                vars,
+                explain,
+                batch_size,
+                hint: None,
+                allow_disk_use,
+            });
+        }
         let documents = matches!(pipeline.first(), Some(Stage::Documents(_)));
         if documents && coll.is_none() {
             return Ok(AggregateArgs {
@@ -182,11 +201,17 @@ pub fn explain(
     })?;
     if matches!(
         args.pipeline.first(),
-        Some(Stage::CollStats(_) | Stage::CurrentOp(_) | Stage::IndexStats)
+        Some(
+            Stage::CollStats(_)
+                | Stage::CurrentOp(_)
+                | Stage::IndexStats
+                | Stage::ListLocalSessions(_)
+        )
     ) {
         return Err(Error::new(
             ErrorCode::NotImplemented,
-            "explain of a $collStats, $currentOp or $indexStats pipeline is not supported by this server",
+            "explain of a $collStats, $currentOp, $indexStats or $listLocalSessions pipeline is \
+             not supported by this server",
         ));
     }
     let (mut read, taken) = args.pipeline.take_leading_read(args.hint)?;
@@ -267,6 +292,11 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
                     .into_iter()
                     .map(|doc| Ok(Row::computed(doc))),
             )
+        }
+        (Some(Stage::ListLocalSessions(spec)), _) => {
+            let sessions = super::session_registry::list_local(shared, req, spec);
+            pipeline.take_first();
+            Box::new(sessions.into_iter().map(|doc| Ok(Row::computed(doc))))
         }
         (Some(Stage::Documents(_)), _) | (_, None) => Box::new(std::iter::empty()),
         (_, Some(_)) => {

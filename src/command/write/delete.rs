@@ -8,11 +8,12 @@ use super::{
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
 use crate::command::batch;
+use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, Interrupt, Txn};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::Variables;
 use crate::status::OpKind;
 use bson::{doc, Bson, DateTime, Document};
@@ -60,21 +61,50 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .collect::<Result<_>>()?;
     shared.counters.count(OpKind::Delete, parsed.len() as u64);
 
+    let retryable = RetryableWrite::of(req);
+    let stmt_ids = retryable::statement_ids(cmd, "delete", parsed.len())?;
+
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
-    let (n, errors) = shared
+    let clock = Arc::clone(shared.engine.clock());
+    let (n, retried, errors) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
+            let mut history = History::load(txn, retryable, now)?;
             let mut n = 0usize;
-            let errors = batch::run_interruptible(parsed, ordered, &interrupt, |_, s| {
-                n += s.run(txn, (&db, &coll), now, &interrupt)?;
+            let mut retried = Vec::new();
+            let errors = batch::run_interruptible(parsed, ordered, &interrupt, |i, s| {
+                let stmt_id = stmt_ids.get(i).copied().unwrap_or_default();
+                let Some(history) = history.as_mut() else {
+                    n += s.run(txn, (&db, &coll), now, &interrupt)?;
+                    return Ok(());
+                };
+                if s.query.limit != Some(1) {
+                    return Err(Error::new(
+                        ErrorCode::InvalidOptions,
+                        "Cannot use (or request) retryable writes with limit=0",
+                    ));
+                }
+                if let Some(result) = history.executed(stmt_id)? {
+                    retried.push(stmt_id);
+                    n += usize::try_from(result.get_i32("n").unwrap_or(0)).unwrap_or(0);
+                    return Ok(());
+                }
+                let deleted = s.run(txn, (&db, &coll), now, &interrupt)?;
+                history.record(stmt_id, doc! {"n": batch::count(deleted)});
+                n += deleted;
                 Ok(())
             });
-            (n, errors)
+            if let Some(history) = history {
+                history.save(txn, now, clock.now_datetime())?;
+            }
+            Ok::<_, Error>((n, retried, errors))
         })
-        .await?;
+        .await??;
 
-    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors?))
+    let mut reply = doc! {"n": batch::count(n)};
+    retryable::note_retried(&mut reply, &retried);
+    Ok(batch::reply(reply, &errors?))
 }
 
 impl Statement {

@@ -8,6 +8,7 @@ use super::{
     selection, store_change, targets, update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
+use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
@@ -82,13 +83,36 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
         _ => None,
     };
 
+    let retryable = RetryableWrite::of(req);
+    let stmt_id = retryable::statement_ids(cmd, COMMAND, 1)?
+        .first()
+        .copied()
+        .unwrap_or_default();
+
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
     let interrupt = Arc::clone(&req.interrupt);
-    let (last_error, value) = shared
+    let (last_error, value, retried) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
-            op.run(txn, (&db, &coll), now, clock.now_datetime(), &interrupt)
+            let at = clock.now_datetime();
+            let Some(mut history) = History::load(txn, retryable, now)? else {
+                let (last_error, value) = op.run(txn, (&db, &coll), now, at, &interrupt)?;
+                return Ok((last_error, value, false));
+            };
+            if let Some(result) = history.executed(stmt_id)? {
+                let last_error = result.get_document("lastErrorObject").cloned();
+                let value = result.get_document("value").ok().cloned();
+                return Ok((last_error.unwrap_or_default(), value, true));
+            }
+            let (last_error, value) = op.run(txn, (&db, &coll), now, at, &interrupt)?;
+            let stored = value.clone().map_or(Bson::Null, Bson::Document);
+            history.record(
+                stmt_id,
+                doc! {"lastErrorObject": last_error.clone(), "value": stored},
+            );
+            history.save(txn, now, at)?;
+            Ok::<_, Error>((last_error, value, false))
         })
         .await??;
     let value = match (value, &projection) {
@@ -96,7 +120,12 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
         (Some(doc), None) => Bson::Document(doc),
         (None, _) => Bson::Null,
     };
-    Ok(doc! {"lastErrorObject": last_error, "value": value, "ok": 1.0})
+    let mut reply = doc! {"lastErrorObject": last_error, "value": value};
+    if retried {
+        reply.insert("retriedStmtId", stmt_id);
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
 }
 
 impl FindAndModify {

@@ -9,11 +9,12 @@ use super::{
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::batch;
+use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, ddl, Interrupt, Txn};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::Variables;
 use crate::query::update::{ArrayFilters, Update};
 use crate::status::OpKind;
@@ -50,6 +51,8 @@ struct Statement {
     update: Update,
     array_filters: ArrayFilters,
     upsert: bool,
+    /// Updates every match (`multi: true`), which a retryable write may not.
+    multi: bool,
     /// The update compares strings outside its query (`update_compares_strings`).
     compares_strings: bool,
 }
@@ -88,17 +91,44 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .collect::<Result<_>>()?;
     shared.counters.count(OpKind::Update, parsed.len() as u64);
 
+    let retryable = RetryableWrite::of(req);
+    let stmt_ids = retryable::statement_ids(cmd, "update", parsed.len())?;
+
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
     let interrupt = Arc::clone(&req.interrupt);
-    let (matched, modified, upserted, errors) = shared
+    let (matched, modified, upserted, retried, errors) = shared
         .engine
         .write(durable(cmd), move |txn, now| {
             let at = clock.now_datetime();
+            let mut history = History::load(txn, retryable, now)?;
             let (mut matched, mut modified) = (0usize, 0usize);
             let mut upserted: Vec<(usize, Bson)> = Vec::new();
+            let mut retried = Vec::new();
             let errors = batch::run_interruptible(parsed, ordered, &interrupt, |i, s| {
-                let done = s.run(txn, (&db, &coll), now, at, &interrupt)?;
+                let stmt_id = stmt_ids.get(i).copied().unwrap_or_default();
+                let done = match history.as_mut() {
+                    None => s.run(txn, (&db, &coll), now, at, &interrupt)?,
+                    Some(history) => {
+                        if s.multi {
+                            return Err(Error::new(
+                                ErrorCode::InvalidOptions,
+                                "Cannot use (or request) retryable writes with multi=true",
+                            ));
+                        }
+                        match history.executed(stmt_id)? {
+                            Some(result) => {
+                                retried.push(stmt_id);
+                                Done::from_record(result)
+                            }
+                            None => {
+                                let done = s.run(txn, (&db, &coll), now, at, &interrupt)?;
+                                history.record(stmt_id, done.to_record());
+                                done
+                            }
+                        }
+                    }
+                };
                 matched += done.matched;
                 modified += done.modified;
                 if let Some(id) = done.upserted {
@@ -106,9 +136,18 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 }
                 Ok(())
             });
-            (matched + upserted.len(), modified, upserted, errors)
+            if let Some(history) = history {
+                history.save(txn, now, at)?;
+            }
+            Ok::<_, Error>((
+                matched + upserted.len(),
+                modified,
+                upserted,
+                retried,
+                errors,
+            ))
         })
-        .await?;
+        .await??;
 
     let mut reply = doc! {"n": batch::count(matched), "nModified": batch::count(modified)};
     if !upserted.is_empty() {
@@ -118,7 +157,36 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             .collect();
         reply.insert("upserted", entries);
     }
+    retryable::note_retried(&mut reply, &retried);
     Ok(batch::reply(reply, &errors?))
+}
+
+impl Done {
+    /// What a retryable write records for the statement.
+    fn to_record(&self) -> Document {
+        let mut record = doc! {
+            "n": batch::count(self.matched),
+            "nModified": batch::count(self.modified),
+        };
+        if let Some(id) = &self.upserted {
+            record.insert("upserted", id.clone());
+        }
+        record
+    }
+
+    /// The statement's outcome as recorded when it first ran.
+    fn from_record(record: &Document) -> Done {
+        let count = |field: &str| match record.get(field) {
+            Some(Bson::Int32(n)) => usize::try_from(*n).unwrap_or(0),
+            Some(Bson::Int64(n)) => usize::try_from(*n).unwrap_or(0),
+            _ => 0,
+        };
+        Done {
+            matched: count("n"),
+            modified: count("nModified"),
+            upserted: record.get("upserted").cloned(),
+        }
+    }
 }
 
 /// A statement's fields, type-checked but not yet compiled.
@@ -157,6 +225,7 @@ impl RawStatement<'_> {
             update,
             array_filters,
             upsert: self.upsert,
+            multi: self.multi,
             compares_strings,
         })
     }

@@ -1,0 +1,232 @@
+//! A command's session fields — `lsid`, `txnNumber`, `autocommit`, `startTransaction` — checked
+//! in mongod's order (`initializeOperationSessionInfo`, then the retryable-command check).
+//!
+//! Owns: which combinations are allowed and their errors. Retryable writes need a replica set
+//! member (20 on a standalone, as mongod); multi-document transactions (`autocommit: false`)
+//! are refused as not implemented. Does not own the sessions themselves (`session_registry`)
+//! nor what a retry returns (`retryable`).
+
+use super::context::AuthenticatedUser;
+use super::session_id::SessionId;
+use super::CommandName;
+use crate::error::{Error, ErrorCode, Result};
+use bson::{Bson, Document};
+
+/// The session fields of one command, once accepted.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OperationSession {
+    pub session: Option<SessionId>,
+    /// Set only on a retryable write command in a session, on a replica set member.
+    pub txn_number: Option<i64>,
+    /// The `uid` of the connection's user: whose sessions are the caller's own.
+    pub caller: [u8; 32],
+}
+
+/// Commands that may carry a `txnNumber` without `autocommit` (mongod's retryable writes).
+fn is_retryable(name: CommandName) -> bool {
+    matches!(
+        name,
+        CommandName::Insert
+            | CommandName::Update
+            | CommandName::Delete
+            | CommandName::FindAndModify
+            | CommandName::FindAndModifyLower
+    )
+}
+
+fn invalid(message: &str) -> Error {
+    Error::new(ErrorCode::InvalidOptions, message)
+}
+
+/// Reads and checks `body`'s session fields for command `name` on a connection authenticated
+/// as `users`; `replica_set` says whether this server is a replica set member.
+pub fn parse(
+    body: &Document,
+    name: CommandName,
+    users: &[AuthenticatedUser],
+    replica_set: bool,
+) -> Result<OperationSession> {
+    let session = body
+        .get("lsid")
+        .map(|lsid| SessionId::parse(lsid, "lsid", users))
+        .transpose()?;
+    let txn_number = match body.get("txnNumber") {
+        None => None,
+        Some(Bson::Int64(n)) => Some(*n),
+        Some(other) => {
+            return Err(super::args::wrong_type(
+                "OperationSessionInfo",
+                "txnNumber",
+                other,
+                "long",
+            ))
+        }
+    };
+    let autocommit = optional_bool(body, "autocommit")?;
+    let start_transaction = optional_bool(body, "startTransaction")?;
+    if session.is_none() && txn_number.is_some() {
+        return Err(invalid(
+            "Transaction number requires a session ID to also be specified",
+        ));
+    }
+    match txn_number {
+        Some(n) => {
+            if !replica_set {
+                return Err(Error::new(
+                    ErrorCode::IllegalOperation,
+                    "Transaction numbers are only allowed on a replica set member or mongos",
+                ));
+            }
+            if n < 0 {
+                return Err(invalid("Transaction number cannot be negative"));
+            }
+        }
+        None if autocommit.is_some() => {
+            return Err(invalid(
+                "'autocommit' field requires a transaction number to also be specified",
+            ))
+        }
+        None => {}
+    }
+    match autocommit {
+        Some(true) => return Err(invalid("Specifying autocommit=true is not allowed.")),
+        Some(false) => {
+            if start_transaction == Some(false) {
+                return Err(invalid("Specifying startTransaction=false is not allowed."));
+            }
+            return Err(Error::new(
+                ErrorCode::NotImplemented,
+                "multi-document transactions (autocommit: false) are not supported by this server",
+            ));
+        }
+        None if start_transaction.is_some() => {
+            return Err(invalid(
+                "'startTransaction' field requires 'autocommit' field to also be specified",
+            ))
+        }
+        None => {}
+    }
+    if txn_number.is_some() && !is_retryable(name) {
+        return Err(Error::new(
+            ErrorCode::NotARetryableWriteCommand,
+            format!(
+                "txnNumber may only be provided for multi-document transactions and retryable \
+                 write commands. autocommit:false was not provided, and {} is not a retryable \
+                 write command.",
+                name.name()
+            ),
+        ));
+    }
+    Ok(OperationSession {
+        session,
+        txn_number,
+        caller: super::session_id::uid_of(users),
+    })
+}
+
+fn optional_bool(body: &Document, field: &str) -> Result<Option<bool>> {
+    match body.get(field) {
+        None => Ok(None),
+        Some(Bson::Boolean(b)) => Ok(Some(*b)),
+        Some(other) => Err(super::args::wrong_type(
+            "OperationSessionInfo",
+            field,
+            other,
+            "bool",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::spec::BinarySubtype;
+    use bson::{doc, Binary};
+
+    fn lsid() -> Bson {
+        Bson::Document(doc! {"id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![3; 16] }})
+    }
+
+    #[test]
+    fn session_fields_are_checked_in_mongods_order() {
+        let insert = CommandName::Insert;
+        let find = CommandName::Find;
+        let cases: Vec<(Document, CommandName, bool, ErrorCode)> = vec![
+            (
+                doc! {"txnNumber": 1_i64},
+                insert,
+                true,
+                ErrorCode::InvalidOptions,
+            ),
+            (
+                doc! {"txnNumber": 1_i64},
+                insert,
+                false,
+                ErrorCode::InvalidOptions,
+            ),
+            (
+                doc! {"lsid": lsid(), "txnNumber": 1_i64},
+                insert,
+                false,
+                ErrorCode::IllegalOperation,
+            ),
+            (
+                doc! {"lsid": lsid(), "txnNumber": 1_i32},
+                insert,
+                true,
+                ErrorCode::TypeMismatch,
+            ),
+            (
+                doc! {"lsid": lsid(), "txnNumber": -1_i64},
+                insert,
+                true,
+                ErrorCode::InvalidOptions,
+            ),
+            (
+                doc! {"lsid": lsid(), "autocommit": false},
+                insert,
+                true,
+                ErrorCode::InvalidOptions,
+            ),
+            (
+                doc! {"lsid": lsid(), "txnNumber": 1_i64, "autocommit": true},
+                insert,
+                true,
+                ErrorCode::InvalidOptions,
+            ),
+            (
+                doc! {"lsid": lsid(), "txnNumber": 1_i64, "autocommit": false, "startTransaction": true},
+                insert,
+                true,
+                ErrorCode::NotImplemented,
+            ),
+            (
+                doc! {"lsid": lsid(), "txnNumber": 1_i64, "startTransaction": true},
+                insert,
+                true,
+                ErrorCode::InvalidOptions,
+            ),
+            (
+                doc! {"lsid": lsid(), "txnNumber": 1_i64},
+                find,
+                true,
+                ErrorCode::NotARetryableWriteCommand,
+            ),
+        ];
+        for (body, name, replica_set, code) in cases {
+            let err = parse(&body, name, &[], replica_set).unwrap_err();
+            assert_eq!(err.code, code, "{body}");
+        }
+        let ok = parse(
+            &doc! {"lsid": lsid(), "txnNumber": 4_i64},
+            insert,
+            &[],
+            true,
+        )
+        .unwrap();
+        assert_eq!(ok.txn_number, Some(4));
+        assert!(ok.session.is_some());
+        let plain = parse(&doc! {"lsid": lsid()}, find, &[], false).unwrap();
+        assert_eq!(plain.txn_number, None);
+    }
+}
