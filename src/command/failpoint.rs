@@ -359,34 +359,15 @@ fn standalone_labels(_code: i32) -> Vec<Bson> {
 /// Commands that take a `writeConcern` (mongod's `supportsWriteConcern`): the writes, the
 /// catalog and user commands, and an `aggregate` ending in `$out` or `$merge`.
 fn supports_write_concern(command: CommandName, body: &Document) -> bool {
-    use CommandName as C;
     match command {
-        C::Insert
-        | C::Update
-        | C::Delete
-        | C::FindAndModify
-        | C::FindAndModifyLower
-        | C::Create
-        | C::Drop
-        | C::DropDatabase
-        | C::RenameCollection
-        | C::CreateIndexes
-        | C::DropIndexes
-        | C::CollMod
-        | C::CreateUser
-        | C::UpdateUser
-        | C::DropUser
-        | C::DropAllUsersFromDatabase
-        | C::GrantRolesToUser
-        | C::RevokeRolesFromUser => true,
-        C::Aggregate => body
+        CommandName::Aggregate => body
             .get_array("pipeline")
             .ok()
             .and_then(|stages| stages.last())
             .and_then(Bson::as_document)
             .and_then(|stage| stage.keys().next())
             .is_some_and(|stage| stage == "$out" || stage == "$merge"),
-        _ => false,
+        other => super::replset::concern::takes_write_concern(other),
     }
 }
 

@@ -186,8 +186,9 @@ pub fn write_concern_error(command: CommandName, body: &Document) -> Option<Docu
     })
 }
 
-/// The commands that take a `writeConcern` (they write).
-fn takes_write_concern(command: CommandName) -> bool {
+/// The commands that take a `writeConcern` (they write); an `aggregate` ending in `$out` or
+/// `$merge` also does (`failpoint`), though its concern is not checked here.
+pub(in crate::command) fn takes_write_concern(command: CommandName) -> bool {
     use CommandName as C;
     matches!(
         command,

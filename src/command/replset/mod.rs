@@ -9,7 +9,7 @@
 //! except the `replSet*` commands, which answer 76 NoReplicationEnabled as mongod does.
 
 mod commands;
-mod concern;
+pub(in crate::command) mod concern;
 mod times;
 
 pub use commands::{get_config, get_status, initiate, reconfig, step_down};
