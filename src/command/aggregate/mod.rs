@@ -112,45 +112,31 @@ impl AggregateArgs {
             .with_comparator(Comparator::with_collation(collation))
             .with_let(optional_doc(cmd, "aggregate", "let")?)?;
         let pipeline = Pipeline::parse(&specs, &vars)?;
-        if matches!(pipeline.first(), Some(Stage::CurrentOp(_))) {
-            if db != "admin" || coll.is_some() {
-                return Err(Error::new(
-                    ErrorCode::InvalidNamespace,
-                    "$currentOp must be run against the 'admin' database with {aggregate: 1}",
-                ));
+        // Source stages that read no collection run on the database: `{aggregate: 1}`.
+        let on_database = match pipeline.first() {
+            Some(Stage::CurrentOp(_)) => {
+                if db != "admin" || coll.is_some() {
+                    return Err(Error::new(
+                        ErrorCode::InvalidNamespace,
+                        "$currentOp must be run against the 'admin' database with {aggregate: 1}",
+                    ));
+                }
+                true
             }
-            return Ok(AggregateArgs {
-                collection: "$cmd.aggregate".into(),
-                specs,
-                pipeline,
-                vars,
-                explain,
-                batch_size,
-                hint: None,
-                allow_disk_use,
-            });
-        }
-        if matches!(pipeline.first(), Some(Stage::ListLocalSessions(_))) {
-            if coll.is_some() {
-                return Err(Error::new(
-                    ErrorCode::InvalidNamespace,
-                    "$listLocalSessions must be run against the database with {aggregate: 1}, \
-                     not a collection",
-                ));
+            Some(Stage::ListLocalSessions(_)) => {
+                if coll.is_some() {
+                    return Err(Error::new(
+                        ErrorCode::InvalidNamespace,
+                        "$listLocalSessions must be run against the database with {aggregate: 1}, \
+                         not a collection",
+                    ));
+                }
+                true
             }
-            return Ok(AggregateArgs {
-                collection: "$cmd.aggregate".into(),
-                specs,
-                pipeline,
-                vars,
-                explain,
-                batch_size,
-                hint: None,
-                allow_disk_use,
-            });
-        }
-        let documents = matches!(pipeline.first(), Some(Stage::Documents(_)));
-        if documents && coll.is_none() {
+            Some(Stage::Documents(_)) => coll.is_none(),
+            _ => false,
+        };
+        if on_database {
             return Ok(AggregateArgs {
                 collection: "$cmd.aggregate".into(),
                 specs,
