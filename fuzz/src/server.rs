@@ -11,7 +11,7 @@
 use bson::{doc, Bson, Document};
 use bytes::BytesMut;
 use mayfly::clock::ManualClock;
-use mayfly::command::{execute, Connection, Reply, Shared};
+use mayfly::command::{execute, Connection, Outcome, Reply, Shared};
 use mayfly::config::Config;
 use mayfly::engine::Interrupt;
 use mayfly::wire::{client, Incoming, MessageCodec, Request};
@@ -136,13 +136,19 @@ fn run_in(instance: &Instance, mut body: Document) -> Reply {
     let mut conn = Connection::new(instance.shared.next_connection_id(), peer, local);
     let trace = std::env::var_os("MAYFLY_FUZZ_TRACE").is_some();
     let shown = trace.then(|| format!("{body}"));
-    let (_, reply) = instance.runtime.block_on(execute(
+    let (_, outcome) = instance.runtime.block_on(execute(
         &instance.shared,
         &mut conn,
         body,
         None,
         Interrupt::none(),
     ));
+    // Only the `failCommand` fail point closes a connection, and no input may set one: a
+    // close here is a finding.
+    let reply = match outcome {
+        Outcome::Reply(reply) => reply,
+        Outcome::Close => panic!("the connection was closed with no fail point set"),
+    };
     if let Some(command) = shown {
         let reply = match &reply {
             Reply::Document(d) => format!("{d}"),
