@@ -16,6 +16,8 @@ pub const DEFAULT_MAX_CONNS: u32 = 1_000_000;
 pub const DEFAULT_SLOW_MS: u64 = 100;
 /// The operation log's default largest size (mongod: 5% of the disk, at least 990 MB).
 pub const DEFAULT_OPLOG_SIZE_MB: u64 = 1024;
+/// mongod's default `transactionLifetimeLimitSeconds`.
+pub const DEFAULT_TRANSACTION_LIFETIME_LIMIT_SECS: u64 = 60;
 /// The Azure Cosmos DB emulator's account name.
 pub const DEFAULT_COSMOS_ACCOUNT: &str = "localhost";
 /// The Azure Cosmos DB emulator's published, well-known primary key.
@@ -359,6 +361,16 @@ pub struct Cli {
     /// it. [default: 1024]
     #[arg(long = "oplogSizeMB", env = "MAYFLY_OPLOG_SIZE_MB", value_name = "MB")]
     pub oplog_size_mb: Option<u64>,
+
+    /// A multi-document transaction open longer than this many seconds is aborted (mongod's
+    /// `transactionLifetimeLimitSeconds`). [default: 60]
+    #[arg(
+        long = "transactionLifetimeLimitSeconds",
+        env = "MAYFLY_TRANSACTION_LIFETIME_LIMIT_SECONDS",
+        value_name = "SECONDS",
+        value_parser = clap::value_parser!(u64).range(1..)
+    )]
+    pub transaction_lifetime_limit_seconds: Option<u64>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -390,6 +402,7 @@ pub struct FileConfig {
     pub repl_set: Option<String>,
     pub advertise_host: Option<String>,
     pub oplog_size_mb: Option<u64>,
+    pub transaction_lifetime_limit_seconds: Option<u64>,
 }
 
 /// The resolved configuration the server runs with.
@@ -432,6 +445,8 @@ pub struct ReplicationConfig {
     pub advertise_host: Option<String>,
     /// The operation log's largest size in bytes.
     pub oplog_size_bytes: u64,
+    /// How long a multi-document transaction may stay open, in seconds.
+    pub transaction_lifetime_limit_secs: u64,
 }
 
 impl ReplicationConfig {
@@ -562,6 +577,11 @@ impl Config {
                     .or(file.oplog_size_mb)
                     .unwrap_or(DEFAULT_OPLOG_SIZE_MB)
                     .saturating_mul(1024 * 1024),
+                transaction_lifetime_limit_secs: cli
+                    .transaction_lifetime_limit_seconds
+                    .or(file.transaction_lifetime_limit_seconds)
+                    .unwrap_or(DEFAULT_TRANSACTION_LIFETIME_LIMIT_SECS)
+                    .max(1),
             },
         }
     }

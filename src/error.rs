@@ -633,6 +633,10 @@ error_codes! {
     FailPointSetFailed = 266,
     PreparedTransactionInProgress = 267,
     ReauthenticationRequired = 391,
+    // Multi-document transactions.
+    ConflictingOperationInProgress = 117,
+    TransactionCommitted = 256,
+    OperationNotSupportedInTransaction = 263,
     SocketException = 9001,
     NotWritablePrimary = 10107,
     InterruptedDueToReplStateChange = 11602,

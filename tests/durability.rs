@@ -1,7 +1,9 @@
 //! An acknowledged write survives a crash. The real `mayfly` binary runs as a child process;
 //! eight clients write (`insert_one` and `insert_many`) while the process is killed with SIGKILL;
 //! after a restart on the same data directory every acknowledged document is present and intact,
-//! and no document is partial. Five kill/restart cycles accumulate data in one directory.
+//! and no document is partial. Five kill/restart cycles accumulate data in one directory. The
+//! same holds for multi-document transactions (in replica-set mode): a transaction killed
+//! anywhere, between its commit and its acknowledgement included, is there whole or not at all.
 
 use mongodb::bson::{doc, Document};
 use mongodb::options::ClientOptions;
@@ -28,8 +30,14 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(dbpath: &Path) -> ServerProcess {
+        ServerProcess::start_with(dbpath, &[])
+    }
+
+    fn start_with(dbpath: &Path, extra: &[&str]) -> ServerProcess {
         let mut child = Command::new(env!("CARGO_BIN_EXE_mayfly"))
-            .args(["--port", "0", "--log-format", "json", "--dbpath"])
+            .args(["--port", "0", "--log-format", "json"])
+            .args(extra)
+            .arg("--dbpath")
             .arg(dbpath)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -271,5 +279,128 @@ async fn acknowledged_writes_survive_sigkill() {
     let acked = acked.lock().unwrap().clone();
     let found = verify(&server.uri(), &acked).await;
     assert!(found >= acked.len());
+    server.kill();
+}
+
+/// One client committing transactions until `stop`: each inserts the same `_id` into two
+/// collections. Every `_id` whose commit was acknowledged goes into `acked`.
+async fn commit_until_stopped(
+    client: Client,
+    id: u32,
+    first_seq: u64,
+    stop: Arc<AtomicBool>,
+    acked: Arc<Mutex<BTreeSet<String>>>,
+) {
+    let db = client.database("durability");
+    let (a, b) = (
+        db.collection::<Document>("a"),
+        db.collection::<Document>("b"),
+    );
+    let Ok(mut session) = client.start_session().await else {
+        return;
+    };
+    let mut seq = first_seq;
+    while !stop.load(Ordering::Relaxed) {
+        let doc = document_of(id, seq);
+        let result = async {
+            session.start_transaction().await?;
+            a.insert_one(&doc).session(&mut session).await?;
+            b.insert_one(&doc).session(&mut session).await?;
+            session.commit_transaction().await
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                acked.lock().unwrap().insert(id_of(id, seq));
+            }
+            Err(_) => return,
+        }
+        seq += 1;
+    }
+}
+
+async fn ids_in(coll: &Collection<Document>) -> BTreeSet<String> {
+    let mut cursor = coll.find(doc! {}).batch_size(1000).await.unwrap();
+    let mut found = BTreeSet::new();
+    while cursor.advance().await.unwrap() {
+        let document = cursor.deserialize_current().unwrap();
+        assert!(found.insert(check_document(&document)));
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn transactions_are_all_or_nothing_across_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let dbpath = dir.path().join("data");
+    let acked = Arc::new(Mutex::new(BTreeSet::new()));
+    let args = ["--replSet", "rs0"];
+    for cycle in 0..3u64 {
+        let server = ServerProcess::start_with(&dbpath, &args);
+        let uri = server.uri();
+        let check = connect(&uri).await;
+        let db = check.database("durability");
+        let in_a = ids_in(&db.collection("a")).await;
+        let in_b = ids_in(&db.collection("b")).await;
+        assert_eq!(
+            in_a, in_b,
+            "a transaction is visible in part after the crash"
+        );
+        let before = acked.lock().unwrap().clone();
+        let lost: Vec<&String> = before.difference(&in_a).take(10).collect();
+        assert!(lost.is_empty(), "acknowledged commits lost: {lost:?}");
+        if cycle == 0 {
+            // The collections exist before transactions write to them.
+            db.collection::<Document>("a")
+                .insert_one(doc! {"_id": "seed"})
+                .await
+                .unwrap();
+            db.collection::<Document>("b")
+                .insert_one(doc! {"_id": "seed"})
+                .await
+                .unwrap();
+            db.collection::<Document>("a")
+                .delete_one(doc! {"_id": "seed"})
+                .await
+                .unwrap();
+            db.collection::<Document>("b")
+                .delete_one(doc! {"_id": "seed"})
+                .await
+                .unwrap();
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut writers = Vec::new();
+        for client in 0..CLIENTS {
+            writers.push(tokio::spawn(commit_until_stopped(
+                connect(&uri).await,
+                client,
+                (cycle + 1) * CYCLE_STRIDE,
+                stop.clone(),
+                acked.clone(),
+            )));
+        }
+        tokio::time::sleep(kill_delay(cycle)).await;
+        server.kill();
+        stop.store(true, Ordering::Relaxed);
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let now = acked.lock().unwrap().len();
+        assert!(
+            now > before.len(),
+            "cycle {cycle}: no transaction committed"
+        );
+        eprintln!(
+            "cycle {cycle}: {} transactions found after restart, {now} acknowledged now",
+            in_a.len()
+        );
+    }
+    let server = ServerProcess::start_with(&dbpath, &args);
+    let check = connect(&server.uri()).await;
+    let db = check.database("durability");
+    let in_a = ids_in(&db.collection("a")).await;
+    assert_eq!(in_a, ids_in(&db.collection("b")).await);
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.is_subset(&in_a), "acknowledged commits lost");
     server.kill();
 }

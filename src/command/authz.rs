@@ -283,6 +283,8 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::KillAllSessions | C::KillAllSessionsByPattern => cluster(&[A::KillAnySession]),
         // Any authenticated user: sessions are their own.
         C::StartSession | C::RefreshSessions | C::KillSessions => Vec::new(),
+        // A transaction's own statements were checked as they ran.
+        C::CommitTransaction | C::AbortTransaction => Vec::new(),
         C::CreateUser => {
             let mut needs = database(&[A::CreateUser]);
             needs.extend(role_dbs(body.get("roles"), db).map(|d| (Resource::Database(d), GRANT)));

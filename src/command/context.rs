@@ -29,6 +29,8 @@ pub struct Shared {
     pub replica_set: Option<super::replset::ReplicaSet>,
     /// The logical sessions (`lsid`s) in use.
     pub sessions: super::session_registry::SessionRegistry,
+    /// The sessions' multi-document transactions.
+    pub transactions: super::transactions::TransactionTable,
     next_connection_id: AtomicI32,
 }
 
@@ -54,6 +56,7 @@ impl Shared {
             fail_points: Default::default(),
             replica_set: None,
             sessions: Default::default(),
+            transactions: Default::default(),
             next_connection_id: AtomicI32::new(1),
         })
     }

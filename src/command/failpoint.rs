@@ -274,10 +274,9 @@ pub fn after(
     };
     let mut reply = reply.into_document();
     reply.insert("writeConcernError", wce.clone());
-    let code = wce.get_i32("code").unwrap_or_default();
-    let labels = labels(data.error_labels.as_ref(), code);
-    if !labels.is_empty() {
-        reply.insert("errorLabels", labels);
+    // Labels the fail point names replace those mongod's rules give (`error_labels`).
+    if let Some(labels) = &data.error_labels {
+        reply.insert("errorLabels", labels.clone());
     }
     super::Reply::Document(reply)
 }
@@ -336,24 +335,12 @@ fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
         "code": code,
         "codeName": name,
     };
-    let labels = self::labels(labels, code);
-    if !labels.is_empty() {
-        reply.insert("errorLabels", labels);
+    // Labels the fail point names (even none) replace those mongod's rules give
+    // (`error_labels`).
+    if let Some(labels) = labels {
+        reply.insert("errorLabels", labels.clone());
     }
     reply
-}
-
-/// The labels of an injected failure or write concern error with this code: the fail point's
-/// `errorLabels` when it has them, else those mongod's own rules give.
-fn labels(given: Option<&Vec<Bson>>, code: i32) -> Vec<Bson> {
-    given.cloned().unwrap_or_else(|| standalone_labels(code))
-}
-
-/// The error labels mongod gives a failure that names none (`getErrorLabels`): none on a
-/// standalone. A replica-set member adds `RetryableWriteError` to a retryable code (or write
-/// concern error) on a retryable write.
-fn standalone_labels(_code: i32) -> Vec<Bson> {
-    Vec::new()
 }
 
 /// Commands that take a `writeConcern` (mongod's `supportsWriteConcern`): the writes, the

@@ -140,7 +140,7 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
     let args = FindArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
     shared.counters.count(OpKind::Query, 1);
     let ns = format!("{}.{}", req.db, args.collection);
-    let view = shared.engine.read();
+    let view = super::transactions::read_view(shared, req)?;
     // One clock cell for the plan and the cursor: each batch judges expiry at its own time.
     let now = view.now_cell();
     let meta = view.collection(req.db, &args.collection);

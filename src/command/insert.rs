@@ -42,9 +42,8 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
     let clock = Arc::clone(shared.engine.clock());
-    let (n, retried, errors) = shared
-        .engine
-        .write(durable(cmd), move |txn, now| {
+    let (n, retried, errors) =
+        super::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let mut history = History::load(txn, retryable, now)?;
             let meta = match ddl::ensure_collection(txn, &db, &coll) {
                 Ok((meta, _)) => meta,

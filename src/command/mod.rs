@@ -21,6 +21,7 @@ mod change_stream;
 mod context;
 mod cursor;
 mod ddl;
+mod error_labels;
 mod explain;
 mod failpoint;
 mod find;
@@ -28,7 +29,7 @@ mod handshake;
 mod index;
 mod insert;
 mod introspection;
-mod operation_session;
+pub(crate) mod operation_session;
 mod operations;
 mod read;
 pub mod replset;
@@ -40,6 +41,7 @@ mod sessions;
 mod stats;
 mod table;
 mod testing;
+mod transactions;
 mod users;
 mod users_account;
 mod users_info;
@@ -79,6 +81,8 @@ pub struct Request<'a> {
     pub interrupt: Arc<Interrupt>,
     /// Its session (`lsid`) and, for a retryable write, its `txnNumber`.
     pub session: operation_session::OperationSession,
+    /// The multi-document transaction it runs in, if any: its reads and writes go there.
+    pub transaction: Option<transactions::TransactionHandle>,
 }
 
 /// Commands a legacy OP_QUERY may carry (mongod's `check_allowed_op_query_cmd.cpp`).
@@ -120,6 +124,10 @@ pub async fn execute(
         Err(err) => Outcome::Reply(Reply::Document(err.to_reply())),
     };
     if let (Some(rs), Outcome::Reply(reply)) = (&shared.replica_set, &mut outcome) {
+        if let (Some(command), Reply::Document(doc)) = (CommandName::from_name(&name), &mut *reply)
+        {
+            error_labels::add(command, &body, doc);
+        }
         replset::decorate(rs, shared, reply);
     }
     (name, outcome)
@@ -191,18 +199,22 @@ async fn run(
     if let Some(rs) = &shared.replica_set {
         replset::check_gossip(body)?;
         let now = rs.last_op_time(shared.engine.optimes());
-        replset::check_read_concern(command, body, now)?;
+        match session.transaction {
+            Some(statement) => replset::check_transaction_concerns(command, body, statement)?,
+            None => replset::check_read_concern(command, body, now)?,
+        }
     }
     if let Some(millis) = max_time_ms(body)? {
         interrupt.set_deadline(Some(Deadline::after_millis(millis)));
     }
     shared.counters.count(OpKind::Command, 1);
-    let request = Request {
+    let mut request = Request {
         name: command,
         db,
         body,
         interrupt,
         session,
+        transaction: None,
     };
     let access = authz::check(shared, conn, &request)?;
     let _op = shared.ops.register(shared, conn, &request);
@@ -218,7 +230,9 @@ async fn run(
         }
         None => None,
     };
-    let mut reply = dispatch(shared, conn, &request).await?;
+    request.transaction = transactions::enter(shared, &request)?;
+    let outcome = dispatch(shared, conn, &request).await;
+    let mut reply = transactions::finish(shared, &request, outcome)?;
     if let Some(id) = session.session {
         session_registry::adopt_reply_cursor(&shared.sessions, id, &reply);
     }
@@ -279,6 +293,7 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
     let (name, db, body) = (req.name, req.db.to_owned(), req.body.clone());
     let interrupt = Arc::clone(&req.interrupt);
     let session = req.session;
+    let transaction = req.transaction.clone();
     tokio::task::spawn_blocking(move || {
         let req = Request {
             name,
@@ -286,6 +301,7 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
             body: &body,
             interrupt,
             session,
+            transaction,
         };
         command(&shared, &req).map(Into::into)
     })
@@ -368,6 +384,8 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             "getLastError command is not supported",
         )),
         C::Insert => awaiting_writer(req, insert::insert(shared, req)).await,
+        C::CommitTransaction => awaiting_writer(req, transactions::commit(shared, req)).await,
+        C::AbortTransaction => transactions::abort(shared, req).map(Reply::from),
         C::Find => blocking(shared, req, find::find).await,
         C::GetMore => change_stream::get_more(shared, req).await,
         C::KillCursors => cursor::kill_cursors(shared, req).map(Reply::from),

@@ -1,10 +1,11 @@
 //! A command's session fields — `lsid`, `txnNumber`, `autocommit`, `startTransaction` — checked
 //! in mongod's order (`initializeOperationSessionInfo`, then the retryable-command check).
 //!
-//! Owns: which combinations are allowed and their errors. Retryable writes need a replica set
-//! member (20 on a standalone, as mongod); multi-document transactions (`autocommit: false`)
-//! are refused as not implemented. Does not own the sessions themselves (`session_registry`)
-//! nor what a retry returns (`retryable`).
+//! Owns: which combinations are allowed and their errors, and which commands may run in a
+//! multi-document transaction (`autocommit: false`). Retryable writes and transactions need a
+//! replica set member (20 on a standalone, as mongod). Does not own the sessions themselves
+//! (`session_registry`), what a retry returns (`retryable`), nor the transactions
+//! (`transactions`).
 
 use super::context::AuthenticatedUser;
 use super::session_id::SessionId;
@@ -16,10 +17,56 @@ use bson::{Bson, Document};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct OperationSession {
     pub session: Option<SessionId>,
-    /// Set only on a retryable write command in a session, on a replica set member.
+    /// Set only on a retryable write command or a transaction's command in a session, on a
+    /// replica set member.
     pub txn_number: Option<i64>,
+    /// Set on a command of a multi-document transaction (`autocommit: false`).
+    pub transaction: Option<TransactionStatement>,
     /// The `uid` of the connection's user: whose sessions are the caller's own.
     pub caller: [u8; 32],
+}
+
+/// A command of a multi-document transaction: its number, and whether it starts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransactionStatement {
+    pub number: i64,
+    pub start: bool,
+}
+
+/// Commands a multi-document transaction may run (mongod's `txnCmdAllowlist`, less the
+/// sharding and two-phase-commit commands; `create` and `createIndexes` are not supported in
+/// one here).
+fn runs_in_transaction(name: CommandName) -> bool {
+    use CommandName as C;
+    matches!(
+        name,
+        C::Find
+            | C::Aggregate
+            | C::Distinct
+            | C::GetMore
+            | C::KillCursors
+            | C::Insert
+            | C::Update
+            | C::Delete
+            | C::FindAndModify
+            | C::FindAndModifyLower
+            | C::CommitTransaction
+            | C::AbortTransaction
+    )
+}
+
+/// The stage of an `aggregate` a transaction may not run: one that writes (`$out`, `$merge`)
+/// or streams changes.
+fn stage_not_in_transaction(name: CommandName, body: &Document) -> Option<&str> {
+    if name != CommandName::Aggregate {
+        return None;
+    }
+    body.get_array("pipeline")
+        .ok()?
+        .iter()
+        .filter_map(|stage| stage.as_document()?.keys().next())
+        .map(String::as_str)
+        .find(|stage| matches!(*stage, "$out" | "$merge" | "$changeStream"))
 }
 
 /// Commands that may carry a `txnNumber` without `autocommit` (mongod's retryable writes).
@@ -94,10 +141,30 @@ pub fn parse(
             if start_transaction == Some(false) {
                 return Err(invalid("Specifying startTransaction=false is not allowed."));
             }
-            return Err(Error::new(
-                ErrorCode::NotImplemented,
-                "multi-document transactions (autocommit: false) are not supported by this server",
-            ));
+            if !runs_in_transaction(name) {
+                return Err(Error::new(
+                    ErrorCode::OperationNotSupportedInTransaction,
+                    format!(
+                        "Cannot run '{}' in a multi-document transaction.",
+                        name.name()
+                    ),
+                ));
+            }
+            if let Some(stage) = stage_not_in_transaction(name, body) {
+                return Err(Error::new(
+                    ErrorCode::OperationNotSupportedInTransaction,
+                    format!("{stage} cannot be used in a transaction"),
+                ));
+            }
+            return Ok(OperationSession {
+                session,
+                txn_number,
+                transaction: txn_number.map(|number| TransactionStatement {
+                    number,
+                    start: start_transaction == Some(true),
+                }),
+                caller: super::session_id::uid_of(users),
+            });
         }
         None if start_transaction.is_some() => {
             return Err(invalid(
@@ -120,6 +187,7 @@ pub fn parse(
     Ok(OperationSession {
         session,
         txn_number,
+        transaction: None,
         caller: super::session_id::uid_of(users),
     })
 }
@@ -196,9 +264,9 @@ mod tests {
             ),
             (
                 doc! {"lsid": lsid(), "txnNumber": 1_i64, "autocommit": false, "startTransaction": true},
-                insert,
+                CommandName::Count,
                 true,
-                ErrorCode::NotImplemented,
+                ErrorCode::OperationNotSupportedInTransaction,
             ),
             (
                 doc! {"lsid": lsid(), "txnNumber": 1_i64, "startTransaction": true},
@@ -228,5 +296,27 @@ mod tests {
         assert!(ok.session.is_some());
         let plain = parse(&doc! {"lsid": lsid()}, find, &[], false).unwrap();
         assert_eq!(plain.txn_number, None);
+        let started = parse(
+            &doc! {"lsid": lsid(), "txnNumber": 2_i64, "autocommit": false, "startTransaction": true},
+            insert,
+            &[],
+            true,
+        )
+        .unwrap();
+        assert_eq!(
+            started.transaction,
+            Some(TransactionStatement {
+                number: 2,
+                start: true
+            })
+        );
+        let continued = parse(
+            &doc! {"lsid": lsid(), "txnNumber": 2_i64, "autocommit": false},
+            find,
+            &[],
+            true,
+        )
+        .unwrap();
+        assert_eq!(continued.transaction.map(|t| t.start), Some(false));
     }
 }

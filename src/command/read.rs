@@ -147,7 +147,7 @@ impl DistinctArgs {
 
 pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let args = DistinctArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
-    let view = shared.engine.read();
+    let view = super::transactions::read_view(shared, req)?;
     let meta = view.collection(req.db, &args.collection);
     // Values equal under the collation (the command's, else the collection's) are one value.
     let collation = match &meta {

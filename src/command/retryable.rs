@@ -40,8 +40,12 @@ pub struct RetryableWrite {
 }
 
 impl RetryableWrite {
-    /// The retryable write `req` is, if it is one (`operation_session` accepted its fields).
+    /// The retryable write `req` is, if it is one (`operation_session` accepted its fields);
+    /// a transaction's statement is not one (the transaction commits or not as a whole).
     pub fn of(req: &Request<'_>) -> Option<RetryableWrite> {
+        if req.session.transaction.is_some() {
+            return None;
+        }
         Some(RetryableWrite {
             session: req.session.session?,
             txn_number: req.session.txn_number?,

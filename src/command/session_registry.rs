@@ -91,7 +91,7 @@ pub enum Selector<'a> {
 }
 
 impl Selector<'_> {
-    fn matches(&self, id: &SessionId) -> bool {
+    pub fn matches(&self, id: &SessionId) -> bool {
         match self {
             Selector::All => true,
             Selector::Owners(uids) => uids.contains(&id.uid),

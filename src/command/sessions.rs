@@ -50,6 +50,7 @@ fn named_sessions(req: &Request<'_>, conn: &Connection) -> Result<Vec<SessionId>
 pub fn end_sessions(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Result<Document> {
     let ids = named_sessions(req, conn)?;
     shared.sessions.end(&ids, &shared.engine.cursors);
+    shared.transactions.end_sessions(&ids);
     Ok(doc! {"ok": 1.0})
 }
 
@@ -68,13 +69,9 @@ pub fn kill_sessions(shared: &Shared, conn: &Connection, req: &Request<'_>) -> R
     let ids = named_sessions(req, conn)?;
     if ids.is_empty() {
         let own = [uid_of(&conn.authenticated)];
-        shared
-            .sessions
-            .kill(&Selector::Owners(&own), &shared.engine.cursors);
+        kill(shared, &Selector::Owners(&own));
     } else {
-        shared
-            .sessions
-            .kill(&Selector::Ids(&ids), &shared.engine.cursors);
+        kill(shared, &Selector::Ids(&ids));
     }
     Ok(doc! {"ok": 1.0})
 }
@@ -83,12 +80,10 @@ pub fn kill_sessions(shared: &Shared, conn: &Connection, req: &Request<'_>) -> R
 pub fn kill_all_sessions(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let users = user_list(req.body, "killAllSessions")?;
     if users.is_empty() {
-        shared.sessions.kill(&Selector::All, &shared.engine.cursors);
+        kill(shared, &Selector::All);
     } else {
         let uids: Vec<[u8; 32]> = users.iter().map(|(u, d)| uid_of_name(u, d)).collect();
-        shared
-            .sessions
-            .kill(&Selector::Owners(&uids), &shared.engine.cursors);
+        kill(shared, &Selector::Owners(&uids));
     }
     Ok(doc! {"ok": 1.0})
 }
@@ -132,12 +127,11 @@ pub fn kill_all_sessions_by_pattern(shared: &Shared, req: &Request<'_>) -> Resul
     if selectors.is_empty() {
         selectors.push(Pattern::All);
     }
-    let cursors = &shared.engine.cursors;
     for selector in selectors {
         match selector {
-            Pattern::All => shared.sessions.kill(&Selector::All, cursors),
-            Pattern::Owner(uid) => shared.sessions.kill(&Selector::Owners(&[uid]), cursors),
-            Pattern::Session(id) => shared.sessions.kill(&Selector::Ids(&[id]), cursors),
+            Pattern::All => kill(shared, &Selector::All),
+            Pattern::Owner(uid) => kill(shared, &Selector::Owners(&[uid])),
+            Pattern::Session(id) => kill(shared, &Selector::Ids(&[id])),
         }
     }
     Ok(doc! {"ok": 1.0})
@@ -239,4 +233,10 @@ fn missing(idl: &str, field: &str) -> Error {
         ErrorCode::Location40414,
         format!("BSON field '{idl}.{field}' is missing but a required field"),
     )
+}
+
+/// Kills what runs in the selected sessions: their operations, cursors and transactions.
+fn kill(shared: &Shared, selector: &Selector<'_>) {
+    shared.sessions.kill(selector, &shared.engine.cursors);
+    shared.transactions.abort_killed(selector);
 }

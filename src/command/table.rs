@@ -82,6 +82,8 @@ command_table! {
     ListCommands = "listCommands", Any, "Lists every command this server implements.";
     StartSession = "startSession", Any, "Starts a logical session.";
     EndSessions = "endSessions", Any, "Ends logical sessions.";
+    CommitTransaction = "commitTransaction", Admin, "Commits the session's multi-document transaction.";
+    AbortTransaction = "abortTransaction", Admin, "Aborts the session's multi-document transaction.";
     RefreshSessions = "refreshSessions", Any, "Keeps logical sessions alive.";
     KillSessions = "killSessions", Any, "Kills logical sessions.";
     KillAllSessions = "killAllSessions", Any, "Kills all logical sessions of the given users.";

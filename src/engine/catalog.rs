@@ -194,6 +194,25 @@ pub struct Catalog {
 }
 
 impl Catalog {
+    /// Whether `other` is this catalog unchanged: the same collections and users (the same
+    /// shared entries, not equal copies) and the same next collection id. A transaction that
+    /// changed its copy of the catalog commits only over the catalog it started from.
+    pub fn same_as(&self, other: &Catalog) -> bool {
+        self.next_collection_id == other.next_collection_id
+            && self.collections.len() == other.collections.len()
+            && self.users.len() == other.users.len()
+            && self
+                .collections
+                .iter()
+                .zip(&other.collections)
+                .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y))
+            && self
+                .users
+                .iter()
+                .zip(&other.users)
+                .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y))
+    }
+
     /// Loads every collection stored in `snapshot`.
     pub fn load<S: Snapshot>(snapshot: &S) -> Result<Catalog> {
         let mut catalog = Catalog {

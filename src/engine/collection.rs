@@ -479,6 +479,7 @@ fn check_unique(
     for (value, direction) in tuple {
         keys::encode_value_directed(value, *direction, &mut prefix);
     }
+    txn.claim_unique(&prefix);
     let own = keys::document_key(meta.id, id);
     let holders: Vec<Vec<u8>> = txn
         .scan_prefix(Keyspace::Indexes, &prefix)

@@ -22,6 +22,7 @@ pub mod optime;
 pub mod read;
 pub mod reaper;
 pub mod record;
+pub mod transaction;
 pub mod txn;
 pub mod users;
 pub mod writer;
@@ -32,6 +33,7 @@ pub use cursor::CursorRegistry;
 pub use interrupt::{Interrupt, KillReason};
 pub use read::{DocScan, ReadView};
 pub use record::Record;
+pub use transaction::Transaction;
 pub use txn::Txn;
 pub use writer::{Writer, WriterStats};
 
@@ -69,6 +71,8 @@ pub struct Engine {
     spill: exec::spill::SpillDir,
     /// The directory sorts spill to when there is no data directory; removed with the engine.
     _spill_root: Option<tempfile::TempDir>,
+    /// The document keys open transactions have written.
+    locks: Arc<transaction::LockTable>,
 }
 
 /// Submits jobs to the engine's writer, as [`Engine::write`] does; cheap to clone.
@@ -173,6 +177,7 @@ impl Engine {
             plans: Default::default(),
             spill,
             _spill_root: spill_root,
+            locks: Arc::default(),
         })
     }
 
@@ -231,7 +236,18 @@ impl Engine {
             spill: self.spill.clone(),
             optimes: Arc::clone(&self.optimes),
             oplog: Arc::clone(&self.oplog),
+            locks: Arc::clone(&self.locks),
         }
+    }
+
+    /// Starts a multi-document transaction on the last commit.
+    pub fn begin_transaction(&self) -> Transaction {
+        self.reader().begin_transaction()
+    }
+
+    /// Document keys held by open transactions.
+    pub fn transaction_locks(&self) -> usize {
+        self.locks.len()
     }
 
     /// Runs `job` in the writer's next commit group with the server time of the moment it runs;
@@ -305,9 +321,30 @@ pub struct Reader {
     spill: exec::spill::SpillDir,
     optimes: Arc<optime::OpClock>,
     oplog: Arc<oplog::OplogState>,
+    locks: Arc<transaction::LockTable>,
 }
 
 impl Reader {
+    /// The storage snapshot of the last commit, alone.
+    pub(crate) fn latest_snapshot(&self) -> Snap {
+        self.backend.snapshot()
+    }
+
+    /// A view of `snapshot` with `catalog`, judging expiry at `now`.
+    pub(crate) fn view_of(&self, snapshot: Snap, catalog: Arc<Catalog>, now: i64) -> ReadView {
+        ReadView::new(
+            snapshot,
+            catalog,
+            now,
+            Arc::clone(&self.plans),
+            Some(self.spill.clone()),
+        )
+    }
+
+    pub(crate) fn locks(&self) -> &Arc<transaction::LockTable> {
+        &self.locks
+    }
+
     /// A view of the last commit, judging expiry at the current server time.
     pub fn read(&self) -> ReadView {
         open_view(

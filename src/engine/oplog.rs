@@ -199,9 +199,6 @@ fn append(
     if !txn.logs_operations() {
         return Ok(());
     }
-    let Some((time, wall)) = txn.next_logged_optime() else {
-        return Ok(());
-    };
     let mut entry = doc! {"op": op, "ns": ns};
     if let Some(meta) = meta {
         entry.insert("ui", meta.uuid);
@@ -210,6 +207,20 @@ fn append(
     if let Some(o2) = o2 {
         entry.insert("o2", o2);
     }
+    // A multi-document transaction's statement keeps it until the transaction commits.
+    let Some(entry) = txn.defer_log_entry(entry) else {
+        return Ok(());
+    };
+    append_timed(txn, Document::new(), entry)
+}
+
+/// Writes `entry` (`{op, ns, ui?, o, o2?}`) at the group's next operation time, after the
+/// fields of `session` (a transaction's `lsid` and `txnNumber`, as mongod logs them).
+pub(super) fn append_timed(txn: &mut Txn<'_>, session: Document, entry: Document) -> Result<()> {
+    let Some((time, wall)) = txn.next_logged_optime() else {
+        return Ok(());
+    };
+    let mut entry = session.into_iter().chain(entry).collect::<Document>();
     entry.insert("ts", time);
     entry.insert("t", TERM);
     entry.insert("v", 2_i64);

@@ -11,49 +11,15 @@ use super::oplog::{GroupLog, OplogState};
 use super::optime::OpClock;
 use super::Snap;
 use crate::error::Result;
-use crate::storage::{bounds_are_empty, Keyspace, Snapshot, StorageError, WriteBatch};
-use bson::Timestamp;
+use crate::storage::overlay::{Merged, Overlay, Pending};
+use crate::storage::{bounds_are_empty, Keyspace, Snapshot, WriteBatch};
+use bson::{Document, Timestamp};
 use std::collections::BTreeMap;
-use std::iter::Peekable;
 use std::ops::Bound;
-
-type Overlay = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
-
-/// Pending writes of one group, per keyspace; `None` is a delete.
-#[derive(Default)]
-struct Overlays {
-    catalog: Overlay,
-    documents: Overlay,
-    indexes: Overlay,
-    expiry: Overlay,
-    oplog: Overlay,
-}
-
-impl Overlays {
-    fn of(&self, keyspace: Keyspace) -> &Overlay {
-        match keyspace {
-            Keyspace::Catalog => &self.catalog,
-            Keyspace::Documents => &self.documents,
-            Keyspace::Indexes => &self.indexes,
-            Keyspace::Expiry => &self.expiry,
-            Keyspace::Oplog => &self.oplog,
-        }
-    }
-
-    fn of_mut(&mut self, keyspace: Keyspace) -> &mut Overlay {
-        match keyspace {
-            Keyspace::Catalog => &mut self.catalog,
-            Keyspace::Documents => &mut self.documents,
-            Keyspace::Indexes => &mut self.indexes,
-            Keyspace::Expiry => &mut self.expiry,
-            Keyspace::Oplog => &mut self.oplog,
-        }
-    }
-}
 
 pub struct Txn<'a> {
     snapshot: &'a Snap,
-    overlay: Overlays,
+    overlay: Overlay,
     batch: WriteBatch,
     pub(super) catalog: &'a mut Catalog,
     catalog_changed: bool,
@@ -62,6 +28,24 @@ pub struct Txn<'a> {
     counts: BTreeMap<u64, Delta>,
     /// Issues this group's operation times; `None` for work outside the writer (start-up).
     optimes: Option<Issuer<'a>>,
+    /// A multi-document transaction's statement: its log entries are kept here, without
+    /// times, until the transaction commits.
+    deferred_log: Option<Vec<Document>>,
+    /// A multi-document transaction's statement: the unique index keys it checked (each an
+    /// index entry prefix), so the commit can check that no one else took them meanwhile.
+    unique_claims: Option<Vec<Vec<u8>>>,
+}
+
+/// A multi-document transaction's pending work between its statements: what a [`Txn`] holds,
+/// less its borrows.
+#[derive(Default, Clone)]
+pub struct Suspended {
+    pub overlay: Overlay,
+    pub counts: BTreeMap<u64, Delta>,
+    pub catalog_changed: bool,
+    /// Log entries without times, in order.
+    pub log: Vec<Document>,
+    pub unique_claims: Vec<Vec<u8>>,
 }
 
 /// The writer's clock for one group: the group's wall-clock time, the last time issued, and
@@ -84,6 +68,56 @@ impl<'a> Txn<'a> {
             catalog_changed: false,
             counts: BTreeMap::new(),
             optimes: None,
+            deferred_log: None,
+            unique_claims: None,
+        }
+    }
+
+    /// Continues a multi-document transaction's work over its snapshot and catalog: reads see
+    /// its earlier writes, log entries are kept without times when `logs` (the log is kept),
+    /// and unique keys checked are remembered for the commit.
+    pub(super) fn resume(
+        snapshot: &'a Snap,
+        catalog: &'a mut Catalog,
+        state: Suspended,
+        logs: bool,
+    ) -> Self {
+        let mut txn = Txn::new(snapshot, catalog);
+        txn.overlay = state.overlay;
+        txn.counts = state.counts;
+        txn.catalog_changed = state.catalog_changed;
+        txn.deferred_log = logs.then_some(state.log);
+        txn.unique_claims = Some(state.unique_claims);
+        txn
+    }
+
+    /// The work done so far, to be resumed by the transaction's next statement or committed.
+    pub(super) fn suspend(self) -> Suspended {
+        Suspended {
+            overlay: self.overlay,
+            counts: self.counts,
+            catalog_changed: self.catalog_changed,
+            log: self.deferred_log.unwrap_or_default(),
+            unique_claims: self.unique_claims.unwrap_or_default(),
+        }
+    }
+
+    /// Keeps a log entry (without its time) for the transaction's commit, or gives it back
+    /// when this is not a transaction's statement.
+    pub(super) fn defer_log_entry(&mut self, entry: Document) -> Option<Document> {
+        match &mut self.deferred_log {
+            Some(log) => {
+                log.push(entry);
+                None
+            }
+            None => Some(entry),
+        }
+    }
+
+    /// Remembers that a transaction's statement claimed the unique index keys under `prefix`.
+    pub(super) fn claim_unique(&mut self, prefix: &[u8]) {
+        if let Some(claims) = &mut self.unique_claims {
+            claims.push(prefix.to_vec());
         }
     }
 
@@ -105,9 +139,10 @@ impl<'a> Txn<'a> {
         self
     }
 
-    /// Whether this group's changes are written to the operation log.
+    /// Whether this group's changes are written to the operation log (a transaction's
+    /// statement keeps them for its commit).
     pub fn logs_operations(&self) -> bool {
-        self.optimes.as_ref().is_some_and(|i| i.oplog.is_some())
+        self.deferred_log.is_some() || self.optimes.as_ref().is_some_and(|i| i.oplog.is_some())
     }
 
     /// The next operation time of this group (strictly after every earlier one) and the
@@ -149,7 +184,7 @@ impl<'a> Txn<'a> {
     }
 
     pub fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(pending) = self.overlay_of(keyspace).get(key) {
+        if let Some(pending) = self.overlay.get(keyspace, key) {
             return Ok(pending.clone());
         }
         Ok(self.snapshot.get(keyspace, key)?)
@@ -157,12 +192,12 @@ impl<'a> Txn<'a> {
 
     pub fn put(&mut self, keyspace: Keyspace, key: Vec<u8>, value: Vec<u8>) {
         self.batch.put(keyspace, key.clone(), value.clone());
-        self.overlay_mut(keyspace).insert(key, Some(value));
+        self.overlay.put(keyspace, key, value);
     }
 
     pub fn delete(&mut self, keyspace: Keyspace, key: Vec<u8>) {
         self.batch.delete(keyspace, key.clone());
-        self.overlay_mut(keyspace).insert(key, None);
+        self.overlay.delete(keyspace, key);
     }
 
     /// Entries whose key starts with `prefix`, in key order, as of this point in the group.
@@ -171,17 +206,13 @@ impl<'a> Txn<'a> {
         keyspace: Keyspace,
         prefix: &'t [u8],
     ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 't {
-        let base = self.snapshot.prefix(keyspace, prefix, false).peekable();
+        let base = self.snapshot.prefix(keyspace, prefix, false);
         let pending = self
             .overlay_of(keyspace)
             .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
             .take_while(move |(k, _)| k.starts_with(prefix))
-            .peekable();
-        Merged {
-            base,
-            pending,
-            reverse: false,
-        }
+            .map(owned);
+        Merged::new(base, pending, false).map(|r| r.map_err(Into::into))
     }
 
     /// Entries between `start` and `end` in key order (or reverse key order), as of this point
@@ -193,15 +224,12 @@ impl<'a> Txn<'a> {
         end: Bound<Vec<u8>>,
         reverse: bool,
     ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + Send + '_ {
-        let base = self
-            .snapshot
-            .range(
-                keyspace,
-                start.as_ref().map(Vec::as_slice),
-                end.as_ref().map(Vec::as_slice),
-                reverse,
-            )
-            .peekable();
+        let base = self.snapshot.range(
+            keyspace,
+            start.as_ref().map(Vec::as_slice),
+            end.as_ref().map(Vec::as_slice),
+            reverse,
+        );
         let empty = bounds_are_empty(
             start.as_ref().map(Vec::as_slice),
             end.as_ref().map(Vec::as_slice),
@@ -209,15 +237,16 @@ impl<'a> Txn<'a> {
         let pending: PendingEntries<'_> = if empty {
             Box::new(std::iter::empty())
         } else if reverse {
-            Box::new(self.overlay_of(keyspace).range((start, end)).rev())
+            Box::new(
+                self.overlay_of(keyspace)
+                    .range((start, end))
+                    .rev()
+                    .map(owned),
+            )
         } else {
-            Box::new(self.overlay_of(keyspace).range((start, end)))
+            Box::new(self.overlay_of(keyspace).range((start, end)).map(owned))
         };
-        Merged {
-            base,
-            pending: pending.peekable(),
-            reverse,
-        }
+        Merged::new(base, pending, reverse).map(|r| r.map_err(Into::into))
     }
 
     /// Entries with `from <= key < to`, in key order, as of this point in the group.
@@ -229,17 +258,18 @@ impl<'a> Txn<'a> {
     ) -> impl Iterator<Item = Result<(Vec<u8>, Vec<u8>)>> + 't {
         let base = self
             .snapshot
-            .range(keyspace, Bound::Included(from), Bound::Excluded(to), false)
-            .peekable();
-        let pending = self
-            .overlay_of(keyspace)
-            .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
-            .peekable();
-        Merged {
-            base,
-            pending,
-            reverse: false,
-        }
+            .range(keyspace, Bound::Included(from), Bound::Excluded(to), false);
+        let pending: PendingEntries<'_> =
+            if bounds_are_empty(Bound::Included(from), Bound::Excluded(to)) {
+                Box::new(std::iter::empty())
+            } else {
+                Box::new(
+                    self.overlay_of(keyspace)
+                        .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
+                        .map(owned),
+                )
+            };
+        Merged::new(base, pending, false).map(|r| r.map_err(Into::into))
     }
 
     /// Records a catalog change made through `catalog` so the writer publishes it.
@@ -281,66 +311,17 @@ impl<'a> Txn<'a> {
         self.batch.approximate_size()
     }
 
-    fn overlay_of(&self, keyspace: Keyspace) -> &Overlay {
+    fn overlay_of(&self, keyspace: Keyspace) -> &Pending {
         self.overlay.of(keyspace)
     }
+}
 
-    fn overlay_mut(&mut self, keyspace: Keyspace) -> &mut Overlay {
-        self.overlay.of_mut(keyspace)
-    }
+fn owned((key, value): (&Vec<u8>, &Option<Vec<u8>>)) -> (Vec<u8>, Option<Vec<u8>>) {
+    (key.clone(), value.clone())
 }
 
 /// The group's pending writes in a range: `None` is a delete.
-type PendingEntries<'t> = Box<dyn Iterator<Item = (&'t Vec<u8>, &'t Option<Vec<u8>>)> + Send + 't>;
-
-/// The snapshot's entries merged with the group's pending writes (pending wins), in key order
-/// or, when `reverse`, in reverse key order.
-struct Merged<B: Iterator, P: Iterator> {
-    base: Peekable<B>,
-    pending: Peekable<P>,
-    reverse: bool,
-}
-
-impl<'t, B, P> Iterator for Merged<B, P>
-where
-    B: Iterator<Item = Result<(Vec<u8>, Vec<u8>), StorageError>>,
-    P: Iterator<Item = (&'t Vec<u8>, &'t Option<Vec<u8>>)>,
-{
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let take_pending = match (self.base.peek(), self.pending.peek()) {
-                (None, None) => return None,
-                (Some(Err(_)), _) => {
-                    return self.base.next().map(|r| r.map_err(Into::into));
-                }
-                (None, Some(_)) => true,
-                (Some(_), None) => false,
-                (Some(Ok((bk, _))), Some((pk, _))) => {
-                    if *pk == bk {
-                        // The pending write replaces the committed entry.
-                        self.base.next();
-                        true
-                    } else if self.reverse {
-                        pk.as_slice() > bk.as_slice()
-                    } else {
-                        pk.as_slice() < bk.as_slice()
-                    }
-                }
-            };
-            if take_pending {
-                let (key, value) = self.pending.next()?;
-                if let Some(value) = value {
-                    return Some(Ok((key.clone(), value.clone())));
-                }
-                // A pending delete hides the entry; keep going.
-            } else {
-                return self.base.next().map(|r| r.map_err(Into::into));
-            }
-        }
-    }
-}
+type PendingEntries<'t> = Box<dyn Iterator<Item = (Vec<u8>, Option<Vec<u8>>)> + Send + 't>;
 
 #[cfg(test)]
 #[path = "txn_tests.rs"]

@@ -3,7 +3,7 @@
 //!
 //! Owns: the [`Backend`] and [`Snapshot`] traits, [`WriteBatch`], [`Durability`],
 //! [`StorageError`], the fjall implementation ([`fjall_backend`]), the in-memory one
-//! ([`memory`]), the runtime choice between them ([`store`]), the fault-injecting wrapper tests
+//! ([`memory`]), pending writes over a snapshot ([`overlay`]), the runtime choice between them ([`store`]), the fault-injecting wrapper tests
 //! use ([`faults`]) and the order-preserving key encoding ([`keys`]). Does not own: BSON query semantics, the catalog format, TTL, time, or
 //! group commit — the engine's writer thread decides what goes into a batch and when to commit.
 //! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
@@ -36,6 +36,7 @@ pub mod fjall_backend;
 pub mod keys;
 pub mod lock;
 pub mod memory;
+pub mod overlay;
 pub mod store;
 
 pub use faults::{Faults, FaultyBackend};

@@ -5,12 +5,14 @@
 //! Owns: the dispatch from [`Store`], [`StoreSnapshot`] and [`StoreIter`] to each backend.
 //! Does not own: any backend's behaviour.
 
+use super::overlay::{Merged, Overlay, OverlayIter, OverlaySnapshot};
 use super::{fjall_backend::FjallIter, memory::MemoryIter};
 use super::{
     Backend, Durability, FjallBackend, FjallSnapshot, KeyValue, Keyspace, MemoryBackend,
     MemorySnapshot, Snapshot, StorageError, WriteBatch,
 };
 use std::ops::Bound;
+use std::sync::Arc;
 
 /// One of the storage backends.
 pub enum Store {
@@ -68,11 +70,19 @@ impl Backend for Store {
     }
 }
 
-/// A snapshot of a [`Store`].
+/// A snapshot of a [`Store`], or one with a transaction's pending writes over it.
 #[derive(Clone)]
 pub enum StoreSnapshot {
     Fjall(FjallSnapshot),
     Memory(MemorySnapshot),
+    Overlaid(Arc<OverlaySnapshot<StoreSnapshot>>),
+}
+
+impl StoreSnapshot {
+    /// This snapshot with `writes` over it.
+    pub fn overlaid(self, writes: Arc<Overlay>) -> StoreSnapshot {
+        StoreSnapshot::Overlaid(Arc::new(OverlaySnapshot::new(self, writes)))
+    }
 }
 
 impl Snapshot for StoreSnapshot {
@@ -82,6 +92,7 @@ impl Snapshot for StoreSnapshot {
         match self {
             StoreSnapshot::Fjall(s) => s.get(keyspace, key),
             StoreSnapshot::Memory(s) => s.get(keyspace, key),
+            StoreSnapshot::Overlaid(s) => s.get(keyspace, key),
         }
     }
 
@@ -95,6 +106,9 @@ impl Snapshot for StoreSnapshot {
         match self {
             StoreSnapshot::Fjall(s) => StoreIter::Fjall(s.range(keyspace, start, end, reverse)),
             StoreSnapshot::Memory(s) => StoreIter::Memory(s.range(keyspace, start, end, reverse)),
+            StoreSnapshot::Overlaid(s) => {
+                StoreIter::Overlaid(Box::new(s.range(keyspace, start, end, reverse)))
+            }
         }
     }
 }
@@ -103,6 +117,7 @@ impl Snapshot for StoreSnapshot {
 pub enum StoreIter {
     Fjall(FjallIter),
     Memory(MemoryIter),
+    Overlaid(Box<Merged<StoreIter, OverlayIter>>),
 }
 
 impl Iterator for StoreIter {
@@ -112,6 +127,7 @@ impl Iterator for StoreIter {
         match self {
             StoreIter::Fjall(i) => i.next(),
             StoreIter::Memory(i) => i.next(),
+            StoreIter::Overlaid(i) => i.next(),
         }
     }
 }

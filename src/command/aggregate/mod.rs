@@ -222,7 +222,7 @@ pub fn explain(
 }
 
 pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
-    let view = shared.engine.read();
+    let view = crate::command::transactions::read_view(shared, req)?;
     let args = AggregateArgs::parse(req.db, req.body, shared.clock.now_datetime(), &|coll| {
         default_collation(&view, req.db, coll)
     })?;

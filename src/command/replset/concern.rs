@@ -244,3 +244,71 @@ fn wrong_type(field: &str, expected: &str, found: &Bson) -> Error {
         crate::command::args::type_name(found)
     ))
 }
+
+/// The concerns of a multi-document transaction's command: only its first command may name a
+/// read concern, of level `local`, `majority` or `snapshot` (every read of the transaction is
+/// from its snapshot whichever it names); only `commitTransaction` and `abortTransaction` may
+/// name a write concern.
+pub fn check_transaction_concerns(
+    command: CommandName,
+    body: &Document,
+    statement: crate::command::operation_session::TransactionStatement,
+) -> Result<()> {
+    let ends = matches!(
+        command,
+        CommandName::CommitTransaction | CommandName::AbortTransaction
+    );
+    if body.contains_key("writeConcern") && !ends {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "writeConcern is not allowed within a multi-statement transaction",
+        ));
+    }
+    let Some(value) = body.get("readConcern") else {
+        return Ok(());
+    };
+    if !statement.start {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "Only the first command in a transaction may specify a readConcern",
+        ));
+    }
+    let Bson::Document(rc) = value else {
+        return Err(Error::failed_to_parse(
+            "readConcern field should be an object",
+        ));
+    };
+    for (field, value) in rc {
+        match field.as_str() {
+            "level" => {
+                match value {
+                    Bson::String(level)
+                        if matches!(level.as_str(), "local" | "majority" | "snapshot") => {}
+                    Bson::String(_) => return Err(Error::new(
+                        ErrorCode::InvalidOptions,
+                        "The readConcern level must be either 'local' (default), 'majority' or \
+                         'snapshot' in order to run in a transaction",
+                    )),
+                    other => return Err(wrong_type("level", "string", other)),
+                }
+            }
+            "afterClusterTime" => {
+                if !matches!(value, Bson::Timestamp(_)) {
+                    return Err(wrong_type("afterClusterTime", "timestamp", value));
+                }
+            }
+            "provenance" => {}
+            "atClusterTime" => return Err(Error::new(
+                ErrorCode::InvalidOptions,
+                "readConcern atClusterTime is not supported: mayfly reads only its latest snapshot",
+            )),
+            other => {
+                return Err(Error::new(
+                    ErrorCode::InvalidOptions,
+                    format!("Unrecognized option in readConcern: {other}"),
+                ))
+            }
+        }
+    }
+    Ok(())
+}

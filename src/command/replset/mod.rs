@@ -13,7 +13,7 @@ pub(in crate::command) mod concern;
 mod times;
 
 pub use commands::{get_config, get_status, initiate, reconfig, step_down};
-pub use concern::{check_read_concern, write_concern_error};
+pub use concern::{check_read_concern, check_transaction_concerns, write_concern_error};
 pub use times::{check_gossip, decorate};
 
 use super::args::{optional_doc, wrong_type};

@@ -67,9 +67,8 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
     let clock = Arc::clone(shared.engine.clock());
-    let (n, retried, errors) = shared
-        .engine
-        .write(durable(cmd), move |txn, now| {
+    let (n, retried, errors) =
+        crate::command::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let mut history = History::load(txn, retryable, now)?;
             let mut n = 0usize;
             let mut retried = Vec::new();

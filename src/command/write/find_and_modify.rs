@@ -92,9 +92,8 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
     let interrupt = Arc::clone(&req.interrupt);
-    let (last_error, value, retried) = shared
-        .engine
-        .write(durable(cmd), move |txn, now| {
+    let (last_error, value, retried) =
+        crate::command::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let at = clock.now_datetime();
             let Some(mut history) = History::load(txn, retryable, now)? else {
                 let (last_error, value) = op.run(txn, (&db, &coll), now, at, &interrupt)?;

@@ -97,9 +97,8 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
     let interrupt = Arc::clone(&req.interrupt);
-    let (matched, modified, upserted, retried, errors) = shared
-        .engine
-        .write(durable(cmd), move |txn, now| {
+    let (matched, modified, upserted, retried, errors) =
+        crate::command::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let at = clock.now_datetime();
             let mut history = History::load(txn, retryable, now)?;
             let (mut matched, mut modified) = (0usize, 0usize);

@@ -1,0 +1,591 @@
+//! Multi-document transactions as sessions see them: which transaction number each session is
+//! at and in what state, the commands that start, continue, commit and abort one, and the
+//! lifetime limit.
+//!
+//! A statement (`autocommit: false`) with `startTransaction: true` starts transaction `N` on its
+//! session (aborting any older one); later statements continue it; `commitTransaction` submits
+//! its writes to the writer in one job, with a record in `config.transactions` (`state:
+//! "committed"`) so that a commit retried after a restart still succeeds. Any error in a
+//! statement aborts the transaction, as on mongod, and a write error becomes the command's
+//! error. A transaction open longer than `transactionLifetimeLimitSeconds` is aborted by a
+//! background task. The table is in memory: a transaction not committed before a restart is
+//! gone, as on mongod.
+//!
+//! Owns: the states, their errors and labels. Does not own the transaction's data or conflicts
+//! (`engine::transaction`), nor the session fields' parsing (`operation_session`).
+
+use super::args::durable;
+use super::operation_session::TransactionStatement;
+use super::session_id::SessionId;
+use super::{CommandName, Reply, Request, Shared};
+use crate::clock::Stopwatch;
+use crate::engine::{collection, ddl, ReadView, Transaction, Txn};
+use crate::error::{Error, ErrorCode, Result};
+use bson::{doc, Bson, Document};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+/// An open transaction, shared by the statement running in it and the table.
+pub type TransactionHandle = Arc<Mutex<Option<Transaction>>>;
+
+const TRANSIENT: &str = "TransientTransactionError";
+const UNKNOWN_COMMIT: &str = "UnknownTransactionCommitResult";
+
+enum State {
+    /// Open; the handle is empty once the lifetime limit aborted it.
+    InProgress(TransactionHandle),
+    Committed,
+    Aborted,
+}
+
+struct Entry {
+    number: i64,
+    state: State,
+    /// Monotonic: the lifetime limit is real time, whatever the server clock says.
+    started: Stopwatch,
+}
+
+/// The transactions of every session.
+#[derive(Default)]
+pub struct TransactionTable {
+    sessions: Mutex<HashMap<SessionId, Entry>>,
+    reaper_started: AtomicBool,
+}
+
+fn poisoned() -> Error {
+    Error::internal("the transaction table is poisoned")
+}
+
+fn aborted(number: i64) -> Error {
+    Error::new(
+        ErrorCode::NoSuchTransaction,
+        format!("Transaction with {{ txnNumber: {number} }} has been aborted."),
+    )
+}
+
+fn committed(number: i64) -> Error {
+    Error::new(
+        ErrorCode::TransactionCommitted,
+        format!("Transaction with {{ txnNumber: {number} }} has been committed."),
+    )
+}
+
+fn no_such(number: i64, active: i64) -> Error {
+    Error::new(
+        ErrorCode::NoSuchTransaction,
+        format!(
+            "Given transaction number {number} does not match any in-progress transactions. The \
+             active transaction number is {active}"
+        ),
+    )
+}
+
+impl TransactionTable {
+    /// The transaction statement `statement` of `session` runs in: started here when it says
+    /// so. Refuses a number older than the session's, a restart of the current number, and a
+    /// statement of a transaction that is not in progress.
+    fn enter(
+        &self,
+        shared: &Shared,
+        session: SessionId,
+        statement: TransactionStatement,
+    ) -> Result<TransactionHandle> {
+        let mut sessions = self.sessions.lock().map_err(|_| poisoned())?;
+        let number = statement.number;
+        if let Some(entry) = sessions.get(&session) {
+            if number < entry.number {
+                return Err(Error::new(
+                    ErrorCode::TransactionTooOld,
+                    format!(
+                        "Cannot start transaction {number} on session {session} because a newer \
+                         transaction {} has already started.",
+                        entry.number
+                    ),
+                ));
+            }
+            if number == entry.number {
+                if statement.start {
+                    return Err(Error::new(
+                        ErrorCode::ConflictingOperationInProgress,
+                        "Only servers in a sharded cluster can start a new transaction at the \
+                         active transaction number",
+                    ));
+                }
+                return match &entry.state {
+                    State::InProgress(handle) => Ok(Arc::clone(handle)),
+                    State::Committed => Err(committed(number)),
+                    State::Aborted => Err(aborted(number)),
+                };
+            }
+        }
+        if !statement.start {
+            let active = sessions.get(&session).map_or(-1, |e| e.number);
+            return Err(no_such(number, active));
+        }
+        // A newer number aborts whatever the session had open.
+        let handle: TransactionHandle =
+            Arc::new(Mutex::new(Some(shared.engine.begin_transaction())));
+        sessions.insert(
+            session,
+            Entry {
+                number,
+                state: State::InProgress(Arc::clone(&handle)),
+                started: Stopwatch::start(),
+            },
+        );
+        Ok(handle)
+    }
+
+    /// Aborts `session`'s transaction `number` if it is in progress.
+    fn abort(&self, session: SessionId, number: i64) {
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return;
+        };
+        if let Some(entry) = sessions.get_mut(&session) {
+            if entry.number == number {
+                if let State::InProgress(handle) = &entry.state {
+                    take(handle);
+                    entry.state = State::Aborted;
+                }
+            }
+        }
+    }
+
+    /// A retryable write with a newer `txnNumber` ends the session's transaction, as on mongod.
+    pub fn retryable_write(&self, session: SessionId, number: i64) {
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return;
+        };
+        if sessions.get(&session).is_some_and(|e| e.number < number) {
+            if let Some(entry) = sessions.remove(&session) {
+                if let State::InProgress(handle) = entry.state {
+                    take(&handle);
+                }
+            }
+        }
+    }
+
+    /// Aborts the open transactions of the sessions `killed` selects (`killSessions` and
+    /// its kin kill what runs in a session, its transaction included).
+    pub fn abort_killed(&self, killed: &super::session_registry::Selector<'_>) {
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return;
+        };
+        for (id, entry) in sessions.iter_mut() {
+            if !killed.matches(id) {
+                continue;
+            }
+            if let State::InProgress(handle) = &entry.state {
+                take(handle);
+                entry.state = State::Aborted;
+            }
+        }
+    }
+
+    /// Forgets the transactions of sessions that ended, aborting open ones.
+    pub fn end_sessions(&self, ended: &[SessionId]) {
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return;
+        };
+        for session in ended {
+            if let Some(Entry {
+                state: State::InProgress(handle),
+                ..
+            }) = sessions.remove(session)
+            {
+                take(&handle);
+            }
+        }
+    }
+
+    /// Aborts the transactions open for `limit` or longer; returns how many.
+    fn abort_expired(&self, limit: Duration) -> usize {
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return 0;
+        };
+        let mut expired = 0;
+        for entry in sessions.values_mut() {
+            if entry.started.elapsed() < limit {
+                continue;
+            }
+            if let State::InProgress(handle) = &entry.state {
+                take(handle);
+                entry.state = State::Aborted;
+                expired += 1;
+            }
+        }
+        expired
+    }
+
+    /// How many transactions are open (`serverStatus`).
+    pub fn open(&self) -> usize {
+        self.sessions
+            .lock()
+            .map(|s| {
+                s.values()
+                    .filter(|e| matches!(e.state, State::InProgress(_)))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+}
+
+/// Drops the transaction out of its handle: its pending writes are discarded and its document
+/// locks released.
+fn take(handle: &TransactionHandle) -> Option<Transaction> {
+    handle.lock().ok().and_then(|mut slot| slot.take())
+}
+
+/// Starts, or finds, the transaction a statement runs in (`None`: not a transaction's
+/// statement); a retryable write with a newer number ends the session's transaction.
+pub fn enter(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Option<TransactionHandle>> {
+    let Some(session) = req.session.session else {
+        return Ok(None);
+    };
+    let Some(statement) = req.session.transaction else {
+        if let Some(number) = req.session.txn_number {
+            shared.transactions.retryable_write(session, number);
+        }
+        return Ok(None);
+    };
+    ensure_reaper(shared);
+    if matches!(
+        req.name,
+        CommandName::CommitTransaction | CommandName::AbortTransaction
+    ) {
+        // They look the transaction up themselves: a committed one may be committed again.
+        return Ok(None);
+    }
+    shared
+        .transactions
+        .enter(shared, session, statement)
+        .map(Some)
+}
+
+/// What a statement's outcome does to its transaction: an error (or a write error) aborts it,
+/// and is returned as the command's error with mongod's labels.
+pub fn finish(shared: &Shared, req: &Request<'_>, outcome: Result<Reply>) -> Result<Reply> {
+    let (Some(session), Some(statement)) = (req.session.session, req.session.transaction) else {
+        return outcome;
+    };
+    let outcome = outcome.and_then(write_error_fails_statement);
+    if outcome.is_err() && !is_commit_or_abort(req.name) {
+        shared.transactions.abort(session, statement.number);
+    }
+    outcome
+}
+
+fn is_commit_or_abort(name: CommandName) -> bool {
+    matches!(
+        name,
+        CommandName::CommitTransaction | CommandName::AbortTransaction
+    )
+}
+
+/// In a transaction a write error fails the whole command (mongod rethrows it).
+fn write_error_fails_statement(reply: Reply) -> Result<Reply> {
+    let Reply::Document(doc) = &reply else {
+        return Ok(reply);
+    };
+    let Ok(errors) = doc.get_array("writeErrors") else {
+        return Ok(reply);
+    };
+    let Some(Bson::Document(first)) = errors.first() else {
+        return Ok(reply);
+    };
+    let code = first.get_i32("code").unwrap_or(8);
+    let mut error = Error::new(
+        ErrorCode::from_code(code).unwrap_or(ErrorCode::UnknownError),
+        first.get_str("errmsg").unwrap_or_default(),
+    );
+    let extra: Document = first
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "index" | "code" | "errmsg" | "codeName"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !extra.is_empty() {
+        error = error.with_extra(extra);
+    }
+    Err(error)
+}
+
+/// The labels mongod gives an error of a transaction's command (`isTransientTransactionError`,
+/// `isUnknownTransactionCommitResult`).
+pub fn labels(name: CommandName, code: ErrorCode) -> Vec<&'static str> {
+    // A commit's NoSuchTransaction is transient too: nothing of the transaction was applied.
+    let transient = matches!(
+        code,
+        ErrorCode::WriteConflict | ErrorCode::LockTimeout | ErrorCode::NoSuchTransaction
+    );
+    let mut labels = Vec::new();
+    if transient {
+        labels.push(TRANSIENT);
+    }
+    if name == CommandName::CommitTransaction
+        && matches!(
+            code,
+            ErrorCode::MaxTimeMSExpired
+                | ErrorCode::ExceededTimeLimit
+                | ErrorCode::InternalError
+                | ErrorCode::InterruptedAtShutdown
+        )
+    {
+        labels.push(UNKNOWN_COMMIT);
+    }
+    labels
+}
+
+/// The view a read runs on: the transaction's (its snapshot with its writes) or the last
+/// commit's.
+pub fn read_view(shared: &Shared, req: &Request<'_>) -> Result<ReadView> {
+    match &req.transaction {
+        Some(handle) => {
+            let mut slot = handle.lock().map_err(|_| poisoned())?;
+            let transaction = slot.as_mut().ok_or_else(|| lifetime_exceeded(req))?;
+            transaction.read_view()
+        }
+        None => Ok(shared.engine.read()),
+    }
+}
+
+fn lifetime_exceeded(req: &Request<'_>) -> Error {
+    aborted(req.session.transaction.map_or(-1, |t| t.number))
+}
+
+/// Runs a write command's job: in the writer's next group, or as a statement of the
+/// transaction the command belongs to (its writes stay pending until the commit).
+pub async fn write<R, F>(shared: &Shared, req: &Request<'_>, durable: bool, job: F) -> Result<R>
+where
+    R: Send + 'static,
+    F: FnOnce(&mut Txn<'_>, i64) -> R + Send + 'static,
+{
+    let Some(handle) = req.transaction.clone() else {
+        return shared.engine.write(durable, job).await;
+    };
+    let number = req.session.transaction.map_or(-1, |t| t.number);
+    tokio::task::spawn_blocking(move || {
+        let mut slot = handle.lock().map_err(|_| poisoned())?;
+        let transaction = slot.as_mut().ok_or_else(|| aborted(number))?;
+        transaction.write(job)
+    })
+    .await
+    .map_err(|e| Error::internal(format!("a transaction's thread failed: {e}")))?
+}
+
+/// `commitTransaction`: commits the session's transaction (again, if it already committed).
+pub async fn commit(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let (session, number) = identity(req)?;
+    let found = {
+        let mut sessions = shared
+            .transactions
+            .sessions
+            .lock()
+            .map_err(|_| poisoned())?;
+        match sessions.get_mut(&session) {
+            Some(entry) if entry.number == number => match &entry.state {
+                State::Committed => return Ok(doc! {"ok": 1.0}),
+                State::Aborted => return Err(aborted(number)),
+                State::InProgress(handle) => {
+                    let transaction = take(handle);
+                    entry.state = State::Aborted;
+                    Ok(transaction.ok_or_else(|| aborted(number))?)
+                }
+            },
+            Some(entry) if entry.number > number => {
+                return Err(Error::new(
+                    ErrorCode::TransactionTooOld,
+                    format!(
+                        "Cannot start transaction {number} on session {session} because a newer \
+                         transaction {} has already started.",
+                        entry.number
+                    ),
+                ))
+            }
+            other => Err(other.map_or(-1, |e| e.number)),
+        }
+    };
+    let transaction = match found {
+        Ok(transaction) => transaction,
+        Err(active) => {
+            // After a restart only the durable record tells a committed transaction.
+            if committed_before(shared, session, number).await? {
+                return Ok(doc! {"ok": 1.0});
+            }
+            return Err(no_such(number, active));
+        }
+    };
+    if transaction.has_writes() {
+        let fields = doc! {"lsid": session.to_document(), "txnNumber": number};
+        let clock = Arc::clone(shared.engine.clock());
+        shared
+            .engine
+            .write(durable(req.body), move |txn, now| {
+                transaction.apply(txn, &fields)?;
+                record_commit(txn, session, number, now, clock.now_datetime())
+            })
+            .await??;
+    }
+    if let Ok(mut sessions) = shared.transactions.sessions.lock() {
+        if let Some(entry) = sessions.get_mut(&session) {
+            if entry.number == number {
+                entry.state = State::Committed;
+            }
+        }
+    }
+    Ok(doc! {"ok": 1.0})
+}
+
+/// `abortTransaction`: aborts the session's transaction.
+pub fn abort(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let (session, number) = identity(req)?;
+    let mut sessions = shared
+        .transactions
+        .sessions
+        .lock()
+        .map_err(|_| poisoned())?;
+    match sessions.get_mut(&session) {
+        Some(entry) if entry.number == number => match &entry.state {
+            State::InProgress(handle) => {
+                let open = take(handle).is_some();
+                entry.state = State::Aborted;
+                if open {
+                    Ok(doc! {"ok": 1.0})
+                } else {
+                    Err(aborted(number))
+                }
+            }
+            State::Committed => Err(committed(number)),
+            State::Aborted => Err(aborted(number)),
+        },
+        other => Err(no_such(number, other.map_or(-1, |e| e.number))),
+    }
+}
+
+fn identity(req: &Request<'_>) -> Result<(SessionId, i64)> {
+    match (req.session.session, req.session.transaction) {
+        (Some(session), Some(statement)) => Ok((session, statement.number)),
+        _ => Err(Error::new(
+            ErrorCode::InvalidOptions,
+            format!("{} must be run within a transaction", req.name.name()),
+        )),
+    }
+}
+
+const RECORDS_DB: &str = "config";
+const RECORDS: &str = "transactions";
+
+/// Records in `config.transactions`, in the commit itself, that the session committed
+/// transaction `number` (mongod's session record, `state: "committed"`).
+fn record_commit(
+    txn: &mut Txn<'_>,
+    session: SessionId,
+    number: i64,
+    now: i64,
+    at: bson::DateTime,
+) -> Result<()> {
+    let id = Bson::Document(session.to_document());
+    let record =
+        doc! {"_id": id.clone(), "txnNum": number, "lastWriteDate": at, "state": "committed"};
+    let (meta, _) = ddl::ensure_collection(txn, RECORDS_DB, RECORDS)?;
+    match collection::get_by_id(txn, &meta, &id, now)? {
+        Some(old) => collection::replace(txn, &meta, &old, &record, now),
+        None => collection::insert(txn, &meta, &record, now),
+    }
+}
+
+/// Whether the durable record says the session committed transaction `number`.
+async fn committed_before(shared: &Shared, session: SessionId, number: i64) -> Result<bool> {
+    let view = shared.engine.read();
+    let Some(meta) = view.collection(RECORDS_DB, RECORDS) else {
+        return Ok(false);
+    };
+    let id = Bson::Document(session.to_document());
+    let record = tokio::task::spawn_blocking(move || view.get_by_id(&meta, &id))
+        .await
+        .map_err(|e| Error::internal(format!("a transaction's thread failed: {e}")))??;
+    Ok(record.is_some_and(|r| {
+        r.doc.get_i64("txnNum") == Ok(number) && r.doc.get_str("state") == Ok("committed")
+    }))
+}
+
+/// How often open transactions are checked against the lifetime limit.
+const REAP_EVERY: Duration = Duration::from_millis(500);
+
+/// Starts, once per server, the task that aborts transactions open longer than the lifetime
+/// limit; it stops when the server is gone.
+fn ensure_reaper(shared: &Arc<Shared>) {
+    if shared
+        .transactions
+        .reaper_started
+        .swap(true, Ordering::AcqRel)
+    {
+        return;
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        shared
+            .transactions
+            .reaper_started
+            .store(false, Ordering::Release);
+        return;
+    };
+    let weak: Weak<Shared> = Arc::downgrade(shared);
+    runtime.spawn(async move {
+        loop {
+            tokio::time::sleep(REAP_EVERY).await;
+            let Some(shared) = weak.upgrade() else {
+                return;
+            };
+            let limit =
+                Duration::from_secs(shared.config.replication.transaction_lifetime_limit_secs);
+            let expired = shared.transactions.abort_expired(limit);
+            if expired > 0 {
+                tracing::info!(
+                    expired,
+                    "aborted transactions open longer than transactionLifetimeLimitSeconds"
+                );
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transaction_errors_get_mongods_labels() {
+        let cases = [
+            (
+                CommandName::Insert,
+                ErrorCode::WriteConflict,
+                vec![TRANSIENT],
+            ),
+            (
+                CommandName::Find,
+                ErrorCode::NoSuchTransaction,
+                vec![TRANSIENT],
+            ),
+            (
+                CommandName::CommitTransaction,
+                ErrorCode::NoSuchTransaction,
+                vec![TRANSIENT],
+            ),
+            (
+                CommandName::CommitTransaction,
+                ErrorCode::MaxTimeMSExpired,
+                vec![UNKNOWN_COMMIT],
+            ),
+            (CommandName::Insert, ErrorCode::DuplicateKey, vec![]),
+            (
+                CommandName::AbortTransaction,
+                ErrorCode::TransactionCommitted,
+                vec![],
+            ),
+        ];
+        for (name, code, expected) in cases {
+            assert_eq!(labels(name, code), expected, "{name:?} {code:?}");
+        }
+    }
+}
