@@ -239,3 +239,37 @@ async fn a_transaction_open_past_its_lifetime_is_aborted() {
         .unwrap();
     assert_eq!(balance(&a, 1).await, 2);
 }
+
+#[tokio::test]
+async fn a_change_stream_sees_a_committed_transaction_with_its_session() {
+    use futures::StreamExt;
+    let server = TestServer::start_replset(SET).await;
+    let (client, a, b) = setup(&server).await;
+    let mut stream = client.database("bank").watch().await.unwrap();
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    a.update_one(doc! {"_id": 1}, doc! {"$inc": {"balance": -1}})
+        .session(&mut session)
+        .await
+        .unwrap();
+    b.insert_one(doc! {"_id": "t9"})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.abort_transaction().await.unwrap();
+    session.start_transaction().await.unwrap();
+    b.insert_one(doc! {"_id": "t10"})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    let event = tokio::time::timeout(Duration::from_secs(5), stream.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    // The aborted transaction left no event; the committed one names its session.
+    assert_eq!(event.document_key, Some(doc! {"_id": "t10"}), "{event:?}");
+    assert_eq!(event.txn_number, Some(2));
+    assert!(event.lsid.is_some());
+}

@@ -212,3 +212,99 @@ impl Iterator for OverlayIter {
         Some((key.clone(), value.clone()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{Backend, Durability, MemoryBackend, WriteBatch};
+    use proptest::prelude::*;
+
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(prop::sample::select(vec![0u8, 1, 2, 0xff]), 1..4)
+    }
+
+    fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
+        let probe = prop::collection::vec(prop::sample::select(vec![0u8, 1, 2, 0xff]), 0..4);
+        prop_oneof![
+            Just(Bound::Unbounded),
+            probe.clone().prop_map(Bound::Included),
+            probe.prop_map(Bound::Excluded),
+        ]
+    }
+
+    fn in_range(k: &[u8], start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+        let above = match start {
+            Bound::Included(s) => k >= s.as_slice(),
+            Bound::Excluded(s) => k > s.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let below = match end {
+            Bound::Included(e) => k <= e.as_slice(),
+            Bound::Excluded(e) => k < e.as_slice(),
+            Bound::Unbounded => true,
+        };
+        above && below
+    }
+
+    proptest! {
+        /// An overlaid snapshot reads as the committed entries with the pending writes applied:
+        /// point reads and ranges in both directions, against a `BTreeMap` model.
+        #[test]
+        fn an_overlaid_snapshot_reads_as_its_writes_applied(
+            committed in prop::collection::vec((key(), any::<u8>()), 0..12),
+            pending in prop::collection::vec((key(), prop::option::of(any::<u8>())), 0..12),
+            ranges in prop::collection::vec((bound(), bound(), any::<bool>()), 1..6),
+        ) {
+            let backend = MemoryBackend::new();
+            let mut batch = WriteBatch::new();
+            let mut model = BTreeMap::new();
+            for (k, v) in &committed {
+                batch.put(Keyspace::Documents, k.clone(), vec![*v]);
+                model.insert(k.clone(), vec![*v]);
+            }
+            // An entry of another keyspace must never show through.
+            batch.put(Keyspace::Indexes, vec![1], vec![9]);
+            backend.commit(batch, Durability::Buffered).unwrap();
+            let mut overlay = Overlay::default();
+            for (k, v) in &pending {
+                match v {
+                    Some(v) => {
+                        overlay.put(Keyspace::Documents, k.clone(), vec![*v]);
+                        model.insert(k.clone(), vec![*v]);
+                    }
+                    None => {
+                        overlay.delete(Keyspace::Documents, k.clone());
+                        model.remove(k);
+                    }
+                }
+            }
+            let snapshot = OverlaySnapshot::new(backend.snapshot(), Arc::new(overlay));
+            for k in committed.iter().map(|(k, _)| k).chain(pending.iter().map(|(k, _)| k)) {
+                prop_assert_eq!(
+                    snapshot.get(Keyspace::Documents, k).unwrap(),
+                    model.get(k).cloned()
+                );
+            }
+            for (start, end, reverse) in ranges {
+                let got: Vec<KeyValue> = snapshot
+                    .range(
+                        Keyspace::Documents,
+                        start.as_ref().map(Vec::as_slice),
+                        end.as_ref().map(Vec::as_slice),
+                        reverse,
+                    )
+                    .collect::<Result<_, _>>()
+                    .unwrap();
+                let mut want: Vec<KeyValue> = model
+                    .iter()
+                    .filter(|(k, _)| in_range(k, &start, &end))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if reverse {
+                    want.reverse();
+                }
+                prop_assert_eq!(got, want);
+            }
+        }
+    }
+}

@@ -88,7 +88,13 @@ pub fn events(
         }
         event
     };
-    let one = |doc: Document| {
+    let one = |mut doc: Document| {
+        // A transaction's change names its session and transaction, as on mongod.
+        for field in ["lsid", "txnNumber"] {
+            if let Some(value) = entry.get(field) {
+                doc.insert(field, value.clone());
+            }
+        }
         Ok(vec![Event {
             token: Token::new(time, Kind::Event),
             doc,
