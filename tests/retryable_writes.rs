@@ -228,8 +228,12 @@ async fn transaction_fields_are_checked_as_mongod_checks_them() {
             72,
         ),
         (
-            doc! {"insert": "c", "documents": [{}], "txnNumber": 1_i64, "autocommit": false, "startTransaction": true},
-            238,
+            doc! {"count": "c", "txnNumber": 1_i64, "autocommit": false, "startTransaction": true},
+            263,
+        ),
+        (
+            doc! {"insert": "c", "documents": [{}], "txnNumber": 2_i64, "autocommit": false},
+            251,
         ),
     ];
     for (cmd, code) in cases {
