@@ -273,3 +273,77 @@ async fn a_change_stream_sees_a_committed_transaction_with_its_session() {
     assert_eq!(event.txn_number, Some(2));
     assert!(event.lsid.is_some());
 }
+
+#[tokio::test]
+async fn collections_and_their_indexes_can_be_created_inside() {
+    let server = TestServer::start_replset(SET).await;
+    let (client, a, _) = setup(&server).await;
+    let db = client.database("bank");
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    db.create_collection("audit")
+        .session(&mut session)
+        .await
+        .unwrap();
+    db.run_command(doc! {"createIndexes": "audit", "indexes": [{"key": {"at": 1}, "name": "at_1", "unique": true}]})
+        .session(&mut session)
+        .await
+        .unwrap();
+    let audit = db.collection::<Document>("audit");
+    audit
+        .insert_one(doc! {"_id": 1, "at": 5})
+        .session(&mut session)
+        .await
+        .unwrap();
+    let err = audit
+        .insert_one(doc! {"_id": 2, "at": 5})
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        code_of(&err),
+        Some(11000),
+        "the new unique index holds inside: {err}"
+    );
+    // That aborted it: nothing of it exists.
+    assert!(!db
+        .list_collection_names()
+        .await
+        .unwrap()
+        .contains(&"audit".to_owned()));
+    // The driver still thinks it open; the server answers its abort with 251, which the driver
+    // ignores.
+    session.abort_transaction().await.unwrap();
+
+    session.start_transaction().await.unwrap();
+    db.create_collection("audit")
+        .session(&mut session)
+        .await
+        .unwrap();
+    db.run_command(
+        doc! {"createIndexes": "audit", "indexes": [{"key": {"at": 1}, "name": "at_1"}]},
+    )
+    .session(&mut session)
+    .await
+    .unwrap();
+    audit
+        .insert_one(doc! {"_id": 1, "at": 5})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    let names: Vec<String> = audit.list_index_names().await.unwrap();
+    assert_eq!(names, vec!["_id_".to_owned(), "at_1".to_owned()]);
+    assert_eq!(audit.count_documents(doc! {}).await.unwrap(), 1);
+
+    // An index on a collection that existed before the transaction is refused.
+    session.start_transaction().await.unwrap();
+    let err = db
+        .run_command(
+            doc! {"createIndexes": a.name(), "indexes": [{"key": {"b": 1}, "name": "b_1"}]},
+        )
+        .session(&mut session)
+        .await
+        .unwrap_err();
+    assert_eq!(code_of(&err), Some(263), "{err}");
+}

@@ -55,12 +55,10 @@ pub async fn create(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     validate_collection_name(req.db, &coll)?;
     let options = create_options(cmd)?;
     let db = req.db.to_owned();
-    shared
-        .engine
-        .write(durable(cmd), move |txn, _now| {
-            ddl::create_collection(txn, &db, &coll, options).map(|_| ())
-        })
-        .await??;
+    super::transactions::write(shared, req, durable(cmd), move |txn, _now| {
+        ddl::create_collection(txn, &db, &coll, options).map(|_| ())
+    })
+    .await??;
     Ok(doc! {"ok": 1.0})
 }
 

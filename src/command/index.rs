@@ -75,6 +75,9 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     }
     let db = req.db.to_owned();
     let durable = durable(cmd);
+    if req.transaction.is_some() {
+        return create_in_transaction(shared, req, db, coll, specs, durable).await;
+    }
     let added = loop {
         let (db, coll, specs) = (db.clone(), coll.clone(), specs.clone());
         let step = shared
@@ -95,7 +98,7 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     if !added.to_build.is_empty() {
         let built = shared
             .engine
-            .build_indexes(added.collection_id, added.to_build)
+            .build_indexes(added.collection_id, added.to_build.clone())
             .await;
         if let Err(e) = built {
             // All or nothing: the request's indexes that were ready at once (a `_ts` TTL index
@@ -113,6 +116,41 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
             return Err(e);
         }
     }
+    Ok(created_reply(&added))
+}
+
+/// `createIndexes` in a transaction, as mongod 7.0 allows it: only on a collection the
+/// transaction creates (by this command or an earlier one) and only while it is empty.
+async fn create_in_transaction(
+    shared: &Shared,
+    req: &Request<'_>,
+    db: String,
+    coll: String,
+    specs: Vec<(IndexMeta, bool)>,
+    durable: bool,
+) -> Result<Document> {
+    let ns = format!("{db}.{coll}");
+    if super::transactions::existed_at_start(req, &db, &coll)? {
+        return Err(Error::new(
+            ErrorCode::OperationNotSupportedInTransaction,
+            format!("Cannot create new indexes on existing collection {ns} in a multi-document transaction."),
+        ));
+    }
+    let step = super::transactions::write(shared, req, durable, move |txn, _now| {
+        add_indexes(txn, &db, &coll, specs)
+    })
+    .await??;
+    match step {
+        Added::Indexes(added) if added.to_build.is_empty() => Ok(created_reply(&added)),
+        // A collection the transaction created has no build of its own to wait for.
+        Added::Indexes(_) | Added::WaitFor(_) => Err(Error::new(
+            ErrorCode::OperationNotSupportedInTransaction,
+            format!("Cannot create new indexes on non-empty collection {ns} in a multi-document transaction."),
+        )),
+    }
+}
+
+fn created_reply(added: &AddedIndexes) -> Document {
     let (before, after, created) = (added.before, added.after, added.created);
     let mut reply = doc! {
         "createdCollectionAutomatically": created,
@@ -123,7 +161,7 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
         reply.insert("note", "all indexes already exist");
     }
     reply.insert("ok", 1.0);
-    Ok(reply)
+    reply
 }
 
 /// What the first job of `createIndexes` did.

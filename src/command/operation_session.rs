@@ -34,8 +34,7 @@ pub struct TransactionStatement {
 }
 
 /// Commands a multi-document transaction may run (mongod's `txnCmdAllowlist`, less the
-/// sharding and two-phase-commit commands; `create` and `createIndexes` are not supported in
-/// one here).
+/// sharding and two-phase-commit commands).
 fn runs_in_transaction(name: CommandName) -> bool {
     use CommandName as C;
     matches!(
@@ -50,6 +49,8 @@ fn runs_in_transaction(name: CommandName) -> bool {
             | C::Delete
             | C::FindAndModify
             | C::FindAndModifyLower
+            | C::Create
+            | C::CreateIndexes
             | C::CommitTransaction
             | C::AbortTransaction
     )

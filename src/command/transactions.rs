@@ -350,6 +350,16 @@ pub fn read_view(shared: &Shared, req: &Request<'_>) -> Result<ReadView> {
     }
 }
 
+/// Whether collection `db.name` existed when `req`'s transaction started.
+pub fn existed_at_start(req: &Request<'_>, db: &str, name: &str) -> Result<bool> {
+    let Some(handle) = &req.transaction else {
+        return Ok(false);
+    };
+    let slot = handle.lock().map_err(|_| poisoned())?;
+    let transaction = slot.as_ref().ok_or_else(|| lifetime_exceeded(req))?;
+    Ok(transaction.existed_at_start(db, name))
+}
+
 fn lifetime_exceeded(req: &Request<'_>) -> Error {
     aborted(req.session.transaction.map_or(-1, |t| t.number))
 }

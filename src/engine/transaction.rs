@@ -132,6 +132,11 @@ impl Transaction {
         self.read_time
     }
 
+    /// Whether collection `db.name` existed when the transaction started.
+    pub fn existed_at_start(&self, db: &str, name: &str) -> bool {
+        self.base_catalog.get(db, name).is_some()
+    }
+
     /// Whether a statement has written anything.
     pub fn has_writes(&self) -> bool {
         !self.work.overlay.is_empty()
