@@ -558,3 +558,46 @@ async fn get_cmd_line_opts_names_the_set() {
         SET
     );
 }
+
+#[tokio::test]
+async fn the_operation_log_reads_as_local_oplog_rs() {
+    let server = TestServer::start_replset("rs0").await;
+    let client = server.replset_client("rs0").await;
+    let c = client.database("app").collection::<Document>("c");
+    c.insert_one(doc! {"_id": 1, "a": 1}).await.unwrap();
+    c.update_one(doc! {"_id": 1}, doc! {"$set": {"a": 2}})
+        .await
+        .unwrap();
+    let oplog = client.database("local").collection::<Document>("oplog.rs");
+    let last = oplog
+        .find_one(doc! {"ns": "app.c"})
+        .sort(doc! {"$natural": -1})
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(last.get_str("op").unwrap(), "u", "{last}");
+    assert_eq!(last.get_document("o2").unwrap(), &doc! {"_id": 1});
+    let inserts = oplog
+        .count_documents(doc! {"ns": "app.c", "op": "i"})
+        .await
+        .unwrap();
+    assert_eq!(inserts, 1);
+    let first: Vec<Document> = {
+        use futures::TryStreamExt;
+        oplog
+            .find(doc! {"ns": "app.c"})
+            .projection(doc! {"op": 1, "_id": 0})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap()
+    };
+    assert_eq!(first, vec![doc! {"op": "i"}, doc! {"op": "u"}]);
+    let err = client
+        .database("local")
+        .run_command(doc! {"find": "oplog.rs", "tailable": true})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(238));
+}

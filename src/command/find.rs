@@ -137,6 +137,11 @@ fn refuse_unsupported(cmd: &Document) -> Result<()> {
 }
 
 pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
+    if let Some(Bson::String(coll)) = req.body.get("find") {
+        if super::oplog_reads::is_oplog(shared, req.db, coll) {
+            return find_in_oplog(shared, req);
+        }
+    }
     let args = FindArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
     shared.counters.count(OpKind::Query, 1);
     let ns = format!("{}.{}", req.db, args.collection);
@@ -224,5 +229,23 @@ fn non_negative(cmd: &Document, field: &str) -> Result<Option<u64>> {
             if field == "skip" { "Skip" } else { "BatchSize" }
         ))),
         Some(n) => Ok(Some(n.unsigned_abs())),
+    }
+}
+
+/// A `find` on `local.oplog.rs`, run as its aggregation.
+fn find_in_oplog(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
+    let body = super::oplog_reads::find_as_aggregate(req.body)?;
+    let aggregate = Request {
+        name: super::CommandName::Aggregate,
+        db: req.db,
+        body: &body,
+        interrupt: Arc::clone(&req.interrupt),
+        session: req.session,
+        transaction: req.transaction.clone(),
+    };
+    match super::aggregate::aggregate(shared, &aggregate)? {
+        super::Reply::Raw(raw) => Ok(raw),
+        super::Reply::Document(doc) => bson::RawDocumentBuf::from_document(&doc)
+            .map_err(|e| Error::internal(format!("cannot encode a reply: {e}"))),
     }
 }

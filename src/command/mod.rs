@@ -31,6 +31,7 @@ mod insert;
 mod introspection;
 pub(crate) mod operation_session;
 mod operations;
+mod oplog_reads;
 mod read;
 pub mod replset;
 mod retryable;

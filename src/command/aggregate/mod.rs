@@ -284,6 +284,10 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             pipeline.take_first();
             Box::new(sessions.into_iter().map(|doc| Ok(Row::computed(doc))))
         }
+        (_, None) if super::oplog_reads::is_oplog(shared, req.db, coll) => Box::new(
+            view.oplog_after(None)
+                .map(|entry| entry.map(|(_, doc)| Row::computed(doc))),
+        ),
         (Some(Stage::Documents(_)), _) | (_, None) => Box::new(std::iter::empty()),
         (_, Some(_)) => {
             let (read, _) = pipeline.take_leading_read(args.hint)?;
