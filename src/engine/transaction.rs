@@ -212,10 +212,10 @@ impl Transaction {
     pub fn apply(mut self, txn: &mut Txn<'_>, session: &Document) -> Result<()> {
         self.check_unchanged(txn)?;
         let work = std::mem::take(&mut self.work);
-        for (keyspace, key, value) in work.overlay.entries() {
+        for (keyspace, key, value) in work.overlay.into_entries() {
             match value {
-                Some(value) => txn.put(keyspace, key.clone(), value.clone()),
-                None => txn.delete(keyspace, key.clone()),
+                Some(value) => txn.put(keyspace, key, value),
+                None => txn.delete(keyspace, key),
             }
         }
         for (collection_id, delta) in &work.counts {

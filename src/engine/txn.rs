@@ -2,8 +2,8 @@
 //! committed snapshot overlaid with the writes of the operations before it, so a group behaves
 //! exactly like its operations run one after another.
 //!
-//! Owns: the overlay, the write batch, the catalog changes and the document-counter changes of
-//! one group. Does not own: commit and durability (`writer`), document rules (`collection`).
+//! Owns: the overlay (each pending write held once: the commit's batch is made from it), the
+//! catalog changes and the document-counter changes of one group. Does not own: commit and durability (`writer`), document rules (`collection`).
 
 use super::catalog::Catalog;
 use super::counts::{self, Delta};
@@ -20,7 +20,8 @@ use std::ops::Bound;
 pub struct Txn<'a> {
     snapshot: &'a Snap,
     overlay: Overlay,
-    batch: WriteBatch,
+    /// Roughly the bytes the group's batch will hold, to bound a group.
+    pending_bytes: usize,
     pub(super) catalog: &'a mut Catalog,
     catalog_changed: bool,
     /// Changes to collections' counters, by collection id: written once each by [`Txn::finish`],
@@ -63,7 +64,7 @@ impl<'a> Txn<'a> {
         Txn {
             snapshot,
             overlay: Default::default(),
-            batch: WriteBatch::new(),
+            pending_bytes: 0,
             catalog,
             catalog_changed: false,
             counts: BTreeMap::new(),
@@ -191,12 +192,12 @@ impl<'a> Txn<'a> {
     }
 
     pub fn put(&mut self, keyspace: Keyspace, key: Vec<u8>, value: Vec<u8>) {
-        self.batch.put(keyspace, key.clone(), value.clone());
+        self.pending_bytes += key.len() + value.len() + PER_WRITE_BYTES;
         self.overlay.put(keyspace, key, value);
     }
 
     pub fn delete(&mut self, keyspace: Keyspace, key: Vec<u8>) {
-        self.batch.delete(keyspace, key.clone());
+        self.pending_bytes += key.len() + PER_WRITE_BYTES;
         self.overlay.delete(keyspace, key);
     }
 
@@ -293,22 +294,29 @@ impl<'a> Txn<'a> {
     /// The group's batch, with each changed counter written once, and whether the catalog
     /// changed.
     pub(super) fn finish(mut self) -> Result<(WriteBatch, bool)> {
+        let mut batch = WriteBatch::new();
         for (collection_id, delta) in std::mem::take(&mut self.counts) {
             if delta.is_zero() {
                 continue;
             }
             let base = counts::stored(self.snapshot, collection_id)?.unwrap_or_default();
-            self.batch.put(
+            self.overlay.put(
                 Keyspace::Catalog,
                 counts::counter_key(collection_id),
                 base.apply(delta).encode(),
             );
         }
-        Ok((self.batch, self.catalog_changed))
+        for (keyspace, key, value) in self.overlay.into_entries() {
+            match value {
+                Some(value) => batch.put(keyspace, key, value),
+                None => batch.delete(keyspace, key),
+            }
+        }
+        Ok((batch, self.catalog_changed))
     }
 
     pub fn pending_bytes(&self) -> usize {
-        self.batch.approximate_size()
+        self.pending_bytes
     }
 
     fn overlay_of(&self, keyspace: Keyspace) -> &Pending {
@@ -319,6 +327,9 @@ impl<'a> Txn<'a> {
 fn owned((key, value): (&Vec<u8>, &Option<Vec<u8>>)) -> (Vec<u8>, Option<Vec<u8>>) {
     (key.clone(), value.clone())
 }
+
+/// What a write adds to [`Txn::pending_bytes`] beyond its key and value.
+const PER_WRITE_BYTES: usize = 16;
 
 /// The group's pending writes in a range: `None` is a delete.
 type PendingEntries<'t> = Box<dyn Iterator<Item = (Vec<u8>, Option<Vec<u8>>)> + Send + 't>;

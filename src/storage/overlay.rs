@@ -65,6 +65,18 @@ impl Overlay {
         })
     }
 
+    /// Every pending write, consumed, keyspace by keyspace, in key order.
+    pub fn into_entries(self) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
+        Keyspace::ALL
+            .into_iter()
+            .zip(self.keyspaces)
+            .flat_map(|(keyspace, pending)| {
+                pending
+                    .into_iter()
+                    .map(move |(key, value)| (keyspace, key, value))
+            })
+    }
+
     /// Bytes of keys and values held, roughly.
     pub fn approximate_size(&self) -> usize {
         self.entries()
