@@ -6,7 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# A node_modules that is a link (to an install shared by several checkouts) is never reinstalled
+# through the link: npm ci would empty the shared install, and a fresh checkout's lock file is
+# always newer than it.
+if [ ! -x node_modules/.bin/node ] || {
+  [ ! -L node_modules ] && [ package-lock.json -nt node_modules/.package-lock.json ]
+}; then
   echo "clients: installing mongosh and the Node.js driver (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
