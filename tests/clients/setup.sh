@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Installs the real clients the scenarios drive: mongosh, the Node.js driver and Node.js 24
 # (from npm, pinned in package-lock.json) and pymongo with its compressors (from PyPI, pinned in
-# requirements.txt), and fetches MongoDB's CRUD specification tests for tests/crudspec/run.py.
+# requirements.txt), and fetches MongoDB's driver specification tests for tests/crudspec/run.py.
 # Idempotent: does nothing when they are already installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-if [ ! -x node_modules/.bin/node ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+# A node_modules that is a link (to an install shared by several checkouts) is never reinstalled
+# through the link: npm ci would empty the shared install, and a fresh checkout's lock file is
+# always newer than it.
+if [ ! -x node_modules/.bin/node ] || {
+  [ ! -L node_modules ] && [ package-lock.json -nt node_modules/.package-lock.json ]
+}; then
   echo "clients: installing mongosh and the Node.js driver (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
@@ -17,25 +22,43 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import pymongo, snappy; f
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
 fi
 
-# The CRUD specification tests (unified test format) ship in pymongo's source distribution: the
-# pinned version is downloaded by pip, which checks its sha256 against the one PyPI publishes
-# (pinned here too), and the JSON files of test/crud/unified are extracted into crudspec/spec/
-# (ignored by git).
-CRUD_SPEC_PYMONGO=4.20.0
-CRUD_SPEC_SHA256=f773b0aec28687587cdeda490463a82debc4566a4a3620dcc8dada9d2c0a1acd
+# The driver specification tests in the unified test format (CRUD, and for replica-set mode
+# transactions, the convenient transaction API, retryable writes and reads, sessions and change
+# streams) ship in pymongo's source distribution: the pinned version is downloaded by pip, which
+# checks its sha256 against the one PyPI publishes (pinned here too), and the JSON files of each
+# suite's directory are extracted into crudspec/spec/SUITE/ (ignored by git). The marker names
+# the version and the suites, so a checkout holding an older set fetches again.
+SPEC_PYMONGO=4.20.0
+SPEC_SHA256=f773b0aec28687587cdeda490463a82debc4566a4a3620dcc8dada9d2c0a1acd
+# suite=directory in the source distribution (every *.json directly inside it)
+SPEC_SUITES=(
+  crud=test/crud/unified
+  transactions=test/transactions/unified
+  transactions-convenient-api=test/transactions-convenient-api/unified
+  retryable-writes=test/retryable_writes/unified
+  retryable-reads=test/retryable_reads/unified
+  sessions=test/sessions
+  change-streams=test/change_streams/unified
+)
 spec_dir=../crudspec/spec
-if [ "$(cat "$spec_dir/.pymongo-version" 2>/dev/null)" != "$CRUD_SPEC_PYMONGO" ]; then
-  echo "clients: fetching the CRUD specification tests (pymongo $CRUD_SPEC_PYMONGO source distribution)"
+marker="$SPEC_PYMONGO ${SPEC_SUITES[*]}"
+if [ "$(cat "$spec_dir/.pymongo-version" 2>/dev/null)" != "$marker" ]; then
+  echo "clients: fetching the specification tests (pymongo $SPEC_PYMONGO source distribution)"
   download=$(mktemp -d)
   trap 'rm -rf "$download"' EXIT
-  echo "pymongo==$CRUD_SPEC_PYMONGO --hash=sha256:$CRUD_SPEC_SHA256" > "$download/requirements.txt"
+  echo "pymongo==$SPEC_PYMONGO --hash=sha256:$SPEC_SHA256" > "$download/requirements.txt"
   .venv/bin/pip download --quiet --disable-pip-version-check --no-deps --no-binary :all: \
     --require-hashes -r "$download/requirements.txt" -d "$download"
-  sdist="$download/pymongo-$CRUD_SPEC_PYMONGO.tar.gz"
-  echo "$CRUD_SPEC_SHA256  $sdist" | sha256sum --check --quiet
+  sdist="$download/pymongo-$SPEC_PYMONGO.tar.gz"
+  echo "$SPEC_SHA256  $sdist" | sha256sum --check --quiet
   rm -rf "$spec_dir"
-  mkdir -p "$spec_dir"
-  tar -xzf "$sdist" -C "$spec_dir" --strip-components=4 --wildcards \
-    "pymongo-$CRUD_SPEC_PYMONGO/test/crud/unified/*.json"
-  echo "$CRUD_SPEC_PYMONGO" > "$spec_dir/.pymongo-version"
+  for entry in "${SPEC_SUITES[@]}"; do
+    suite=${entry%%=*}
+    source=${entry#*=}
+    mkdir -p "$spec_dir/$suite"
+    # --no-wildcards-match-slash: only the directory's own files, not its subdirectories'.
+    tar -xzf "$sdist" -C "$spec_dir/$suite" --strip-components=$(($(tr -cd / <<<"$source" | wc -c) + 2)) \
+      --wildcards --no-wildcards-match-slash "pymongo-$SPEC_PYMONGO/$source/*.json"
+  done
+  echo "$marker" > "$spec_dir/.pymongo-version"
 fi

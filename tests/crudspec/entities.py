@@ -1,13 +1,17 @@
-"""The entity map of one test: clients (with their command monitoring), databases, collections,
-sessions, buckets and saved results, created from `createEntities`.
+"""The entity map of one test: clients (with their command and connection-pool monitoring),
+databases, collections, sessions, buckets, change streams and saved results, created from
+`createEntities` (or saved by operations).
 
 Owns entity creation and lookup (unique names, referential integrity, type checks) and the
-command events each client records. Not here: operations on entities (operations.py) or the
-checks on recorded events (scenario.py).
+events each client records. Not here: operations on entities (operations.py and its siblings)
+or the checks on recorded events (scenario.py).
 """
 import gridfs
 import pymongo
-from pymongo import monitoring
+from pymongo import common, monitoring
+from pymongo.change_stream import ChangeStream
+from pymongo.client_session import TransactionOptions
+from pymongo.command_cursor import CommandCursor
 from pymongo.database import Database
 from pymongo.read_concern import ReadConcern
 from pymongo.read_preferences import (
@@ -20,6 +24,12 @@ from pymongo.read_preferences import (
 from pymongo.server_api import ServerApi
 from pymongo.write_concern import WriteConcern
 
+# A server marked unknown after an error (a fail point's NotWritablePrimary, a closed connection)
+# is selectable again after its next heartbeat: at 100ms, as pymongo's own unified test runner
+# sets them (test/unified_format.py, client_knobs), instead of the 500ms to 10s defaults.
+common.HEARTBEAT_FREQUENCY = 0.1
+common.MIN_HEARTBEAT_INTERVAL = 0.1
+
 # Commands whose events carry credentials; never observed (Command Logging and Monitoring spec).
 SENSITIVE_COMMANDS = {
     "authenticate", "saslstart", "saslcontinue", "getnonce", "createuser", "updateuser",
@@ -29,6 +39,20 @@ EVENT_TYPES = {
     "commandStartedEvent": monitoring.CommandStartedEvent,
     "commandSucceededEvent": monitoring.CommandSucceededEvent,
     "commandFailedEvent": monitoring.CommandFailedEvent,
+}
+# Connection pool (CMAP) events a test may observe: the spec's name -> pymongo's event class.
+POOL_EVENT_TYPES = {
+    "poolCreatedEvent": monitoring.PoolCreatedEvent,
+    "poolReadyEvent": monitoring.PoolReadyEvent,
+    "poolClearedEvent": monitoring.PoolClearedEvent,
+    "poolClosedEvent": monitoring.PoolClosedEvent,
+    "connectionCreatedEvent": monitoring.ConnectionCreatedEvent,
+    "connectionReadyEvent": monitoring.ConnectionReadyEvent,
+    "connectionClosedEvent": monitoring.ConnectionClosedEvent,
+    "connectionCheckOutStartedEvent": monitoring.ConnectionCheckOutStartedEvent,
+    "connectionCheckOutFailedEvent": monitoring.ConnectionCheckOutFailedEvent,
+    "connectionCheckedOutEvent": monitoring.ConnectionCheckedOutEvent,
+    "connectionCheckedInEvent": monitoring.ConnectionCheckedInEvent,
 }
 READ_PREFERENCES = {
     "primary": Primary,
@@ -48,10 +72,7 @@ class CommandRecorder(monitoring.CommandListener):
     """Records the command events of one client that the test observes, in order."""
 
     def __init__(self, observe, ignore, observe_sensitive):
-        unknown = set(observe) - set(EVENT_TYPES)
-        if unknown:
-            raise RunnerError(f"observeEvents {sorted(unknown)} not supported")
-        self.kinds = tuple(EVENT_TYPES[name] for name in observe)
+        self.kinds = tuple(EVENT_TYPES[name] for name in observe if name in EVENT_TYPES)
         self.ignore = {name.lower() for name in ignore} | {"configurefailpoint"}
         self.observe_sensitive = observe_sensitive
         self.enabled = True
@@ -72,6 +93,30 @@ class CommandRecorder(monitoring.CommandListener):
         self.events.append(event)
 
     started = succeeded = failed = _record
+
+
+class PoolRecorder(monitoring.ConnectionPoolListener):
+    """Records the connection pool events of one client that the test observes, in order, and
+    counts the connections checked out now (assertNumberConnectionsCheckedOut)."""
+
+    def __init__(self, observe):
+        self.kinds = tuple(POOL_EVENT_TYPES[name] for name in observe if name in POOL_EVENT_TYPES)
+        self.enabled = True
+        self.events = []
+        self.checked_out = 0
+
+    def _record(self, event):
+        if isinstance(event, monitoring.ConnectionCheckedOutEvent):
+            self.checked_out += 1
+        elif isinstance(event, monitoring.ConnectionCheckedInEvent):
+            self.checked_out -= 1
+        if self.enabled and isinstance(event, self.kinds):
+            self.events.append(event)
+
+    pool_created = pool_ready = pool_cleared = pool_closed = _record
+    connection_created = connection_ready = connection_closed = _record
+    connection_check_out_started = connection_check_out_failed = _record
+    connection_checked_out = connection_checked_in = _record
 
 
 def read_preference(spec):
@@ -103,6 +148,23 @@ def write_concern(spec):
     return WriteConcern(**kwargs)
 
 
+def transaction_options(spec):
+    """A session's defaultTransactionOptions (or startTransaction's arguments) for pymongo."""
+    spec = dict(spec)
+    kwargs = {}
+    if "readConcern" in spec:
+        kwargs["read_concern"] = ReadConcern(**spec.pop("readConcern"))
+    if "writeConcern" in spec:
+        kwargs["write_concern"] = write_concern(spec.pop("writeConcern"))
+    if "readPreference" in spec:
+        kwargs["read_preference"] = read_preference(spec.pop("readPreference"))
+    if "maxCommitTimeMS" in spec:
+        kwargs["max_commit_time_ms"] = spec.pop("maxCommitTimeMS")
+    if spec:
+        raise RunnerError(f"transaction options {sorted(spec)} not supported")
+    return TransactionOptions(**kwargs)
+
+
 def common_options(spec, what):
     """readConcern/readPreference/writeConcern of a database or collection as pymongo kwargs."""
     spec = dict(spec or {})
@@ -126,6 +188,7 @@ class EntityMap:
         self.deployment = deployment
         self._entities = {}
         self.recorders = {}  # client id -> CommandRecorder
+        self.pool_recorders = {}  # client id -> PoolRecorder
         self.sessions_lsid = {}  # session id -> lsid document, kept after the session ends
 
     def __contains__(self, name):
@@ -172,12 +235,17 @@ class EntityMap:
         multiple = spec.pop("useMultipleMongoses", None)
         if multiple and self.deployment.topology == "sharded":
             raise RunnerError("useMultipleMongoses on a sharded cluster is not supported")
+        observe = spec.pop("observeEvents", [])
+        unknown = set(observe) - set(EVENT_TYPES) - set(POOL_EVENT_TYPES)
+        if unknown:
+            raise RunnerError(f"observeEvents {sorted(unknown)} not supported")
         recorder = CommandRecorder(
-            spec.pop("observeEvents", []),
+            observe,
             spec.pop("ignoreCommandMonitoringEvents", []),
             spec.pop("observeSensitiveCommands", False),
         )
-        kwargs = {"serverSelectionTimeoutMS": 10000, "socketTimeoutMS": 30000}
+        pool_recorder = PoolRecorder(observe)
+        kwargs = {"serverSelectionTimeoutMS": 5000, "socketTimeoutMS": 30000}
         if "serverApi" in spec:
             api = spec.pop("serverApi")
             kwargs["server_api"] = ServerApi(
@@ -187,9 +255,10 @@ class EntityMap:
         if spec:
             raise RunnerError(f"client options {sorted(spec)} not supported")
         kwargs.update(uri_options)
-        client = pymongo.MongoClient(self.uri, event_listeners=[recorder], **kwargs)
+        client = pymongo.MongoClient(self.uri, event_listeners=[recorder, pool_recorder], **kwargs)
         self.add(name, client)
         self.recorders[name] = recorder
+        self.pool_recorders[name] = pool_recorder
 
     def _create_database(self, spec):
         name = spec.pop("id")
@@ -220,6 +289,9 @@ class EntityMap:
             kwargs["causal_consistency"] = options.pop("causalConsistency")
         if "snapshot" in options:
             kwargs["snapshot"] = options.pop("snapshot")
+        if "defaultTransactionOptions" in options:
+            kwargs["default_transaction_options"] = transaction_options(
+                options.pop("defaultTransactionOptions"))
         if options:
             raise RunnerError(f"sessionOptions {sorted(options)} not supported")
         session = client.start_session(**kwargs)
@@ -245,13 +317,19 @@ class EntityMap:
         self.add(name, gridfs.GridFSBucket(db, **kwargs))
 
     def stop_observing(self):
-        for recorder in self.recorders.values():
+        for recorder in [*self.recorders.values(), *self.pool_recorders.values()]:
             recorder.enabled = False
 
     def close(self):
         """Ends every session, then closes every client. Before closing, each client pings once
         so that its unacknowledged writes are applied before the next test sets up: the server
         answers a connection's requests in order, and the ping uses the last connection used."""
+        for value in self._entities.values():
+            if isinstance(value, (ChangeStream, CommandCursor)):
+                try:
+                    value.close()
+                except pymongo.errors.PyMongoError:
+                    pass
         for value in self._entities.values():
             if isinstance(value, pymongo.client_session.ClientSession):
                 value.end_session()

@@ -1,17 +1,17 @@
-"""The entity operations the CRUD tests use, mapped onto pymongo, and their results in the shapes
-the CRUD specification defines.
+"""The CRUD operations on collections, databases and clients, and on find cursors, mapped onto
+pymongo, and their results in the shapes the CRUD specification defines.
 
 Owns argument translation (every argument must be known for its operation, or the test fails
 with a runner error), the call itself, and which results are root-level documents (cursors are
 fully iterated). Not here: the shapes of write results (results.py), expectError/expectResult
-assertions (scenario.py, expect_error.py) or entity creation (entities.py).
+assertions (scenario.py, expect_error.py), entity creation (entities.py), sessions and
+transactions (sessions.py), change streams (streams.py), listing and renaming (catalog.py), or
+which table an entity's operation is found in (dispatch.py).
 """
 from bson.son import SON
 from pymongo import operations as models
+from pymongo import ReturnDocument
 from pymongo.client_session import ClientSession
-from pymongo.collection import Collection
-from pymongo.database import Database
-from pymongo import MongoClient, ReturnDocument
 
 from entities import RunnerError, read_preference, write_concern
 from results import bulk_result, client_bulk_result, write_result
@@ -20,9 +20,10 @@ from results import bulk_result, client_bulk_result, write_result
 class Arguments:
     """An operation's arguments; each must be taken exactly once, leftovers are an error."""
 
-    def __init__(self, op_name, arguments, entities):
+    def __init__(self, op_name, arguments, entities, run_operations=None):
         self.op_name = op_name
         self.entities = entities
+        self.run_operations = run_operations  # runs a nested list of operations (callbacks)
         self._args = dict(arguments or {})
         self.kwargs = {}
         if "session" in self._args:
@@ -60,12 +61,15 @@ class Arguments:
 
 class Result:
     """An operation's outcome: the value to match (`value`), whether a document (or each
-    document of a returned list) is a root-level document, and the raw driver object."""
+    document of a returned list) is a root-level document, the raw driver object, and what
+    saveResultAsEntity saves (the value, unless the operation made an entity: a cursor or a
+    change stream)."""
 
-    def __init__(self, value, root=True, raw=None):
+    def __init__(self, value, root=True, raw=None, entity=None):
         self.value = value
         self.root = root
         self.raw = raw if raw is not None else value
+        self.entity = entity if entity is not None else value
 
 
 class FindCursor:
@@ -224,7 +228,7 @@ def c_find(coll, a):
 
 
 def c_create_find_cursor(coll, a):
-    return Result(None, raw=FindCursor(coll.find(**a.pass_through(**FIND_OPTIONS).finish())))
+    return Result(None, entity=FindCursor(coll.find(**a.pass_through(**FIND_OPTIONS).finish())))
 
 
 def c_find_one(coll, a):
@@ -363,15 +367,10 @@ def d_run_command(db, a):
     return Result(db.command(command, **a.finish()))
 
 
-def d_list_collection_names(db, a):
-    return Result(db.list_collection_names(**a.pass_through(filter="filter").finish()), root=False)
-
-
 DATABASE_OPERATIONS = {
     "aggregate": d_aggregate,
     "createCollection": d_create_collection,
     "dropCollection": d_drop_collection,
-    "listCollectionNames": d_list_collection_names,
     "modifyCollection": d_modify_collection,
     "runCommand": d_run_command,
 }
@@ -414,35 +413,3 @@ CURSOR_OPERATIONS = {
     "iterateOnce": cursor_iterate,
     "close": cursor_close,
 }
-
-
-def session_end(session, a):
-    a.finish()
-    session.end_session()
-    return Result(None)
-
-
-SESSION_OPERATIONS = {"endSession": session_end}
-
-
-def prepare(entities, operation):
-    """(callable, description) for an entity operation; raises RunnerError for an unknown
-    entity, operation or argument. Calling the callable runs it and returns a Result."""
-    target = entities.get(operation["object"])
-    name = operation["name"]
-    if isinstance(target, Collection):
-        table = COLLECTION_OPERATIONS
-    elif isinstance(target, Database):
-        table = DATABASE_OPERATIONS
-    elif isinstance(target, FindCursor):
-        table = CURSOR_OPERATIONS
-    elif isinstance(target, ClientSession):
-        table = SESSION_OPERATIONS
-    elif isinstance(target, MongoClient):
-        table = CLIENT_OPERATIONS
-    else:
-        table = {}
-    if name not in table:
-        raise RunnerError(f"operation {name} on {type(target).__name__} not supported")
-    args = Arguments(name, operation.get("arguments"), entities)
-    return lambda: table[name](target, args)

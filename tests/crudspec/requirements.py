@@ -2,8 +2,9 @@
 
 Owns the facts about the deployment (version and topology asked of the server; authentication,
 Atlas Serverless and client-side encryption as the runner sets them up) and the evaluation of
-each requirement field. A test that does not apply is reported with the requirement that
-excluded it. Not here: running anything.
+each requirement field, and the few tests this runner's driver or the one-member replica set
+cannot run whatever the server does (RUNNER_LIMITS). A test that does not apply is reported with
+the requirement (or limit) that excluded it. Not here: running anything.
 """
 import importlib.util
 
@@ -108,3 +109,34 @@ def _equal(expected, actual):
             return expected is actual
         return expected == actual
     return type(expected) is type(actual) and expected == actual
+
+
+# (suite, operation name) -> why no test running that operation can be run here.
+OPERATION_LIMITS = {
+    ("retryable-reads", "count"): "pymongo has no count() helper to retry (count runs as a plain "
+                                  "command, which drivers never retry)",
+}
+# (suite, file, test) -> why that test cannot be run here.
+TEST_LIMITS = {
+    ("transactions", "run-command.json",
+     "run command fails with explicit secondary read preference"):
+        "needs a secondary: pymongo selects one before it checks the transaction's read preference",
+    ("transactions", "run-command.json",
+     "run command fails with secondary read preference from transaction options"):
+        "needs a secondary: pymongo selects one before it checks the transaction's read preference",
+}
+
+
+def runner_limit(suite, file_name, test):
+    """Why this runner (pymongo against one server) cannot run the test, or None."""
+    reason = TEST_LIMITS.get((suite, file_name, test["description"]))
+    if reason:
+        return reason
+    pending = list(test["operations"])
+    while pending:
+        op = pending.pop()
+        reason = OPERATION_LIMITS.get((suite, op["name"]))
+        if reason:
+            return reason
+        pending.extend(op.get("arguments", {}).get("callback", []))
+    return None

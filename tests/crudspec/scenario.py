@@ -2,20 +2,23 @@
 expected results and errors, expected command events, and the collections' final contents.
 
 Owns the order of those steps and their clean-up (fail points turned off, sessions ended,
-clients closed), special test-runner operations, and the verdict of a test. Not here: which
-tests apply (requirements.py) or the summary over files (run.py).
+clients closed), how an operation's outcome is checked (also inside withTransaction's callback),
+and the verdict of a test. Not here: which tests apply (requirements.py), the operations
+(dispatch.py, special.py) or the summary over files (run.py).
 """
 from pymongo import ASCENDING
 from pymongo.read_concern import ReadConcern
 from pymongo.read_preferences import Primary
 from pymongo.write_concern import WriteConcern
 
+import dispatch
 import expect_error
-import operations
-from entities import EVENT_TYPES, RunnerError, EntityMap
+from entities import EVENT_TYPES, POOL_EVENT_TYPES, RunnerError, EntityMap
 from matcher import Matcher, Mismatch, exactly_equal
+from special import run_special
+from streams import StreamTimeout
 
-SCHEMA_MAJOR, SCHEMA_MINOR = 1, 21  # the newest schema version the CRUD files use
+SCHEMA_MAJOR, SCHEMA_MINOR = 1, 21  # the newest schema version the spec files use
 
 
 class TestFailure(Exception):
@@ -45,6 +48,12 @@ def insert_initial_data(internal, initial_data):
             db.create_collection(name, write_concern=majority, check_exists=False, **options)
 
 
+def end_all_sessions(internal):
+    """killAllSessions, so that a transaction a failed test left open holds nothing the next
+    test touches (the unified format asks this of runners on replica sets)."""
+    internal.admin.command("killAllSessions", [])
+
+
 def check_outcome(internal, outcome):
     for data in outcome:
         coll = internal.get_database(data["databaseName"]).get_collection(
@@ -61,11 +70,15 @@ def check_events(entities, matcher, expectations):
     for expected_for_client in expectations:
         client = expected_for_client["client"]
         event_type = expected_for_client.get("eventType", "command")
-        if event_type != "command":
+        if event_type == "command":
+            recorders = entities.recorders
+        elif event_type == "cmap":
+            recorders = entities.pool_recorders
+        else:
             raise RunnerError(f"eventType {event_type} not supported")
-        if client not in entities.recorders:
+        if client not in recorders:
             raise RunnerError(f"client {client} is not defined")
-        actual = list(entities.recorders[client].events)
+        actual = list(recorders[client].events)
         expected = expected_for_client["events"]
         if expected_for_client.get("ignoreExtraEvents", False):
             actual = actual[: len(expected)]
@@ -73,7 +86,7 @@ def check_events(entities, matcher, expectations):
             raise TestFailure(
                 f"expectEvents for {client}: expected {len(expected)} events "
                 f"{[next(iter(e.values())).get('commandName', next(iter(e))) for e in expected]}, "
-                f"got {len(actual)}: {[type(a).__name__ + ' ' + a.command_name for a in actual]}"
+                f"got {len(actual)}: {[describe_event(a) for a in actual]}"
             )
         for i, (e, a) in enumerate(zip(expected, actual)):
             try:
@@ -82,14 +95,25 @@ def check_events(entities, matcher, expectations):
                 raise TestFailure(str(m)) from None
 
 
+def describe_event(event):
+    name = getattr(event, "command_name", None)
+    return type(event).__name__ + (f" {name}" if name else "")
+
+
 def match_event(matcher, expected, actual, path):
     if len(expected) != 1:
         raise RunnerError(f"{path}: an expected event has exactly one key")
     (kind, fields), = expected.items()
+    if kind in POOL_EVENT_TYPES:
+        if not isinstance(actual, POOL_EVENT_TYPES[kind]):
+            raise Mismatch(f"{path}: expected {kind}, got {describe_event(actual)}")
+        if fields:
+            raise RunnerError(f"{path}: fields of {kind} not supported: {sorted(fields)}")
+        return
     if kind not in EVENT_TYPES:
         raise RunnerError(f"{path}: event {kind} not supported")
     if not isinstance(actual, EVENT_TYPES[kind]):
-        raise Mismatch(f"{path}: expected {kind}, got {type(actual).__name__} {actual.command_name}")
+        raise Mismatch(f"{path}: expected {kind}, got {describe_event(actual)}")
     for field, value in fields.items():
         if field == "command" and kind == "commandStartedEvent":
             matcher.match(value, actual.command, root=True, path=f"{path}.command")
@@ -120,38 +144,32 @@ class TestRun:
         self.matcher = Matcher(self.entities)
         self.fail_points = []  # (client, fail point name), to turn off afterwards
 
-    def special(self, operation):
-        name = operation["name"]
-        args = dict(operation.get("arguments", {}))
-        if name == "failPoint":
-            client = self.entities.client_of(args.pop("client"))
-            command = args.pop("failPoint")
-            if args:
-                raise RunnerError(f"failPoint: unsupported arguments {sorted(args)}")
-            client.admin.command(command, read_preference=Primary())
-            self.fail_points.append((client, command["configureFailPoint"]))
-        else:
-            raise RunnerError(f"test runner operation {name} not supported")
-
-    def operation(self, index, op):
+    def operation(self, index, op, nested=False):
+        """Runs one operation and checks its outcome. Inside withTransaction's callback
+        (`nested`), an error the operation does not expect is raised as it is, so that the
+        driver sees it (and its labels) and may retry; an expected one is swallowed."""
         where = f"operation {index} ({op['name']})"
         if op["object"] == "testRunner":
             try:
-                self.special(op)
+                run_special(self, op)
             except RunnerError:
                 raise
             except Exception as e:
                 raise TestFailure(f"{where}: {expect_error.describe(e)}") from None
             return
-        call = operations.prepare(self.entities, op)
+        call = dispatch.prepare(self.entities, op, self.run_callback)
         try:
             result = call()
-        except RunnerError:
+        except (RunnerError, TestFailure):
             raise
+        except StreamTimeout as e:
+            raise TestFailure(f"{where}: {e}") from None
         except Exception as e:
-            if op.get("ignoreResultAndError"):
-                return
             if "expectError" not in op:
+                if nested:
+                    raise
+                if op.get("ignoreResultAndError"):
+                    return
                 raise TestFailure(f"{where}: unexpected error {expect_error.describe(e)}") from None
             try:
                 expect_error.check(op["expectError"], e, self.matcher)
@@ -167,11 +185,17 @@ class TestRun:
             except Mismatch as m:
                 raise TestFailure(f"{where}: {m}") from None
         if "saveResultAsEntity" in op:
-            saved = result.raw if isinstance(result.raw, operations.FindCursor) else result.value
-            self.entities.add(op["saveResultAsEntity"], saved)
+            self.entities.add(op["saveResultAsEntity"], result.entity)
+
+    def run_callback(self, ops):
+        """withTransaction's callback: its operations in order."""
+        for index, op in enumerate(ops):
+            self.operation(index, op, nested=True)
 
     def run(self, file_spec, test):
         try:
+            if self.entities.deployment.topology != "single":
+                end_all_sessions(self.internal)
             if "initialData" in file_spec:
                 insert_initial_data(self.internal, file_spec["initialData"])
             self.entities.create(file_spec.get("createEntities", []))
