@@ -57,8 +57,11 @@ pub fn add(name: CommandName, body: &Document, reply: &mut Document) {
         if concern_code.is_some_and(is_retryable) {
             labels.push(RETRYABLE_WRITE);
         }
+        // Unless the concern can never be met (100 UnsatisfiableWriteConcern, 79
+        // UnknownReplWriteConcern): retrying will not help.
+        let unknown_outcome = concern_code.is_some_and(|c| c != 100 && c != 79);
         if name == CommandName::CommitTransaction
-            && (concern_code.is_some() || code.is_some_and(is_retryable))
+            && (unknown_outcome || code.is_some_and(is_retryable))
             && !labels.contains(&"UnknownTransactionCommitResult")
         {
             labels.push("UnknownTransactionCommitResult");
@@ -122,6 +125,12 @@ mod tests {
                 &commit,
                 doc! {"ok": 1.0, "writeConcernError": {"code": 64, "errmsg": "x"}},
                 Some(vec!["UnknownTransactionCommitResult"]),
+            ),
+            (
+                CommandName::CommitTransaction,
+                &commit,
+                doc! {"ok": 1.0, "writeConcernError": {"code": 100, "errmsg": "x"}},
+                None,
             ),
             (
                 CommandName::Insert,

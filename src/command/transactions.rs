@@ -317,7 +317,11 @@ pub fn labels(name: CommandName, code: ErrorCode) -> Vec<&'static str> {
     // A commit's NoSuchTransaction is transient too: nothing of the transaction was applied.
     let transient = matches!(
         code,
-        ErrorCode::WriteConflict | ErrorCode::LockTimeout | ErrorCode::NoSuchTransaction
+        ErrorCode::WriteConflict
+            | ErrorCode::LockTimeout
+            | ErrorCode::NoSuchTransaction
+            | ErrorCode::PreparedTransactionInProgress
+            | ErrorCode::SnapshotUnavailable
     );
     let mut labels = Vec::new();
     if transient {

@@ -125,6 +125,15 @@ TEST_LIMITS = {
      "run command fails with secondary read preference from transaction options"):
         "needs a secondary: pymongo selects one before it checks the transaction's read preference",
 }
+for _file, _test in [
+    ("read-pref.json", "secondary readPreference"),
+    ("transaction-options.json", "readPreference inherited from client"),
+    ("transaction-options.json", "readPreference inherited from defaultTransactionOptions"),
+    ("transaction-options.json", "startTransaction overrides readPreference"),
+]:
+    TEST_LIMITS[("transactions", _file, _test)] = (
+        "needs a secondary: pymongo selects one before it checks the transaction's read preference"
+    )
 
 
 def runner_limit(suite, file_name, test):

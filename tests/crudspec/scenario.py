@@ -146,8 +146,8 @@ class TestRun:
 
     def operation(self, index, op, nested=False):
         """Runs one operation and checks its outcome. Inside withTransaction's callback
-        (`nested`), an error the operation does not expect is raised as it is, so that the
-        driver sees it (and its labels) and may retry; an expected one is swallowed."""
+        (`nested`), an error is raised as it is once checked, so that the driver sees it (and its
+        labels), aborts, and may retry."""
         where = f"operation {index} ({op['name']})"
         if op["object"] == "testRunner":
             try:
@@ -175,6 +175,10 @@ class TestRun:
                 expect_error.check(op["expectError"], e, self.matcher)
             except Mismatch as m:
                 raise TestFailure(f"{where}: {m}") from None
+            if nested:
+                # The callback fails with it, as the application's would: the driver aborts
+                # and decides whether to retry.
+                raise
             return
         if "expectError" in op:
             raise TestFailure(f"{where}: expected an error, got {result.value!r}")

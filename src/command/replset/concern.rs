@@ -210,6 +210,8 @@ pub(in crate::command) fn takes_write_concern(command: CommandName) -> bool {
             | C::DropAllUsersFromDatabase
             | C::GrantRolesToUser
             | C::RevokeRolesFromUser
+            | C::CommitTransaction
+            | C::AbortTransaction
     )
 }
 
