@@ -2,7 +2,7 @@
 //! against in-process servers on fresh data directories (fjall, durable writes).
 //!
 //! `cargo bench --bench replset -- [--mode all|insert|latency|txn] [--connections 32]
-//!  [--seconds 5] [--runs 3] [--docs 10000] [--rate 1000]`
+//!  [--seconds 5] [--runs 3] [--docs 10000] [--rate 1000] [--setups standalone,oplog,retryable]`
 //!
 //! - `insert`: durable `insert_one` from `--connections` tasks for `--seconds`, on three
 //!   servers started afresh for each of `--runs` rounds (order reversed every other round):
@@ -59,6 +59,10 @@ struct Args {
     /// Inserts per second in the steady latency phase.
     #[arg(long, default_value_t = 1000.0)]
     rate: f64,
+    /// Run the insert mode on only these servers (comma-separated: standalone, oplog,
+    /// retryable); all three by default. Handy for profiling one.
+    #[arg(long, value_delimiter = ',')]
+    setups: Vec<String>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -99,6 +103,15 @@ impl Setup {
         Setup::OplogAndRetryableWrites,
     ];
 
+    /// The name `--setups` knows it by.
+    fn key(self) -> &'static str {
+        match self {
+            Setup::Standalone => "standalone",
+            Setup::OplogOnly => "oplog",
+            Setup::OplogAndRetryableWrites => "retryable",
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Setup::Standalone => "standalone",
@@ -138,6 +151,9 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
             let Some(setup) = Setup::ALL.get(i).copied() else {
                 continue;
             };
+            if !args.setups.is_empty() && !args.setups.iter().any(|s| s == setup.key()) {
+                continue;
+            }
             let run = insert_run(setup, args.connections, phase).await?;
             let [groups, jobs, syncs] = run.writer.unwrap_or([0, 0, 0]);
             println!(
@@ -168,8 +184,12 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
     for (setup, list) in Setup::ALL.iter().zip(&runs) {
         let mut rates: Vec<f64> = list.iter().map(|r| r.outcome.rate()).collect();
         rates.sort_by(f64::total_cmp);
-        let median = rates.get(rates.len() / 2).copied().unwrap_or(0.0);
-        let base = *baseline.get_or_insert(median);
+        let Some(median) = rates.get(rates.len() / 2).copied() else {
+            continue;
+        };
+        if matches!(setup, Setup::Standalone) {
+            baseline = Some(median);
+        }
         // The run whose rate is the median gives the latencies and counters shown.
         let Some(mid) = list.iter().find(|r| r.outcome.rate() == median) else {
             continue;
@@ -187,7 +207,7 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
             millis(percentile(&mid.outcome.latencies, 0.5)),
             millis(percentile(&mid.outcome.latencies, 0.99)),
             jobs as f64 / groups.max(1) as f64,
-            format!("{:.3}", median / base),
+            baseline.map_or("-".to_owned(), |base| format!("{:.3}", median / base)),
         );
     }
     Ok(())
