@@ -9,7 +9,9 @@
 //!   a standalone (no operation log); the primary of replica set `rs0` with a client whose
 //!   retryable writes are off (the operation log only); the same with the driver's default,
 //!   retryable writes on (each insert also rewrites its session's `config.transactions`
-//!   record). Prints each run, then the medians and their ratios to the standalone.
+//!   record). Prints each run, then the medians and their ratios to the standalone, both of
+//!   the rate and of the process's CPU time per insert (driver and server share the process
+//!   and the cores, so on a machine shared with other work the CPU cost is the steadier).
 //! - `latency`: one task watches a collection (`watch()`) while writers insert `--docs`
 //!   documents, each carrying its sequence number: first at a steady `--rate` (an insert
 //!   started every 1/rate s, whatever the earlier ones are doing), then flat out from
@@ -28,7 +30,7 @@
 mod common;
 
 use clap::Parser;
-use common::replset::{writer_counters, Member, SET_NAME};
+use common::replset::{process_cpu, writer_counters, Member, SET_NAME};
 use common::{millis, per_op, percentile, BoxError, Outcome};
 use futures::StreamExt;
 use mongodb::bson::{doc, Document};
@@ -132,10 +134,19 @@ impl Setup {
     }
 }
 
-/// One insert run: the outcome and the group-commit counters' deltas {groups, jobs, syncs}.
+/// One insert run: the outcome, the group-commit counters' deltas {groups, jobs, syncs}, and
+/// the process's CPU time per insert (driver and server together).
 struct InsertRun {
     outcome: Outcome,
     writer: Option<[i64; 3]>,
+    cpu_per_insert: Option<Duration>,
+}
+
+/// Microseconds, or `?` when unknown.
+fn micros(d: Option<Duration>) -> String {
+    d.map_or("?".to_owned(), |d| {
+        format!("{:.1} us", d.as_secs_f64() * 1e6)
+    })
 }
 
 async fn inserts(args: &Args) -> Result<(), BoxError> {
@@ -157,7 +168,8 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
             let run = insert_run(setup, args.connections, phase).await?;
             let [groups, jobs, syncs] = run.writer.unwrap_or([0, 0, 0]);
             println!(
-                "run {} {:<34} {:>8.0} inserts/s  p50 {}  p99 {}  syncs {}  jobs/group {:.1}",
+                "run {} {:<34} {:>8.0} inserts/s  p50 {}  p99 {}  syncs {}  jobs/group {:.1}  \
+                 CPU/insert {}",
                 round + 1,
                 setup.name(),
                 run.outcome.rate(),
@@ -165,6 +177,7 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
                 millis(percentile(&run.outcome.latencies, 0.99)),
                 syncs,
                 jobs as f64 / groups.max(1) as f64,
+                micros(run.cpu_per_insert),
             );
             if let Some(list) = runs.get_mut(i) {
                 list.push(run);
@@ -173,22 +186,35 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
     }
     println!();
     println!(
-        "| {:<34} | {:>14} | {:>16} | {:>9} | {:>9} | {:>10} | {:>13} |",
-        "server, client", "median rate", "min-max", "p50", "p99", "jobs/group", "vs standalone"
+        "| {:<34} | {:>14} | {:>16} | {:>9} | {:>9} | {:>10} | {:>13} | {:>16} | {:>13} |",
+        "server, client",
+        "median rate",
+        "min-max",
+        "p50",
+        "p99",
+        "jobs/group",
+        "vs standalone",
+        "median CPU/insert",
+        "vs standalone"
     );
     println!(
-        "|{:-<36}|{:->16}|{:->18}|{:->11}|{:->11}|{:->12}|{:->15}|",
-        "", "", "", "", "", "", ""
+        "|{:-<36}|{:->16}|{:->18}|{:->11}|{:->11}|{:->12}|{:->15}|{:->18}|{:->15}|",
+        "", "", "", "", "", "", "", "", ""
     );
     let mut baseline = None;
+    let mut cpu_baseline = None;
     for (setup, list) in Setup::ALL.iter().zip(&runs) {
         let mut rates: Vec<f64> = list.iter().map(|r| r.outcome.rate()).collect();
         rates.sort_by(f64::total_cmp);
         let Some(median) = rates.get(rates.len() / 2).copied() else {
             continue;
         };
+        let mut cpus: Vec<Duration> = list.iter().filter_map(|r| r.cpu_per_insert).collect();
+        cpus.sort_unstable();
+        let cpu = cpus.get(cpus.len() / 2).copied();
         if matches!(setup, Setup::Standalone) {
             baseline = Some(median);
+            cpu_baseline = cpu;
         }
         // The run whose rate is the median gives the latencies and counters shown.
         let Some(mid) = list.iter().find(|r| r.outcome.rate() == median) else {
@@ -196,7 +222,7 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
         };
         let [groups, jobs, _] = mid.writer.unwrap_or([0, 0, 0]);
         println!(
-            "| {:<34} | {:>14} | {:>16} | {:>9} | {:>9} | {:>10.1} | {:>13} |",
+            "| {:<34} | {:>14} | {:>16} | {:>9} | {:>9} | {:>10.1} | {:>13} | {:>16} | {:>13} |",
             setup.name(),
             format!("{median:.0} ops/s"),
             format!(
@@ -208,6 +234,13 @@ async fn inserts(args: &Args) -> Result<(), BoxError> {
             millis(percentile(&mid.outcome.latencies, 0.99)),
             jobs as f64 / groups.max(1) as f64,
             baseline.map_or("-".to_owned(), |base| format!("{:.3}", median / base)),
+            micros(cpu),
+            match (cpu, cpu_baseline) {
+                (Some(c), Some(b)) if !b.is_zero() => {
+                    format!("{:.3}", c.as_secs_f64() / b.as_secs_f64())
+                }
+                _ => "-".to_owned(),
+            },
         );
     }
     Ok(())
@@ -224,6 +257,7 @@ async fn insert_run(
     // The collection exists before timing starts (its creation is a catalog write).
     coll.insert_one(doc! {"_id": -1}).await?;
     let before = writer_counters(&client).await;
+    let cpu_before = process_cpu();
     let outcome = per_op(
         "insert_one (durable)",
         connections,
@@ -235,13 +269,21 @@ async fn insert_run(
     )
     .await
     .map_err(|(name, e)| format!("{}: {name}: {e}", setup.name()))?;
+    let cpu_per_insert = match (cpu_before, process_cpu()) {
+        (Some(b), Some(a)) => a.checked_sub(b).map(|d| d / outcome.count.max(1) as u32),
+        _ => None,
+    };
     let writer = match (before, writer_counters(&client).await) {
         (Some(b), Some(a)) => Some([a[0] - b[0], a[1] - b[1], a[2] - b[2]]),
         _ => None,
     };
     client.shutdown().await;
     member.stop().await;
-    Ok(InsertRun { outcome, writer })
+    Ok(InsertRun {
+        outcome,
+        writer,
+        cpu_per_insert,
+    })
 }
 
 /// A small document (about 100 bytes of BSON), unique per (task, i); as `benches/crud.rs`.

@@ -86,3 +86,17 @@ pub async fn writer_counters(client: &Client) -> Option<[i64; 3]> {
         w.get_i64("syncs").ok()?,
     ])
 }
+
+/// CPU time (user + system) this process has used, from `/proc/self/stat` (Linux; `None`
+/// elsewhere). The driver and an in-process server share it, so a difference over a run
+/// divided by the operations is what one operation costs both ends: steadier than a rate on a
+/// machine shared with other work.
+pub fn process_cpu() -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the command name (which may hold spaces) in parentheses: state is the
+    // first, utime the 12th and stime the 13th, in clock ticks (100 per second on Linux).
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(std::time::Duration::from_millis(ticks * 10))
+}
