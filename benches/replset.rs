@@ -425,15 +425,18 @@ async fn latency_phase(
     let last = delivered.iter().copied().max().unwrap_or(0);
     Ok(format!(
         "{}: {docs} inserts in {:.2} s ({:.0}/s), last event {:.2} s after the start\n  \
-         send->event  p50 {}  p99 {}  max {}\n  ack->event   p50 {}  p99 {}  max {}  \
+         send->event  min {}  p50 {}  p99 {}  max {}\n  \
+         ack->event   min {}  p50 {}  p99 {}  max {}  \
          (negative: the event arrived before the insert's reply)",
         pace_name(pace),
         writing.as_secs_f64(),
         docs as f64 / writing.as_secs_f64(),
         last as f64 / 1e9,
+        ms(send_to_event.first().copied().unwrap_or(0)),
         ms(quantile(&send_to_event, 0.5)),
         ms(quantile(&send_to_event, 0.99)),
         ms(send_to_event.last().copied().unwrap_or(0)),
+        ms(ack_to_event.first().copied().unwrap_or(0)),
         ms(quantile(&ack_to_event, 0.5)),
         ms(quantile(&ack_to_event, 0.99)),
         ms(ack_to_event.last().copied().unwrap_or(0)),
