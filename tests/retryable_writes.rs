@@ -352,3 +352,66 @@ async fn an_expired_sessions_record_is_removed_with_it() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }
+
+/// `failCommand` with `closeConnection` closes the connection before the command runs, as
+/// mongod does (the fail point is evaluated before the command is invoked), so nothing was
+/// written. With retryable writes (the driver's default) the driver sends the same `txnNumber`
+/// again on a new connection and the insert applies once; without them the driver reports the
+/// network error and the document is not there.
+#[tokio::test]
+async fn an_insert_whose_connection_closed_applies_once_when_retried_and_never_when_not() {
+    let server = replica_set().await;
+    for retry_writes in [None, Some(false)] {
+        let mut options = mongodb::options::ClientOptions::parse(server.replset_uri("rs0"))
+            .await
+            .unwrap();
+        options.server_selection_timeout = Some(std::time::Duration::from_secs(5));
+        options.retry_writes = retry_writes;
+        let client = mongodb::Client::with_options(options).unwrap();
+        let coll = client
+            .database("rw")
+            .collection::<Document>(&format!("closed_{retry_writes:?}"));
+        let configure = |mode: Bson| {
+            let admin = client.database("admin");
+            async move {
+                let reply = admin
+                    .run_command(doc! {
+                        "configureFailPoint": "failCommand",
+                        "mode": mode,
+                        "data": {"failCommands": ["insert"], "closeConnection": true},
+                    })
+                    .await
+                    .unwrap();
+                reply.get_i32("count").unwrap()
+            }
+        };
+        let before = configure(doc! {"times": 1}.into()).await;
+        let inserted = coll.insert_one(doc! {"_id": 1, "v": "once"}).await;
+        let fired = configure("off".into()).await - before;
+        assert_eq!(
+            fired, 1,
+            "{retry_writes:?}: the first attempt's connection was closed"
+        );
+        match retry_writes {
+            None => {
+                assert_eq!(inserted.unwrap().inserted_id, Bson::Int32(1));
+                let found: Vec<Document> =
+                    futures::TryStreamExt::try_collect(coll.find(doc! {}).await.unwrap())
+                        .await
+                        .unwrap();
+                assert_eq!(found, vec![doc! {"_id": 1, "v": "once"}]);
+            }
+            _ => {
+                let err = inserted.unwrap_err();
+                assert!(
+                    matches!(err.kind.as_ref(), mongodb::error::ErrorKind::Io(_)),
+                    "a network error, not a server reply: {err}"
+                );
+                assert_eq!(count(&client.database("rw"), coll.name(), doc! {}).await, 0);
+                // The connection closed before the insert ran: sending it again inserts it.
+                coll.insert_one(doc! {"_id": 1, "v": "once"}).await.unwrap();
+                assert_eq!(count(&client.database("rw"), coll.name(), doc! {}).await, 1);
+            }
+        }
+    }
+}

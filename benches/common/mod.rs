@@ -4,6 +4,8 @@
 // Each benchmark uses only some of these helpers.
 #![allow(dead_code)]
 
+pub mod replset;
+
 use futures::TryStreamExt;
 use mayfly::clock::SystemClock;
 use mayfly::config::Config;

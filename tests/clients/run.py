@@ -7,8 +7,9 @@ manual clock (so TTL scenarios move time exactly with advanceClock), runs each s
 mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
 start-up check, then stops the server with SIGTERM and requires a clean exit.
 
-Then replica-set mode: a server started with `--replSet rs0`, and mongosh/replset.js connecting
-with `replicaSet=rs0` (it is left out of the standalone run above).
+Then replica-set mode: a server started with `--replSet rs0`, and mongosh/replset.js and
+node/change_stream.mjs connecting with `replicaSet=rs0` (they are left out of the standalone run
+above).
 
 Then the Cosmos DB connection strings: two more servers with TLS required and authentication
 on. One runs as replica set `globaldb` (`--replSet globaldb`, as Cosmos DB answers) with an
@@ -106,8 +107,9 @@ def mongosh_startup(uri, env):
     return (1 if problems else 0), out + "\n".join(problems)
 
 
-# Scenarios that need a replica-set server (`--replSet rs0`, `replicaSet=rs0` in the URI).
-REPLSET_SCENARIOS = {"replset.js"}
+# Scenarios that need a replica-set server (`--replSet rs0`, `replicaSet=rs0` in the URI):
+# mongosh/*.js and node/*.mjs files.
+REPLSET_SCENARIOS = {"replset.js", "change_stream.mjs"}
 
 
 def scenarios():
@@ -119,6 +121,8 @@ def scenarios():
         )
     yield "mongosh/startup (greeting)", mongosh_startup
     for f in sorted((HERE / "node").glob("*.mjs")):
+        if f.name in REPLSET_SCENARIOS:
+            continue
         yield f"node/{f.name}", lambda uri, env, f=f: run([str(NODE), str(f)], env)
     for f in sorted((HERE / "pymongo").glob("*.py")):
         yield f"pymongo/{f.name}", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
@@ -126,6 +130,10 @@ def scenarios():
 
 def replset_scenarios():
     for name in sorted(REPLSET_SCENARIOS):
+        if name.endswith(".mjs"):
+            f = HERE / "node" / name
+            yield f"node/{name} (--replSet rs0)", lambda uri, env, f=f: run([str(NODE), str(f)], env)
+            continue
         f = HERE / "mongosh" / name
         yield f"mongosh/{name} (--replSet rs0)", lambda uri, env, f=f: run(
             [str(NODE), str(MONGOSH), uri, "--quiet", "--file", str(f)], env
