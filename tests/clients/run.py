@@ -7,9 +7,10 @@ manual clock (so TTL scenarios move time exactly with advanceClock), runs each s
 mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
 start-up check, then stops the server with SIGTERM and requires a clean exit.
 
-Then replica-set mode: a server started with `--replSet rs0`, and mongosh/replset.js and
-node/change_stream.mjs connecting with `replicaSet=rs0` (they are left out of the standalone run
-above).
+Then replica-set mode: a server started with `--replSet rs0`, and the scenarios that need one
+(REPLSET_SCENARIOS: mongosh/replset.js, node/change_stream.mjs, pymongo/transactions.py,
+node/transactions_mongoose.mjs) connecting with `replicaSet=rs0` (they are left out of the
+standalone run above).
 
 Then the Cosmos DB connection strings: two more servers with TLS required and authentication
 on. One runs as replica set `globaldb` (`--replSet globaldb`, as Cosmos DB answers) with an
@@ -109,7 +110,12 @@ def mongosh_startup(uri, env):
 
 # Scenarios that need a replica-set server (`--replSet rs0`, `replicaSet=rs0` in the URI):
 # mongosh/*.js and node/*.mjs files.
-REPLSET_SCENARIOS = {"replset.js", "change_stream.mjs"}
+REPLSET_SCENARIOS = {
+    "replset.js",
+    "change_stream.mjs",
+    "transactions_mongoose.mjs",
+    "transactions.py",
+}
 
 
 def scenarios():
@@ -125,11 +131,17 @@ def scenarios():
             continue
         yield f"node/{f.name}", lambda uri, env, f=f: run([str(NODE), str(f)], env)
     for f in sorted((HERE / "pymongo").glob("*.py")):
+        if f.name in REPLSET_SCENARIOS:
+            continue
         yield f"pymongo/{f.name}", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
 
 
 def replset_scenarios():
     for name in sorted(REPLSET_SCENARIOS):
+        if name.endswith(".py"):
+            f = HERE / "pymongo" / name
+            yield f"pymongo/{name} (--replSet rs0)", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
+            continue
         if name.endswith(".mjs"):
             f = HERE / "node" / name
             yield f"node/{name} (--replSet rs0)", lambda uri, env, f=f: run([str(NODE), str(f)], env)
