@@ -3,13 +3,18 @@
 
 use std::fs;
 
+/// The machine's host name, read once (every operation's `currentOp` entry names it).
 pub fn hostname() -> String {
-    fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| fs::read_to_string("/etc/hostname"))
-        .map(|s| s.trim().to_owned())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
+    static NAME: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        fs::read_to_string("/proc/sys/kernel/hostname")
+            .or_else(|_| fs::read_to_string("/etc/hostname"))
+            .map(|s| s.trim().to_owned())
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "localhost".to_owned())
+    })
+    .clone()
 }
 
 pub fn num_cores() -> i32 {

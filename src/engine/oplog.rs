@@ -123,8 +123,17 @@ pub fn time_of(key: &[u8]) -> Option<Timestamp> {
     })
 }
 
+/// Whether changes to `meta` are logged in this group. mongod never logs its session records
+/// (`config.transactions`): a retryable write's record changes with the write, unlogged.
+fn logs(txn: &Txn<'_>, meta: &CollectionMeta) -> bool {
+    txn.logs_operations() && !(meta.db == "config" && meta.name == "transactions")
+}
+
 /// An inserted document.
 pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document) -> Result<()> {
+    if !logs(txn, meta) {
+        return Ok(());
+    }
     append(txn, "i", &meta.namespace(), Some(meta), doc.clone(), None)
 }
 
@@ -135,7 +144,7 @@ pub fn update(
     old: &Document,
     new: &Document,
 ) -> Result<()> {
-    if !txn.logs_operations() {
+    if !logs(txn, meta) {
         return Ok(());
     }
     let diff = crate::query::diff::diff(old, new);
@@ -151,6 +160,9 @@ pub fn update(
 
 /// A replacement of a document by `new` (the whole document is recorded).
 pub fn replace(txn: &mut Txn<'_>, meta: &CollectionMeta, new: &Document) -> Result<()> {
+    if !logs(txn, meta) {
+        return Ok(());
+    }
     append(
         txn,
         "u",
@@ -163,6 +175,9 @@ pub fn replace(txn: &mut Txn<'_>, meta: &CollectionMeta, new: &Document) -> Resu
 
 /// A deleted document, by its `_id`.
 pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, id: Bson) -> Result<()> {
+    if !logs(txn, meta) {
+        return Ok(());
+    }
     append(
         txn,
         "d",
