@@ -56,6 +56,7 @@ error_codes! {
     PathNotViable = 28,
     ConflictingUpdateOperators = 40,
     CursorNotFound = 43,
+    NoMatchingDocument = 47,
     NamespaceExists = 48,
     MaxTimeMSExpired = 50,
     Interrupted = 11601,

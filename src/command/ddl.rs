@@ -102,11 +102,7 @@ fn create_options(cmd: &Document) -> Result<Document> {
         .map(crate::query::collation::Collation::parse)
         .transpose()?
         .flatten();
-    if let Some(Bson::Document(images)) = cmd.get("changeStreamPreAndPostImages") {
-        if images.get("enabled").is_some_and(super::args::is_truthy) {
-            return refuse("change stream pre- and post-images are");
-        }
-    }
+    let images = images_option(cmd, "create")?;
     if cmd.contains_key("expireAfterSeconds") {
         return Err(Error::new(
             ErrorCode::InvalidOptions,
@@ -134,6 +130,9 @@ fn create_options(cmd: &Document) -> Result<Document> {
     }
     if let Some(collation) = &collation {
         options.insert("collation", collation.to_document());
+    }
+    if images == Some(true) {
+        options.insert("changeStreamPreAndPostImages", doc! {"enabled": true});
     }
     for (field, allowed) in [
         ("validationLevel", &["off", "strict", "moderate"][..]),
@@ -410,4 +409,38 @@ pub(super) fn listing_cursor(
     let now = shared.engine.now();
     let cursor = Cursor::new(ns, Box::new(sized), Arc::new(AtomicI64::new(now)), None);
     first_batch_reply(shared, cursor, now, batch_size, false)
+}
+
+/// `changeStreamPreAndPostImages: {enabled: <bool>}` of `create` or `collMod`, if given.
+pub fn images_option(cmd: &Document, command: &str) -> Result<Option<bool>> {
+    let Some(value) = cmd.get("changeStreamPreAndPostImages") else {
+        return Ok(None);
+    };
+    let Bson::Document(images) = value else {
+        return Err(super::args::wrong_type(
+            command,
+            "changeStreamPreAndPostImages",
+            value,
+            "object",
+        ));
+    };
+    if let Some(field) = images.keys().find(|k| k.as_str() != "enabled") {
+        return Err(Error::new(
+            ErrorCode::IDLUnknownField,
+            format!("BSON field '{command}.changeStreamPreAndPostImages.{field}' is an unknown field."),
+        ));
+    }
+    match images.get("enabled") {
+        Some(Bson::Boolean(enabled)) => Ok(Some(*enabled)),
+        Some(other) => Err(super::args::wrong_type(
+            command,
+            "changeStreamPreAndPostImages.enabled",
+            other,
+            "bool",
+        )),
+        None => Err(Error::new(
+            ErrorCode::Location40414,
+            format!("BSON field '{command}.changeStreamPreAndPostImages.enabled' is missing but a required field"),
+        )),
+    }
 }

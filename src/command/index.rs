@@ -776,7 +776,8 @@ fn doomed(meta: &CollectionMeta, target: &Target) -> Result<Vec<String>> {
 // collMod
 
 /// Cosmos DB does not support `collMod` (TTL-7): changing `expireAfterSeconds` is refused with
-/// 115, and so is every other change. `{collMod: c}` alone changes nothing and succeeds on an
+/// 115, and so is every other change but `changeStreamPreAndPostImages` (change streams are a
+/// replica-set feature mayfly has beyond Cosmos's emulation). `{collMod: c}` alone changes nothing and succeeds on an
 /// existing collection, as on mongod.
 pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
@@ -792,6 +793,26 @@ pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         return Err(unsupported(
             "collMod is not supported (Cosmos DB does not support collMod): to change a TTL index's 'expireAfterSeconds', drop the index and create it again",
         ));
+    }
+    // Only the logging of document images for change streams may change.
+    if let (Some(enabled), 1) = (
+        super::ddl::images_option(cmd, "collMod")?,
+        changes.len(),
+    ) {
+        let (db, name) = (req.db.to_owned(), coll.to_owned());
+        let changed = shared
+            .engine
+            .write(durable(cmd), move |txn, _now| {
+                ddl::set_images(txn, &db, &name, enabled)
+            })
+            .await??;
+        if changed.is_none() {
+            return Err(Error::new(
+                ErrorCode::NamespaceNotFound,
+                format!("ns does not exist: {}.{coll}", req.db),
+            ));
+        }
+        return Ok(doc! {"ok": 1.0});
     }
     if let Some(option) = changes.first() {
         return Err(unsupported(format!(

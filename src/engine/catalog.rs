@@ -127,6 +127,14 @@ impl CollectionMeta {
         format!("{}.{}", self.db, self.name)
     }
 
+    /// Whether the collection's changes are logged with their documents' images
+    /// (`changeStreamPreAndPostImages: {enabled: true}`).
+    pub fn keeps_images(&self) -> bool {
+        self.options
+            .get_document("changeStreamPreAndPostImages")
+            .is_ok_and(|images| images.get_bool("enabled").unwrap_or(false))
+    }
+
     /// The collection's default collation, normalized, as `create` stored it in its options
     /// (`None`: simple).
     pub fn default_collation_spec(&self) -> Option<Document> {

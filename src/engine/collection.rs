@@ -175,7 +175,7 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
         // records its deletion, as the reaper would have.
         let old_doc = old.document()?;
         remove_entries(txn, meta, &key, &old, &old_doc)?;
-        oplog::delete(txn, meta, id_of(&old_doc))?;
+        oplog::delete(txn, meta, &old_doc)?;
         replaced = Some(old.body.len());
     }
     if let Err(e) = add_entries(txn, meta, key.clone(), record, doc, now) {
@@ -223,7 +223,7 @@ pub fn replace(
     now: i64,
 ) -> Result<()> {
     rewrite(txn, meta, old, new, now)?;
-    oplog::replace(txn, meta, new)
+    oplog::replace(txn, meta, &old.doc, new)
 }
 
 fn rewrite(
@@ -276,11 +276,7 @@ pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &StoredDoc) -> Resu
     remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
     txn.delete(Keyspace::Documents, old.key.clone());
     txn.count_change(meta.id, -1, size_delta(old.record.body.len(), 0));
-    oplog::delete(txn, meta, id_of(&old.doc))
-}
-
-fn id_of(doc: &Document) -> Bson {
-    doc.get("_id").cloned().unwrap_or(Bson::Null)
+    oplog::delete(txn, meta, &old.doc)
 }
 
 /// Deletes whatever is stored under `key` if it is still expired at `now` (the reaper's
@@ -312,7 +308,7 @@ pub fn delete_if_expired(
     txn.delete(Keyspace::Documents, key.to_vec());
     txn.count_change(meta.id, -1, size_delta(record.body.len(), 0));
     if let Some(doc) = &doc {
-        oplog::delete(txn, meta, id_of(doc))?;
+        oplog::delete(txn, meta, doc)?;
     }
     Ok(true)
 }

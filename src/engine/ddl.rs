@@ -87,6 +87,26 @@ pub fn store(txn: &mut Txn<'_>, meta: CollectionMeta) -> Result<Arc<CollectionMe
         .ok_or_else(|| Error::internal("collection vanished from the catalog"))
 }
 
+/// Turns on or off the logging of document images with `db.name`'s changes
+/// (`collMod: name, changeStreamPreAndPostImages: {enabled}`); `None` when there is no such
+/// collection.
+pub fn set_images(txn: &mut Txn<'_>, db: &str, name: &str, enabled: bool) -> Result<Option<()>> {
+    let Some(meta) = collection(txn, db, name) else {
+        return Ok(None);
+    };
+    let mut meta = (*meta).clone();
+    if enabled {
+        meta.options
+            .insert("changeStreamPreAndPostImages", doc! {"enabled": true});
+    } else {
+        meta.options.remove("changeStreamPreAndPostImages");
+    }
+    let meta = store(txn, meta)?;
+    let o = doc! {"collMod": name, "changeStreamPreAndPostImages": {"enabled": enabled}};
+    oplog::command(txn, db, Some(&meta), o)?;
+    Ok(Some(()))
+}
+
 /// Drops a collection and every key it owns. Returns the collection it was, if it existed.
 pub fn drop_collection(
     txn: &mut Txn<'_>,

@@ -134,7 +134,7 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document) -> Resul
     if !logs(txn, meta) {
         return Ok(());
     }
-    append(txn, "i", &meta.namespace(), Some(meta), doc.clone(), None)
+    append(txn, "i", &meta.namespace(), Some(meta), doc.clone(), None, None)
 }
 
 /// An update of `old` into `new`, recorded as their diff.
@@ -148,6 +148,7 @@ pub fn update(
         return Ok(());
     }
     let diff = crate::query::diff::diff(old, new);
+    let images = meta.keeps_images().then_some((old, new));
     append(
         txn,
         "u",
@@ -155,11 +156,17 @@ pub fn update(
         Some(meta),
         doc! {"$v": 2, "diff": diff},
         Some(id_of(new)),
+        images,
     )
 }
 
-/// A replacement of a document by `new` (the whole document is recorded).
-pub fn replace(txn: &mut Txn<'_>, meta: &CollectionMeta, new: &Document) -> Result<()> {
+/// A replacement of `old` by `new` (the whole document is recorded).
+pub fn replace(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    old: &Document,
+    new: &Document,
+) -> Result<()> {
     if !logs(txn, meta) {
         return Ok(());
     }
@@ -170,11 +177,12 @@ pub fn replace(txn: &mut Txn<'_>, meta: &CollectionMeta, new: &Document) -> Resu
         Some(meta),
         new.clone(),
         Some(id_of(new)),
+        meta.keeps_images().then_some((old, new)),
     )
 }
 
-/// A deleted document, by its `_id`.
-pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, id: Bson) -> Result<()> {
+/// A deleted document (its `_id` is recorded).
+pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &Document) -> Result<()> {
     if !logs(txn, meta) {
         return Ok(());
     }
@@ -183,8 +191,9 @@ pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, id: Bson) -> Result<()> 
         "d",
         &meta.namespace(),
         Some(meta),
-        doc! {"_id": id},
+        id_of(old),
         None,
+        meta.keeps_images().then_some((old, old)),
     )
 }
 
@@ -196,7 +205,7 @@ pub fn command(
     meta: Option<&CollectionMeta>,
     o: Document,
 ) -> Result<()> {
-    append(txn, "c", &format!("{db}.$cmd"), meta, o, None)
+    append(txn, "c", &format!("{db}.$cmd"), meta, o, None, None)
 }
 
 fn id_of(doc: &Document) -> Document {
@@ -210,6 +219,7 @@ fn append(
     meta: Option<&CollectionMeta>,
     o: Document,
     o2: Option<Document>,
+    images: Option<(&Document, &Document)>,
 ) -> Result<()> {
     if !txn.logs_operations() {
         return Ok(());
@@ -221,6 +231,14 @@ fn append(
     entry.insert("o", o);
     if let Some(o2) = o2 {
         entry.insert("o2", o2);
+    }
+    // A collection with `changeStreamPreAndPostImages` keeps the document before (and, for an
+    // update, after) the change in the entry itself, where mongod keeps them aside.
+    if let Some((pre, post)) = images {
+        entry.insert("preImage", pre.clone());
+        if op == "u" {
+            entry.insert("postImage", post.clone());
+        }
     }
     // A multi-document transaction's statement keeps it until the transaction commits.
     let Some(entry) = txn.defer_log_entry(entry) else {

@@ -47,6 +47,11 @@ pub struct Shape {
     /// `fullDocument: "updateLookup"`: update events carry the document as it is now.
     pub update_lookup: bool,
     pub expanded: bool,
+    /// Update events carry the logged post-image, if any (`fullDocument`).
+    pub post_image: bool,
+    /// Update, replace and delete events carry the logged pre-image, if any
+    /// (`fullDocumentBeforeChange`).
+    pub pre_image: bool,
 }
 
 /// One event of an entry, with its token; `invalidates` when the stream ends after it.
@@ -88,6 +93,14 @@ pub fn events(
         }
         event
     };
+    let with_images = |mut event: Document| {
+        if shape.pre_image {
+            if let Some(pre) = entry.get("preImage") {
+                event.insert("fullDocumentBeforeChange", pre.clone());
+            }
+        }
+        event
+    };
     let one = |mut doc: Document| {
         // A transaction's change names its session and transaction, as on mongod.
         for field in ["lsid", "txnNumber"] {
@@ -125,21 +138,23 @@ pub fn events(
                 if shape.update_lookup {
                     let now = lookup(db, coll, &id_of(&key))?;
                     event.insert("fullDocument", now.map_or(Bson::Null, Bson::Document));
+                } else if let (true, Some(post)) = (shape.post_image, entry.get("postImage")) {
+                    event.insert("fullDocument", post.clone());
                 }
-                one(with_uuid(event))
+                one(with_images(with_uuid(event)))
             } else {
                 let mut event = head("replace");
                 event.insert("fullDocument", o.clone());
                 event.insert("ns", namespace);
                 event.insert("documentKey", key);
-                one(with_uuid(event))
+                one(with_images(with_uuid(event)))
             }
         }
         "d" => {
             let mut event = head("delete");
             event.insert("ns", namespace);
             event.insert("documentKey", doc! {"_id": id_of(&o)});
-            one(with_uuid(event))
+            one(with_images(with_uuid(event)))
         }
         "c" => command_events(scope, shape, time, db, &o, head, with_uuid),
         _ => Ok(Vec::new()),

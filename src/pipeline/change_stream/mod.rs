@@ -64,10 +64,21 @@ pub struct Options {
     pub scope: Scope,
     shape: Shape,
     start: Start,
-    /// `fullDocument: "whenAvailable"` / `fullDocumentBeforeChange: "whenAvailable"`: the field
-    /// is present and null, as no post- or pre-images are kept.
-    post_image_null: bool,
-    pre_image_null: bool,
+    /// `fullDocument: "whenAvailable"|"required"`: update events carry the logged post-image.
+    post_image: Image,
+    /// `fullDocumentBeforeChange`: update, replace and delete events carry the logged pre-image.
+    pre_image: Image,
+}
+
+/// Whether events carry an image (a collection with `changeStreamPreAndPostImages` logs its
+/// documents' images with their changes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Image {
+    Off,
+    /// Present, and null when the change has none.
+    WhenAvailable,
+    /// Present; a change without one ends the stream with an error.
+    Required,
 }
 
 impl Options {
@@ -100,21 +111,21 @@ impl Options {
         let all = flag("allChangesForCluster")?;
         let expanded = flag("showExpandedEvents")?;
         let scope = scope_of(db, coll, all)?;
-        let (update_lookup, post_image_null) = match text(spec, "fullDocument")? {
-            None | Some("default") => (false, false),
-            Some("updateLookup") => (true, false),
-            Some("whenAvailable") => (false, true),
-            Some("required") => return Err(no_images("fullDocument: \"required\"")),
+        let (update_lookup, post_image) = match text(spec, "fullDocument")? {
+            None | Some("default") => (false, Image::Off),
+            Some("updateLookup") => (true, Image::Off),
+            Some("whenAvailable") => (false, Image::WhenAvailable),
+            Some("required") => (false, Image::Required),
             Some(other) => {
                 return Err(Error::bad_value(format!(
                     "'{other}' is not a valid value for $changeStream.fullDocument"
                 )))
             }
         };
-        let pre_image_null = match text(spec, "fullDocumentBeforeChange")? {
-            None | Some("off") => false,
-            Some("whenAvailable") => true,
-            Some("required") => return Err(no_images("fullDocumentBeforeChange: \"required\"")),
+        let pre_image = match text(spec, "fullDocumentBeforeChange")? {
+            None | Some("off") => Image::Off,
+            Some("whenAvailable") => Image::WhenAvailable,
+            Some("required") => Image::Required,
             Some(other) => {
                 return Err(Error::bad_value(format!(
                     "'{other}' is not a valid value for $changeStream.fullDocumentBeforeChange"
@@ -127,23 +138,14 @@ impl Options {
             shape: Shape {
                 update_lookup,
                 expanded,
+                post_image: post_image != Image::Off,
+                pre_image: pre_image != Image::Off,
             },
             start,
-            post_image_null,
-            pre_image_null,
+            post_image,
+            pre_image,
         })
     }
-}
-
-fn no_images(what: &str) -> Error {
-    Error::new(
-        ErrorCode::NotImplemented,
-        format!(
-            "{what} needs change stream pre- and post-images, which this server does not keep \
-             (changeStreamPreAndPostImages is refused); use \"whenAvailable\", or \
-             fullDocument: \"updateLookup\""
-        ),
-    )
 }
 
 fn text<'a>(spec: &'a Document, name: &str) -> Result<Option<&'a str>> {
@@ -242,8 +244,8 @@ pub struct ChangeStream {
     reader: Reader,
     scope: Scope,
     shape: Shape,
-    post_image_null: bool,
-    pre_image_null: bool,
+    post_image: Image,
+    pre_image: Image,
     /// Every entry up to this time has been read.
     position: Timestamp,
     /// The stages after `$changeStream`, parsed again for each batch of events.
@@ -282,8 +284,8 @@ impl ChangeStream {
             reader,
             scope: options.scope,
             shape: options.shape,
-            post_image_null: options.post_image_null,
-            pre_image_null: options.pre_image_null,
+            post_image: options.post_image,
+            pre_image: options.pre_image,
             position,
             rest,
             env,
@@ -343,7 +345,7 @@ impl ChangeStream {
     fn transform(&self, events: Vec<Event>) -> Result<Vec<(Document, Token)>> {
         let mut out = Vec::with_capacity(events.len());
         for mut event in events {
-            self.add_image_fields(&mut event.doc);
+            self.add_image_fields(&mut event.doc)?;
             let token_doc = event.token.to_document();
             let rows = if self.rest.is_empty() {
                 vec![event.doc]
@@ -371,16 +373,49 @@ impl ChangeStream {
         Ok(out)
     }
 
-    /// `fullDocument` / `fullDocumentBeforeChange: "whenAvailable"`: null where an image would go.
-    fn add_image_fields(&self, doc: &mut Document) {
+    /// `fullDocument` / `fullDocumentBeforeChange`: null where an image is wanted
+    /// (`whenAvailable`) and the change has none; an error when it is `required`.
+    fn add_image_fields(&self, doc: &mut Document) -> Result<()> {
         let operation = doc.get_str("operationType").unwrap_or_default().to_owned();
-        if self.post_image_null && operation == "update" {
-            doc.insert("fullDocument", Bson::Null);
+        if operation == "update" && !doc.contains_key("fullDocument") {
+            match self.post_image {
+                Image::Off => {}
+                Image::WhenAvailable => {
+                    doc.insert("fullDocument", Bson::Null);
+                }
+                Image::Required => return Err(missing_image("a post-image for all update", doc)),
+            }
         }
-        if self.pre_image_null && matches!(operation.as_str(), "update" | "replace" | "delete") {
-            doc.insert("fullDocumentBeforeChange", Bson::Null);
+        if matches!(operation.as_str(), "update" | "replace" | "delete")
+            && !doc.contains_key("fullDocumentBeforeChange")
+        {
+            match self.pre_image {
+                Image::Off => {}
+                Image::WhenAvailable => {
+                    doc.insert("fullDocumentBeforeChange", Bson::Null);
+                }
+                Image::Required => {
+                    return Err(missing_image(
+                        "a pre-image for all update, delete and replace",
+                        doc,
+                    ))
+                }
+            }
         }
+        Ok(())
     }
+}
+
+/// mongod's error for a required image the change does not have.
+fn missing_image(what: &str, event: &Document) -> Error {
+    Error::new(
+        ErrorCode::NoMatchingDocument,
+        format!(
+            "Change stream was configured to require {what} events, but the {} was not found \
+             for event: {event}",
+            if what.starts_with("a post") { "post-image" } else { "pre-image" }
+        ),
+    )
 }
 
 impl Tail for ChangeStream {
