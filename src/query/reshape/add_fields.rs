@@ -1,7 +1,6 @@
 //! `$addFields` / `$set`: computed fields set into the document, `{"a.b": x}` and `{a: {b: x}}`
 //! alike, each evaluated against the unchanged input.
 
-use super::is_expression;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::{field_path, Expression, Variables};
 use crate::query::path::type_name;
@@ -46,7 +45,10 @@ fn add_entries(
             format!("{prefix}.{k}")
         };
         let path = field_path(k)?;
-        let nested = matches!(v, Bson::Document(d) if !d.is_empty() && !is_expression(v));
+        // Every `$` key is an expression here (`$slice` too: there is no find-style `$slice`
+        // in `$addFields`).
+        let nested = matches!(v, Bson::Document(d) if !d.is_empty()
+            && !d.keys().next().is_some_and(|k| k.starts_with('$')));
         let leaf = if nested {
             None
         } else {
@@ -152,4 +154,33 @@ fn apply_tree_to_value(root: &Document, value: Bson, tree: &[(String, AddNode)])
             Bson::Document(d)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, DateTime};
+
+    #[test]
+    fn every_dollar_key_is_an_expression_slice_included() {
+        let vars = Variables::new(DateTime::from_millis(0));
+        let cases = [
+            (
+                doc! {"o": {"$slice": [[1, 2, 3], 1]}},
+                doc! {"_id": 1, "list": [4, 5], "o": [1]},
+            ),
+            (
+                doc! {"list": {"$slice": ["$list", -1]}},
+                doc! {"_id": 1, "list": [5]},
+            ),
+            (doc! {"s": {"t": 1}}, doc! {"_id": 1, "list": [4, 5], "s": {"t": 1}}),
+        ];
+        for (spec, expected) in cases {
+            let tree = add_fields_tree(&Bson::Document(spec.clone()), "$set", &vars).unwrap();
+            let input = doc! {"_id": 1, "list": [4, 5]};
+            let mut out = input.clone();
+            apply_tree(&input, &mut out, &tree).unwrap();
+            assert_eq!(out, expected, "{spec}");
+        }
+    }
 }
