@@ -427,7 +427,9 @@ pub fn images_option(cmd: &Document, command: &str) -> Result<Option<bool>> {
     if let Some(field) = images.keys().find(|k| k.as_str() != "enabled") {
         return Err(Error::new(
             ErrorCode::IDLUnknownField,
-            format!("BSON field '{command}.changeStreamPreAndPostImages.{field}' is an unknown field."),
+            format!(
+                "BSON field '{command}.changeStreamPreAndPostImages.{field}' is an unknown field."
+            ),
         ));
     }
     match images.get("enabled") {

@@ -134,7 +134,15 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document) -> Resul
     if !logs(txn, meta) {
         return Ok(());
     }
-    append(txn, "i", &meta.namespace(), Some(meta), doc.clone(), None, None)
+    append(
+        txn,
+        "i",
+        &meta.namespace(),
+        Some(meta),
+        doc.clone(),
+        None,
+        None,
+    )
 }
 
 /// An update of `old` into `new`, recorded as their diff.

@@ -383,7 +383,7 @@ impl ChangeStream {
                 Image::WhenAvailable => {
                     doc.insert("fullDocument", Bson::Null);
                 }
-                Image::Required => return Err(missing_image("a post-image for all update", doc)),
+                Image::Required => return Err(missing_image("post-image", "update", doc)),
             }
         }
         if matches!(operation.as_str(), "update" | "replace" | "delete")
@@ -396,7 +396,8 @@ impl ChangeStream {
                 }
                 Image::Required => {
                     return Err(missing_image(
-                        "a pre-image for all update, delete and replace",
+                        "pre-image",
+                        "update, delete and replace",
                         doc,
                     ))
                 }
@@ -406,14 +407,13 @@ impl ChangeStream {
     }
 }
 
-/// mongod's error for a required image the change does not have.
-fn missing_image(what: &str, event: &Document) -> Error {
+/// mongod's error for a required image (`image`) the change does not have.
+fn missing_image(image: &str, events: &str, event: &Document) -> Error {
     Error::new(
         ErrorCode::NoMatchingDocument,
         format!(
-            "Change stream was configured to require {what} events, but the {} was not found \
-             for event: {event}",
-            if what.starts_with("a post") { "post-image" } else { "pre-image" }
+            "Change stream was configured to require a {image} for all {events} events, but the \
+             {image} was not found for event: {event}"
         ),
     )
 }

@@ -173,7 +173,10 @@ mod tests {
                 doc! {"list": {"$slice": ["$list", -1]}},
                 doc! {"_id": 1, "list": [5]},
             ),
-            (doc! {"s": {"t": 1}}, doc! {"_id": 1, "list": [4, 5], "s": {"t": 1}}),
+            (
+                doc! {"s": {"t": 1}},
+                doc! {"_id": 1, "list": [4, 5], "s": {"t": 1}},
+            ),
         ];
         for (spec, expected) in cases {
             let tree = add_fields_tree(&Bson::Document(spec.clone()), "$set", &vars).unwrap();
