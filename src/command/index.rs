@@ -1,5 +1,5 @@
 //! Index commands: `createIndexes`, `listIndexes`, `dropIndexes`, and `collMod` (refused, as
-//! Cosmos DB refuses it, TTL-7).
+//! Cosmos DB refuses it, TTL-7, but for turning change-stream images on or off).
 //!
 //! Owns: parsing index specifications into [`IndexMeta`] (before any write), generated names,
 //! and mongod's conflict rules against existing indexes. The TTL index on `_ts` is an index like
