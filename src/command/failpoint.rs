@@ -1,8 +1,10 @@
 //! Fail points, as mongod's test commands `configureFailPoint` and `waitForFailPoint` set and
-//! watch them, for drivers' test suites and users' tests of their retry logic. mayfly has one,
-//! mongod's `failCommand`: chosen commands of chosen clients fail with an error code, close
+//! watch them, for drivers' test suites and users' tests of their retry logic. mayfly has two of
+//! mongod's: `failCommand` (chosen commands of chosen clients fail with an error code, close
 //! their connection without a reply, wait before running, or succeed with a write concern
-//! error. Any other name is answered as mongod answers a fail point it lacks (266).
+//! error) and `onPrimaryTransactionalWrite` (a retryable write fails before its commit, or its
+//! connection closes after it: [`primary_write`]). Any other name is answered as mongod
+//! answers a fail point it lacks (266).
 //!
 //! Owns: the registry (mode, data, and how many times the fail point fired), mongod's rules for
 //! each mode (`FailPoint::parseBSON` and `_evaluateByMode`), and the two hooks the dispatcher
@@ -11,6 +13,7 @@
 //! names (`fail_command`).
 
 mod fail_command;
+mod primary_write;
 
 use super::args::{check_fields, type_name};
 use super::{CommandName, Connection, Request, Shared};
@@ -18,11 +21,14 @@ use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 use fail_command::{namespace_of, Caller, FailCommand};
+pub use primary_write::PrimaryWrite;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
-/// The one fail point mayfly has.
+/// mongod's fail point that fails or disconnects chosen commands.
 const FAIL_COMMAND: &str = "failCommand";
+/// mongod's fail point on a retryable write's commit.
+const ON_PRIMARY_WRITE: &str = "onPrimaryTransactionalWrite";
 
 /// The message of every failure `failCommand` injects.
 const FAILED_BY_FAIL_POINT: &str = "Failing command via 'failCommand' failpoint";
@@ -40,35 +46,32 @@ enum Mode {
     Random(i32),
 }
 
-struct State {
+struct State<D> {
     mode: Mode,
-    data: Arc<FailCommand>,
+    data: Arc<D>,
     /// How many times the fail point fired since the server started (never reset).
     times_entered: i64,
 }
 
-/// The server's fail points (in [`Shared`]).
-pub struct FailPoints {
-    state: Mutex<State>,
-    /// Woken each time a fail point fires, for `waitForFailPoint`.
-    entered: Notify,
+/// One fail point: its mode, data and count.
+struct Point<D> {
+    state: Mutex<State<D>>,
 }
 
-impl Default for FailPoints {
+impl<D: Default> Default for Point<D> {
     fn default() -> Self {
-        FailPoints {
+        Point {
             state: Mutex::new(State {
                 mode: Mode::Off,
-                data: Arc::new(FailCommand::default()),
+                data: Arc::new(D::default()),
                 times_entered: 0,
             }),
-            entered: Notify::new(),
         }
     }
 }
 
-impl FailPoints {
-    fn lock(&self) -> MutexGuard<'_, State> {
+impl<D> Point<D> {
+    fn lock(&self) -> MutexGuard<'_, State<D>> {
         // The state stays consistent under a panic elsewhere: every change is one assignment.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -77,10 +80,18 @@ impl FailPoints {
         self.lock().times_entered
     }
 
+    /// Sets the mode and data; returns how many times the point fired so far.
+    fn set(&self, mode: Mode, data: D) -> i64 {
+        let mut state = self.lock();
+        state.mode = mode;
+        state.data = Arc::new(data);
+        state.times_entered
+    }
+
     /// Reaches the fail point: when it is on and `applies` holds for its data, the mode decides
     /// (mongod's `shouldFail` with a predicate: a fail point that does not apply does not count
-    /// down `times` or `skip`). Returns the data when it fires.
-    fn reach(&self, applies: impl Fn(&FailCommand) -> bool) -> Option<Arc<FailCommand>> {
+    /// down `times` or `skip`). Returns the data when it fires, after waking `entered`.
+    fn reach(&self, entered: &Notify, applies: impl Fn(&D) -> bool) -> Option<Arc<D>> {
         let mut state = self.lock();
         if state.mode == Mode::Off || !applies(&state.data) {
             return None;
@@ -112,8 +123,42 @@ impl FailPoints {
         state.times_entered += 1;
         let data = Arc::clone(&state.data);
         drop(state);
-        self.entered.notify_waiters();
+        entered.notify_waiters();
         Some(data)
+    }
+}
+
+/// The server's fail points (in [`Shared`]).
+#[derive(Default)]
+pub struct FailPoints {
+    fail_command: Point<FailCommand>,
+    primary_write: Point<PrimaryWrite>,
+    /// Woken each time a fail point fires, for `waitForFailPoint`.
+    entered: Notify,
+}
+
+impl FailPoints {
+    #[cfg(test)]
+    fn lock(&self) -> MutexGuard<'_, State<FailCommand>> {
+        self.fail_command.lock()
+    }
+
+    #[cfg(test)]
+    fn times_entered(&self) -> i64 {
+        self.fail_command.times_entered()
+    }
+
+    fn reach(&self, applies: impl Fn(&FailCommand) -> bool) -> Option<Arc<FailCommand>> {
+        self.fail_command.reach(&self.entered, applies)
+    }
+
+    /// How many times the fail point `name` fired; `None` for a name mayfly lacks.
+    fn times_entered_by_name(&self, name: &str) -> Option<i64> {
+        match name {
+            FAIL_COMMAND => Some(self.fail_command.times_entered()),
+            ON_PRIMARY_WRITE => Some(self.primary_write.times_entered()),
+            _ => None,
+        }
     }
 }
 
@@ -127,7 +172,7 @@ fn random_below(threshold: i32) -> bool {
 /// has fired so far, `{count: n}`.
 pub fn configure(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let name = fail_point_name(req.body, "configureFailPoint");
-    if name != FAIL_COMMAND {
+    if name != FAIL_COMMAND && name != ON_PRIMARY_WRITE {
         return Err(not_found(name));
     }
     let mode = parse_mode(req.body)?;
@@ -140,12 +185,12 @@ pub fn configure(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             ))
         }
     };
-    let data = Arc::new(FailCommand::parse(data)?);
-    let mut state = shared.fail_points.lock();
-    state.mode = mode;
-    state.data = data;
-    let count = state.times_entered;
-    drop(state);
+    let points = &shared.fail_points;
+    let count = if name == FAIL_COMMAND {
+        points.fail_command.set(mode, FailCommand::parse(data)?)
+    } else {
+        points.primary_write.set(mode, PrimaryWrite::parse(data)?)
+    };
     tracing::warn!(fail_point = name, mode = ?mode, "fail point set");
     Ok(doc! {"count": count_value(count), "ok": 1.0})
 }
@@ -176,14 +221,14 @@ pub async fn wait(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         return Err(Error::failed_to_parse("Missing maxTimeMS"));
     }
     let name = fail_point_name(req.body, "waitForFailPoint");
-    if name != FAIL_COMMAND {
+    let points = &shared.fail_points;
+    if points.times_entered_by_name(name).is_none() {
         return Err(not_found(name));
     }
-    let points = &shared.fail_points;
     loop {
         // Registered before the count is read, so a hit in between is not missed.
         let entered = points.entered.notified();
-        if points.times_entered() >= target {
+        if points.times_entered_by_name(name).unwrap_or(i64::MAX) >= target {
             return Ok(doc! {"ok": 1.0});
         }
         tokio::select! {
@@ -459,3 +504,23 @@ fn count_option(mode: &Document, field: &str) -> Result<i64> {
 
 #[cfg(test)]
 mod tests;
+
+/// What `onPrimaryTransactionalWrite` does to a retryable write about to run, if it fires
+/// (once per command: mongod evaluates it per statement).
+pub fn primary_write(shared: &Shared) -> Option<Arc<PrimaryWrite>> {
+    let points = &shared.fail_points;
+    points.primary_write.reach(&points.entered, |_| true)
+}
+
+/// The reply of a retryable write `onPrimaryTransactionalWrite` failed before its commit.
+pub fn write_failure(code: i32, write: &str) -> Document {
+    let name = ErrorCode::from_code(code)
+        .map(|c| c.name().to_owned())
+        .unwrap_or_else(|| format!("Location{code}"));
+    doc! {
+        "ok": 0.0,
+        "errmsg": format!("Failing write for {write} due to failpoint. The write must not be reflected."),
+        "code": code,
+        "codeName": name,
+    }
+}

@@ -232,8 +232,26 @@ async fn run(
         None => None,
     };
     request.transaction = transactions::enter(shared, &request)?;
+    // `onPrimaryTransactionalWrite`, where mongod reaches it: at a retryable write's commit.
+    let primary_write = retryable::RetryableWrite::of(&request)
+        .and_then(|write| Some((write, failpoint::primary_write(shared)?)));
+    if let Some((write, point)) = &primary_write {
+        if let Some(code) = point.fail_before_commit {
+            if point.close_connection {
+                return Ok(Outcome::Close);
+            }
+            let write = format!("{}:{}", write.session, write.txn_number);
+            return Ok(Outcome::Reply(Reply::Document(failpoint::write_failure(
+                code, &write,
+            ))));
+        }
+    }
     let outcome = dispatch(shared, conn, &request).await;
     let mut reply = transactions::finish(shared, &request, outcome)?;
+    if primary_write.is_some_and(|(_, point)| point.close_connection) && !reply.is_error() {
+        // The write is committed; its reply is lost.
+        return Ok(Outcome::Close);
+    }
     if let Some(id) = session.session {
         session_registry::adopt_reply_cursor(&shared.sessions, id, &reply);
     }
