@@ -138,6 +138,11 @@ pub async fn get_more(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Reply> 
         Some(Bson::Int64(id)) => shared.engine.cursors.is_tailable(*id),
         _ => false,
     };
+    if let Some(Bson::Int64(id)) = req.body.get("getMore") {
+        if let Some(failure) = injected_failure(shared, *id, tailing) {
+            return Ok(Reply::Document(failure));
+        }
+    }
     if !tailing {
         return super::blocking(shared, req, super::cursor::get_more).await;
     }
@@ -181,4 +186,19 @@ fn waits_for_more(reply: &RawDocumentBuf) -> bool {
         .get_array("nextBatch")
         .is_ok_and(|batch| batch.into_iter().next().is_none());
     open && empty
+}
+
+/// `failGetMoreAfterCursorCheckout`: when it fires for an existing cursor, the `getMore` fails
+/// with its code and the cursor is closed, as on mongod; a change stream's failure with a
+/// resumable code carries `ResumableChangeStreamError`, as mongod adds it.
+fn injected_failure(shared: &Shared, id: i64, tailing: bool) -> Option<Document> {
+    shared.engine.cursors.namespace_of(id)?;
+    let code = super::failpoint::get_more_failure(shared)?;
+    shared.engine.cursors.kill(id);
+    let mut reply =
+        super::failpoint::error_reply(code, "Hit the failGetMoreAfterCursorCheckout failpoint");
+    if tailing && super::error_labels::is_resumable_change_stream_error(code) {
+        reply.insert("errorLabels", vec!["ResumableChangeStreamError"]);
+    }
+    Some(reply)
 }

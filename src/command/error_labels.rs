@@ -20,6 +20,13 @@ fn is_retryable(code: i32) -> bool {
     )
 }
 
+/// mongod's `isResumableChangeStreamError` codes: a change stream whose `getMore` failed with
+/// one may resume (`ResumableChangeStreamError`): the retryable and network codes, those of a
+/// stale shard, `RetryChangeStream` and `FailedToSatisfyReadPreference`.
+pub fn is_resumable_change_stream_error(code: i32) -> bool {
+    is_retryable(code) || matches!(code, 63 | 133 | 150 | 202 | 234 | 249 | 330 | 13388)
+}
+
 /// Adds the labels the rules give to `reply`, an answer to `body` (command `name`) on a
 /// replica set member, unless it has labels already.
 pub fn add(name: CommandName, body: &Document, reply: &mut Document) {

@@ -3,8 +3,9 @@
 //! mongod's: `failCommand` (chosen commands of chosen clients fail with an error code, close
 //! their connection without a reply, wait before running, or succeed with a write concern
 //! error) and `onPrimaryTransactionalWrite` (a retryable write fails before its commit, or its
-//! connection closes after it: [`primary_write`]). Any other name is answered as mongod
-//! answers a fail point it lacks (266).
+//! connection closes after it: [`primary_write`]) and `failGetMoreAfterCursorCheckout` (a
+//! `getMore` fails: [`get_more`]). Any other name is answered as mongod answers a fail point it
+//! lacks (266).
 //!
 //! Owns: the registry (mode, data, and how many times the fail point fired), mongod's rules for
 //! each mode (`FailPoint::parseBSON` and `_evaluateByMode`), and the two hooks the dispatcher
@@ -13,6 +14,7 @@
 //! names (`fail_command`).
 
 mod fail_command;
+mod get_more;
 mod primary_write;
 
 use super::args::{check_fields, type_name};
@@ -21,6 +23,7 @@ use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 use fail_command::{namespace_of, Caller, FailCommand};
+pub use get_more::GetMoreFailure;
 pub use primary_write::PrimaryWrite;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
@@ -29,6 +32,8 @@ use tokio::sync::Notify;
 const FAIL_COMMAND: &str = "failCommand";
 /// mongod's fail point on a retryable write's commit.
 const ON_PRIMARY_WRITE: &str = "onPrimaryTransactionalWrite";
+/// mongod's fail point on a `getMore` that found its cursor.
+const GET_MORE: &str = "failGetMoreAfterCursorCheckout";
 
 /// The message of every failure `failCommand` injects.
 const FAILED_BY_FAIL_POINT: &str = "Failing command via 'failCommand' failpoint";
@@ -133,6 +138,7 @@ impl<D> Point<D> {
 pub struct FailPoints {
     fail_command: Point<FailCommand>,
     primary_write: Point<PrimaryWrite>,
+    get_more: Point<GetMoreFailure>,
     /// Woken each time a fail point fires, for `waitForFailPoint`.
     entered: Notify,
 }
@@ -157,6 +163,7 @@ impl FailPoints {
         match name {
             FAIL_COMMAND => Some(self.fail_command.times_entered()),
             ON_PRIMARY_WRITE => Some(self.primary_write.times_entered()),
+            GET_MORE => Some(self.get_more.times_entered()),
             _ => None,
         }
     }
@@ -172,7 +179,7 @@ fn random_below(threshold: i32) -> bool {
 /// has fired so far, `{count: n}`.
 pub fn configure(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let name = fail_point_name(req.body, "configureFailPoint");
-    if name != FAIL_COMMAND && name != ON_PRIMARY_WRITE {
+    if points_named(name).is_none() {
         return Err(not_found(name));
     }
     let mode = parse_mode(req.body)?;
@@ -186,10 +193,10 @@ pub fn configure(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         }
     };
     let points = &shared.fail_points;
-    let count = if name == FAIL_COMMAND {
-        points.fail_command.set(mode, FailCommand::parse(data)?)
-    } else {
-        points.primary_write.set(mode, PrimaryWrite::parse(data)?)
+    let count = match name {
+        FAIL_COMMAND => points.fail_command.set(mode, FailCommand::parse(data)?),
+        ON_PRIMARY_WRITE => points.primary_write.set(mode, PrimaryWrite::parse(data)?),
+        _ => points.get_more.set(mode, GetMoreFailure::parse(data)?),
     };
     tracing::warn!(fail_point = name, mode = ?mode, "fail point set");
     Ok(doc! {"count": count_value(count), "ok": 1.0})
@@ -512,15 +519,35 @@ pub fn primary_write(shared: &Shared) -> Option<Arc<PrimaryWrite>> {
     points.primary_write.reach(&points.entered, |_| true)
 }
 
-/// The reply of a retryable write `onPrimaryTransactionalWrite` failed before its commit.
-pub fn write_failure(code: i32, write: &str) -> Document {
+/// `failGetMoreAfterCursorCheckout`'s error code, if it fires for this `getMore` (whose cursor
+/// exists): 0 fails nothing.
+pub fn get_more_failure(shared: &Shared) -> Option<i32> {
+    let points = &shared.fail_points;
+    points
+        .get_more
+        .reach(&points.entered, |data| data.error_code != 0)
+        .map(|data| data.error_code)
+}
+
+/// The fail points mayfly has, by name.
+fn points_named(name: &str) -> Option<&'static str> {
+    [FAIL_COMMAND, ON_PRIMARY_WRITE, GET_MORE]
+        .into_iter()
+        .find(|n| *n == name)
+}
+
+/// An error reply with any code (an injected one may have no name in mayfly's table).
+pub fn error_reply(code: i32, errmsg: &str) -> Document {
     let name = ErrorCode::from_code(code)
         .map(|c| c.name().to_owned())
         .unwrap_or_else(|| format!("Location{code}"));
-    doc! {
-        "ok": 0.0,
-        "errmsg": format!("Failing write for {write} due to failpoint. The write must not be reflected."),
-        "code": code,
-        "codeName": name,
-    }
+    doc! {"ok": 0.0, "errmsg": errmsg, "code": code, "codeName": name}
+}
+
+/// The reply of a retryable write `onPrimaryTransactionalWrite` failed before its commit.
+pub fn write_failure(code: i32, write: &str) -> Document {
+    error_reply(
+        code,
+        &format!("Failing write for {write} due to failpoint. The write must not be reflected."),
+    )
 }

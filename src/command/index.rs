@@ -260,6 +260,10 @@ fn add_indexes(
             }
         }
     }
+    // Ready at once: logged now (those built later are logged when their build ends).
+    for id in &ready {
+        ddl::log_index_ready(txn, &meta, *id)?;
+    }
     Ok(Added::Indexes(AddedIndexes {
         collection_id: meta.id,
         before,
@@ -704,6 +708,7 @@ pub async fn drop_indexes(shared: &Shared, req: &Request<'_>) -> Result<Document
                 for id in ids {
                     // TTL-9: dropping the `_ts` TTL index turns the collection TTL off.
                     if let Some(index) = ddl::remove_index(txn, meta.id, id)? {
+                        ddl::log_index_dropped(txn, &meta, &index.name)?;
                         if index.is_stored() {
                             removed.push(index.id);
                         }
@@ -816,7 +821,15 @@ pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             "collMod is not supported (Cosmos DB does not support collMod): cannot change '{option}'"
         )));
     }
-    if shared.engine.catalog().get(req.db, coll).is_none() {
+    // Nothing changes, but the operation log records it, as mongod's does.
+    let (db, name) = (req.db.to_owned(), coll.to_owned());
+    let found = shared
+        .engine
+        .write(durable(cmd), move |txn, _now| {
+            ddl::log_coll_mod(txn, &db, &name)
+        })
+        .await??;
+    if found.is_none() {
         return Err(Error::new(
             ErrorCode::NamespaceNotFound,
             format!("ns does not exist: {}.{coll}", req.db),

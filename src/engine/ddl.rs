@@ -107,6 +107,16 @@ pub fn set_images(txn: &mut Txn<'_>, db: &str, name: &str, enabled: bool) -> Res
     Ok(Some(()))
 }
 
+/// Logs a `collMod` that changes nothing (`{collMod: name}` alone), as mongod logs it; `None`
+/// when there is no such collection.
+pub fn log_coll_mod(txn: &mut Txn<'_>, db: &str, name: &str) -> Result<Option<()>> {
+    let Some(meta) = collection(txn, db, name) else {
+        return Ok(None);
+    };
+    oplog::command(txn, db, Some(&meta), doc! {"collMod": name})?;
+    Ok(Some(()))
+}
+
 /// Drops a collection and every key it owns. Returns the collection it was, if it existed.
 pub fn drop_collection(
     txn: &mut Txn<'_>,
@@ -183,11 +193,7 @@ pub fn rename_collection(
 }
 
 /// Logs that the index `index_id` of `meta` is ready: `{createIndexes: coll, ...spec}`.
-pub(super) fn log_index_ready(
-    txn: &mut Txn<'_>,
-    meta: &CollectionMeta,
-    index_id: u64,
-) -> Result<()> {
+pub fn log_index_ready(txn: &mut Txn<'_>, meta: &CollectionMeta, index_id: u64) -> Result<()> {
     let Some(index) = meta.index_by_id(index_id) else {
         return Ok(());
     };
@@ -319,6 +325,16 @@ pub fn remove_index(
     Ok(Some(index))
 }
 
+/// Logs that `meta`'s index `name` is dropped: `{dropIndexes: coll, index: name}`.
+pub fn log_index_dropped(txn: &mut Txn<'_>, meta: &CollectionMeta, name: &str) -> Result<()> {
+    oplog::command(
+        txn,
+        &meta.db,
+        Some(meta),
+        doc! {"dropIndexes": meta.name.as_str(), "index": name},
+    )
+}
+
 /// Removes the index named `name` and its entries.
 pub fn drop_index(
     txn: &mut Txn<'_>,
@@ -333,12 +349,7 @@ pub fn drop_index(
         ));
     };
     let (index_id, stored) = (index.id, index.is_stored());
-    oplog::command(
-        txn,
-        &meta.db,
-        Some(&current),
-        doc! {"dropIndexes": meta.name.as_str(), "index": name},
-    )?;
+    log_index_dropped(txn, &current, name)?;
     remove_index(txn, meta.id, index_id)?;
     if stored {
         delete_index_entries(txn, meta.id, index_id)?;

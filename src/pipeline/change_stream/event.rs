@@ -1,6 +1,6 @@
 //! Change events from operation-log entries, in mongod 7.0's shape: `insert`, `update` (with its
 //! `updateDescription`), `replace`, `delete`, `drop`, `rename`, `dropDatabase` and `invalidate`,
-//! and with `showExpandedEvents` also `create`, `createIndexes` and `dropIndexes`.
+//! and with `showExpandedEvents` also `create`, `createIndexes`, `dropIndexes` and `modify`.
 //!
 //! Owns: which entries a stream's scope sees, and the event documents. Does not own: reading
 //! the log or resuming (`mod.rs`), the `$v: 2` diff (`query::diff`).
@@ -260,6 +260,20 @@ fn command_events(
         let mut spec = o.clone();
         spec.remove("createIndexes");
         return Ok(expanded("createIndexes", coll, doc! {"indexes": [spec]}));
+    }
+    if let Ok(coll) = o.get_str("collMod") {
+        let mut changed = o.clone();
+        changed.remove("collMod");
+        if !scope.sees(db, coll) {
+            return Ok(Vec::new());
+        }
+        let mut doc = head("modify");
+        doc.insert("ns", doc! {"db": db, "coll": coll});
+        doc.insert(
+            "updateDescription",
+            doc! {"updatedFields": changed, "removedFields": []},
+        );
+        return Ok(vec![event(with_uuid(doc))]);
     }
     if let Ok(coll) = o.get_str("dropIndexes") {
         let name = o.get_str("index").unwrap_or_default();

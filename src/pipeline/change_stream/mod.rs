@@ -230,6 +230,13 @@ pub fn check_rest(rest: &[Document]) -> Result<()> {
             ));
         }
         if !ALLOWED_AFTER.contains(&name.as_str()) {
+            if !is_stage_name(name) {
+                // mongod parses the whole pipeline first: a name it does not know is that.
+                return Err(Error::new(
+                    ErrorCode::Location40324,
+                    format!("Unrecognized pipeline stage name: '{name}'"),
+                ));
+            }
             return Err(Error::new(
                 ErrorCode::IllegalOperation,
                 format!("{name} is not permitted in a $changeStream pipeline"),
@@ -237,6 +244,16 @@ pub fn check_rest(rest: &[Document]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `name` is a stage the pipeline parser knows (whatever it thinks of its argument).
+fn is_stage_name(name: &str) -> bool {
+    let probe = bson::doc! {name: {}};
+    let vars = crate::query::expr::Variables::new(bson::DateTime::from_millis(0));
+    !matches!(
+        crate::pipeline::stage::Stage::parse(&probe, false, &vars),
+        Err(e) if e.code == ErrorCode::Location40324
+    )
 }
 
 /// An open change stream: the cursor's tailing source.
@@ -507,11 +524,18 @@ mod tests {
                 Some("c"),
                 Some(ErrorCode::BadValue),
             ),
+            (doc! {"fullDocument": "required"}, "db", Some("c"), None),
             (
-                doc! {"fullDocument": "required"},
+                doc! {"fullDocumentBeforeChange": "required"},
                 "db",
                 Some("c"),
-                Some(ErrorCode::NotImplemented),
+                None,
+            ),
+            (
+                doc! {"fullDocumentBeforeChange": "sometimes"},
+                "db",
+                Some("c"),
+                Some(ErrorCode::BadValue),
             ),
             (
                 doc! {"fullDocument": 1},
