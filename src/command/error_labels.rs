@@ -1,7 +1,8 @@
 //! The `errorLabels` a replica set member gives an error reply (mongod's `getErrorLabels`):
 //! `TransientTransactionError` and `UnknownTransactionCommitResult` on a transaction's
 //! commands, `RetryableWriteError` on a retryable write (and on `commitTransaction`/
-//! `abortTransaction`) that failed with a retryable code or write concern error. A standalone
+//! `abortTransaction`) that failed with a retryable code or write concern error,
+//! `NonResumableChangeStreamError` on a change stream's fatal errors. A standalone
 //! gives none. A reply that already names its labels (a fail point's `errorLabels`) keeps them.
 //!
 //! Owns: the rules. Does not own the errors.
@@ -41,6 +42,13 @@ pub fn add(name: CommandName, body: &Document, reply: &mut Document) {
         .ok()
         .and_then(|wce| wce.get_i32("code").ok());
     if code.is_none() && concern_code.is_none() {
+        return;
+    }
+    // A change stream that cannot go on says so (mongod's `NonResumableChangeStreamError`).
+    if matches!(name, CommandName::GetMore | CommandName::Aggregate)
+        && matches!(code, Some(280 | 286))
+    {
+        reply.insert("errorLabels", vec!["NonResumableChangeStreamError"]);
         return;
     }
     let in_transaction = body.contains_key("autocommit");
@@ -144,6 +152,12 @@ mod tests {
                 &retryable,
                 doc! {"ok": 1.0, "writeConcernError": {"code": 91, "errmsg": "x"}},
                 Some(vec![RETRYABLE_WRITE]),
+            ),
+            (
+                CommandName::Aggregate,
+                &plain,
+                error(280),
+                Some(vec!["NonResumableChangeStreamError"]),
             ),
             (
                 CommandName::Insert,
