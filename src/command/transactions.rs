@@ -36,6 +36,8 @@ const UNKNOWN_COMMIT: &str = "UnknownTransactionCommitResult";
 enum State {
     /// Open; the handle is empty once the lifetime limit aborted it.
     InProgress(TransactionHandle),
+    /// Its commit is in the writer's hands; it ends `Committed` or `Aborted`.
+    Committing,
     Committed,
     Aborted,
 }
@@ -115,7 +117,7 @@ impl TransactionTable {
                 }
                 return match &entry.state {
                     State::InProgress(handle) => Ok(Arc::clone(handle)),
-                    State::Committed => Err(committed(number)),
+                    State::Committing | State::Committed => Err(committed(number)),
                     State::Aborted => Err(aborted(number)),
                 };
             }
@@ -389,66 +391,109 @@ where
 }
 
 /// `commitTransaction`: commits the session's transaction (again, if it already committed).
-pub async fn commit(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+///
+/// The commit runs in a task of its own, so that it ends, and records how it ended, even when
+/// the command that started it is interrupted (`maxTimeMS`, a closed connection): a commit the
+/// client retries then waits for that outcome instead of guessing it.
+pub async fn commit(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Document> {
     let (session, number) = identity(req)?;
-    let found = {
-        let mut sessions = shared
-            .transactions
-            .sessions
-            .lock()
-            .map_err(|_| poisoned())?;
-        match sessions.get_mut(&session) {
-            Some(entry) if entry.number == number => match &entry.state {
-                State::Committed => return Ok(doc! {"ok": 1.0}),
-                State::Aborted => return Err(aborted(number)),
-                State::InProgress(handle) => {
-                    let transaction = take(handle);
-                    entry.state = State::Aborted;
-                    Ok(transaction.ok_or_else(|| aborted(number))?)
+    let transaction = loop {
+        match commit_step(shared, session, number)? {
+            Step::Done => return Ok(doc! {"ok": 1.0}),
+            Step::Wait => tokio::time::sleep(COMMITTING_POLL).await,
+            Step::Commit(transaction) => break transaction,
+            Step::Unknown(active) => {
+                // After a restart only the durable record tells a committed transaction.
+                if committed_before(shared, session, number).await? {
+                    return Ok(doc! {"ok": 1.0});
                 }
-            },
-            Some(entry) if entry.number > number => {
-                return Err(Error::new(
-                    ErrorCode::TransactionTooOld,
-                    format!(
-                        "Cannot start transaction {number} on session {session} because a newer \
-                         transaction {} has already started.",
-                        entry.number
-                    ),
-                ))
+                return Err(no_such(number, active));
             }
-            other => Err(other.map_or(-1, |e| e.number)),
         }
     };
-    let transaction = match found {
-        Ok(transaction) => transaction,
-        Err(active) => {
-            // After a restart only the durable record tells a committed transaction.
-            if committed_before(shared, session, number).await? {
-                return Ok(doc! {"ok": 1.0});
+    let durable = durable(req.body);
+    let task_shared = Arc::clone(shared);
+    let task = tokio::spawn(async move {
+        let shared = task_shared;
+        let result = if transaction.has_writes() {
+            let fields = doc! {"lsid": session.to_document(), "txnNumber": number};
+            let clock = Arc::clone(shared.engine.clock());
+            shared
+                .engine
+                .write(durable, move |txn, now| {
+                    transaction.apply(txn, &fields)?;
+                    record_commit(txn, session, number, now, clock.now_datetime())
+                })
+                .await
+                .and_then(|applied| applied)
+        } else {
+            Ok(())
+        };
+        let outcome = if result.is_ok() {
+            State::Committed
+        } else {
+            State::Aborted
+        };
+        if let Ok(mut sessions) = shared.transactions.sessions.lock() {
+            if let Some(entry) = sessions.get_mut(&session) {
+                if entry.number == number && matches!(entry.state, State::Committing) {
+                    entry.state = outcome;
+                }
             }
-            return Err(no_such(number, active));
         }
-    };
-    if transaction.has_writes() {
-        let fields = doc! {"lsid": session.to_document(), "txnNumber": number};
-        let clock = Arc::clone(shared.engine.clock());
-        shared
-            .engine
-            .write(durable(req.body), move |txn, now| {
-                transaction.apply(txn, &fields)?;
-                record_commit(txn, session, number, now, clock.now_datetime())
-            })
-            .await??;
-    }
-    if let Ok(mut sessions) = shared.transactions.sessions.lock() {
-        if let Some(entry) = sessions.get_mut(&session) {
-            if entry.number == number {
-                entry.state = State::Committed;
-            }
-        }
-    }
+        result
+    });
+    task.await
+        .map_err(|e| Error::internal(format!("a commit's task failed: {e}")))??;
     Ok(doc! {"ok": 1.0})
+}
+
+/// How often a retried commit looks whether the first attempt has finished.
+const COMMITTING_POLL: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// What a `commitTransaction` finds.
+enum Step {
+    /// Committed already.
+    Done,
+    /// An earlier attempt is committing it.
+    Wait,
+    /// This attempt commits it.
+    Commit(Box<Transaction>),
+    /// The session is not at this number (its number, or -1): perhaps from before a restart.
+    Unknown(i64),
+}
+
+fn commit_step(shared: &Shared, session: SessionId, number: i64) -> Result<Step> {
+    let mut sessions = shared
+        .transactions
+        .sessions
+        .lock()
+        .map_err(|_| poisoned())?;
+    match sessions.get_mut(&session) {
+        Some(entry) if entry.number == number => match &entry.state {
+            State::Committed => Ok(Step::Done),
+            State::Committing => Ok(Step::Wait),
+            State::Aborted => Err(aborted(number)),
+            State::InProgress(handle) => {
+                let transaction = take(handle);
+                let Some(transaction) = transaction else {
+                    entry.state = State::Aborted;
+                    return Err(aborted(number));
+                };
+                entry.state = State::Committing;
+                Ok(Step::Commit(Box::new(transaction)))
+            }
+        },
+        Some(entry) if entry.number > number => Err(Error::new(
+            ErrorCode::TransactionTooOld,
+            format!(
+                "Cannot start transaction {number} on session {session} because a newer \
+                 transaction {} has already started.",
+                entry.number
+            ),
+        )),
+        other => Ok(Step::Unknown(other.map_or(-1, |e| e.number))),
+    }
 }
 
 /// `abortTransaction`: aborts the session's transaction.
@@ -470,7 +515,7 @@ pub fn abort(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                     Err(aborted(number))
                 }
             }
-            State::Committed => Err(committed(number)),
+            State::Committing | State::Committed => Err(committed(number)),
             State::Aborted => Err(aborted(number)),
         },
         other => Err(no_such(number, other.map_or(-1, |e| e.number))),
