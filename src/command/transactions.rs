@@ -147,10 +147,7 @@ impl TransactionTable {
         };
         if let Some(entry) = sessions.get_mut(&session) {
             if entry.number == number {
-                if let State::InProgress(handle) = &entry.state {
-                    take(handle);
-                    entry.state = State::Aborted;
-                }
+                end(&mut entry.state);
             }
         }
     }
@@ -161,11 +158,7 @@ impl TransactionTable {
             return;
         };
         if sessions.get(&session).is_some_and(|e| e.number < number) {
-            if let Some(entry) = sessions.remove(&session) {
-                if let State::InProgress(handle) = entry.state {
-                    take(&handle);
-                }
-            }
+            sessions.remove(&session);
         }
     }
 
@@ -176,12 +169,8 @@ impl TransactionTable {
             return;
         };
         for (id, entry) in sessions.iter_mut() {
-            if !killed.matches(id) {
-                continue;
-            }
-            if let State::InProgress(handle) = &entry.state {
-                take(handle);
-                entry.state = State::Aborted;
+            if killed.matches(id) {
+                end(&mut entry.state);
             }
         }
     }
@@ -192,13 +181,7 @@ impl TransactionTable {
             return;
         };
         for session in ended {
-            if let Some(Entry {
-                state: State::InProgress(handle),
-                ..
-            }) = sessions.remove(session)
-            {
-                take(&handle);
-            }
+            sessions.remove(session);
         }
     }
 
@@ -212,30 +195,26 @@ impl TransactionTable {
             if entry.started.elapsed() < limit {
                 continue;
             }
-            if let State::InProgress(handle) = &entry.state {
-                take(handle);
-                entry.state = State::Aborted;
+            if end(&mut entry.state) {
                 expired += 1;
             }
         }
         expired
     }
-
-    /// How many transactions are open (`serverStatus`).
-    pub fn open(&self) -> usize {
-        self.sessions
-            .lock()
-            .map(|s| {
-                s.values()
-                    .filter(|e| matches!(e.state, State::InProgress(_)))
-                    .count()
-            })
-            .unwrap_or(0)
-    }
 }
 
-/// Drops the transaction out of its handle: its pending writes are discarded and its document
-/// locks released.
+/// Aborts an open transaction: the table lets go of it, and it is dropped (its pending writes
+/// discarded, its document locks released) as soon as no statement holds it, without waiting
+/// for one that runs now. Returns whether it was open.
+fn end(state: &mut State) -> bool {
+    if !matches!(state, State::InProgress(_)) {
+        return false;
+    }
+    *state = State::Aborted;
+    true
+}
+
+/// Takes the transaction out of its handle, waiting for a statement using it to end.
 fn take(handle: &TransactionHandle) -> Option<Transaction> {
     handle.lock().ok().and_then(|mut slot| slot.take())
 }
