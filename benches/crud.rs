@@ -13,8 +13,8 @@ mod common;
 
 use clap::Parser;
 use common::{
-    full_scan, load, millis, per_op, percentile, pick, BoxError, Outcome, PhaseResult, Target,
-    BATCH,
+    full_scan, load, millis, per_op, percentile, pick, writer_counters, BoxError, Outcome,
+    PhaseResult, Target, BATCH,
 };
 use mongodb::bson::{doc, Document};
 use mongodb::Client;
@@ -176,21 +176,6 @@ fn small_doc(task: usize, i: u64) -> Document {
 /// A document of the read, update and scan collection.
 fn scan_doc(id: i64) -> Document {
     doc! {"_id": id, "n": 0, "s": format!("scan-document-{id:012}")}
-}
-
-/// `serverStatus.writer` {groups, jobs, syncs}, if the server reports it.
-async fn writer_counters(client: &Client) -> Option<[i64; 3]> {
-    let status = client
-        .database("admin")
-        .run_command(doc! {"serverStatus": 1})
-        .await
-        .ok()?;
-    let w = status.get_document("writer").ok()?;
-    Some([
-        w.get_i64("groups").ok()?,
-        w.get_i64("jobs").ok()?,
-        w.get_i64("syncs").ok()?,
-    ])
 }
 
 /// A phase's outcome with the server's group-commit counters over it (`serverStatus.writer`

@@ -30,7 +30,8 @@
 mod common;
 
 use clap::Parser;
-use common::replset::{process_cpu, writer_counters, Member, SET_NAME};
+use common::replset::{process_cpu, Member, SET_NAME};
+use common::writer_counters;
 use common::{millis, per_op, percentile, BoxError, Outcome};
 use futures::StreamExt;
 use mongodb::bson::{doc, Document};

@@ -230,3 +230,18 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
 pub fn millis(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
+
+/// `serverStatus.writer` {groups, jobs, syncs}, if the server reports it.
+pub async fn writer_counters(client: &Client) -> Option<[i64; 3]> {
+    let status = client
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await
+        .ok()?;
+    let w = status.get_document("writer").ok()?;
+    Some([
+        w.get_i64("groups").ok()?,
+        w.get_i64("jobs").ok()?,
+        w.get_i64("syncs").ok()?,
+    ])
+}

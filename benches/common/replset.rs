@@ -7,7 +7,6 @@ use super::BoxError;
 use mayfly::clock::SystemClock;
 use mayfly::config::{Config, StorageKind};
 use mayfly::server::{RunningServer, Server};
-use mongodb::bson::doc;
 use mongodb::options::ClientOptions;
 use mongodb::Client;
 use std::net::SocketAddr;
@@ -70,21 +69,6 @@ impl Member {
     pub async fn stop(self) {
         self.server.shutdown().await;
     }
-}
-
-/// `serverStatus.writer` {groups, jobs, syncs}, if the server reports it.
-pub async fn writer_counters(client: &Client) -> Option<[i64; 3]> {
-    let status = client
-        .database("admin")
-        .run_command(doc! {"serverStatus": 1})
-        .await
-        .ok()?;
-    let w = status.get_document("writer").ok()?;
-    Some([
-        w.get_i64("groups").ok()?,
-        w.get_i64("jobs").ok()?,
-        w.get_i64("syncs").ok()?,
-    ])
 }
 
 /// CPU time (user + system) this process has used, from `/proc/self/stat` (Linux; `None`
