@@ -206,7 +206,8 @@ pub struct Cli {
     /// log_format, log_level, slow_ms, enable_test_commands, clock, storage,
     /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
-    /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb).
+    /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
+    /// transaction_lifetime_limit_seconds).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
