@@ -16,6 +16,10 @@ use mongodb::{Client, Collection};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The server binary's allocator, so an in-process server measures what `mayfly` runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Documents per `insert_many` when loading.

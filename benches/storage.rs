@@ -1,0 +1,183 @@
+//! The storage engine alone: the entries a durable `insert_many` writes, committed through the
+//! storage trait ([`Backend::commit`]) with no server, no driver and no BSON parsing — the
+//! ceiling the server's bulk-insert path is measured against.
+//!
+//! `cargo bench --bench storage -- [--seconds 5] [--group 1000,5000] [--builders 1]`
+//!
+//! For each `--group` size (documents per commit), `--builders` threads build batches and one
+//! thread commits them with `Durability::SyncData`, as the server's writer thread commits a
+//! group. A document's entries are exactly what the server writes for the crud bench's
+//! `insert_many` document in a collection without secondary indexes: the record (`_ts`, no own
+//! `ttl`, the ~100-byte BSON body) under its document key, its expiry entry (ordered by `_ts`,
+//! valued with the body size), and one counter entry per commit. Measures only: nothing here
+//! asserts on time.
+
+use clap::Parser;
+use mayfly::engine::record::Record;
+use mayfly::engine::{counts, expiry};
+use mayfly::storage::{keys, Backend, Durability, FjallBackend, Keyspace, WriteBatch};
+use mongodb::bson::{doc, Bson};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The crud bench's allocator, so both measure the same code.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// The collection id the entries are written under (any id works: nothing reads them).
+const COLLECTION: u64 = 7;
+
+#[derive(Debug, Parser)]
+struct Args {
+    /// Seconds per group size.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Documents per commit; one run for each.
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1000, 5000])]
+    group: Vec<usize>,
+    /// Threads building batches while one thread commits.
+    #[arg(long, default_value_t = 1)]
+    builders: usize,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::parse();
+    println!(
+        "mayfly storage bench: fjall, durable commits (fdatasync), {} builder thread(s), \
+         {:.1} s per group size",
+        args.builders, args.seconds
+    );
+    println!();
+    println!("| documents per commit |          rate |   commits | p50 commit | p99 commit |");
+    println!("|----------------------|---------------|-----------|------------|------------|");
+    for &group in &args.group {
+        let dir = tempfile::tempdir()?;
+        let backend = FjallBackend::open(dir.path())?;
+        let run = measure(&backend, group.max(1), args.builders.max(1), args.seconds)?;
+        let mut commits = run.commit_times;
+        commits.sort();
+        println!(
+            "| {:>20} | {:>8.0} docs/s | {:>9} | {:>7.2} ms | {:>7.2} ms |",
+            group,
+            run.documents as f64 / run.elapsed.as_secs_f64(),
+            commits.len(),
+            millis(percentile(&commits, 0.50)),
+            millis(percentile(&commits, 0.99)),
+        );
+    }
+    Ok(())
+}
+
+struct Run {
+    documents: u64,
+    elapsed: Duration,
+    commit_times: Vec<Duration>,
+}
+
+/// Commits batches of `group` documents, built by `builders` threads, for `seconds`.
+fn measure(
+    backend: &FjallBackend,
+    group: usize,
+    builders: usize,
+    seconds: f64,
+) -> Result<Run, Box<dyn std::error::Error>> {
+    let (send, receive) = mpsc::sync_channel::<WriteBatch>(4);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for builder in 0..builders {
+        let send = send.clone();
+        let stop = std::sync::Arc::clone(&stop);
+        threads.push(std::thread::spawn(move || {
+            let mut next = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let batch = build(builder, next, group);
+                next += group as u64;
+                if send.send(batch).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(send);
+    let deadline = Duration::from_secs_f64(seconds);
+    let started = Instant::now();
+    let mut documents = 0u64;
+    let mut commit_times = Vec::new();
+    while started.elapsed() < deadline {
+        let batch = receive.recv()?;
+        let commit = Instant::now();
+        backend.commit(batch, Durability::SyncData)?;
+        commit_times.push(commit.elapsed());
+        documents += group as u64;
+    }
+    let elapsed = started.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    drop(receive);
+    for thread in threads {
+        let _ = thread.join();
+    }
+    Ok(Run {
+        documents,
+        elapsed,
+        commit_times,
+    })
+}
+
+/// The entries of `group` documents from builder `task`, numbered from `first`, and the
+/// collection's counter entry.
+fn build(task: usize, first: u64, group: usize) -> WriteBatch {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    // In the order a group's batch has: keyspace by keyspace, each in key order.
+    let mut records = Vec::with_capacity(group);
+    let mut expiries = Vec::with_capacity(group);
+    let mut bytes = 0u64;
+    for i in first..first + group as u64 {
+        let id = (task as i64) << 40 | i as i64;
+        let document = doc! {
+            "_id": id,
+            "task": task as i32,
+            "i": i as i64,
+            "s": "mayfly-bench-payload-0123456789abcdefghijklmnopqrstuvwxyz",
+        };
+        let Ok(record) = Record::new(now, &document) else {
+            continue;
+        };
+        let key = keys::document_key(COLLECTION, &Bson::Int64(id));
+        if let Some(expiry_key) = expiry::key_for(&key, &record) {
+            expiries.push((expiry_key, expiry::value_for(&record)));
+        }
+        bytes += record.body.len() as u64;
+        records.push((key, record.encode()));
+    }
+    let mut batch = WriteBatch::with_capacity(2 * group + 1);
+    let totals = counts::Totals {
+        count: first + group as u64,
+        size: bytes,
+    };
+    batch.put(
+        Keyspace::Catalog,
+        counts::counter_key(COLLECTION),
+        totals.encode(),
+    );
+    for (key, value) in records {
+        batch.put(Keyspace::Documents, key, value);
+    }
+    for (key, value) in expiries {
+        batch.put(Keyspace::Expiry, key, value);
+    }
+    batch
+}
+
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
+    sorted.get(index).copied().unwrap_or_default()
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
