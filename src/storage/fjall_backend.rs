@@ -1,4 +1,4 @@
-//! The fjall implementation of [`Backend`]: one `SingleWriterTxDatabase` holding the fixed
+//! The fjall implementation of [`Backend`]: one `fjall::Database` holding the fixed
 //! [`Keyspace`]s.
 //!
 //! Owns: opening, tuning and recovering the on-disk database, and translating batches, snapshots
@@ -34,7 +34,7 @@ use super::{
     WriteOp, MAX_KEY_LEN,
 };
 use fjall::config::FilterPolicy;
-use fjall::{KeyspaceCreateOptions, PersistMode, Readable, SingleWriterTxDatabase};
+use fjall::{Database, KeyspaceCreateOptions, PersistMode, Readable};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -60,16 +60,16 @@ impl Default for FjallConfig {
 
 /// One fjall keyspace handle per [`Keyspace`].
 struct Handles {
-    catalog: fjall::SingleWriterTxKeyspace,
-    documents: fjall::SingleWriterTxKeyspace,
-    indexes: fjall::SingleWriterTxKeyspace,
-    expiry: fjall::SingleWriterTxKeyspace,
-    oplog: fjall::SingleWriterTxKeyspace,
+    catalog: fjall::Keyspace,
+    documents: fjall::Keyspace,
+    indexes: fjall::Keyspace,
+    expiry: fjall::Keyspace,
+    oplog: fjall::Keyspace,
 }
 
 /// A durable database on a local directory.
 pub struct FjallBackend {
-    db: SingleWriterTxDatabase,
+    db: Database,
     keyspaces: Arc<Handles>,
     path: PathBuf,
     reserve_bytes: u64,
@@ -86,7 +86,7 @@ impl FjallBackend {
     pub fn open_with(path: &Path, config: &FjallConfig) -> Result<Self, StorageError> {
         std::fs::create_dir_all(path)?;
         let lock = super::lock::DirLock::acquire(path)?;
-        let db = SingleWriterTxDatabase::builder(path)
+        let db = Database::builder(path)
             .cache_size(config.cache_bytes)
             .manual_journal_persist(true)
             .open()?;
@@ -141,7 +141,7 @@ fn keyspace_options(keyspace: Keyspace) -> KeyspaceCreateOptions {
     }
 }
 
-fn handle(handles: &Handles, keyspace: Keyspace) -> &fjall::SingleWriterTxKeyspace {
+fn handle(handles: &Handles, keyspace: Keyspace) -> &fjall::Keyspace {
     match keyspace {
         Keyspace::Catalog => &handles.catalog,
         Keyspace::Documents => &handles.documents,
@@ -163,7 +163,7 @@ impl Backend for FjallBackend {
 
     fn snapshot(&self) -> FjallSnapshot {
         FjallSnapshot {
-            snapshot: self.db.read_tx(),
+            snapshot: self.db.snapshot(),
             keyspaces: Arc::clone(&self.keyspaces),
         }
     }
@@ -176,25 +176,25 @@ impl Backend for FjallBackend {
         // applied.
         batch.check_keys()?;
         self.check_space(&batch)?;
-        // The write transaction takes fjall's single-writer lock and keeps only the last write
-        // per key, which gives the batch its "later operation wins" order.
-        let mut tx = self
-            .db
-            .write_tx()
+        // One fjall batch: journaled (and synced) as a whole, then applied to the memtables
+        // under one sequence number. Every entry of a batch has the same sequence number, so a
+        // key written twice is written once here, as its last operation.
+        let ops = batch.into_unique_ops();
+        let mut writes = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), ops.len())
             .durability(Some(persist_mode(durability)));
-        for op in batch.into_ops() {
+        for op in ops {
             match op {
                 WriteOp::Put {
                     keyspace,
                     key,
                     value,
-                } => tx.insert(handle(&self.keyspaces, keyspace), key, value),
+                } => writes.insert(handle(&self.keyspaces, keyspace), key, value),
                 WriteOp::Delete { keyspace, key } => {
-                    tx.remove(handle(&self.keyspaces, keyspace), key)
+                    writes.remove(handle(&self.keyspaces, keyspace), key)
                 }
             }
         }
-        tx.commit().map_err(journal_failure)
+        writes.commit().map_err(journal_failure)
     }
 
     fn persist(&self, durability: Durability) -> Result<(), StorageError> {

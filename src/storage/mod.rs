@@ -23,11 +23,14 @@
 //!
 //! # fjall API choice
 //!
-//! [`fjall_backend::FjallBackend`] opens a `fjall::SingleWriterTxDatabase`. A batch is applied
-//! through one `WriteTransaction` (which serializes writers and keeps the last write per key),
-//! committed with `PersistMode::SyncData` (fdatasync of the journal before returning) or
-//! `PersistMode::Buffer` (written to the OS, survives a process crash but not a power loss).
-//! Snapshots are `read_tx()` snapshots: a sequence number, so taking one is O(1).
+//! [`fjall_backend::FjallBackend`] opens a plain `fjall::Database`: the engine's writer thread is
+//! the only writer and its pending writes already hold one write per key, so fjall's write
+//! transactions (a lock, and a memtable of their own that every write was inserted into before
+//! being inserted again at commit) would only add work. A batch is applied as one
+//! `fjall::WriteBatch` (one journal record, one sequence number, with the last operation of a
+//! key kept: [`WriteBatch::into_unique_ops`]), committed with `PersistMode::SyncData` (fdatasync
+//! of the journal before returning) or `PersistMode::Buffer` (written to the OS, survives a
+//! process crash but not a power loss). Snapshots are sequence numbers, so taking one is O(1).
 
 use std::path::PathBuf;
 
@@ -182,6 +185,41 @@ impl WriteBatch {
 
     pub fn into_ops(self) -> Vec<WriteOp> {
         self.ops
+    }
+
+    /// The operations with only the last one of each (keyspace, key) kept, in an order that
+    /// applies them with the batch's meaning: for a backend that applies a batch as one atomic
+    /// step in which the order of operations is lost. A batch whose keys are increasing within
+    /// each keyspace (a group's batch: built from ordered pending writes) is checked in one
+    /// pass and returned as it is.
+    pub fn into_unique_ops(self) -> Vec<WriteOp> {
+        fn key_of(op: &WriteOp) -> (usize, &[u8]) {
+            match op {
+                WriteOp::Put { keyspace, key, .. } | WriteOp::Delete { keyspace, key } => {
+                    (*keyspace as usize, key.as_slice())
+                }
+            }
+        }
+        let increasing = self.ops.windows(2).all(|pair| match pair {
+            [a, b] => {
+                let ((ka, a), (kb, b)) = (key_of(a), key_of(b));
+                ka != kb || a < b
+            }
+            _ => true,
+        });
+        if increasing {
+            return self.ops;
+        }
+        let mut seen = std::collections::HashSet::with_capacity(self.ops.len());
+        let mut last_first: Vec<WriteOp> = Vec::with_capacity(self.ops.len());
+        for op in self.ops.into_iter().rev() {
+            let (keyspace, key) = key_of(&op);
+            if seen.insert((keyspace, key.to_vec())) {
+                last_first.push(op);
+            }
+        }
+        last_first.reverse();
+        last_first
     }
 
     /// Refuses the whole batch if any of its keys is one no backend can store ([`check_key`]),
@@ -343,6 +381,42 @@ mod backend_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unique_ops_keep_the_last_operation_of_each_key() {
+        let mut ordered = WriteBatch::new();
+        ordered.put(Keyspace::Catalog, b"a", b"1");
+        ordered.put(Keyspace::Documents, b"a", b"1");
+        ordered.put(Keyspace::Documents, b"b", b"1");
+        ordered.delete(Keyspace::Expiry, b"a");
+        let expected = ordered.clone().into_ops();
+        assert_eq!(ordered.into_unique_ops(), expected);
+
+        let mut repeated = WriteBatch::new();
+        repeated.put(Keyspace::Documents, b"d", b"1");
+        repeated.put(Keyspace::Indexes, b"d", b"1");
+        repeated.put(Keyspace::Documents, b"c", b"1");
+        repeated.delete(Keyspace::Documents, b"d");
+        repeated.put(Keyspace::Documents, b"e", b"1");
+        repeated.put(Keyspace::Documents, b"e", b"2");
+        let put = |keyspace, key: &[u8], value: &[u8]| WriteOp::Put {
+            keyspace,
+            key: key.to_vec(),
+            value: value.to_vec(),
+        };
+        assert_eq!(
+            repeated.into_unique_ops(),
+            vec![
+                put(Keyspace::Indexes, b"d", b"1"),
+                put(Keyspace::Documents, b"c", b"1"),
+                WriteOp::Delete {
+                    keyspace: Keyspace::Documents,
+                    key: b"d".to_vec()
+                },
+                put(Keyspace::Documents, b"e", b"2"),
+            ]
+        );
+    }
 
     #[test]
     fn write_batch_counts_operations_and_bytes() {
