@@ -227,17 +227,50 @@ fn reported_command(body: &Document) -> Document {
     if crate::query::size::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
         return body.clone();
     }
-    let text: String = Bson::Document(body.clone())
-        .into_relaxed_extjson()
-        .to_string()
-        .chars()
-        .take(MAX_REPORTED_COMMAND_BYTES)
-        .collect();
+    let text = json_prefix(body, MAX_REPORTED_COMMAND_BYTES);
     let mut truncated = doc! {"$truncated": format!("{text}...")};
     if let Some(comment) = body.get("comment") {
         truncated.insert("comment", comment.clone());
     }
     truncated
+}
+
+/// The first `limit` characters of `body` as compact relaxed extended JSON. Only the fields,
+/// and the elements of array fields, that the cut keeps are rendered: every command is
+/// registered, and an `insert` of 100,000 documents must not be rendered whole to show a
+/// kilobyte of it.
+fn json_prefix(body: &Document, limit: usize) -> String {
+    let json = |value: &Bson| value.clone().into_relaxed_extjson().to_string();
+    let full = |out: &String| out.chars().count() >= limit;
+    let mut out = String::from("{");
+    for (i, (name, value)) in body.iter().enumerate() {
+        if full(&out) {
+            break;
+        }
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&json(&Bson::String(name.clone())));
+        out.push(':');
+        match value {
+            Bson::Array(items) => {
+                out.push('[');
+                for (j, item) in items.iter().enumerate() {
+                    if full(&out) {
+                        break;
+                    }
+                    if j > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&json(item));
+                }
+                out.push(']');
+            }
+            other => out.push_str(&json(other)),
+        }
+    }
+    out.push('}');
+    out.chars().take(limit).collect()
 }
 
 /// Fields drivers add to every command; not conditions on operations.
@@ -311,6 +344,34 @@ fn parse_op_id(cmd: &Document) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_large_command_is_reported_as_the_start_of_its_whole_rendering() {
+        let documents: Vec<Bson> = (0..2000)
+            .map(|i| Bson::Document(doc! {"_id": i, "s": "é-payload", "n": 1.5}))
+            .collect();
+        let big = doc! {"insert": "c", "documents": documents, "ordered": true, "$db": "d"};
+        let whole: String = Bson::Document(big.clone())
+            .into_relaxed_extjson()
+            .to_string()
+            .chars()
+            .take(MAX_REPORTED_COMMAND_BYTES)
+            .collect();
+        assert_eq!(json_prefix(&big, MAX_REPORTED_COMMAND_BYTES), whole);
+        let reported = reported_command(
+            &doc! {"comment": "x", "documents": big.get("documents").unwrap().clone()},
+        );
+        assert_eq!(reported.get_str("comment").unwrap(), "x");
+        assert!(reported.get_str("$truncated").unwrap().ends_with("..."));
+        // A command that ends before the limit is rendered whole.
+        let small = doc! {"a": [1, 2], "b": "x"};
+        assert_eq!(
+            json_prefix(&small, 1000),
+            Bson::Document(small.clone())
+                .into_relaxed_extjson()
+                .to_string()
+        );
+    }
 
     #[test]
     fn op_ids_are_read_as_mongod_reads_them() {
