@@ -234,7 +234,7 @@ fn non_negative(cmd: &Document, field: &str) -> Result<Option<u64>> {
 
 /// A `find` on `local.oplog.rs`, run as its aggregation.
 fn find_in_oplog(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
-    let body = super::oplog_reads::find_as_aggregate(req.body)?;
+    let body = Arc::new(super::oplog_reads::find_as_aggregate(req.body)?);
     let aggregate = Request {
         name: super::CommandName::Aggregate,
         db: req.db,

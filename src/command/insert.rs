@@ -6,11 +6,16 @@ use super::args::{check_fields, documents_of, durable, optional_bool};
 use super::retryable::{self, History, RetryableWrite};
 use super::{batch, Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::new_document::NewDocument;
 use crate::engine::{collection, ddl};
 use crate::error::{Error, Result};
 use crate::status::OpKind;
 use bson::{doc, Document};
 use std::sync::Arc;
+
+/// Batches up to this many documents are prepared on the connection's own task; larger ones on
+/// the blocking pool, so that a 100,000-document batch does not hold up an async worker.
+const PREPARED_INLINE: usize = 8;
 
 const FIELDS: &[&str] = &[
     "documents",
@@ -34,11 +39,9 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let retryable = RetryableWrite::of(req);
     let stmt_ids = retryable::statement_ids(cmd, "insert", docs.len())?;
     shared.counters.count(OpKind::Insert, docs.len() as u64);
-    // Preparing (adding `_id`) happens before the writer so errors keep their index.
-    let prepared: Vec<Result<Document>> = docs
-        .into_iter()
-        .map(|d| collection::prepare_for_insert(d.clone()))
-        .collect();
+    // Preparing happens before the writer's job, so that the writer thread only checks
+    // uniqueness and applies; errors keep their index.
+    let prepared = prepare(shared, req, &coll, docs.len()).await?;
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
     let clock = Arc::clone(shared.engine.clock());
@@ -59,10 +62,10 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                         n += 1;
                         return Ok(());
                     }
-                    collection::insert(txn, &meta, &d, now)?;
+                    collection::insert_new(txn, &meta, d, now)?;
                     history.record(stmt_id, Document::new());
                 } else {
-                    collection::insert(txn, &meta, &d, now)?;
+                    collection::insert_new(txn, &meta, d, now)?;
                 }
                 n += 1;
                 Ok(())
@@ -76,4 +79,40 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let mut counts = doc! {"n": batch::count(n)};
     retryable::note_retried(&mut counts, &retried);
     Ok(batch::reply(counts, &errors?))
+}
+
+/// Prepares the command's documents for the writer ([`NewDocument::prepare`]), each with its
+/// own outcome.
+async fn prepare(
+    shared: &Shared,
+    req: &Request<'_>,
+    coll: &str,
+    count: usize,
+) -> Result<Vec<Result<NewDocument>>> {
+    let keep = keeps_documents(shared, req.db, coll);
+    let run = move |body: &Document| -> Result<Vec<Result<NewDocument>>> {
+        Ok(documents_of(body, "insert", "documents")?
+            .into_iter()
+            .map(|d| NewDocument::prepare(d, keep))
+            .collect())
+    };
+    if count <= PREPARED_INLINE {
+        return run(req.body);
+    }
+    let body = Arc::clone(req.body);
+    tokio::task::spawn_blocking(move || run(&body))
+        .await
+        .map_err(|e| Error::internal(format!("preparing an insert failed: {e}")))?
+}
+
+/// Whether the writer will need the inserted documents decoded: for the operation log, or for
+/// a secondary index's keys. Should the collection get a secondary index meanwhile, the writer
+/// decodes them again from their bodies.
+fn keeps_documents(shared: &Shared, db: &str, coll: &str) -> bool {
+    shared.engine.oplog().is_enabled()
+        || shared
+            .engine
+            .catalog()
+            .get(db, coll)
+            .is_some_and(|meta| meta.stored_indexes().next().is_some())
 }

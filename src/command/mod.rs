@@ -77,7 +77,9 @@ pub enum Protocol {
 pub struct Request<'a> {
     pub name: CommandName,
     pub db: &'a str,
-    pub body: &'a Document,
+    /// Shared, so work moved to another thread (the blocking pool) takes the body along
+    /// without copying it.
+    pub body: &'a Arc<Document>,
     /// Checked by long-running work: `maxTimeMS`, `killOp`, a closed connection.
     pub interrupt: Arc<Interrupt>,
     /// Its session (`lsid`) and, for a retryable write, its `txnNumber`.
@@ -120,6 +122,7 @@ pub async fn execute(
     interrupt: Arc<Interrupt>,
 ) -> (String, Outcome) {
     let name = body.keys().next().cloned().unwrap_or_default();
+    let body = Arc::new(body);
     let mut outcome = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
         Ok(outcome) => outcome,
         Err(err) => Outcome::Reply(Reply::Document(err.to_reply())),
@@ -138,7 +141,7 @@ async fn run(
     shared: &Arc<Shared>,
     conn: &mut Connection,
     name: &str,
-    body: &Document,
+    body: &Arc<Document>,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
 ) -> Result<Outcome> {
@@ -301,7 +304,7 @@ fn max_time_ms(body: &Document) -> Result<Option<u64>> {
 }
 
 /// Runs a command that reads storage on the blocking pool. The closure owns what it uses: the
-/// shared state, a copy of the body and the database name.
+/// shared state, the body (shared) and the database name.
 async fn blocking<R: Into<Reply> + Send + 'static>(
     shared: &Arc<Shared>,
     req: &Request<'_>,
@@ -309,7 +312,7 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
 ) -> Result<Reply> {
     req.interrupt.check()?;
     let shared = Arc::clone(shared);
-    let (name, db, body) = (req.name, req.db.to_owned(), req.body.clone());
+    let (name, db, body) = (req.name, req.db.to_owned(), Arc::clone(req.body));
     let interrupt = Arc::clone(&req.interrupt);
     let session = req.session;
     let transaction = req.transaction.clone();

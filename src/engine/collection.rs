@@ -9,6 +9,7 @@
 use super::catalog::{CollectionMeta, IndexMeta};
 use super::expiry;
 use super::index_keys;
+use super::new_document::NewDocument;
 use super::oplog;
 use super::record::Record;
 use super::txn::Txn;
@@ -18,7 +19,7 @@ use crate::query::depth;
 use crate::query::path::render;
 use crate::storage::keys::{self, Direction};
 use crate::storage::{Keyspace, MAX_KEY_LEN};
-use bson::{doc, oid::ObjectId, Bson, Document};
+use bson::{doc, Bson, Document};
 
 /// A visible document with its storage key and record.
 #[derive(Debug, Clone)]
@@ -78,63 +79,9 @@ pub fn scan<'t>(
         })
 }
 
-/// Gives `doc` an ObjectId `_id` placed first when it has none, and checks it may be stored.
-pub fn prepare_for_insert(mut doc: Document) -> Result<Document> {
-    if !doc.contains_key("_id") {
-        let mut with_id = doc! {"_id": ObjectId::new()};
-        with_id.extend(doc);
-        doc = with_id;
-    }
-    check_id(doc.get("_id").unwrap_or(&Bson::Null))?;
-    Ok(doc)
-}
+pub use super::new_document::prepare_for_insert;
 
-/// mongod's `storageValidIdField`: no array, regex or undefined `_id` (53 InvalidIdField), and
-/// no `$`-prefixed field anywhere inside a document `_id` (52 DollarPrefixedFieldName).
-fn check_id(id: &Bson) -> Result<()> {
-    match id {
-        Bson::Array(_) | Bson::RegularExpression(_) | Bson::Undefined => Err(Error::new(
-            ErrorCode::InvalidIdField,
-            format!(
-                "The '_id' value cannot be of type {}",
-                crate::query::path::type_name(id)
-            ),
-        )),
-        Bson::Document(d) => match dollar_prefixed_field(d) {
-            Some(name) => Err(Error::new(
-                ErrorCode::DollarPrefixedFieldName,
-                format!(
-                    "_id fields may not contain '$'-prefixed fields: {name} is not valid for storage."
-                ),
-            )),
-            None => Ok(()),
-        },
-        _ => Ok(()),
-    }
-}
-
-/// The first `$`-prefixed field name in `doc` or the documents nested in it, in document
-/// order, walked with an explicit stack rather than recursion.
-fn dollar_prefixed_field(doc: &Document) -> Option<String> {
-    type Fields<'a> = Box<dyn Iterator<Item = (Option<&'a str>, &'a Bson)> + 'a>;
-    let mut stack: Vec<Fields<'_>> = vec![Box::new(doc.iter().map(|(k, v)| (Some(k.as_str()), v)))];
-    while let Some(top) = stack.last_mut() {
-        let Some((name, value)) = top.next() else {
-            stack.pop();
-            continue;
-        };
-        if let Some(name) = name.filter(|n| n.starts_with('$')) {
-            return Some(name.to_owned());
-        }
-        match value {
-            Bson::Document(d) => stack.push(Box::new(d.iter().map(|(k, v)| (Some(k.as_str()), v)))),
-            Bson::Array(items) => stack.push(Box::new(items.iter().map(|v| (None, v)))),
-            _ => {}
-        }
-    }
-    None
-}
-
+/// Refuses a document body larger than a BSON document may be.
 fn check_size(doc: &Document, body_len: usize) -> Result<()> {
     if body_len > MAX_BSON_OBJECT_SIZE {
         let _ = doc;
@@ -148,18 +95,19 @@ fn check_size(doc: &Document, body_len: usize) -> Result<()> {
 
 /// Inserts `doc` (already prepared) written at `now`.
 pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64) -> Result<()> {
-    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-    let key = keys::document_key(meta.id, &id);
-    if key.len() > MAX_KEY_LEN {
-        return Err(Error::new(
-            ErrorCode::BadValue,
-            "_id is too large to be stored",
-        ));
-    }
-    let record = Record::new(now, doc)?;
-    check_size(doc, record.body.len())?;
-    depth::check_storable(&record.body, depth::Write::Insert)?;
-    let size = record.body.len();
+    insert_new(txn, meta, NewDocument::prepare(doc, true)?, now)
+}
+
+/// Inserts the prepared document `new`, written at `now`. The document is decoded only when
+/// secondary indexes or the operation log need it.
+pub fn insert_new(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    mut new: NewDocument,
+    now: i64,
+) -> Result<()> {
+    let key = new.key(meta.id);
+    let size = new.body_len();
     let mut replaced = None;
     if let Some(bytes) = txn.get(Keyspace::Documents, &key)? {
         let old = Record::decode(&bytes)?;
@@ -168,7 +116,7 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
                 meta,
                 "_id_",
                 &doc! {"_id": 1},
-                &doc! {"_id": id},
+                &doc! {"_id": new.id().clone()},
             ));
         }
         // TTL-19: the expired document's `_id` is free; remove what is left of it. The log
@@ -178,7 +126,18 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
         oplog::delete(txn, meta, &old_doc)?;
         replaced = Some(old.body.len());
     }
-    if let Err(e) = add_entries(txn, meta, key.clone(), record, doc, now) {
+    let doc = if meta.stored_indexes().next().is_some() || oplog::logs(txn, meta) {
+        Some(new.take_document()?)
+    } else {
+        None
+    };
+    let id = new.id().clone();
+    let stored = Stored {
+        ts: now,
+        own_ttl: new.own_ttl(),
+        bytes: new.into_record(now),
+    };
+    if let Err(e) = add_entries(txn, meta, key.clone(), stored, &id, doc.as_ref(), now) {
         if let Some(old) = replaced {
             // Its entries are gone: finish deleting the expired record (as the reaper would)
             // rather than leave a record that no expiry entry leads to.
@@ -192,7 +151,27 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
         Some(old) => txn.count_change(meta.id, 0, size_delta(old, size)),
         None => txn.count_change(meta.id, 1, size_delta(0, size)),
     }
-    oplog::insert(txn, meta, doc)
+    match &doc {
+        Some(doc) => oplog::insert(txn, meta, doc),
+        None => Ok(()),
+    }
+}
+
+/// A record's stored bytes with the header fields its expiry entry is made from.
+struct Stored {
+    bytes: Vec<u8>,
+    ts: i64,
+    own_ttl: Option<i32>,
+}
+
+impl Stored {
+    fn of(record: &Record) -> Stored {
+        Stored {
+            bytes: record.encode(),
+            ts: record.ts,
+            own_ttl: record.own_ttl,
+        }
+    }
 }
 
 /// `new - old` body bytes.
@@ -238,7 +217,9 @@ fn rewrite(
     depth::check_storable(&record.body, depth::Write::Update)?;
     let size = size_delta(old.record.body.len(), record.body.len());
     remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
-    if let Err(e) = add_entries(txn, meta, old.key.clone(), record, new, now) {
+    let id = new.get("_id").cloned().unwrap_or(Bson::Null);
+    let stored = Stored::of(&record);
+    if let Err(e) = add_entries(txn, meta, old.key.clone(), stored, &id, Some(new), now) {
         // `add_entries` writes nothing when it fails; restore `old`'s entries so a refused
         // replace (e.g. a duplicate key) leaves the document exactly as it was.
         reindex(txn, meta, old, now)?;
@@ -261,12 +242,14 @@ pub fn existing_collection(
 /// Writes the index entries of the stored document `doc` under `meta`'s index list (used when
 /// an index is added), keeping its `_ts`.
 pub fn reindex(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &StoredDoc, now: i64) -> Result<()> {
+    let id = doc.doc.get("_id").cloned().unwrap_or(Bson::Null);
     add_entries(
         txn,
         meta,
         doc.key.clone(),
-        doc.record.clone(),
-        &doc.doc,
+        Stored::of(&doc.record),
+        &id,
+        Some(&doc.doc),
         now,
     )
 }
@@ -341,20 +324,23 @@ pub fn delete_due(
     Ok(true)
 }
 
+/// Writes a document's record under `key`, its expiry entry and its secondary index entries
+/// (`doc` is the document; it may be `None` only in a collection without secondary indexes).
 fn add_entries(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
     key: Vec<u8>,
-    record: Record,
-    doc: &Document,
+    stored: Stored,
+    id: &Bson,
+    doc: Option<&Document>,
     now: i64,
 ) -> Result<()> {
-    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
     let encoded_id = encoded_id_of(&key);
     let mut index_puts = Vec::new();
     let mut became_multikey = Vec::new();
     for index in meta.stored_indexes() {
-        let (entries, multikey) = entries_for(txn, meta, index, &id, doc, now)?;
+        let doc = doc.ok_or_else(|| Error::internal("index keys asked for without a document"))?;
+        let (entries, multikey) = entries_for(txn, meta, index, id, doc, now)?;
         index_puts.extend(entries);
         if multikey && !index.multikey {
             became_multikey.push(index.id);
@@ -367,10 +353,11 @@ fn add_entries(
     for entry in index_puts {
         txn.put(Keyspace::Indexes, entry, encoded_id.clone());
     }
-    if let Some(expiry_key) = expiry::key_for(&key, &record) {
-        txn.put(Keyspace::Expiry, expiry_key, expiry::value_for(&record));
+    if let Some(expiry_key) = expiry::key_at(&key, stored.ts, stored.own_ttl) {
+        let value = expiry::value_for_len(Record::body_len_of(&stored.bytes));
+        txn.put(Keyspace::Expiry, expiry_key, value);
     }
-    txn.put(Keyspace::Documents, key, record.encode());
+    txn.put(Keyspace::Documents, key, stored.bytes);
     Ok(())
 }
 

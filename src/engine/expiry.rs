@@ -21,11 +21,17 @@ pub const OWN_TTL: u8 = b'E';
 
 /// The expiry key of a document stored as `record` under `doc_key`, if it can ever expire.
 pub fn key_for(doc_key: &[u8], record: &Record) -> Option<Vec<u8>> {
+    key_at(doc_key, record.ts, record.own_ttl)
+}
+
+/// The expiry key of a document stored under `doc_key`, written at `ts` with its own `ttl`
+/// `own_ttl`, if it can ever expire.
+pub fn key_at(doc_key: &[u8], ts: i64, own_ttl: Option<i32>) -> Option<Vec<u8>> {
     let (prefix, encoded_id) = doc_key.split_at_checked(COLLECTION_PREFIX_LEN)?;
-    let (kind, time) = match record.own_ttl {
-        Some(ttl) if ttl > 0 => (OWN_TTL, record.ts.saturating_add(i64::from(ttl))),
+    let (kind, time) = match own_ttl {
+        Some(ttl) if ttl > 0 => (OWN_TTL, ts.saturating_add(i64::from(ttl))),
         Some(_) => return None,
-        None => (FOLLOWS_COLLECTION, record.ts),
+        None => (FOLLOWS_COLLECTION, ts),
     };
     let mut key = Vec::with_capacity(doc_key.len() + 9);
     key.extend_from_slice(prefix);
@@ -37,7 +43,12 @@ pub fn key_for(doc_key: &[u8], record: &Record) -> Option<Vec<u8>> {
 
 /// The value of a document's expiry entry: its body size.
 pub fn value_for(record: &Record) -> Vec<u8> {
-    u32::try_from(record.body.len())
+    value_for_len(record.body.len())
+}
+
+/// The value of the expiry entry of a document whose body is `body_len` bytes.
+pub fn value_for_len(body_len: usize) -> Vec<u8> {
+    u32::try_from(body_len)
         .unwrap_or(u32::MAX)
         .to_be_bytes()
         .to_vec()

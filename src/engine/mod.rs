@@ -17,6 +17,7 @@ pub mod index_build;
 pub mod index_keys;
 pub mod index_usage;
 pub mod interrupt;
+pub mod new_document;
 pub mod oplog;
 pub mod optime;
 pub mod read;

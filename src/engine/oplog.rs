@@ -125,7 +125,7 @@ pub fn time_of(key: &[u8]) -> Option<Timestamp> {
 
 /// Whether changes to `meta` are logged in this group. mongod never logs its session records
 /// (`config.transactions`): a retryable write's record changes with the write, unlogged.
-fn logs(txn: &Txn<'_>, meta: &CollectionMeta) -> bool {
+pub(super) fn logs(txn: &Txn<'_>, meta: &CollectionMeta) -> bool {
     txn.logs_operations() && !(meta.db == "config" && meta.name == "transactions")
 }
 

@@ -40,12 +40,15 @@ impl Record {
     }
 
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(HEADER_LEN + self.body.len());
-        out.push(VERSION);
-        out.extend_from_slice(&self.ts.to_be_bytes());
-        out.extend_from_slice(&self.own_ttl.unwrap_or(NO_TTL).to_be_bytes());
+        let mut out = unstamped(self.body.len());
         out.extend_from_slice(&self.body);
+        stamp(&mut out, self.ts, self.own_ttl);
         out
+    }
+
+    /// The body's length in the stored bytes of a record (what [`Record::encode`] made).
+    pub fn body_len_of(stored: &[u8]) -> usize {
+        stored.len().saturating_sub(HEADER_LEN)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<Record> {
@@ -102,6 +105,27 @@ impl Record {
     /// The one visibility rule every read and write path applies (TTL-18, TTL-19).
     pub fn is_visible(&self, collection_ttl: Option<i32>, now: i64) -> bool {
         self.expires_at(collection_ttl).is_none_or(|at| now < at)
+    }
+}
+
+/// The start of a record's stored bytes whose header is written later ([`stamp`]): room for
+/// the header, with capacity for a body of `body_len` bytes to be appended. A document can so
+/// be encoded before the moment of its write is known, and stamped without being copied.
+pub fn unstamped(body_len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(HEADER_LEN + body_len);
+    out.resize(HEADER_LEN, 0);
+    out
+}
+
+/// Writes the header of a record written at `ts` with the document's own `ttl` into `stored`
+/// (made by [`unstamped`], then the body appended).
+pub fn stamp(stored: &mut [u8], ts: i64, own_ttl: Option<i32>) {
+    if let Some(header) = stored.get_mut(..HEADER_LEN) {
+        let (version, rest) = header.split_at_mut(1);
+        version.fill(VERSION);
+        let (time, ttl) = rest.split_at_mut(8);
+        time.copy_from_slice(&ts.to_be_bytes());
+        ttl.copy_from_slice(&own_ttl.unwrap_or(NO_TTL).to_be_bytes());
     }
 }
 

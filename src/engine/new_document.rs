@@ -1,0 +1,225 @@
+//! A document on its way into a collection, prepared before the writer's job runs: its `_id`
+//! generated when missing and checked, the `_id`'s key encoding, the body encoded once into the
+//! bytes the record will be stored as, its size and nesting checked, its own `ttl` read.
+//!
+//! Owns: everything about a new document that is the same in any collection at any moment, and
+//! the `_id` rules (`storageValidIdField`). Does not own: what depends on the collection or the
+//! moment of the write — the key's collection prefix, the record's `_ts`, the duplicate check
+//! and the index entries (`collection::insert_new`, in the writer's group).
+//!
+//! Doing this work on the caller's thread keeps the writer thread, which every write of every
+//! connection goes through, to what needs the group's order.
+
+use super::record;
+use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::MAX_BSON_OBJECT_SIZE;
+use crate::query::depth;
+use crate::storage::keys::{self, COLLECTION_PREFIX_LEN};
+use crate::storage::MAX_KEY_LEN;
+use bson::{doc, oid::ObjectId, Bson, Document, RawDocument};
+use std::borrow::Cow;
+
+/// A document ready for [`super::collection::insert_new`].
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    id: Bson,
+    /// The `_id`'s key encoding: the document key without its collection prefix.
+    encoded_id: Vec<u8>,
+    /// The record's stored bytes with the header left to stamp ([`record::unstamped`]).
+    stored: Vec<u8>,
+    own_ttl: Option<i32>,
+    /// The decoded document, when it was kept for the writer ([`NewDocument::prepare`]).
+    doc: Option<Document>,
+}
+
+impl NewDocument {
+    /// Prepares `doc` for insertion: an ObjectId `_id` placed first when it has none, then the
+    /// checks an insert makes before looking at the collection, in mongod's order (`_id`, key
+    /// size, document size, nesting). `keep` keeps the decoded document for the writer, which
+    /// needs it for secondary index keys and the operation log; without it the writer decodes
+    /// the body again if it turns out to need it.
+    pub fn prepare(doc: &Document, keep: bool) -> Result<NewDocument> {
+        let generated = match doc.get("_id") {
+            Some(_) => None,
+            None => Some(ObjectId::new()),
+        };
+        let id = match (&generated, doc.get("_id")) {
+            (Some(oid), _) => Bson::ObjectId(*oid),
+            (None, Some(id)) => id.clone(),
+            (None, None) => Bson::Null,
+        };
+        check_id(&id)?;
+        let mut encoded_id = Vec::with_capacity(16);
+        keys::encode_value(&id, &mut encoded_id);
+        if COLLECTION_PREFIX_LEN + encoded_id.len() > MAX_KEY_LEN {
+            return Err(Error::new(
+                ErrorCode::BadValue,
+                "_id is too large to be stored",
+            ));
+        }
+        let stored = encode(doc, generated)?;
+        let body = stored.get(record::HEADER_LEN..).unwrap_or_default();
+        if body.len() > MAX_BSON_OBJECT_SIZE {
+            return Err(Error::new(
+                ErrorCode::BadValue,
+                format!(
+                    "object to insert too large. size in bytes: {}, max size: {MAX_BSON_OBJECT_SIZE}",
+                    body.len()
+                ),
+            ));
+        }
+        depth::check_storable(body, depth::Write::Insert)?;
+        let kept = keep.then(|| match generated {
+            Some(oid) => {
+                let mut with_id = doc! {"_id": oid};
+                with_id.extend(doc.clone());
+                with_id
+            }
+            None => doc.clone(),
+        });
+        Ok(NewDocument {
+            id,
+            encoded_id,
+            stored,
+            own_ttl: crate::ttl::document_ttl(doc),
+            doc: kept,
+        })
+    }
+
+    pub fn id(&self) -> &Bson {
+        &self.id
+    }
+
+    /// The document key in the collection with id `collection_id`.
+    pub fn key(&self, collection_id: u64) -> Vec<u8> {
+        let mut key = Vec::with_capacity(COLLECTION_PREFIX_LEN + self.encoded_id.len());
+        key.extend_from_slice(&keys::collection_prefix(collection_id));
+        key.extend_from_slice(&self.encoded_id);
+        key
+    }
+
+    pub fn own_ttl(&self) -> Option<i32> {
+        self.own_ttl
+    }
+
+    pub fn body_len(&self) -> usize {
+        self.stored.len().saturating_sub(record::HEADER_LEN)
+    }
+
+    /// The document as it will be stored (decoded again from its body when it was not kept).
+    pub fn document(&self) -> Result<Cow<'_, Document>> {
+        if let Some(doc) = &self.doc {
+            return Ok(Cow::Borrowed(doc));
+        }
+        let body = self.stored.get(record::HEADER_LEN..).unwrap_or_default();
+        let corrupt =
+            |e: bson::raw::Error| Error::internal(format!("cannot decode a document: {e}"));
+        let doc = RawDocument::from_bytes(body)
+            .map_err(corrupt)?
+            .try_into()
+            .map_err(corrupt)?;
+        Ok(Cow::Owned(doc))
+    }
+
+    /// The document, taken out (decoded from its body when it was not kept).
+    pub fn take_document(&mut self) -> Result<Document> {
+        match self.doc.take() {
+            Some(doc) => Ok(doc),
+            None => self.document().map(Cow::into_owned),
+        }
+    }
+
+    /// The record's stored bytes, written at `ts`.
+    pub fn into_record(mut self, ts: i64) -> Vec<u8> {
+        record::stamp(&mut self.stored, ts, self.own_ttl);
+        self.stored
+    }
+}
+
+/// The record bytes of `doc` with its header left to stamp; with `generated` as an `_id`
+/// field placed first.
+fn encode(doc: &Document, generated: Option<ObjectId>) -> Result<Vec<u8>> {
+    let failed = |e: bson::ser::Error| Error::internal(format!("cannot encode document: {e}"));
+    let mut stored = record::unstamped(128);
+    let Some(oid) = generated else {
+        doc.to_writer(&mut stored).map_err(failed)?;
+        return Ok(stored);
+    };
+    // `{_id: oid}` followed by `doc`'s elements: the `_id` element, then `doc` encoded in place
+    // with its own length prefix removed, then the whole body's length written in front.
+    let start = stored.len();
+    stored.extend_from_slice(&[0; 4]);
+    stored.push(0x07);
+    stored.extend_from_slice(b"_id\0");
+    stored.extend_from_slice(&oid.bytes());
+    let inner = stored.len();
+    doc.to_writer(&mut stored).map_err(failed)?;
+    stored.drain(inner..inner + 4);
+    let len = i32::try_from(stored.len() - start)
+        .map_err(|_| Error::internal("document too large to encode"))?;
+    if let Some(prefix) = stored.get_mut(start..start + 4) {
+        prefix.copy_from_slice(&len.to_le_bytes());
+    }
+    Ok(stored)
+}
+
+/// Gives `doc` an ObjectId `_id` placed first when it has none, and checks it may be stored.
+pub fn prepare_for_insert(mut doc: Document) -> Result<Document> {
+    if !doc.contains_key("_id") {
+        let mut with_id = doc! {"_id": ObjectId::new()};
+        with_id.extend(doc);
+        doc = with_id;
+    }
+    check_id(doc.get("_id").unwrap_or(&Bson::Null))?;
+    Ok(doc)
+}
+
+/// mongod's `storageValidIdField`: no array, regex or undefined `_id` (53 InvalidIdField), and
+/// no `$`-prefixed field anywhere inside a document `_id` (52 DollarPrefixedFieldName).
+fn check_id(id: &Bson) -> Result<()> {
+    match id {
+        Bson::Array(_) | Bson::RegularExpression(_) | Bson::Undefined => Err(Error::new(
+            ErrorCode::InvalidIdField,
+            format!(
+                "The '_id' value cannot be of type {}",
+                crate::query::path::type_name(id)
+            ),
+        )),
+        Bson::Document(d) => match dollar_prefixed_field(d) {
+            Some(name) => Err(Error::new(
+                ErrorCode::DollarPrefixedFieldName,
+                format!(
+                    "_id fields may not contain '$'-prefixed fields: {name} is not valid for storage."
+                ),
+            )),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// The first `$`-prefixed field name in `doc` or the documents nested in it, in document
+/// order, walked with an explicit stack rather than recursion.
+fn dollar_prefixed_field(doc: &Document) -> Option<String> {
+    type Fields<'a> = Box<dyn Iterator<Item = (Option<&'a str>, &'a Bson)> + 'a>;
+    let mut stack: Vec<Fields<'_>> = vec![Box::new(doc.iter().map(|(k, v)| (Some(k.as_str()), v)))];
+    while let Some(top) = stack.last_mut() {
+        let Some((name, value)) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        if let Some(name) = name.filter(|n| n.starts_with('$')) {
+            return Some(name.to_owned());
+        }
+        match value {
+            Bson::Document(d) => stack.push(Box::new(d.iter().map(|(k, v)| (Some(k.as_str()), v)))),
+            Bson::Array(items) => stack.push(Box::new(items.iter().map(|v| (None, v)))),
+            _ => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[path = "new_document_tests.rs"]
+mod tests;

@@ -1,0 +1,105 @@
+use super::*;
+use crate::engine::record::Record;
+use crate::error::ErrorCode;
+use bson::{doc, Regex};
+
+fn body_of(doc: &Document) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    doc.to_writer(&mut bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn a_document_with_an_id_is_stored_as_it_came() {
+    let doc = doc! {"x": 1, "_id": "a", "ttl": 20};
+    for keep in [true, false] {
+        let new = NewDocument::prepare(&doc, keep).unwrap();
+        assert_eq!(new.id(), &Bson::String("a".into()));
+        assert_eq!(new.own_ttl(), Some(20));
+        assert_eq!(new.key(9), keys::document_key(9, &Bson::String("a".into())));
+        assert_eq!(new.document().unwrap().as_ref(), &doc);
+        let record = Record::decode(&new.into_record(1_234)).unwrap();
+        assert_eq!(
+            (record.ts, record.own_ttl, record.body),
+            (1_234, Some(20), body_of(&doc))
+        );
+    }
+}
+
+#[test]
+fn a_document_without_an_id_gets_an_object_id_first() {
+    let doc = doc! {"a": 1, "b": {"c": "d"}};
+    for keep in [true, false] {
+        let mut new = NewDocument::prepare(&doc, keep).unwrap();
+        let Bson::ObjectId(oid) = new.id().clone() else {
+            panic!("not an ObjectId: {:?}", new.id());
+        };
+        let expected = doc! {"_id": oid, "a": 1, "b": {"c": "d"}};
+        assert_eq!(new.document().unwrap().as_ref(), &expected);
+        assert_eq!(new.take_document().unwrap(), expected);
+        assert_eq!(new.own_ttl(), None);
+        assert_eq!(new.body_len(), body_of(&expected).len());
+        let record = Record::decode(&new.into_record(5)).unwrap();
+        assert_eq!(record.body, body_of(&expected));
+        assert_eq!(record.document().unwrap(), expected);
+    }
+}
+
+#[test]
+fn an_empty_document_gets_an_id() {
+    let new = NewDocument::prepare(&Document::new(), false).unwrap();
+    let doc = new.document().unwrap().into_owned();
+    assert_eq!(doc.len(), 1);
+    assert!(matches!(doc.get("_id"), Some(Bson::ObjectId(_))));
+}
+
+#[test]
+fn documents_that_cannot_be_stored_are_refused_with_mongods_codes() {
+    let deep = (0..120).fold(Bson::Int32(1), |inner, _| Bson::Document(doc! {"a": inner}));
+    let cases: Vec<(Document, ErrorCode, &str)> = vec![
+        (
+            doc! {"_id": [1, 2]},
+            ErrorCode::InvalidIdField,
+            "The '_id' value cannot be of type array",
+        ),
+        (
+            doc! {"_id": Regex { pattern: "a".into(), options: String::new() }},
+            ErrorCode::InvalidIdField,
+            "The '_id' value cannot be of type regex",
+        ),
+        (
+            doc! {"_id": Bson::Undefined},
+            ErrorCode::InvalidIdField,
+            "The '_id' value cannot be of type undefined",
+        ),
+        (
+            doc! {"_id": {"x": {"$bad": 1}}},
+            ErrorCode::DollarPrefixedFieldName,
+            "_id fields may not contain '$'-prefixed fields: $bad is not valid for storage.",
+        ),
+        (
+            doc! {"_id": "k".repeat(MAX_KEY_LEN)},
+            ErrorCode::BadValue,
+            "_id is too large to be stored",
+        ),
+        (
+            doc! {"_id": 1, "big": "x".repeat(MAX_BSON_OBJECT_SIZE)},
+            ErrorCode::BadValue,
+            "object to insert too large. size in bytes: ",
+        ),
+        (
+            doc! {"_id": 1, "deep": deep},
+            ErrorCode::Overflow,
+            "cannot insert document because it exceeds",
+        ),
+    ];
+    for (doc, code, message) in cases {
+        let error = NewDocument::prepare(&doc, false).unwrap_err();
+        assert_eq!(error.code, code, "{message}");
+        assert!(
+            error.message.starts_with(message),
+            "{} does not start with {message}",
+            error.message
+        );
+    }
+}
