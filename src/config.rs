@@ -16,6 +16,8 @@ pub const DEFAULT_MAX_CONNS: u32 = 1_000_000;
 pub const DEFAULT_SLOW_MS: u64 = 100;
 /// The operation log's default largest size (mongod: 5% of the disk, at least 990 MB).
 pub const DEFAULT_OPLOG_SIZE_MB: u64 = 1024;
+/// The range mongod allows for `--wiredTigerCacheSizeGB`.
+pub const CACHE_SIZE_GB_RANGE: std::ops::RangeInclusive<f64> = 0.25..=10_000.0;
 /// mongod's default `transactionLifetimeLimitSeconds`.
 pub const DEFAULT_TRANSACTION_LIFETIME_LIMIT_SECS: u64 = 60;
 /// The Azure Cosmos DB emulator's account name.
@@ -207,7 +209,7 @@ pub struct Cli {
     /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
-    /// transaction_lifetime_limit_seconds).
+    /// transaction_lifetime_limit_seconds, cache_size_gb).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -372,6 +374,17 @@ pub struct Cli {
         value_parser = clap::value_parser!(u64).range(1..)
     )]
     pub transaction_lifetime_limit_seconds: Option<u64>,
+
+    /// Memory for the storage engine's block cache and write buffers (memtables), in gigabytes,
+    /// as mongod's `--wiredTigerCacheSizeGB`: 0.25 to 10000. [default: half of the memory less
+    /// 1 GB (the container's limit when lower), at least 0.25]
+    #[arg(
+        long = "cacheSizeGB",
+        alias = "wiredTigerCacheSizeGB",
+        env = "MAYFLY_CACHE_SIZE_GB",
+        value_name = "GB"
+    )]
+    pub cache_size_gb: Option<f64>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -404,6 +417,7 @@ pub struct FileConfig {
     pub advertise_host: Option<String>,
     pub oplog_size_mb: Option<u64>,
     pub transaction_lifetime_limit_seconds: Option<u64>,
+    pub cache_size_gb: Option<f64>,
 }
 
 /// The resolved configuration the server runs with.
@@ -419,6 +433,8 @@ pub struct Config {
     pub enable_test_commands: bool,
     pub clock: ClockKind,
     pub storage: StorageKind,
+    /// Bytes of memory for the storage engine's block cache and write buffers.
+    pub cache_bytes: u64,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
     /// Bytes of sorted or grouped results open cursors may hold together.
@@ -479,6 +495,8 @@ pub enum ConfigError {
     NoBindIp,
     #[error("{0}")]
     Tls(String),
+    #[error("--cacheSizeGB must be between 0.25 and 10000, not {0}")]
+    CacheSize(f64),
 }
 
 impl Config {
@@ -488,11 +506,17 @@ impl Config {
             Some(path) => read_file(path)?,
             None => FileConfig::default(),
         };
+        let cli_cache_size = cli.cache_size_gb.or(file.cache_size_gb);
         let config = Config::resolve(cli, file, argv);
         if config.bind_ips.is_empty() {
             return Err(ConfigError::NoBindIp);
         }
         config.tls.validate()?;
+        if let Some(gb) = cli_cache_size {
+            if !CACHE_SIZE_GB_RANGE.contains(&gb) {
+                return Err(ConfigError::CacheSize(gb));
+            }
+        }
         Ok(config)
     }
 
@@ -527,6 +551,10 @@ impl Config {
                 || file.enable_test_commands.unwrap_or(false),
             clock: cli.clock.or(file.clock).unwrap_or_default(),
             storage: cli.storage.or(file.storage).unwrap_or_default(),
+            cache_bytes: cli
+                .cache_size_gb
+                .or(file.cache_size_gb)
+                .map_or_else(default_cache_bytes, gigabytes),
             argv: redact_argv(argv),
             cursor_memory_limit_bytes: cli
                 .cursor_memory_limit_mb
@@ -611,6 +639,19 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
     })
 }
 
+/// mongod's default WiredTiger cache: half of (memory - 1 GB), at least 256 MB, where memory is
+/// the container's limit when it is below the machine's.
+fn default_cache_bytes() -> u64 {
+    const GIB: u64 = 1 << 30;
+    let memory = crate::host::memory_limit_bytes().unwrap_or(2 * GIB);
+    (memory.saturating_sub(GIB) / 2).max(GIB / 4)
+}
+
+fn gigabytes(gb: f64) -> u64 {
+    // Bounded by `CACHE_SIZE_GB_RANGE` when loaded; a value outside it is refused there.
+    (gb.clamp(0.0, 1e6) * (1u64 << 30) as f64) as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -645,6 +686,46 @@ mod tests {
         assert_eq!(c.bind_ips, vec!["127.0.0.1", "::1"]);
         assert_eq!(c.slow_ms, 5);
         assert_eq!(c.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn the_cache_size_comes_from_either_flag_the_file_or_the_memory() {
+        const MIB: u64 = 1 << 20;
+        let table = [
+            (&["--cacheSizeGB", "0.5"][..], "", Some(512 * MIB)),
+            (&["--wiredTigerCacheSizeGB", "2"][..], "", Some(2048 * MIB)),
+            (&[][..], "cache_size_gb = 0.25", Some(256 * MIB)),
+            (
+                &["--cacheSizeGB", "1"][..],
+                "cache_size_gb = 3",
+                Some(1024 * MIB),
+            ),
+            (&[][..], "", None),
+        ];
+        for (args, file, expected) in table {
+            let file: FileConfig = toml::from_str(file).unwrap();
+            let c = Config::resolve(parse(args), file, vec![]);
+            match expected {
+                Some(bytes) => assert_eq!(c.cache_bytes, bytes, "{args:?}"),
+                // mongod's rule on this machine's memory: never below 256 MiB.
+                None => assert!(c.cache_bytes >= 256 * MIB, "{}", c.cache_bytes),
+            }
+        }
+    }
+
+    #[test]
+    fn a_cache_size_outside_mongods_range_is_refused() {
+        for value in ["0.1", "20000", "NaN", "-1"] {
+            let flag = format!("--cacheSizeGB={value}");
+            let error = Config::load(parse(&[&flag]), vec![]).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with("--cacheSizeGB must be between 0.25 and 10000"),
+                "{error}"
+            );
+        }
+        assert!(Config::load(parse(&["--cacheSizeGB", "0.25"]), vec![]).is_ok());
     }
 
     #[test]

@@ -28,6 +28,26 @@ pub fn mem_size_mb() -> i64 {
     read_kib_field("/proc/meminfo", "MemTotal:").map_or(0, |kib| kib / 1024)
 }
 
+/// The memory this process may use, in bytes: the machine's (`/proc/meminfo`), or the cgroup's
+/// limit (a container's) when that is lower. `None` when the OS does not say.
+pub fn memory_limit_bytes() -> Option<u64> {
+    let machine = read_kib_field("/proc/meminfo", "MemTotal:")
+        .and_then(|kib| u64::try_from(kib).ok())
+        .map(|kib| kib.saturating_mul(1024));
+    // cgroup v2, then v1; "max" or a huge number means no limit.
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|path| fs::read_to_string(path).ok()?.trim().parse::<u64>().ok())
+    .filter(|limit| *limit < 1 << 60);
+    match (machine, cgroup) {
+        (Some(machine), Some(limit)) => Some(machine.min(limit)),
+        (machine, limit) => machine.or(limit),
+    }
+}
+
 /// Resident and virtual size of this process in MiB, from `/proc/self/status`.
 pub fn process_mem_mb() -> (i64, i64) {
     let resident = read_kib_field("/proc/self/status", "VmRSS:").unwrap_or(0) / 1024;

@@ -75,6 +75,8 @@ async fn a_memory_server_serves_crud_indexes_and_aggregation() {
     assert_eq!(engine.get_str("backend"), Ok("memory"));
     assert_eq!(engine.get_bool("persistent"), Ok(false));
     assert_eq!(engine.get_bool("readOnly"), Ok(false));
+    // No block cache or memtables: the memory backend holds everything.
+    assert_eq!(engine.get("cache"), None);
 }
 
 #[tokio::test]

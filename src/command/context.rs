@@ -39,7 +39,11 @@ impl Shared {
     pub fn open(config: Config, clock: Arc<dyn Clock>) -> Result<Self> {
         let start_millis = clock.now_millis();
         let engine = match config.storage {
-            StorageKind::Disk => Engine::open(&config.dbpath, Arc::clone(&clock))?,
+            StorageKind::Disk => Engine::open_with(
+                &config.dbpath,
+                Arc::clone(&clock),
+                &crate::storage::FjallConfig::for_budget(config.cache_bytes),
+            )?,
             StorageKind::Memory => Engine::open_memory(Arc::clone(&clock))?,
         };
         if config.replication.enabled() {

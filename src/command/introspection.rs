@@ -72,7 +72,10 @@ pub fn cmd_line_opts(shared: &Shared) -> Document {
                 "tls": tls,
             },
             "security": {"authorization": authorization},
-            "storage": {"dbPath": c.dbpath.display().to_string()},
+            "storage": {
+                "dbPath": c.dbpath.display().to_string(),
+                "cacheSizeGB": c.cache_bytes as f64 / (1u64 << 30) as f64,
+            },
             "systemLog": {"format": format!("{:?}", c.log_format).to_lowercase(), "level": c.log_level.clone()},
             "operationProfiling": {"slowOpThresholdMs": i64::try_from(c.slow_ms).unwrap_or(i64::MAX)},
             "replication": replication,
@@ -215,14 +218,28 @@ fn ttl_status(shared: &Shared) -> Document {
 fn storage_engine_status(shared: &Shared) -> Document {
     let engine = &shared.engine;
     let reason = engine.writer_stats.read_only_reason();
-    doc! {
+    let mut status = doc! {
         "name": "mayfly",
         "backend": engine.storage_name(),
         "persistent": engine.is_persistent(),
         "supportsCommittedReads": true,
         "readOnly": reason.is_some(),
         "readOnlyReason": reason.map_or(Bson::Null, Bson::String),
+    };
+    if let Some(memory) = engine.memory_use() {
+        let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+        status.insert(
+            "cache",
+            doc! {
+                "maximumBytesConfigured": bytes(memory.budget_bytes),
+                "blockCacheMaximumBytes": bytes(memory.block_cache_capacity_bytes),
+                "blockCacheBytes": bytes(memory.block_cache_bytes),
+                "memtableBytes": bytes(memory.write_buffer_bytes),
+                "memtableLimitBytes": bytes(memory.memtable_limit_bytes),
+            },
+        );
     }
+    status
 }
 
 /// The group-commit writer: commit groups, jobs in them, journal syncs, and failed commits.

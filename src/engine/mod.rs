@@ -102,7 +102,16 @@ impl WriteHandle {
 impl Engine {
     /// Opens (or creates) the data directory on disk and loads the catalog.
     pub fn open(dir: &Path, clock: Arc<dyn Clock>) -> Result<Engine> {
-        let store = Store::Fjall(FjallBackend::open(dir)?);
+        Engine::open_with(dir, clock, &crate::storage::FjallConfig::default())
+    }
+
+    /// [`Engine::open`] with the storage engine's memory and tuning given.
+    pub fn open_with(
+        dir: &Path,
+        clock: Arc<dyn Clock>,
+        storage: &crate::storage::FjallConfig,
+    ) -> Result<Engine> {
+        let store = Store::Fjall(FjallBackend::open_with(dir, storage)?);
         let spill = exec::spill::SpillDir::open(dir)?;
         Engine::start(store, spill, None, clock)
     }
@@ -276,6 +285,11 @@ impl Engine {
     /// Bytes the data directory takes on disk (with `--storage memory`: bytes held in memory).
     pub fn disk_space(&self) -> u64 {
         self.backend.inner().size_bytes().unwrap_or(0)
+    }
+
+    /// The on-disk storage engine's cache and memtable memory; `None` in memory.
+    pub fn memory_use(&self) -> Option<crate::storage::MemoryUse> {
+        self.backend.inner().memory_use()
     }
 
     /// The storage backend's name (`fjall`, `memory`).

@@ -7,8 +7,14 @@
 //!
 //! # Tuning
 //!
-//! - Block cache: [`FjallConfig::cache_bytes`], 256 MiB by default (fjall's default is 32 MiB;
-//!   its guidance is ~20–25% of memory for a dedicated server).
+//! - Memory: [`FjallConfig::for_budget`] splits the server's cache budget (`--cacheSizeGB`,
+//!   as mongod's WiredTiger cache holds both clean and dirty pages) between the write buffers
+//!   and the block cache. Each keyspace's memtable is sealed and flushed past
+//!   [`FjallConfig::memtable_bytes`] (a sixteenth of the budget, 4 to 64 MiB); an insert writes
+//!   two keyspaces (documents, expiry), each with an active and at most a sealed memtable in
+//!   steady state, so four memtables are set aside and the rest is block cache. fjall stores a
+//!   keyspace's memtable size when it creates the keyspace: a data directory keeps the size it
+//!   was created with, while the block cache follows the setting at every start.
 //! - Journal: durability is chosen per commit ([`Durability`]), so fjall's automatic
 //!   per-write flush is turned off (`manual_journal_persist`); a `Buffered` commit still writes
 //!   to the OS. Journal compression stays fjall's default (LZ4 for entries over 4 KiB: large
@@ -44,6 +50,10 @@ use std::sync::Arc;
 pub struct FjallConfig {
     /// Block cache capacity in bytes.
     pub cache_bytes: u64,
+    /// Size past which a keyspace's memtable is sealed and flushed (for keyspaces created now).
+    pub memtable_bytes: u64,
+    /// The budget the two above come from, for `serverStatus`.
+    pub budget_bytes: u64,
     /// Free space a commit leaves on the file system, for fjall's own files (journal buffer,
     /// memtable flushes, version files): a commit that would go below it is refused.
     pub reserve_bytes: u64,
@@ -51,11 +61,38 @@ pub struct FjallConfig {
 
 impl Default for FjallConfig {
     fn default() -> Self {
+        FjallConfig::for_budget(256 * MIB)
+    }
+}
+
+const MIB: u64 = 1024 * 1024;
+
+impl FjallConfig {
+    /// The block cache and memtable sizes for a memory budget of `budget_bytes`.
+    pub fn for_budget(budget_bytes: u64) -> FjallConfig {
+        let memtable_bytes = (budget_bytes / 16).clamp(4 * MIB, 64 * MIB);
         FjallConfig {
-            cache_bytes: 256 * 1024 * 1024,
-            reserve_bytes: 2 * 1024 * 1024,
+            cache_bytes: budget_bytes
+                .saturating_sub(4 * memtable_bytes)
+                .max(16 * MIB),
+            memtable_bytes,
+            budget_bytes,
+            reserve_bytes: 2 * MIB,
         }
     }
+}
+
+/// What the storage engine's memory holds now, for `serverStatus`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryUse {
+    /// The budget (`--cacheSizeGB`).
+    pub budget_bytes: u64,
+    pub block_cache_capacity_bytes: u64,
+    pub block_cache_bytes: u64,
+    /// Active and sealed memtables, every keyspace.
+    pub write_buffer_bytes: u64,
+    /// The memtable size keyspaces created by this process get.
+    pub memtable_limit_bytes: u64,
 }
 
 /// One fjall keyspace handle per [`Keyspace`].
@@ -73,6 +110,8 @@ pub struct FjallBackend {
     keyspaces: Arc<Handles>,
     path: PathBuf,
     reserve_bytes: u64,
+    budget_bytes: u64,
+    memtable_bytes: u64,
     /// Declared last, so the directory stays locked until every handle is closed.
     _lock: super::lock::DirLock,
 }
@@ -90,7 +129,11 @@ impl FjallBackend {
             .cache_size(config.cache_bytes)
             .manual_journal_persist(true)
             .open()?;
-        let open = |keyspace: Keyspace| db.keyspace(keyspace.name(), || keyspace_options(keyspace));
+        let open = |keyspace: Keyspace| {
+            db.keyspace(keyspace.name(), || {
+                keyspace_options(keyspace).max_memtable_size(config.memtable_bytes)
+            })
+        };
         let keyspaces = Handles {
             catalog: open(Keyspace::Catalog)?,
             documents: open(Keyspace::Documents)?,
@@ -104,6 +147,8 @@ impl FjallBackend {
             keyspaces: Arc::new(keyspaces),
             path: path.to_path_buf(),
             reserve_bytes: config.reserve_bytes,
+            budget_bytes: config.budget_bytes,
+            memtable_bytes: config.memtable_bytes,
         })
     }
 
@@ -121,6 +166,17 @@ impl FjallBackend {
             return Err(StorageError::OutOfSpace { available, needed });
         }
         Ok(())
+    }
+
+    /// The block cache's and memtables' memory now.
+    pub fn memory_use(&self) -> MemoryUse {
+        MemoryUse {
+            budget_bytes: self.budget_bytes,
+            block_cache_capacity_bytes: self.db.cache_capacity(),
+            block_cache_bytes: self.db.cache_size(),
+            write_buffer_bytes: self.db.write_buffer_size(),
+            memtable_limit_bytes: self.memtable_bytes,
+        }
     }
 
     /// Bytes on disk (tables and journals), for `dbStats`/`serverStatus`.
@@ -308,5 +364,49 @@ impl From<fjall::Error> for StorageError {
             fjall::Error::Poisoned => StorageError::Poisoned,
             other => StorageError::Engine(Box::new(other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_is_split_between_memtables_and_the_block_cache() {
+        // (budget, memtable size, block cache)
+        let table = [
+            (256 * MIB, 16 * MIB, 192 * MIB),
+            (64 * MIB, 4 * MIB, 48 * MIB),
+            (16 * MIB, 4 * MIB, 16 * MIB),
+            (1024 * MIB, 64 * MIB, 768 * MIB),
+            (8192 * MIB, 64 * MIB, 7936 * MIB),
+        ];
+        for (budget, memtable, cache) in table {
+            let config = FjallConfig::for_budget(budget);
+            assert_eq!(
+                (
+                    config.memtable_bytes,
+                    config.cache_bytes,
+                    config.budget_bytes
+                ),
+                (memtable, cache, budget),
+                "{budget}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_memory_in_use_is_reported_against_the_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend =
+            FjallBackend::open_with(dir.path(), &FjallConfig::for_budget(64 * MIB)).unwrap();
+        let mut batch = WriteBatch::new();
+        batch.put(Keyspace::Documents, b"k".to_vec(), vec![7; 1000]);
+        backend.commit(batch, Durability::Buffered).unwrap();
+        let memory = backend.memory_use();
+        assert_eq!(memory.budget_bytes, 64 * MIB);
+        assert_eq!(memory.block_cache_capacity_bytes, 48 * MIB);
+        assert_eq!(memory.memtable_limit_bytes, 4 * MIB);
+        assert!(memory.write_buffer_bytes >= 1000, "{memory:?}");
     }
 }

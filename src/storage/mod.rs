@@ -43,7 +43,7 @@ pub mod overlay;
 pub mod store;
 
 pub use faults::{Faults, FaultyBackend};
-pub use fjall_backend::{FjallBackend, FjallConfig, FjallSnapshot};
+pub use fjall_backend::{FjallBackend, FjallConfig, FjallSnapshot, MemoryUse};
 pub use memory::{MemoryBackend, MemorySnapshot};
 pub use store::{Store, StoreIter, StoreSnapshot};
 

@@ -36,6 +36,14 @@ impl Store {
         matches!(self, Store::Fjall(_))
     }
 
+    /// The on-disk engine's cache and memtable memory; `None` in memory.
+    pub fn memory_use(&self) -> Option<super::MemoryUse> {
+        match self {
+            Store::Fjall(b) => Some(b.memory_use()),
+            Store::Memory(_) => None,
+        }
+    }
+
     /// Bytes on disk (fjall) or held in memory (every version included).
     pub fn size_bytes(&self) -> Result<u64, StorageError> {
         match self {
