@@ -136,6 +136,39 @@ fn refuse_unsupported(cmd: &Document) -> Result<()> {
     Ok(())
 }
 
+/// Whether this `find` reads at most one document through its `_id` key: `{_id: <value>}` with a
+/// value that is not a document, array or regex, no collation (the command's or the
+/// collection's), no `hint`, `min` or `max`, outside a transaction and the operation log. Its
+/// work is then one key lookup, so it runs on the connection's task: handing it to the blocking
+/// pool costs more than the lookup (two thread switches a read).
+pub fn is_point_read(shared: &Shared, req: &Request<'_>) -> bool {
+    let body = req.body;
+    let Some(Bson::String(coll)) = body.get("find") else {
+        return false;
+    };
+    let by_id = match body.get("filter") {
+        Some(Bson::Document(filter)) => match filter.iter().next() {
+            Some((field, value)) if filter.len() == 1 && field == "_id" => !matches!(
+                value,
+                Bson::Document(_) | Bson::Array(_) | Bson::RegularExpression(_)
+            ),
+            _ => false,
+        },
+        _ => false,
+    };
+    by_id
+        && req.db != "local"
+        && req.transaction.is_none()
+        && ["collation", "hint", "min", "max"]
+            .iter()
+            .all(|field| !body.contains_key(field))
+        && shared
+            .engine
+            .catalog()
+            .get(req.db, coll)
+            .is_none_or(|meta| meta.default_collation_spec().is_none())
+}
+
 pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
     if let Some(Bson::String(coll)) = req.body.get("find") {
         if super::oplog_reads::is_oplog(shared, req.db, coll) {
@@ -247,5 +280,87 @@ fn find_in_oplog(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocument
         super::Reply::Raw(raw) => Ok(raw),
         super::Reply::Document(doc) => bson::RawDocumentBuf::from_document(&doc)
             .map_err(|e| Error::internal(format!("cannot encode a reply: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::ManualClock;
+    use crate::command::CommandName;
+    use crate::engine::Interrupt;
+    use bson::{doc, Regex};
+
+    #[tokio::test]
+    async fn only_reads_of_one_id_are_point_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config::for_tests(dir.path());
+        let shared = Shared::open(config, Arc::new(ManualClock::starting_at_secs(1_000))).unwrap();
+        shared
+            .engine
+            .write(true, |txn, _| {
+                let options = doc! {"collation": {"locale": "en", "strength": 2}};
+                crate::engine::ddl::create_collection(txn, "db", "folded", options)
+            })
+            .await
+            .unwrap()
+            .unwrap();
+        let regex = Regex {
+            pattern: "a".into(),
+            options: String::new(),
+        };
+        let table = [
+            (doc! {"find": "c", "filter": {"_id": 1}}, true),
+            (
+                doc! {"find": "c", "filter": {"_id": "a"}, "projection": {"x": 1}},
+                true,
+            ),
+            (
+                doc! {"find": "c", "filter": {"_id": 1}, "sort": {"x": 1}, "limit": 1},
+                true,
+            ),
+            (doc! {"find": "c", "filter": {"_id": {"$gt": 1}}}, false),
+            (doc! {"find": "c", "filter": {"_id": {"a": 1}}}, false),
+            (doc! {"find": "c", "filter": {"_id": [1, 2]}}, false),
+            (doc! {"find": "c", "filter": {"_id": regex}}, false),
+            (doc! {"find": "c", "filter": {"_id": 1, "x": 2}}, false),
+            (doc! {"find": "c", "filter": {"x": 1}}, false),
+            (doc! {"find": "c"}, false),
+            (
+                doc! {"find": "c", "filter": {"_id": 1}, "hint": {"x": 1}},
+                false,
+            ),
+            (
+                doc! {"find": "c", "filter": {"_id": 1}, "min": {"_id": 0}},
+                false,
+            ),
+            (
+                doc! {"find": "c", "filter": {"_id": "a"}, "collation": {"locale": "en"}},
+                false,
+            ),
+            (doc! {"find": "folded", "filter": {"_id": "a"}}, false),
+        ];
+        for (body, point) in table {
+            let body = Arc::new(body);
+            let req = Request {
+                name: CommandName::Find,
+                db: "db",
+                body: &body,
+                interrupt: Interrupt::none(),
+                session: Default::default(),
+                transaction: None,
+            };
+            assert_eq!(is_point_read(&shared, &req), point, "{body}");
+        }
+        let body = Arc::new(doc! {"find": "oplog.rs", "filter": {"_id": 1}});
+        let req = Request {
+            name: CommandName::Find,
+            db: "local",
+            body: &body,
+            interrupt: Interrupt::none(),
+            session: Default::default(),
+            transaction: None,
+        };
+        assert!(!is_point_read(&shared, &req));
     }
 }

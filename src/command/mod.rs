@@ -408,6 +408,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::Insert => awaiting_writer(req, insert::insert(shared, req)).await,
         C::CommitTransaction => awaiting_writer(req, transactions::commit(shared, req)).await,
         C::AbortTransaction => transactions::abort(shared, req).map(Reply::from),
+        C::Find if find::is_point_read(shared, req) => find::find(shared, req).map(Reply::from),
         C::Find => blocking(shared, req, find::find).await,
         C::GetMore => change_stream::get_more(shared, req).await,
         C::KillCursors => cursor::kill_cursors(shared, req).map(Reply::from),
