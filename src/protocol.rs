@@ -1,6 +1,6 @@
-//! Protocol vocabulary every layer shares: the size limits a server advertises and enforces, and
-//! the names and ids of the wire compressors. Owns no bytes and no I/O: framing and the
-//! compression codecs themselves live in `wire`.
+//! Protocol vocabulary every layer shares: the size limits a server advertises and enforces, the
+//! names and ids of the wire compressors, and a write batch's documents as the bytes they came
+//! in ([`RawDocuments`]). No I/O: framing and the compression codecs themselves live in `wire`.
 
 /// Largest message a client may send or the server may reply with (`maxMessageSizeBytes`).
 pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
@@ -78,5 +78,38 @@ impl From<bson::Document> for Reply {
 impl From<bson::RawDocumentBuf> for Reply {
     fn from(r: bson::RawDocumentBuf) -> Reply {
         Reply::Raw(r)
+    }
+}
+
+/// The documents of a kind-1 sequence as the bytes they came in, each a valid BSON document no
+/// deeper than a request may be.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RawDocuments {
+    bytes: Vec<u8>,
+    /// Where each document ends in `bytes`.
+    ends: Vec<usize>,
+}
+
+impl RawDocuments {
+    /// Appends a document (the wire layer appends only documents it validated).
+    pub fn push(&mut self, document: &[u8]) {
+        self.bytes.extend_from_slice(document);
+        self.ends.push(self.bytes.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Each document's bytes, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(self.ends.iter().copied())
+            .map(|(start, end)| self.bytes.get(start..end).unwrap_or_default())
     }
 }

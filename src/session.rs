@@ -24,6 +24,7 @@ mod legacy;
 use crate::clock::Stopwatch;
 use crate::command::{self, Connection, Outcome, Shared};
 use crate::engine::{Interrupt, KillReason};
+use crate::protocol::RawDocuments;
 use crate::protocol::Reply;
 use crate::status::CompressionCounters;
 use crate::tls::accept::{self, Opened};
@@ -346,10 +347,12 @@ async fn handle(
                 None
             };
             let (name, reply) = match msg.body {
-                Ok(body) => match run_logged(shared, conn, body, None, interrupt).await {
-                    (name, Outcome::Reply(reply)) => (name, reply),
-                    (_, Outcome::Close) => return Handled::Hangup,
-                },
+                Ok(body) => {
+                    match run_logged(shared, conn, body, msg.documents, None, interrupt).await {
+                        (name, Outcome::Reply(reply)) => (name, reply),
+                        (_, Outcome::Close) => return Handled::Hangup,
+                    }
+                }
                 Err(e) => (String::new(), Reply::Document(e.to_reply())),
             };
             if msg.flags.more_to_come() {
@@ -359,6 +362,7 @@ async fn handle(
                 if let Some(next) = command::exhaust_next(shared, request, reply) {
                     let next = Incoming {
                         request: Request::Msg(OpMsg {
+                            documents: None,
                             flags: MsgFlags(MsgFlags::EXHAUST_ALLOWED),
                             body: Ok(next),
                         }),
@@ -398,7 +402,8 @@ async fn handle(
             let reply = match query.query {
                 Err(e) => e.to_reply(),
                 Ok(body) => {
-                    match run_logged(shared, conn, unwrap_query(body), Some(&db), interrupt).await {
+                    let body = unwrap_query(body);
+                    match run_logged(shared, conn, body, None, Some(&db), interrupt).await {
                         (_, Outcome::Reply(reply)) => reply.into_document(),
                         (_, Outcome::Close) => return Handled::Hangup,
                     }
@@ -428,13 +433,15 @@ async fn run_logged(
     shared: &Arc<Shared>,
     conn: &mut Connection,
     body: Document,
+    documents: Option<Arc<RawDocuments>>,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
 ) -> (String, Outcome) {
     let timer = Stopwatch::start();
     // An awaitable hello waits by design: its time says nothing about the server.
     let awaitable = command::is_awaitable_hello(&body);
-    let (name, outcome) = command::execute(shared, conn, body, legacy_db, interrupt).await;
+    let (name, outcome) =
+        command::execute(shared, conn, body, documents, legacy_db, interrupt).await;
     let millis = timer.elapsed().as_millis();
     if let Outcome::Reply(reply @ Reply::Document(failed)) = &outcome {
         let code = failed.get_i32("code").unwrap_or_default();

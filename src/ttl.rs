@@ -113,7 +113,12 @@ pub fn is_ts_key_pattern(key_pattern: &Document) -> bool {
 /// Double without a fractional part that fits in Int32 — and the value is `-1` or `>= 1`.
 /// Everything else (Decimal128, strings, `0`, `-5`, `20.5`, …) is ignored, never an error.
 pub fn document_ttl(doc: &Document) -> Option<i32> {
-    let ttl = match doc.get(TTL_FIELD)? {
+    own_ttl_of(doc.get(TTL_FIELD)?)
+}
+
+/// [`document_ttl`] for the value of a document's `ttl` field.
+pub fn own_ttl_of(value: &Bson) -> Option<i32> {
+    let ttl = match value {
         Bson::Int32(n) => *n,
         Bson::Int64(n) => i32::try_from(*n).ok()?,
         Bson::Double(d) => exact_i32(*d)?,

@@ -141,6 +141,7 @@ fn run_in(instance: &Instance, mut body: Document) -> Reply {
         &mut conn,
         body,
         None,
+        None,
         Interrupt::none(),
     ));
     // Only the `failCommand` fail point closes a connection, and no input may set one: a

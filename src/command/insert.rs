@@ -1,4 +1,4 @@
-//! `insert`: documents from the body or a kind-1 sequence, ordered or not, each acknowledged
+//! `insert`: documents from the body or a kind-1 sequence (kept as bytes), ordered or not, each acknowledged
 //! once durable (unless the write concern opts out). In a retryable write, a statement the
 //! session already executed is counted, not inserted again.
 
@@ -9,6 +9,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::new_document::NewDocument;
 use crate::engine::{collection, ddl};
 use crate::error::{Error, Result};
+use crate::protocol::RawDocuments;
 use crate::status::OpKind;
 use bson::{doc, Document};
 use std::sync::Arc;
@@ -32,16 +33,20 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let coll = collection_arg(cmd.get("insert"), "insert")?.to_owned();
     validate_collection_name(req.db, &coll)?;
     let ordered = optional_bool(cmd, "insert", "ordered")?.unwrap_or(true);
-    let docs = documents_of(cmd, "insert", "documents")?;
-    if docs.is_empty() || docs.len() > crate::protocol::MAX_WRITE_BATCH_SIZE as usize {
-        return Err(Error::write_batch_size(docs.len()));
+    // The documents of a document sequence come as bytes; those of the body decoded.
+    let count = match req.documents {
+        Some(raw) => raw.len(),
+        None => documents_of(cmd, "insert", "documents")?.len(),
+    };
+    if count == 0 || count > crate::protocol::MAX_WRITE_BATCH_SIZE as usize {
+        return Err(Error::write_batch_size(count));
     }
     let retryable = RetryableWrite::of(req);
-    let stmt_ids = retryable::statement_ids(cmd, "insert", docs.len())?;
-    shared.counters.count(OpKind::Insert, docs.len() as u64);
+    let stmt_ids = retryable::statement_ids(cmd, "insert", count)?;
+    shared.counters.count(OpKind::Insert, count as u64);
     // Preparing happens before the writer's job, so that the writer thread only checks
     // uniqueness and applies; errors keep their index.
-    let prepared = prepare(shared, req, &coll, docs.len()).await?;
+    let prepared = prepare(shared, req, &coll, count).await?;
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
     let clock = Arc::clone(shared.engine.clock());
@@ -90,17 +95,25 @@ async fn prepare(
     count: usize,
 ) -> Result<Vec<Result<NewDocument>>> {
     let keep = keeps_documents(shared, req.db, coll);
-    let run = move |body: &Document| -> Result<Vec<Result<NewDocument>>> {
-        Ok(documents_of(body, "insert", "documents")?
-            .into_iter()
-            .map(|d| NewDocument::prepare(d, keep))
-            .collect())
-    };
+    let run =
+        move |body: &Document, raw: Option<&RawDocuments>| -> Result<Vec<Result<NewDocument>>> {
+            Ok(match raw {
+                Some(raw) => raw
+                    .iter()
+                    .map(|d| NewDocument::prepare_raw(d, keep))
+                    .collect(),
+                None => documents_of(body, "insert", "documents")?
+                    .into_iter()
+                    .map(|d| NewDocument::prepare(d, keep))
+                    .collect(),
+            })
+        };
     if count <= PREPARED_INLINE {
-        return run(req.body);
+        return run(req.body, req.documents.map(|raw| &**raw));
     }
     let body = Arc::clone(req.body);
-    tokio::task::spawn_blocking(move || run(&body))
+    let raw = req.documents.cloned();
+    tokio::task::spawn_blocking(move || run(&body, raw.as_deref()))
         .await
         .map_err(|e| Error::internal(format!("preparing an insert failed: {e}")))?
 }

@@ -58,6 +58,7 @@ pub use users_account::ensure_account;
 use crate::clock::Deadline;
 use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::RawDocuments;
 pub use crate::protocol::Reply;
 use crate::status::OpKind;
 use bson::{Bson, Document};
@@ -80,6 +81,9 @@ pub struct Request<'a> {
     /// Shared, so work moved to another thread (the blocking pool) takes the body along
     /// without copying it.
     pub body: &'a Arc<Document>,
+    /// An `insert`'s documents when they came as a document sequence: the bytes they came in
+    /// (the body then has no `documents`).
+    pub documents: Option<&'a Arc<RawDocuments>>,
     /// Checked by long-running work: `maxTimeMS`, `killOp`, a closed connection.
     pub interrupt: Arc<Interrupt>,
     /// Its session (`lsid`) and, for a retryable write, its `txnNumber`.
@@ -118,12 +122,21 @@ pub async fn execute(
     shared: &Arc<Shared>,
     conn: &mut Connection,
     body: Document,
+    documents: Option<Arc<RawDocuments>>,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
 ) -> (String, Outcome) {
     let name = body.keys().next().cloned().unwrap_or_default();
     let body = Arc::new(body);
-    let mut outcome = match run(shared, conn, &name, &body, legacy_db, interrupt).await {
+    let run = run(
+        shared,
+        conn,
+        &name,
+        (&body, documents.as_ref()),
+        legacy_db,
+        interrupt,
+    );
+    let mut outcome = match run.await {
         Ok(outcome) => outcome,
         Err(err) => Outcome::Reply(Reply::Document(err.to_reply())),
     };
@@ -141,7 +154,7 @@ async fn run(
     shared: &Arc<Shared>,
     conn: &mut Connection,
     name: &str,
-    body: &Arc<Document>,
+    (body, documents): (&Arc<Document>, Option<&Arc<RawDocuments>>),
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
 ) -> Result<Outcome> {
@@ -216,6 +229,7 @@ async fn run(
         name: command,
         db,
         body,
+        documents,
         interrupt,
         session,
         transaction: None,
@@ -313,6 +327,7 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
     req.interrupt.check()?;
     let shared = Arc::clone(shared);
     let (name, db, body) = (req.name, req.db.to_owned(), Arc::clone(req.body));
+    let documents = req.documents.cloned();
     let interrupt = Arc::clone(&req.interrupt);
     let session = req.session;
     let transaction = req.transaction.clone();
@@ -321,6 +336,7 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
             name,
             db: &db,
             body: &body,
+            documents: documents.as_ref(),
             interrupt,
             session,
             transaction,

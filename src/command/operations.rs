@@ -79,7 +79,7 @@ impl OpRegistry {
             client_metadata: conn.client_metadata.clone(),
             op: op_type(req.name),
             ns: namespace(req),
-            command: reported_command(req.body),
+            command: reported_command(&with_documents(req)),
             started: Stopwatch::start(),
             started_at: shared.clock.now_datetime(),
             interrupt: Arc::clone(&req.interrupt),
@@ -209,6 +209,32 @@ fn namespace(req: &Request<'_>) -> String {
 /// Fields that carry secrets: SASL payloads (a client proof), passwords and a speculative
 /// `saslStart`. Shown as `"xxx"`, as mongod's `redactForLogging` shows them.
 const SECRET_FIELDS: &[&str] = &["payload", "pwd", "speculativeAuthenticate"];
+
+/// The command as the client sent it: an `insert`'s document sequence, kept as bytes, is put
+/// back as the `documents` field the body would have had, as far as a report can show.
+fn with_documents<'r>(req: &'r Request<'_>) -> std::borrow::Cow<'r, Document> {
+    let Some(raw) = req.documents else {
+        return std::borrow::Cow::Borrowed(req.body);
+    };
+    // Enough documents for the report's first kilobyte of JSON: a value's JSON is never shorter
+    // than a sixth of its BSON (an Int64 array element: 11 bytes, 2 characters), so eight
+    // kilobytes of BSON fill it.
+    let mut budget = 8 * MAX_REPORTED_COMMAND_BYTES;
+    let mut documents = Vec::new();
+    for bytes in raw.iter() {
+        let Ok(doc) = bson::RawDocument::from_bytes(bytes).and_then(Document::try_from) else {
+            break;
+        };
+        documents.push(Bson::Document(doc));
+        budget = budget.saturating_sub(bytes.len());
+        if budget == 0 {
+            break;
+        }
+    }
+    let mut body = (**req.body).clone();
+    body.insert("documents", documents);
+    std::borrow::Cow::Owned(body)
+}
 
 fn reported_command(body: &Document) -> Document {
     let redacted;
@@ -344,6 +370,50 @@ fn parse_op_id(cmd: &Document) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_inserts_document_sequence_is_reported_as_its_documents_field() {
+        let body = Arc::new(doc! {"insert": "c", "ordered": true, "$db": "d"});
+        let docs: Vec<Document> = (0..3).map(|i| doc! {"_id": i, "s": "x"}).collect();
+        let mut raw = crate::protocol::RawDocuments::default();
+        for d in &docs {
+            raw.push(&bson::to_vec(d).unwrap());
+        }
+        let raw = Arc::new(raw);
+        let req = Request {
+            name: CommandName::Insert,
+            db: "d",
+            body: &body,
+            documents: Some(&raw),
+            interrupt: Interrupt::none(),
+            session: Default::default(),
+            transaction: None,
+        };
+        let mut expected = (*body).clone();
+        expected.insert(
+            "documents",
+            docs.into_iter().map(Bson::Document).collect::<Vec<_>>(),
+        );
+        assert_eq!(reported_command(&with_documents(&req)), expected);
+        // A long sequence is decoded only as far as the report shows.
+        let mut long = crate::protocol::RawDocuments::default();
+        for i in 0..100_000 {
+            long.push(&bson::to_vec(&doc! {"_id": i}).unwrap());
+        }
+        let long = Arc::new(long);
+        let req = Request {
+            documents: Some(&long),
+            ..req
+        };
+        let reported = with_documents(&req);
+        let shown = reported.get_array("documents").unwrap().len();
+        assert!((500..2000).contains(&shown), "{shown}");
+        let text = reported_command(&reported);
+        assert!(text
+            .get_str("$truncated")
+            .unwrap()
+            .starts_with("{\"insert\":\"c\""));
+    }
 
     #[test]
     fn a_large_command_is_reported_as_the_start_of_its_whole_rendering() {

@@ -48,6 +48,31 @@ impl NewDocument {
             (None, Some(id)) => id.clone(),
             (None, None) => Bson::Null,
         };
+        let own_ttl = crate::ttl::document_ttl(doc);
+        let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
+            doc.to_writer(stored)
+                .map_err(|e| Error::internal(format!("cannot encode document: {e}")))
+        })?;
+        new.doc = keep.then(|| match generated {
+            Some(oid) => {
+                let mut with_id = doc! {"_id": oid};
+                with_id.extend(doc.clone());
+                with_id
+            }
+            None => doc.clone(),
+        });
+        Ok(new)
+    }
+
+    /// Checks `id`, builds the record's bytes — `write_body` appends the document's encoding,
+    /// after an `_id` element for `generated` when there is one — and checks their size and
+    /// nesting.
+    fn checked(
+        id: Bson,
+        generated: Option<ObjectId>,
+        own_ttl: Option<i32>,
+        write_body: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<NewDocument> {
         check_id(&id)?;
         let mut encoded_id = Vec::with_capacity(16);
         keys::encode_value(&id, &mut encoded_id);
@@ -57,7 +82,7 @@ impl NewDocument {
                 "_id is too large to be stored",
             ));
         }
-        let stored = encode(doc, generated)?;
+        let stored = encode(generated, write_body)?;
         let body = stored.get(record::HEADER_LEN..).unwrap_or_default();
         if body.len() > MAX_BSON_OBJECT_SIZE {
             return Err(Error::new(
@@ -69,25 +94,51 @@ impl NewDocument {
             ));
         }
         depth::check_storable(body, depth::Write::Insert)?;
-        let kept = keep.then(|| match generated {
-            Some(oid) => {
-                let mut with_id = doc! {"_id": oid};
-                with_id.extend(doc.clone());
-                with_id
-            }
-            None => doc.clone(),
-        });
         Ok(NewDocument {
             id,
             encoded_id,
             stored,
-            own_ttl: crate::ttl::document_ttl(doc),
-            doc: kept,
+            own_ttl,
+            doc: None,
         })
     }
 
     pub fn id(&self) -> &Bson {
         &self.id
+    }
+
+    /// [`NewDocument::prepare`] for a document given as the bytes it came in (a valid BSON
+    /// document: the wire layer checked it). They become the record's body as they are, with an
+    /// ObjectId `_id` element put first when the document has none; only the `_id` and `ttl`
+    /// fields are decoded (and the whole document when `keep`).
+    pub fn prepare_raw(bytes: &[u8], keep: bool) -> Result<NewDocument> {
+        let invalid =
+            |e: bson::raw::Error| Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"));
+        let raw = RawDocument::from_bytes(bytes).map_err(invalid)?;
+        let field = |name: &str| -> Result<Option<Bson>> {
+            match raw.get(name).map_err(invalid)? {
+                Some(value) => Bson::try_from(value).map(Some).map_err(invalid),
+                None => Ok(None),
+            }
+        };
+        let given = field("_id")?;
+        let generated = given.is_none().then(ObjectId::new);
+        let id = match (&generated, given) {
+            (Some(oid), _) => Bson::ObjectId(*oid),
+            (None, Some(id)) => id,
+            (None, None) => Bson::Null,
+        };
+        let own_ttl = field(crate::ttl::TTL_FIELD)?
+            .as_ref()
+            .and_then(crate::ttl::own_ttl_of);
+        let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
+            stored.extend_from_slice(bytes);
+            Ok(())
+        })?;
+        if keep {
+            new.doc = Some(new.document()?.into_owned());
+        }
+        Ok(new)
     }
 
     /// The document key in the collection with id `collection_id`.
@@ -136,13 +187,15 @@ impl NewDocument {
     }
 }
 
-/// The record bytes of `doc` with its header left to stamp; with `generated` as an `_id`
-/// field placed first.
-fn encode(doc: &Document, generated: Option<ObjectId>) -> Result<Vec<u8>> {
-    let failed = |e: bson::ser::Error| Error::internal(format!("cannot encode document: {e}"));
+/// The record bytes of the document `write_body` appends, with the header left to stamp; with
+/// `generated` as an `_id` field placed first.
+fn encode(
+    generated: Option<ObjectId>,
+    write_body: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+) -> Result<Vec<u8>> {
     let mut stored = record::unstamped(128);
     let Some(oid) = generated else {
-        doc.to_writer(&mut stored).map_err(failed)?;
+        write_body(&mut stored)?;
         return Ok(stored);
     };
     // `{_id: oid}` followed by `doc`'s elements: the `_id` element, then `doc` encoded in place
@@ -153,7 +206,10 @@ fn encode(doc: &Document, generated: Option<ObjectId>) -> Result<Vec<u8>> {
     stored.extend_from_slice(b"_id\0");
     stored.extend_from_slice(&oid.bytes());
     let inner = stored.len();
-    doc.to_writer(&mut stored).map_err(failed)?;
+    write_body(&mut stored)?;
+    if stored.len() < inner + 5 {
+        return Err(Error::internal("a document's encoding is too short"));
+    }
     stored.drain(inner..inner + 4);
     let len = i32::try_from(stored.len() - start)
         .map_err(|_| Error::internal("document too large to encode"))?;

@@ -3,6 +3,17 @@ use crate::engine::record::Record;
 use crate::error::ErrorCode;
 use bson::{doc, Regex};
 
+/// Prepared from the decoded document, or from its bytes.
+fn prepare(doc: &Document, keep: bool, raw: bool) -> Result<NewDocument> {
+    if raw {
+        NewDocument::prepare_raw(&body_of(doc), keep)
+    } else {
+        NewDocument::prepare(doc, keep)
+    }
+}
+
+const BOTH: [(bool, bool); 4] = [(true, false), (false, false), (true, true), (false, true)];
+
 fn body_of(doc: &Document) -> Vec<u8> {
     let mut bytes = Vec::new();
     doc.to_writer(&mut bytes).unwrap();
@@ -12,8 +23,8 @@ fn body_of(doc: &Document) -> Vec<u8> {
 #[test]
 fn a_document_with_an_id_is_stored_as_it_came() {
     let doc = doc! {"x": 1, "_id": "a", "ttl": 20};
-    for keep in [true, false] {
-        let new = NewDocument::prepare(&doc, keep).unwrap();
+    for (keep, raw) in BOTH {
+        let new = prepare(&doc, keep, raw).unwrap();
         assert_eq!(new.id(), &Bson::String("a".into()));
         assert_eq!(new.own_ttl(), Some(20));
         assert_eq!(new.key(9), keys::document_key(9, &Bson::String("a".into())));
@@ -28,16 +39,16 @@ fn a_document_with_an_id_is_stored_as_it_came() {
 
 #[test]
 fn a_document_without_an_id_gets_an_object_id_first() {
-    let doc = doc! {"a": 1, "b": {"c": "d"}};
-    for keep in [true, false] {
-        let mut new = NewDocument::prepare(&doc, keep).unwrap();
+    let doc = doc! {"a": 1, "b": {"c": "d"}, "ttl": 2.0};
+    for (keep, raw) in BOTH {
+        let mut new = prepare(&doc, keep, raw).unwrap();
         let Bson::ObjectId(oid) = new.id().clone() else {
             panic!("not an ObjectId: {:?}", new.id());
         };
-        let expected = doc! {"_id": oid, "a": 1, "b": {"c": "d"}};
+        let expected = doc! {"_id": oid, "a": 1, "b": {"c": "d"}, "ttl": 2.0};
         assert_eq!(new.document().unwrap().as_ref(), &expected);
         assert_eq!(new.take_document().unwrap(), expected);
-        assert_eq!(new.own_ttl(), None);
+        assert_eq!(new.own_ttl(), Some(2));
         assert_eq!(new.body_len(), body_of(&expected).len());
         let record = Record::decode(&new.into_record(5)).unwrap();
         assert_eq!(record.body, body_of(&expected));
@@ -47,10 +58,12 @@ fn a_document_without_an_id_gets_an_object_id_first() {
 
 #[test]
 fn an_empty_document_gets_an_id() {
-    let new = NewDocument::prepare(&Document::new(), false).unwrap();
-    let doc = new.document().unwrap().into_owned();
-    assert_eq!(doc.len(), 1);
-    assert!(matches!(doc.get("_id"), Some(Bson::ObjectId(_))));
+    for (keep, raw) in BOTH {
+        let new = prepare(&Document::new(), keep, raw).unwrap();
+        let doc = new.document().unwrap().into_owned();
+        assert_eq!(doc.len(), 1);
+        assert!(matches!(doc.get("_id"), Some(Bson::ObjectId(_))));
+    }
 }
 
 #[test]
@@ -94,12 +107,14 @@ fn documents_that_cannot_be_stored_are_refused_with_mongods_codes() {
         ),
     ];
     for (doc, code, message) in cases {
-        let error = NewDocument::prepare(&doc, false).unwrap_err();
-        assert_eq!(error.code, code, "{message}");
-        assert!(
-            error.message.starts_with(message),
-            "{} does not start with {message}",
-            error.message
-        );
+        for raw in [false, true] {
+            let error = prepare(&doc, false, raw).unwrap_err();
+            assert_eq!(error.code, code, "{message}");
+            assert!(
+                error.message.starts_with(message),
+                "{} does not start with {message}",
+                error.message
+            );
+        }
     }
 }

@@ -1,9 +1,14 @@
 //! OP_MSG (opcode 2013): flag bits, one kind-0 body, kind-1 document sequences merged into the
-//! body, and the optional CRC-32C checksum.
+//! body, and the optional CRC-32C checksum. One sequence is not merged: an `insert`'s
+//! `documents` stay the bytes they came in ([`RawDocuments`], validated as any document is),
+//! because they go to storage as they are; decoding them only to encode them again was a
+//! quarter of a bulk insert's server CPU.
 
 use super::{Reader, WireError, HEADER_LEN, MAX_COMMAND_SIZE, MAX_MESSAGE_SIZE};
 use crate::error::{Error, ErrorCode};
-use bson::{Bson, Document};
+use crate::protocol::RawDocuments;
+use bson::{Bson, Document, RawBsonRef, RawDocument};
+use std::sync::Arc;
 
 /// OP_MSG flag bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -37,6 +42,8 @@ impl MsgFlags {
 pub struct OpMsg {
     pub flags: MsgFlags,
     pub body: Result<Document, Error>,
+    /// An `insert`'s `documents` sequence, kept as bytes; the body then has no `documents`.
+    pub documents: Option<Arc<RawDocuments>>,
 }
 
 const SECTION_BODY: u8 = 0;
@@ -75,9 +82,14 @@ pub fn parse(header: &[u8], payload: &[u8]) -> Result<OpMsg, WireError> {
         r.remaining()
     };
     let raw = read_sections(sections)?;
+    let (body, documents) = match raw.into_command() {
+        Ok((body, documents)) => (Ok(body), documents.map(Arc::new)),
+        Err(e) => (Err(e), None),
+    };
     Ok(OpMsg {
         flags,
-        body: raw.into_command(),
+        body,
+        documents,
     })
 }
 
@@ -141,7 +153,8 @@ fn read_sections(bytes: &[u8]) -> Result<RawSections<'_>, WireError> {
 }
 
 impl RawSections<'_> {
-    fn into_command(self) -> Result<Document, Error> {
+    /// The command, and an `insert`'s `documents` sequence as bytes.
+    fn into_command(self) -> Result<(Document, Option<RawDocuments>), Error> {
         let body = match self.bodies.as_slice() {
             [body] => *body,
             [] => {
@@ -159,6 +172,8 @@ impl RawSections<'_> {
             check_body_batch(body)?;
         }
         let mut command = parse_document(body, MAX_COMMAND_SIZE)?;
+        let is_insert = command.keys().next().map(String::as_str) == Some("insert");
+        let mut raw_documents: Option<RawDocuments> = None;
         for RawSequence {
             identifier,
             docs,
@@ -169,10 +184,20 @@ impl RawSections<'_> {
             if count > MAX_SEQUENCE_DOCS {
                 return Err(Error::write_batch_size(count));
             }
-            if command.contains_key(identifier) {
+            let kept_raw = identifier == "documents" && raw_documents.is_some();
+            if command.contains_key(identifier) || kept_raw {
                 return Err(Error::bad_value(format!(
                     "field '{identifier}' appears both in the command body and as a document sequence"
                 )));
+            }
+            if is_insert && identifier == "documents" {
+                let mut kept = RawDocuments::default();
+                for doc in docs {
+                    validate_document(doc, MAX_COMMAND_SIZE)?;
+                    kept.push(doc);
+                }
+                raw_documents = Some(kept);
+                continue;
             }
             let values = docs
                 .into_iter()
@@ -180,7 +205,7 @@ impl RawSections<'_> {
                 .collect::<Result<Vec<_>, _>>()?;
             command.insert(identifier, Bson::Array(values));
         }
-        Ok(command)
+        Ok((command, raw_documents))
     }
 }
 
@@ -205,8 +230,33 @@ fn check_body_batch(body: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Validates one framed BSON document.
-pub(crate) fn parse_document(bytes: &[u8], limit: usize) -> Result<Document, Error> {
+/// Checks one framed BSON document as [`parse_document`] does, without decoding it: its size,
+/// its depth, and every element, nested ones included (walked with an explicit stack).
+fn validate_document(bytes: &[u8], limit: usize) -> Result<(), Error> {
+    check_size(bytes, limit)?;
+    crate::query::depth::check_request(bytes)?;
+    let invalid =
+        |e: bson::raw::Error| Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"));
+    let mut stack = vec![RawDocument::from_bytes(bytes).map_err(invalid)?.iter()];
+    while let Some(top) = stack.last_mut() {
+        let Some(element) = top.next() else {
+            stack.pop();
+            continue;
+        };
+        let nested = match element.map_err(invalid)?.1 {
+            RawBsonRef::Document(doc) => doc,
+            RawBsonRef::Array(array) => {
+                RawDocument::from_bytes(array.as_bytes()).map_err(invalid)?
+            }
+            RawBsonRef::JavaScriptCodeWithScope(code) => code.scope,
+            _ => continue,
+        };
+        stack.push(nested.iter());
+    }
+    Ok(())
+}
+
+fn check_size(bytes: &[u8], limit: usize) -> Result<(), Error> {
     if bytes.len() > limit {
         return Err(Error::new(
             ErrorCode::BSONObjectTooLarge,
@@ -217,6 +267,12 @@ pub(crate) fn parse_document(bytes: &[u8], limit: usize) -> Result<Document, Err
             ),
         ));
     }
+    Ok(())
+}
+
+/// Validates one framed BSON document.
+pub(crate) fn parse_document(bytes: &[u8], limit: usize) -> Result<Document, Error> {
+    check_size(bytes, limit)?;
     // Before the recursive decoder sees it: a deeply nested request must not exhaust the stack.
     crate::query::depth::check_request(bytes)?;
     let raw = bson::RawDocument::from_bytes(bytes)

@@ -41,16 +41,64 @@ fn op_msg_body_round_trips() {
 
 #[test]
 fn kind_1_sequences_are_merged_into_the_body() {
+    let body = doc! {"update": "c", "$db": "test"};
+    let updates = vec![doc! {"q": {}, "u": {"$set": {"a": 1}}}];
+    let opts = MsgOptions {
+        sequences: vec![("updates", updates.clone())],
+        ..Default::default()
+    };
+    let bytes = client::op_msg(1, &body, &opts).unwrap();
+    let merged = msg_body(decode_all(&bytes).unwrap().unwrap());
+    assert_eq!(merged.get_array("updates").unwrap().len(), 1);
+    assert_eq!(merged.get_str("update").unwrap(), "c");
+}
+
+#[test]
+fn an_inserts_document_sequence_is_kept_as_bytes() {
     let body = doc! {"insert": "c", "$db": "test"};
-    let docs = vec![doc! {"_id": 1}, doc! {"_id": 2}];
+    let docs = vec![doc! {"_id": 1, "a": [1, {"b": "x"}]}, doc! {"_id": 2}];
     let opts = MsgOptions {
         sequences: vec![("documents", docs.clone())],
         ..Default::default()
     };
     let bytes = client::op_msg(1, &body, &opts).unwrap();
-    let merged = msg_body(decode_all(&bytes).unwrap().unwrap());
-    assert_eq!(merged.get_array("documents").unwrap().len(), 2);
-    assert_eq!(merged.get_str("insert").unwrap(), "c");
+    let Request::Msg(msg) = decode_all(&bytes).unwrap().unwrap().request else {
+        panic!("not an OP_MSG");
+    };
+    assert_eq!(msg.body.unwrap(), body);
+    let kept = msg.documents.unwrap();
+    let kept: Vec<Vec<u8>> = kept.iter().map(<[u8]>::to_vec).collect();
+    let sent: Vec<Vec<u8>> = docs.iter().map(|d| bson::to_vec(d).unwrap()).collect();
+    assert_eq!(kept, sent);
+}
+
+#[test]
+fn a_kept_document_is_validated_as_a_decoded_one_would_be() {
+    let body = doc! {"insert": "c", "$db": "test"};
+    // A string whose bytes are not UTF-8, deep inside an array.
+    let mut bad = bson::to_vec(&doc! {"a": [{"s": "xy"}]}).unwrap();
+    let at = bad.windows(2).position(|w| w == b"xy").unwrap();
+    bad[at] = 0xff;
+    let mut bytes = client::op_msg(1, &body, &MsgOptions::default()).unwrap();
+    // Append a kind-1 section holding `bad`, and fix the message length.
+    let mut section = vec![1u8];
+    let size = 4 + "documents".len() + 1 + bad.len();
+    section.extend_from_slice(&(size as i32).to_le_bytes());
+    section.extend_from_slice(b"documents\0");
+    section.extend_from_slice(&bad);
+    bytes.extend_from_slice(&section);
+    let total = bytes.len() as i32;
+    bytes[..4].copy_from_slice(&total.to_le_bytes());
+    let Request::Msg(msg) = decode_all(&bytes).unwrap().unwrap().request else {
+        panic!("not an OP_MSG");
+    };
+    let error = msg.body.unwrap_err();
+    assert_eq!(
+        error.code,
+        crate::error::ErrorCode::InvalidBSON,
+        "{error:?}"
+    );
+    assert_eq!(msg.documents, None);
 }
 
 #[test]
