@@ -949,3 +949,36 @@ async fn a_duplicate_key_in_an_update_leaves_the_document_and_its_index_entries_
         .unwrap();
     c.insert_one(doc! {"_id": 3, "u": 2}).await.unwrap();
 }
+
+#[tokio::test]
+async fn inserted_documents_are_stored_with_their_id_first() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("crud");
+    let c = coll(&db, "id_first");
+    // insert_many sends a document sequence (kept as bytes); a command body carries its
+    // documents decoded: both paths store `_id` first, as mongod does.
+    c.insert_many([doc! {"a": 1, "_id": 1, "z": [1, {"y": 2}]}, doc! {"b": 2}])
+        .await
+        .unwrap();
+    db.run_command(doc! {"insert": "id_first", "documents": [{"c": 3, "_id": 3}]})
+        .await
+        .unwrap();
+    let docs: Vec<Document> = {
+        use futures::TryStreamExt;
+        c.find(doc! {})
+            .sort(doc! {"_id": 1})
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap()
+    };
+    assert_eq!(docs.len(), 3);
+    for d in &docs {
+        assert_eq!(d.keys().next().map(String::as_str), Some("_id"), "{d}");
+    }
+    assert_eq!(docs[0], doc! {"_id": 1, "a": 1, "z": [1, {"y": 2}]});
+    assert_eq!(docs[1], doc! {"_id": 3, "c": 3});
+    assert!(matches!(docs[2].get("_id"), Some(Bson::ObjectId(_))));
+    assert_eq!(docs[2].get_i32("b"), Ok(2));
+}

@@ -33,12 +33,26 @@ pub struct NewDocument {
 }
 
 impl NewDocument {
-    /// Prepares `doc` for insertion: an ObjectId `_id` placed first when it has none, then the
-    /// checks an insert makes before looking at the collection, in mongod's order (`_id`, key
-    /// size, document size, nesting). `keep` keeps the decoded document for the writer, which
-    /// needs it for secondary index keys and the operation log; without it the writer decodes
-    /// the body again if it turns out to need it.
+    /// Prepares `doc` for insertion: its `_id` placed first, as mongod's `fixDocumentForInsert`
+    /// places it (an ObjectId when it has none), then the checks an insert makes before
+    /// looking at the collection, in mongod's order (`_id`, key size, document size, nesting).
+    /// `keep` keeps the decoded document for the writer, which needs it for secondary index
+    /// keys and the operation log; without it the writer decodes the body again if it turns
+    /// out to need it.
     pub fn prepare(doc: &Document, keep: bool) -> Result<NewDocument> {
+        if doc.contains_key("_id") && doc.keys().next().is_some_and(|first| first != "_id") {
+            let mut reordered = Document::new();
+            for (name, value) in std::iter::once(("_id", doc.get("_id"))).chain(
+                doc.iter()
+                    .filter(|(name, _)| *name != "_id")
+                    .map(|(n, v)| (n.as_str(), Some(v))),
+            ) {
+                if let Some(value) = value {
+                    reordered.insert(name, value.clone());
+                }
+            }
+            return NewDocument::prepare(&reordered, keep);
+        }
         let generated = match doc.get("_id") {
             Some(_) => None,
             None => Some(ObjectId::new()),
@@ -121,6 +135,22 @@ impl NewDocument {
                 None => Ok(None),
             }
         };
+        // Where the `_id` element lies: mongod refuses a second one and stores it first.
+        let mut id_span: Option<std::ops::Range<usize>> = None;
+        let mut at = 4;
+        for element in raw.iter_elements() {
+            let element = element.map_err(invalid)?;
+            let len = 1 + element.key().len() + 1 + element.len();
+            if element.key() == "_id" {
+                if id_span.is_some() {
+                    return Err(Error::bad_value(
+                        "can't have multiple _id fields in one document",
+                    ));
+                }
+                id_span = Some(at..at + len);
+            }
+            at += len;
+        }
         let given = field("_id")?;
         let generated = given.is_none().then(ObjectId::new);
         let id = match (&generated, given) {
@@ -132,7 +162,17 @@ impl NewDocument {
             .as_ref()
             .and_then(crate::ttl::own_ttl_of);
         let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
-            stored.extend_from_slice(bytes);
+            let part = |range: std::ops::Range<usize>| bytes.get(range).unwrap_or_default();
+            match id_span {
+                Some(span) if span.start > 4 => {
+                    // The same length; the `_id` element moved in front of the others.
+                    stored.extend_from_slice(part(0..4));
+                    stored.extend_from_slice(part(span.clone()));
+                    stored.extend_from_slice(part(4..span.start));
+                    stored.extend_from_slice(part(span.end..bytes.len()));
+                }
+                _ => stored.extend_from_slice(bytes),
+            }
             Ok(())
         })?;
         if keep {

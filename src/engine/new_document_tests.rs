@@ -22,7 +22,7 @@ fn body_of(doc: &Document) -> Vec<u8> {
 
 #[test]
 fn a_document_with_an_id_is_stored_as_it_came() {
-    let doc = doc! {"x": 1, "_id": "a", "ttl": 20};
+    let doc = doc! {"_id": "a", "x": 1, "ttl": 20};
     for (keep, raw) in BOTH {
         let new = prepare(&doc, keep, raw).unwrap();
         assert_eq!(new.id(), &Bson::String("a".into()));
@@ -117,4 +117,36 @@ fn documents_that_cannot_be_stored_are_refused_with_mongods_codes() {
             );
         }
     }
+}
+
+#[test]
+fn the_id_is_stored_first_as_mongod_stores_it() {
+    let doc = doc! {"a": 1, "b": {"c": [1, 2]}, "_id": "k", "z": "last"};
+    let expected = doc! {"_id": "k", "a": 1, "b": {"c": [1, 2]}, "z": "last"};
+    for (keep, raw) in BOTH {
+        let new = prepare(&doc, keep, raw).unwrap();
+        assert_eq!(new.document().unwrap().as_ref(), &expected);
+        let record = Record::decode(&new.into_record(1)).unwrap();
+        assert_eq!(record.body, body_of(&expected), "keep {keep}, raw {raw}");
+    }
+}
+
+#[test]
+fn a_second_id_field_is_refused() {
+    // Two `_id` elements: only raw bytes can carry them (a decoded document keeps one).
+    let mut bytes = body_of(&doc! {"_id": 1, "x": 2});
+    let at = bytes.windows(2).position(|w| w == b"x\0").unwrap();
+    bytes.splice(at..at + 1, b"_id".iter().copied());
+    let len = bytes.len() as i32;
+    bytes[..4].copy_from_slice(&len.to_le_bytes());
+    assert!(RawDocument::from_bytes(&bytes)
+        .unwrap()
+        .iter()
+        .all(|e| e.is_ok()));
+    let error = NewDocument::prepare_raw(&bytes, false).unwrap_err();
+    assert_eq!(error.code, ErrorCode::BadValue);
+    assert_eq!(
+        error.message,
+        "can't have multiple _id fields in one document"
+    );
 }
