@@ -10,6 +10,7 @@ use super::{CommandName, Connection, Request, Shared};
 use crate::clock::Stopwatch;
 use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::RawDocuments;
 use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
@@ -27,7 +28,8 @@ struct RunningOp {
     client_metadata: Option<Document>,
     op: &'static str,
     ns: String,
-    command: Document,
+    /// The command, rendered only when `currentOp` asks ([`Sent::report`]).
+    command: Sent,
     started: Stopwatch,
     started_at: bson::DateTime,
     interrupt: Arc<Interrupt>,
@@ -79,7 +81,10 @@ impl OpRegistry {
             client_metadata: conn.client_metadata.clone(),
             op: op_type(req.name),
             ns: namespace(req),
-            command: reported_command(&with_documents(req)),
+            command: Sent {
+                body: Arc::clone(req.body),
+                documents: req.documents.cloned(),
+            },
             started: Stopwatch::start(),
             started_at: shared.clock.now_datetime(),
             interrupt: Arc::clone(&req.interrupt),
@@ -156,7 +161,7 @@ impl RunningOp {
         entry.insert("op", self.op);
         entry.insert("ns", self.ns.as_str());
         entry.insert("redacted", false);
-        entry.insert("command", self.command.clone());
+        entry.insert("command", self.command.report());
         if self.interrupt.is_killed() {
             entry.insert("killPending", true);
         }
@@ -210,11 +215,28 @@ fn namespace(req: &Request<'_>) -> String {
 /// `saslStart`. Shown as `"xxx"`, as mongod's `redactForLogging` shows them.
 const SECRET_FIELDS: &[&str] = &["payload", "pwd", "speculativeAuthenticate"];
 
+/// A running command as it came: registering it for `currentOp` shares its body (every command
+/// is registered); only a `currentOp` renders it.
+struct Sent {
+    body: Arc<Document>,
+    documents: Option<Arc<RawDocuments>>,
+}
+
+impl Sent {
+    /// The `command` field of the operation's `currentOp` entry.
+    fn report(&self) -> Document {
+        reported_command(&with_documents(&self.body, self.documents.as_deref()))
+    }
+}
+
 /// The command as the client sent it: an `insert`'s document sequence, kept as bytes, is put
 /// back as the `documents` field the body would have had, as far as a report can show.
-fn with_documents<'r>(req: &'r Request<'_>) -> std::borrow::Cow<'r, Document> {
-    let Some(raw) = req.documents else {
-        return std::borrow::Cow::Borrowed(req.body);
+fn with_documents<'r>(
+    body: &'r Document,
+    documents: Option<&RawDocuments>,
+) -> std::borrow::Cow<'r, Document> {
+    let Some(raw) = documents else {
+        return std::borrow::Cow::Borrowed(body);
     };
     // Enough documents for the report's first kilobyte of JSON: a value's JSON is never shorter
     // than a sixth of its BSON (an Int64 array element: 11 bytes, 2 characters), so eight
@@ -231,7 +253,7 @@ fn with_documents<'r>(req: &'r Request<'_>) -> std::borrow::Cow<'r, Document> {
             break;
         }
     }
-    let mut body = (**req.body).clone();
+    let mut body = body.clone();
     body.insert("documents", documents);
     std::borrow::Cow::Owned(body)
 }
@@ -394,7 +416,11 @@ mod tests {
             "documents",
             docs.into_iter().map(Bson::Document).collect::<Vec<_>>(),
         );
-        assert_eq!(reported_command(&with_documents(&req)), expected);
+        let sent = Sent {
+            body: Arc::clone(req.body),
+            documents: req.documents.cloned(),
+        };
+        assert_eq!(sent.report(), expected);
         // A long sequence is decoded only as far as the report shows.
         let mut long = crate::protocol::RawDocuments::default();
         for i in 0..100_000 {
@@ -405,7 +431,7 @@ mod tests {
             documents: Some(&long),
             ..req
         };
-        let reported = with_documents(&req);
+        let reported = with_documents(req.body, req.documents.map(|d| &**d));
         let shown = reported.get_array("documents").unwrap().len();
         assert!((500..2000).contains(&shown), "{shown}");
         let text = reported_command(&reported);

@@ -137,6 +137,7 @@ impl NewDocument {
         };
         // Where the `_id` element lies: mongod refuses a second one and stores it first.
         let mut id_span: Option<std::ops::Range<usize>> = None;
+        let mut given = None;
         let mut at = 4;
         for element in raw.iter_elements() {
             let element = element.map_err(invalid)?;
@@ -148,10 +149,10 @@ impl NewDocument {
                     ));
                 }
                 id_span = Some(at..at + len);
+                given = Some(Bson::try_from(element.value().map_err(invalid)?).map_err(invalid)?);
             }
             at += len;
         }
-        let given = field("_id")?;
         let generated = given.is_none().then(ObjectId::new);
         let id = match (&generated, given) {
             (Some(oid), _) => Bson::ObjectId(*oid),
