@@ -687,6 +687,11 @@ impl Error {
         Error::new(ErrorCode::InternalError, message)
     }
 
+    /// Client bytes that are not valid BSON (22 InvalidBSON).
+    pub fn invalid_bson(reason: bson::raw::Error) -> Self {
+        Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {reason}"))
+    }
+
     /// A write batch of `got` statements, outside `1..=maxWriteBatchSize` (16 InvalidLength).
     pub fn write_batch_size(got: usize) -> Self {
         Error::new(

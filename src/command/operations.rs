@@ -284,9 +284,8 @@ fn reported_command(body: &Document) -> Document {
 }
 
 /// The first `limit` characters of `body` as compact relaxed extended JSON. Only the fields,
-/// and the elements of array fields, that the cut keeps are rendered: every command is
-/// registered, and an `insert` of 100,000 documents must not be rendered whole to show a
-/// kilobyte of it.
+/// and the elements of array fields, that the cut keeps are rendered: a `currentOp` while an
+/// `insert` of 100,000 documents runs must not render them all to show a kilobyte of them.
 fn json_prefix(body: &Document, limit: usize) -> String {
     let json = |value: &Bson| value.clone().into_relaxed_extjson().to_string();
     let full = |out: &String| out.chars().count() >= limit;

@@ -41,27 +41,15 @@ impl NewDocument {
     /// out to need it.
     pub fn prepare(doc: &Document, keep: bool) -> Result<NewDocument> {
         if doc.contains_key("_id") && doc.keys().next().is_some_and(|first| first != "_id") {
-            let mut reordered = Document::new();
-            for (name, value) in std::iter::once(("_id", doc.get("_id"))).chain(
+            let mut reordered = doc! {"_id": doc.get("_id").cloned().unwrap_or(Bson::Null)};
+            reordered.extend(
                 doc.iter()
                     .filter(|(name, _)| *name != "_id")
-                    .map(|(n, v)| (n.as_str(), Some(v))),
-            ) {
-                if let Some(value) = value {
-                    reordered.insert(name, value.clone());
-                }
-            }
+                    .map(|(name, value)| (name.clone(), value.clone())),
+            );
             return NewDocument::prepare(&reordered, keep);
         }
-        let generated = match doc.get("_id") {
-            Some(_) => None,
-            None => Some(ObjectId::new()),
-        };
-        let id = match (&generated, doc.get("_id")) {
-            (Some(oid), _) => Bson::ObjectId(*oid),
-            (None, Some(id)) => id.clone(),
-            (None, None) => Bson::Null,
-        };
+        let (id, generated) = id_or_new(doc.get("_id").cloned());
         let own_ttl = crate::ttl::document_ttl(doc);
         let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
             doc.to_writer(stored)
@@ -75,6 +63,60 @@ impl NewDocument {
             }
             None => doc.clone(),
         });
+        Ok(new)
+    }
+
+    /// [`NewDocument::prepare`] for a document given as the bytes it came in (a valid BSON
+    /// document: the wire layer checked it). They become the record's body as they are, with the
+    /// `_id` element moved first (an ObjectId one put there when the document has none); only
+    /// the `_id` and `ttl` fields are decoded (and the whole document when `keep`). A second
+    /// `_id` field, which only bytes can carry, is refused as mongod refuses it.
+    pub fn prepare_raw(bytes: &[u8], keep: bool) -> Result<NewDocument> {
+        let invalid = Error::invalid_bson;
+        let raw = RawDocument::from_bytes(bytes).map_err(invalid)?;
+        let mut id_span: Option<std::ops::Range<usize>> = None;
+        let mut given = None;
+        let mut ttl = None;
+        // Each top-level element's byte range: type byte, name, NUL, value.
+        let mut at = 4;
+        for element in raw.iter_elements() {
+            let element = element.map_err(invalid)?;
+            let len = 1 + element.key().len() + 1 + element.len();
+            let value = || Bson::try_from(element.value()?);
+            match element.key() {
+                "_id" if id_span.is_some() => {
+                    return Err(Error::bad_value(
+                        "can't have multiple _id fields in one document",
+                    ))
+                }
+                "_id" => {
+                    id_span = Some(at..at + len);
+                    given = Some(value().map_err(invalid)?);
+                }
+                crate::ttl::TTL_FIELD if ttl.is_none() => ttl = Some(value().map_err(invalid)?),
+                _ => {}
+            }
+            at += len;
+        }
+        let (id, generated) = id_or_new(given);
+        let own_ttl = ttl.as_ref().and_then(crate::ttl::own_ttl_of);
+        let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
+            let part = |range: std::ops::Range<usize>| bytes.get(range).unwrap_or_default();
+            match id_span {
+                Some(span) if span.start > 4 => {
+                    // The same length; the `_id` element moved in front of the others.
+                    stored.extend_from_slice(part(0..4));
+                    stored.extend_from_slice(part(span.clone()));
+                    stored.extend_from_slice(part(4..span.start));
+                    stored.extend_from_slice(part(span.end..bytes.len()));
+                }
+                _ => stored.extend_from_slice(bytes),
+            }
+            Ok(())
+        })?;
+        if keep {
+            new.doc = Some(new.document()?.into_owned());
+        }
         Ok(new)
     }
 
@@ -121,67 +163,6 @@ impl NewDocument {
         &self.id
     }
 
-    /// [`NewDocument::prepare`] for a document given as the bytes it came in (a valid BSON
-    /// document: the wire layer checked it). They become the record's body as they are, with an
-    /// ObjectId `_id` element put first when the document has none; only the `_id` and `ttl`
-    /// fields are decoded (and the whole document when `keep`).
-    pub fn prepare_raw(bytes: &[u8], keep: bool) -> Result<NewDocument> {
-        let invalid =
-            |e: bson::raw::Error| Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"));
-        let raw = RawDocument::from_bytes(bytes).map_err(invalid)?;
-        let field = |name: &str| -> Result<Option<Bson>> {
-            match raw.get(name).map_err(invalid)? {
-                Some(value) => Bson::try_from(value).map(Some).map_err(invalid),
-                None => Ok(None),
-            }
-        };
-        // Where the `_id` element lies: mongod refuses a second one and stores it first.
-        let mut id_span: Option<std::ops::Range<usize>> = None;
-        let mut given = None;
-        let mut at = 4;
-        for element in raw.iter_elements() {
-            let element = element.map_err(invalid)?;
-            let len = 1 + element.key().len() + 1 + element.len();
-            if element.key() == "_id" {
-                if id_span.is_some() {
-                    return Err(Error::bad_value(
-                        "can't have multiple _id fields in one document",
-                    ));
-                }
-                id_span = Some(at..at + len);
-                given = Some(Bson::try_from(element.value().map_err(invalid)?).map_err(invalid)?);
-            }
-            at += len;
-        }
-        let generated = given.is_none().then(ObjectId::new);
-        let id = match (&generated, given) {
-            (Some(oid), _) => Bson::ObjectId(*oid),
-            (None, Some(id)) => id,
-            (None, None) => Bson::Null,
-        };
-        let own_ttl = field(crate::ttl::TTL_FIELD)?
-            .as_ref()
-            .and_then(crate::ttl::own_ttl_of);
-        let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
-            let part = |range: std::ops::Range<usize>| bytes.get(range).unwrap_or_default();
-            match id_span {
-                Some(span) if span.start > 4 => {
-                    // The same length; the `_id` element moved in front of the others.
-                    stored.extend_from_slice(part(0..4));
-                    stored.extend_from_slice(part(span.clone()));
-                    stored.extend_from_slice(part(4..span.start));
-                    stored.extend_from_slice(part(span.end..bytes.len()));
-                }
-                _ => stored.extend_from_slice(bytes),
-            }
-            Ok(())
-        })?;
-        if keep {
-            new.doc = Some(new.document()?.into_owned());
-        }
-        Ok(new)
-    }
-
     /// The document key in the collection with id `collection_id`.
     pub fn key(&self, collection_id: u64) -> Vec<u8> {
         let mut key = Vec::with_capacity(COLLECTION_PREFIX_LEN + self.encoded_id.len());
@@ -225,6 +206,17 @@ impl NewDocument {
     pub fn into_record(mut self, ts: i64) -> Vec<u8> {
         record::stamp(&mut self.stored, ts, self.own_ttl);
         self.stored
+    }
+}
+
+/// The `_id` given, or a new ObjectId and the same ObjectId as generated.
+fn id_or_new(given: Option<Bson>) -> (Bson, Option<ObjectId>) {
+    match given {
+        Some(id) => (id, None),
+        None => {
+            let oid = ObjectId::new();
+            (Bson::ObjectId(oid), Some(oid))
+        }
     }
 }
 

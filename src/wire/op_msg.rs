@@ -235,8 +235,7 @@ fn check_body_batch(body: &[u8]) -> Result<(), Error> {
 fn validate_document(bytes: &[u8], limit: usize) -> Result<(), Error> {
     check_size(bytes, limit)?;
     crate::query::depth::check_request(bytes)?;
-    let invalid =
-        |e: bson::raw::Error| Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"));
+    let invalid = Error::invalid_bson;
     let mut stack = vec![RawDocument::from_bytes(bytes).map_err(invalid)?.iter()];
     while let Some(top) = stack.last_mut() {
         let Some(element) = top.next() else {
@@ -275,11 +274,8 @@ pub(crate) fn parse_document(bytes: &[u8], limit: usize) -> Result<Document, Err
     check_size(bytes, limit)?;
     // Before the recursive decoder sees it: a deeply nested request must not exhaust the stack.
     crate::query::depth::check_request(bytes)?;
-    let raw = bson::RawDocument::from_bytes(bytes)
-        .map_err(|e| Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}")))?;
-    raw.try_into().map_err(|e: bson::raw::Error| {
-        Error::new(ErrorCode::InvalidBSON, format!("invalid BSON: {e}"))
-    })
+    let raw = bson::RawDocument::from_bytes(bytes).map_err(Error::invalid_bson)?;
+    raw.try_into().map_err(Error::invalid_bson)
 }
 
 /// Encodes a reply payload: flag bits 0 (no checksum, never moreToCome) and one kind-0 section.
