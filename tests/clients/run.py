@@ -5,7 +5,9 @@ Usage: python3 tests/clients/run.py PATH/TO/mayfly
 Starts the server on a free port with its own data directory, test commands enabled and a
 manual clock (so TTL scenarios move time exactly with advanceClock), runs each scenario in
 mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
-start-up check, then stops the server with SIGTERM and requires a clean exit.
+start-up check, then the drivers Debian packages (Java, Go, C, PHP, Ruby; debian_drivers.py: the
+same scenario in each, with what each sends on the wire checked), then stops the server with
+SIGTERM and requires a clean exit.
 
 Then replica-set mode: a server started with `--replSet rs0`, and the scenarios that need one
 (REPLSET_SCENARIOS: mongosh/replset.js, node/change_stream.mjs, pymongo/transactions.py,
@@ -19,7 +21,9 @@ the portal's full string (`ssl=true&replicaSet=globaldb&retrywrites=false&maxIdl
 &appName=@acct@`); the other, a standalone, has the emulator's default account and its
 documented string (which names no replica set). Each client in cosmos/ connects with that string,
 changed only in host and port (and the CA file to trust), and runs CRUD. A client that cannot
-connect fails its scenario. Ends with the line "N passed, N failed".
+connect fails its scenario. Ends with the line "N passed, N failed, N skipped": a scenario is
+skipped only when MAYFLY_CLIENTS_SKIP names it (debian_drivers.py); run it with the virtual
+environment's Python (.venv/bin/python), which has the bson module the wire recorder decodes with.
 """
 import json
 import re
@@ -30,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from itertools import chain
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -163,20 +168,24 @@ def cosmos_scenarios():
 
 
 def run_all(named_scenarios, uri, env):
-    """Runs each (name, scenario) with the connection string; prints PASS or FAIL (with the
-    client's output and the string) for each and returns (passed, failed)."""
-    passed = failed = 0
+    """Runs each (name, scenario) with the connection string; prints PASS, FAIL (with the
+    client's output and the string) or SKIP (code None, with why) for each and returns
+    (passed, failed, skipped)."""
+    passed = failed = skipped = 0
     for name, scenario in named_scenarios:
         started = time.time()
         code, out = scenario(uri, env)
         took = time.time() - started
-        if code == 0:
+        if code is None:
+            skipped += 1
+            print(f"SKIP {name}: {out}", flush=True)
+        elif code == 0:
             passed += 1
             print(f"PASS {name} ({took:.1f}s)", flush=True)
         else:
             failed += 1
             print(f"FAIL {name} ({took:.1f}s)\n{out}\n{uri}", flush=True)
-    return passed, failed
+    return passed, failed, skipped
 
 
 def stop_server(proc, log_path):
@@ -219,6 +228,10 @@ def cosmos_servers(binary, tmp):
 
 
 def main():
+    # Imported here: tests/crudspec/run.py loads this file for its server start and stop, from
+    # elsewhere, and needs none of the drivers.
+    import debian_drivers
+
     binary = os.path.abspath(sys.argv[1])
     for tool in (NODE, MONGOSH, PYTHON):
         if not tool.exists():
@@ -228,9 +241,10 @@ def main():
         proc, port = start_server(binary, os.path.join(tmp, "data"), log_path)
         uri = f"mongodb://127.0.0.1:{port}/test"
         env = dict(os.environ, MAYFLY_URI=uri, DO_NOT_TRACK="1", MONGOSH_NO_UPDATE_CHECK="1")
-        passed = failed = 0
+        passed = failed = skipped = 0
         try:
-            passed, failed = run_all(scenarios(), uri, env)
+            drivers = debian_drivers.scenarios(os.path.join(tmp, "drivers"), run)
+            passed, failed, skipped = run_all(chain(scenarios(), drivers), uri, env)
         finally:
             failure = stop_server(proc, log_path)
         if failure is None:
@@ -245,7 +259,7 @@ def main():
         uri = f"mongodb://localhost:{port}/test?replicaSet=rs0&retryWrites=false"
         env = dict(os.environ, MAYFLY_URI=uri, DO_NOT_TRACK="1", MONGOSH_NO_UPDATE_CHECK="1")
         try:
-            ok, bad = run_all(replset_scenarios(), uri, env)
+            ok, bad, _ = run_all(replset_scenarios(), uri, env)
             passed, failed = passed + ok, failed + bad
         finally:
             failure = stop_server(proc, rs_log)
@@ -269,14 +283,14 @@ def main():
             )
             try:
                 named = ((f"cosmos/{client} with the {server}", scenario) for client, scenario in cosmos_scenarios())
-                ok, bad = run_all(named, uri, env)
+                ok, bad, _ = run_all(named, uri, env)
                 passed, failed = passed + ok, failed + bad
             finally:
                 failure = stop_server(proc, log_path)
             if failure is not None:
                 failed += 1
                 print(f"FAIL {server}: {failure}", flush=True)
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
     sys.exit(1 if failed else 0)
 
 

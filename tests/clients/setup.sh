@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs the real clients the scenarios drive: mongosh, the Node.js driver and Node.js 24
-# (from npm, pinned in package-lock.json) and pymongo with its compressors (from PyPI, pinned in
-# requirements.txt), and fetches MongoDB's driver specification tests for tests/crudspec/run.py.
-# Idempotent: does nothing when they are already installed.
+# (from npm, pinned in package-lock.json), pymongo with its compressors (from PyPI, pinned in
+# requirements.txt) and the Java, Go, C, PHP and Ruby drivers Debian packages (apt-get, when run
+# as root: debian_drivers.py runs them), and fetches MongoDB's driver specification tests for
+# tests/crudspec/run.py. Idempotent: does nothing when they are already installed.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -20,6 +21,24 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import pymongo, snappy; f
   echo "clients: installing pymongo (pip)"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt
+fi
+
+# The drivers Debian packages (their versions are Debian 12's: Java 3.6.3, Go 1.8.4, C 1.23.1,
+# PHP extension 1.15.0, Ruby 2.5.1). Without root they are left to the user: the scenarios of
+# the missing ones then fail, with the packages to install, unless MAYFLY_CLIENTS_SKIP names them.
+debian_packages=$(.venv/bin/python -c 'import debian_drivers as d; print(" ".join(p for x in d.DRIVERS for p in x.packages))')
+# shellcheck disable=SC2086
+absent=$(dpkg-query -W -f='${db:Status-Status} ${Package}\n' $debian_packages 2>/dev/null | awk '$1 == "installed" {print $2}' | sort | comm -13 - <(tr ' ' '\n' <<<"$debian_packages" | sort) || true)
+if [ -n "$absent" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "clients: installing the drivers Debian packages: $(echo $absent)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    # shellcheck disable=SC2086
+    apt-get install -y -qq --no-install-recommends $absent >/dev/null
+  else
+    echo "clients: not root, so not installing these Debian packages: $(echo $absent)" >&2
+  fi
 fi
 
 # The driver specification tests in the unified test format (CRUD, and for replica-set mode
