@@ -97,10 +97,14 @@ pub fn is_generic(field: &str) -> bool {
 }
 
 /// Refuses fields the command does not know, as mongod's IDL parser does:
-/// `BSON field 'find.foo' is an unknown field.` (40415). Generic fields are always allowed.
+/// `BSON field 'find.foo' is an unknown field.` (40415). Generic fields, and the fields mongod
+/// knows that only its own cluster sends (`cluster_fields`), are always known.
 pub fn check_fields(cmd: &Document, command: &str, known: &[&str]) -> Result<()> {
     for field in cmd.keys().skip(1) {
-        if !is_generic(field) && !known.contains(&field.as_str()) {
+        if !is_generic(field)
+            && !known.contains(&field.as_str())
+            && !super::cluster_fields::is_known(command, field)
+        {
             return Err(Error::new(
                 crate::error::ErrorCode::IDLUnknownField,
                 format!("BSON field '{command}.{field}' is an unknown field."),

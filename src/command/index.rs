@@ -7,7 +7,9 @@
 //! derived from the index list by the catalog, so creating or dropping the index turns TTL on or
 //! off (TTL-1, TTL-9). Does not own: building entries or unique checks (`engine::ddl`).
 
-use super::args::{check_fields, durable, is_truthy, optional_array, type_name, wrong_type};
+use super::args::{
+    check_fields, durable, is_truthy, optional_array, optional_bool, type_name, wrong_type,
+};
 use super::ddl::{cursor_batch_size, listing_cursor};
 use super::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta, IndexMeta};
@@ -53,6 +55,9 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     if cmd.contains_key("commitQuorum") {
         return Err(Error::bad_value("Standalones can't specify commitQuorum"));
     }
+    // mongod drops the fields it does not know from each spec instead of refusing them.
+    let ignore_unknown =
+        optional_bool(cmd, "createIndexes", "ignoreUnknownIndexOptions")?.unwrap_or(false);
     let mut specs = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let Bson::Document(spec) = item else {
@@ -63,7 +68,7 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
                 "object",
             ));
         };
-        specs.push(parse_spec(spec)?);
+        specs.push(parse_spec(spec, ignore_unknown)?);
     }
     // Conflicts among the requested indexes (and with `_id_`) are found before anything is
     // written, so a failing request never creates the collection.
@@ -323,7 +328,7 @@ const UNSUPPORTED_TYPES: &[&str] = &[
 
 /// One index specification, validated; `id` is assigned when the index is created.
 /// The requested index, and whether it names no collation (it then takes the collection's).
-fn parse_spec(spec: &Document) -> Result<(IndexMeta, bool)> {
+fn parse_spec(spec: &Document, ignore_unknown: bool) -> Result<(IndexMeta, bool)> {
     let in_spec = |message: String| {
         Error::new(
             ErrorCode::CannotCreateIndex,
@@ -383,6 +388,7 @@ fn parse_spec(spec: &Document) -> Result<(IndexMeta, bool)> {
                     "the index option '{f}' is not supported by mayfly"
                 )));
             }
+            _ if ignore_unknown => {}
             f => {
                 return Err(Error::new(
                     ErrorCode::InvalidIndexSpecificationOption,
@@ -619,6 +625,14 @@ const LIST_FIELDS: &[&str] = &["cursor", "includeBuildUUIDs", "includeIndexBuild
 pub fn list_indexes(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
     let cmd = req.body;
     check_fields(cmd, "listIndexes", LIST_FIELDS)?;
+    for flag in ["includeBuildUUIDs", "includeIndexBuildInfo"] {
+        if optional_bool(cmd, "listIndexes", flag)? == Some(true) {
+            // Both change the shape of the listing (and list unfinished builds).
+            return Err(unsupported(format!(
+                "listIndexes' '{flag}' is not supported by mayfly"
+            )));
+        }
+    }
     let coll = collection_arg(cmd.get("listIndexes"), "listIndexes")?;
     let batch_size = cursor_batch_size(cmd, "listIndexes")?;
     let ns = format!("{}.{coll}", req.db);
@@ -631,7 +645,7 @@ pub fn list_indexes(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocum
     let mut entries = vec![id_index_entry()];
     // TTL-8: `expireAfterSeconds` is stored and shown as Int32. An index still being built is
     // not listed: mongod lists unfinished builds only with `includeBuildUUIDs` or
-    // `includeIndexBuildInfo`, which mayfly accepts but does not implement.
+    // `includeIndexBuildInfo`, which mayfly refuses.
     entries.extend(
         meta.indexes
             .iter()

@@ -18,6 +18,7 @@ mod auth;
 mod authz;
 mod batch;
 mod change_stream;
+mod cluster_fields;
 mod context;
 mod cursor;
 mod ddl;
@@ -213,6 +214,7 @@ async fn run(
     }
     let replicated = shared.replica_set.is_some();
     args::check_write_concern(body, replicated)?;
+    cluster_fields::check(name, body)?;
     if let Some(rs) = &shared.replica_set {
         replset::check_gossip(body)?;
         let now = rs.last_op_time(shared.engine.optimes());

@@ -59,6 +59,14 @@ impl SessionId {
             match name.as_str() {
                 "id" => id = Some(uuid_bytes(value)?),
                 "uid" => uid = Some(uid_bytes(value)?),
+                // An internal session's fields (mongod's own sessions for retryable writes
+                // inside transactions): known to mongod, never sent by a driver.
+                "txnNumber" | "txnUUID" => {
+                    return Err(Error::new(
+                        ErrorCode::NotImplemented,
+                        format!("BSON field '{IDL}.{name}' names an internal session, which mayfly does not support"),
+                    ))
+                }
                 other => {
                     return Err(Error::new(
                         ErrorCode::IDLUnknownField,
@@ -175,6 +183,18 @@ mod tests {
                     doc! {"id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![0; 16] }, "x": 1},
                 ),
                 ErrorCode::IDLUnknownField,
+            ),
+            (
+                Bson::Document(
+                    doc! {"id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![0; 16] }, "txnNumber": 1_i64},
+                ),
+                ErrorCode::NotImplemented,
+            ),
+            (
+                Bson::Document(
+                    doc! {"id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![0; 16] }, "txnUUID": Binary { subtype: BinarySubtype::Uuid, bytes: vec![0; 16] }},
+                ),
+                ErrorCode::NotImplemented,
             ),
             (
                 Bson::Document(doc! {

@@ -42,7 +42,8 @@ const STATEMENT_FIELDS: &[&str] = &[
     // No `sort`: mongod 7.0 refuses it as an unknown field (it came in 8.0).
     "upsertSupplied",
     "sampleId",
-    "allowShardKeyUpdatesWithoutFullShardKeyInQuery",
+    // Only a router sets it, for sharded collections; mayfly has none, so it changes nothing.
+    "$_allowShardKeyUpdatesWithoutFullShardKeyInQuery",
 ];
 
 /// One update statement, parsed.
@@ -235,7 +236,20 @@ impl Statement {
     fn parse(stmt: &Document, vars: &Variables) -> Result<Result<Statement>> {
         check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;
         let collation = optional_doc(stmt, PREFIX, "collation")?;
-        optional_doc(stmt, PREFIX, "c")?;
+        // `c` (a pipeline update's constants) and `upsertSupplied` (the upserted document given
+        // in `c.new`, which only a router sends) would change what the statement does.
+        if optional_doc(stmt, PREFIX, "c")?.is_some_and(|c| !c.is_empty()) {
+            return Err(Error::new(
+                ErrorCode::NotImplemented,
+                "an update statement's constants ('c') are not supported by mayfly",
+            ));
+        }
+        if optional_bool(stmt, PREFIX, "upsertSupplied")? == Some(true) {
+            return Err(Error::new(
+                ErrorCode::NotImplemented,
+                "an update statement's 'upsertSupplied' is not supported by mayfly",
+            ));
+        }
         let raw = RawStatement {
             q: required_doc(stmt, PREFIX, "q")?,
             u: stmt.get("u").ok_or_else(|| missing(PREFIX, "u"))?,
