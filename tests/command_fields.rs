@@ -386,3 +386,24 @@ async fn index_fields_drivers_can_send_are_honoured_or_refused() {
             .unwrap();
     }
 }
+
+#[tokio::test]
+async fn commands_mongod_does_not_check_ignore_fields_they_do_not_know() {
+    let server = TestServer::start_replset("rs0").await;
+    let admin = server.replset_client("rs0").await.database("admin");
+    for cmd in [
+        doc! {"replSetGetStatus": 1, "notAField": 1},
+        doc! {"replSetGetConfig": 1, "notAField": 1},
+        doc! {"waitForFailPoint": "failCommand", "timesEntered": 0, "maxTimeMS": 1000, "notAField": 1},
+    ] {
+        let reply = admin.run_command(cmd.clone()).await;
+        assert!(reply.is_ok(), "{cmd}: {reply:?}");
+    }
+    // A one-member set has no one to step down to: mongod's own refusal, not an unknown field.
+    let err = admin
+        .run_command(doc! {"replSetStepDown": 1, "notAField": 1})
+        .await
+        .unwrap_err();
+    assert_ne!(error_code(&err), Some(40415), "{err}");
+    assert!(error_code(&err).is_some(), "{err}");
+}

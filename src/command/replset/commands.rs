@@ -4,7 +4,7 @@
 //! NoReplicationEnabled with mongod's message.
 
 use super::{op_time, ReplicaSet, CONFIG_VERSION, TERM};
-use crate::command::args::{check_fields, optional_bool, wrong_type};
+use crate::command::args::{optional_bool, wrong_type};
 use crate::command::{Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
@@ -22,7 +22,8 @@ fn replica_set(shared: &Shared) -> Result<&ReplicaSet> {
 /// `replSetGetStatus`: the set and its one member, the primary.
 pub fn get_status(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let rs = replica_set(shared)?;
-    check_fields(req.body, req.name.name(), &["initialSync"])?;
+    // mongod reads `initialSync` and ignores other fields (no IDL check).
+    optional_bool(req.body, req.name.name(), "initialSync")?;
     let optimes = shared.engine.optimes();
     let last_time = rs.last_op_time(optimes);
     let last = op_time(last_time);
@@ -80,11 +81,7 @@ pub fn get_status(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 pub fn get_config(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let rs = replica_set(shared)?;
     let name = req.name.name();
-    check_fields(
-        req.body,
-        name,
-        &["commitmentStatus", "includeNewlyAddedMembers"],
-    )?;
+    // mongod reads these two and ignores other fields (no IDL check).
     let commitment = optional_bool(req.body, name, "commitmentStatus")?.unwrap_or(false);
     optional_bool(req.body, name, "includeNewlyAddedMembers")?;
     let config = doc! {
@@ -145,7 +142,7 @@ pub fn initiate(shared: &Shared) -> Result<Document> {
 pub fn step_down(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     replica_set(shared)?;
     let name = req.name.name();
-    check_fields(req.body, name, &["force", "secondaryCatchUpPeriodSecs"])?;
+    // mongod reads `force` and `secondaryCatchUpPeriodSecs` and ignores other fields.
     let seconds = |field: &str, value: &Bson| -> Result<i64> {
         match value {
             Bson::Int32(n) => Ok(i64::from(*n)),
