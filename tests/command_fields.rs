@@ -193,6 +193,7 @@ fn table() -> Vec<(&'static str, &'static str, Bson, Expect)> {
         rows.push((name, "bypassEmptyTsReplacement", t.clone(), Accepted));
         rows.push((name, "encryptionInformation", obj.clone(), Refused));
     }
+    rows.push(("count", "encryptionInformation", obj.clone(), Refused));
     rows.push(("find", "encryptionInformation", obj.clone(), Refused));
     rows.push(("aggregate", "encryptionInformation", obj.clone(), Refused));
     for name in ["find", "aggregate", "update", "delete", "findAndModify"] {
@@ -399,6 +400,20 @@ async fn commands_mongod_does_not_check_ignore_fields_they_do_not_know() {
         let reply = admin.run_command(cmd.clone()).await;
         assert!(reply.is_ok(), "{cmd}: {reply:?}");
     }
+    // A change stream's collation applies to its later stages: refused unless simple.
+    let stream = |collation: Document| {
+        doc! {"aggregate": 1, "pipeline": [{"$changeStream": {"allChangesForCluster": true}}],
+        "cursor": {}, "collation": collation}
+    };
+    let err = admin
+        .run_command(stream(doc! {"locale": "en", "strength": 2}))
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(238), "{err}");
+    admin
+        .run_command(stream(doc! {"locale": "simple"}))
+        .await
+        .unwrap();
     // A one-member set has no one to step down to: mongod's own refusal, not an unknown field.
     let err = admin
         .run_command(doc! {"replSetStepDown": 1, "notAField": 1})
@@ -406,4 +421,54 @@ async fn commands_mongod_does_not_check_ignore_fields_they_do_not_know() {
         .unwrap_err();
     assert_ne!(error_code(&err), Some(40415), "{err}");
     assert!(error_code(&err).is_some(), "{err}");
+}
+
+#[tokio::test]
+async fn users_info_shows_the_authentication_restrictions_it_keeps_none_of() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("fields");
+    db.run_command(doc! {"createUser": "ada", "pwd": "pw", "roles": []})
+        .await
+        .unwrap();
+    let shown = |extra: Document| {
+        let mut cmd = doc! {"usersInfo": "ada"};
+        cmd.extend(extra);
+        cmd
+    };
+    let users = |reply: Document| {
+        reply.get_array("users").unwrap()[0]
+            .as_document()
+            .unwrap()
+            .clone()
+    };
+    let plain = users(db.run_command(shown(doc! {})).await.unwrap());
+    assert!(!plain.contains_key("authenticationRestrictions"), "{plain}");
+    let with = users(
+        db.run_command(shown(doc! {"showAuthenticationRestrictions": true}))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(
+        with.get_array("authenticationRestrictions"),
+        Ok(&vec![]),
+        "{with}"
+    );
+    let both = users(
+        db.run_command(shown(
+            doc! {"showAuthenticationRestrictions": true, "showPrivileges": true},
+        ))
+        .await
+        .unwrap(),
+    );
+    assert_eq!(
+        both.get_array("inheritedAuthenticationRestrictions"),
+        Ok(&vec![]),
+        "{both}"
+    );
+    // As for privileges, restrictions need an exact-match query.
+    let err = db
+        .run_command(doc! {"usersInfo": 1, "showAuthenticationRestrictions": true})
+        .await
+        .unwrap_err();
+    assert_eq!(error_code(&err), Some(20), "{err}");
 }

@@ -62,6 +62,24 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             "explain of a $changeStream pipeline is not supported by this server",
         ));
     }
+    // mongod applies a collation to the stream's later stages; mayfly's streams compare
+    // simply, so another collation is refused rather than ignored.
+    if let Some(value) = cmd.get("collation") {
+        let Bson::Document(spec) = value else {
+            return Err(super::args::wrong_type(
+                "aggregate",
+                "collation",
+                value,
+                "object",
+            ));
+        };
+        if crate::query::collation::Collation::parse(spec)?.is_some() {
+            return Err(Error::new(
+                ErrorCode::NotImplemented,
+                "a collation other than simple on a $changeStream is not supported by mayfly",
+            ));
+        }
+    }
     let coll =
         match cmd.get("aggregate") {
             Some(Bson::String(name)) => Some(name.as_str()),

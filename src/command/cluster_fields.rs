@@ -56,6 +56,7 @@ const UUID_CHECKED: &[&str] = &[
     "dropIndexes",
 ];
 const ENCRYPTED: &[&str] = &[
+    "count",
     "find",
     "aggregate",
     "insert",

@@ -81,6 +81,9 @@ pub fn users_info(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let show_credentials = optional_bool(cmd, COMMAND, "showCredentials")?.unwrap_or(false);
     let show_privileges = optional_bool(cmd, COMMAND, "showPrivileges")?.unwrap_or(false);
     let show_custom_data = optional_bool(cmd, COMMAND, "showCustomData")?.unwrap_or(true);
+    // mayfly keeps no authentication restrictions (`createUser` refuses them): shown empty.
+    let show_restrictions =
+        optional_bool(cmd, COMMAND, "showAuthenticationRestrictions")?.unwrap_or(false);
     let filter = match optional_doc(cmd, COMMAND, "filter")? {
         Some(_) if matches!(wanted, Wanted::Named(_)) => {
             return Err(Error::bad_value(
@@ -90,7 +93,9 @@ pub fn users_info(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         Some(f) if !f.is_empty() => Some(Filter::compile(f)?),
         _ => None,
     };
-    if show_privileges && (filter.is_some() || !matches!(wanted, Wanted::Named(_))) {
+    if (show_privileges || show_restrictions)
+        && (filter.is_some() || !matches!(wanted, Wanted::Named(_)))
+    {
         return Err(Error::new(
             ErrorCode::IllegalOperation,
             "Privilege or restriction details require exact-match usersInfo queries.",
@@ -115,6 +120,15 @@ pub fn users_info(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         }
         if !show_credentials {
             shown.remove("credentials");
+        }
+        if show_restrictions {
+            shown.insert("authenticationRestrictions", Bson::Array(Vec::new()));
+            if show_privileges {
+                shown.insert(
+                    "inheritedAuthenticationRestrictions",
+                    Bson::Array(Vec::new()),
+                );
+            }
         }
         users.push(Bson::Document(shown));
     }
