@@ -144,7 +144,7 @@ async fn blocking_aggregation_stages_fail_past_100_mb() {
         reply.get_str("errmsg"),
         Ok("PlanExecutor error during aggregation :: caused by :: Exceeded memory limit for $group, but didn't allow external sort. Pass allowDiskUse:true to opt in.")
     );
-    // With allowDiskUse a $group spills to disk instead: tests/aggregate_group.rs.
+    // With allowDiskUse a $group spills to disk instead: tests/integration/aggregate_group.rs.
     drop(group);
 
     // A $sort after the leading stages counts too.

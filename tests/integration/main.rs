@@ -1,0 +1,56 @@
+//! mayfly's integration tests, one module per area, in one test binary: each module starts
+//! servers in this process and drives them through the `mongodb` crate (or raw wire messages).
+//! One binary links the server once, where a binary per file linked it once per file.
+//!
+//! Four areas keep binaries of their own (`tests/*.rs`), because they read what belongs to the
+//! whole process: the log capture (a process has one global subscriber: `auth_scram`,
+//! `legacy_opcodes`, `replica_set_monitoring`) and the peak resident set (`limits`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod aggregate_collation;
+mod aggregate_group;
+mod aggregate_spill;
+mod aggregate_stages;
+mod aggregate_window;
+mod auth_enforcement;
+mod auth_roles_e2e;
+mod change_streams;
+mod collation;
+mod command_fields;
+mod concurrency;
+mod crud_read;
+mod crud_write;
+mod ddl;
+mod disk_full;
+mod durability;
+mod explain;
+mod fail_points;
+mod find_index_options;
+mod handshake;
+mod hostile_input;
+mod index_build;
+mod index_stats;
+mod indexes;
+mod logs;
+mod network;
+mod operations;
+mod planner_differential;
+mod query_operations;
+mod regex;
+mod replica_set;
+mod retryable_writes;
+mod sessions;
+mod sort_spill;
+mod storage_cache;
+mod storage_memory;
+mod stored_counts;
+mod tls;
+mod transactions;
+mod ttl_reaper;
+mod ttl_rules;
+mod ttl_visibility;
+mod users;
+mod wire_protocol;
+mod write_validation;
