@@ -414,6 +414,18 @@ async fn commands_mongod_does_not_check_ignore_fields_they_do_not_know() {
         .run_command(stream(doc! {"locale": "simple"}))
         .await
         .unwrap();
+    // $collStats' storageStats is not strict either.
+    let fields = admin.client().database("fields");
+    fields
+        .collection::<Document>("c")
+        .insert_one(doc! {"_id": 1})
+        .await
+        .unwrap();
+    fields
+        .run_command(doc! {"aggregate": "c", "pipeline": [
+        {"$collStats": {"storageStats": {"scale": 1, "notAField": 1}}}], "cursor": {}})
+        .await
+        .unwrap();
     // A one-member set has no one to step down to: mongod's own refusal, not an unknown field.
     let err = admin
         .run_command(doc! {"replSetStepDown": 1, "notAField": 1})

@@ -41,12 +41,8 @@ fn coll_stats_options(spec: &Document) -> Result<(Option<u64>, bool)> {
     let mut count = false;
     for (k, v) in spec {
         match (k.as_str(), v) {
+            // mongod's StorageStatsSpec is not strict: fields it does not know are ignored.
             ("storageStats", Bson::Document(s)) => {
-                args::check_fields(
-                    &prepend_name(s),
-                    "$collStats.storageStats",
-                    &["scale", "verbose", "waitForLock", "numericOnly"],
-                )?;
                 storage_scale = Some(stats::parse_scale(s, "$collStats.storageStats")?);
             }
             ("count", Bson::Document(_)) => count = true,
@@ -68,13 +64,6 @@ fn coll_stats_options(spec: &Document) -> Result<(Option<u64>, bool)> {
         }
     }
     Ok((storage_scale, count))
-}
-
-/// `check_fields` skips a command's first field (its name); give it one.
-fn prepend_name(d: &Document) -> Document {
-    let mut out = doc! {"": 1};
-    out.extend(d.clone());
-    out
 }
 
 /// The one document `$collStats` produces.
