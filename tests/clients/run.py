@@ -5,7 +5,9 @@ Usage: python3 tests/clients/run.py PATH/TO/mayfly
 Starts the server on a free port with its own data directory, test commands enabled and a
 manual clock (so TTL scenarios move time exactly with advanceClock), runs each scenario in
 mongosh/ (mongosh --file), node/ (Node.js driver) and pymongo/ (pymongo), plus the mongosh
-start-up check, then the drivers Debian packages (Java, Go, C, PHP, Ruby; debian_drivers.py: the
+start-up check, the TTL recipes of docs/ttl-recipes.md (recipes/: mongosh, the Node.js driver,
+Mongoose, pymongo, MongoEngine and Beanie, and a check that the page shows each as its file has
+it), then the drivers Debian packages (Java, Go, C, PHP, Ruby; debian_drivers.py: the
 same scenario in each, with what each sends on the wire checked), then stops the server with
 SIGTERM and requires a clean exit.
 
@@ -32,6 +34,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import urllib.parse
 from itertools import chain
@@ -123,6 +126,52 @@ REPLSET_SCENARIOS = {
 }
 
 
+RECIPES_DOC = HERE.parent.parent / "docs" / "ttl-recipes.md"
+# The files whose `recipe:start` … `recipe:end` part docs/ttl-recipes.md shows.
+RECIPE_SOURCES = ["recipes/*", "java/Scenario.java", "go/scenario.go"]
+
+
+def recipe_part(path):
+    """The lines between a file's `recipe:start` and `recipe:end` markers, dedented."""
+    lines, inside = [], False
+    for line in path.read_text().splitlines():
+        if line.strip().endswith("recipe:start"):
+            inside = True
+        elif line.strip().endswith("recipe:end"):
+            inside = False
+        elif inside:
+            lines.append(line)
+    return textwrap.dedent("\n".join(lines))
+
+
+def recipes_shown(uri, env):
+    """docs/ttl-recipes.md shows every recipe exactly as the file the test command runs has it."""
+    doc = RECIPES_DOC.read_text()
+    problems = []
+    for pattern in RECIPE_SOURCES:
+        for path in sorted(HERE.glob(pattern)):
+            part = recipe_part(path)
+            if not part.strip():
+                problems.append(f"{path.relative_to(HERE)} has no recipe:start/recipe:end part")
+            elif f"\n{part}\n```" not in doc:
+                problems.append(f"{RECIPES_DOC.name} does not show {path.relative_to(HERE)}'s recipe:\n{part}")
+    return (1 if problems else 0), "\n".join(problems)
+
+
+def recipes():
+    """Each TTL recipe, run by its client (mongosh for .js, Node.js for .mjs, Python for .py)."""
+    for f in sorted((HERE / "recipes").iterdir()):
+        if f.suffix == ".js":
+            yield f"recipes/{f.name}", lambda uri, env, f=f: run(
+                [str(NODE), str(MONGOSH), uri, "--quiet", "--file", str(f)], env
+            )
+        elif f.suffix == ".mjs":
+            yield f"recipes/{f.name}", lambda uri, env, f=f: run([str(NODE), str(f)], env)
+        elif f.suffix == ".py":
+            yield f"recipes/{f.name}", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
+    yield "recipes shown in docs/ttl-recipes.md", recipes_shown
+
+
 def scenarios():
     for f in sorted((HERE / "mongosh").glob("*.js")):
         if f.name in REPLSET_SCENARIOS:
@@ -139,6 +188,7 @@ def scenarios():
         if f.name in REPLSET_SCENARIOS:
             continue
         yield f"pymongo/{f.name}", lambda uri, env, f=f: run([str(PYTHON), str(f)], env)
+    yield from recipes()
 
 
 def replset_scenarios():

@@ -17,7 +17,7 @@ if [ ! -x node_modules/.bin/node ] || {
   npm ci --no-audit --no-fund --loglevel=error
 fi
 
-if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import pymongo, snappy; from backports import zstd' 2>/dev/null; then
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import pymongo, snappy, mongoengine, beanie; from backports import zstd' 2>/dev/null; then
   echo "clients: installing pymongo (pip)"
   python3 -m venv .venv
   .venv/bin/pip install --quiet --disable-pip-version-check -r requirements.txt

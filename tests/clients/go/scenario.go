@@ -123,10 +123,12 @@ func main() {
 	command(ctx, admin, bson.D{{"reaper", "pause"}})
 	command(ctx, admin, bson.D{{"reaper", "runOnce"}})
 	expiring := db.Collection("expiring")
+	// recipe:start
 	_, err = expiring.Indexes().CreateOne(ctx, mongo.IndexModel{
 		Keys:    bson.D{{"_ts", 1}},
 		Options: options.Index().SetExpireAfterSeconds(10),
 	})
+	// recipe:end
 	must(err, "create the TTL index")
 	specs, err := expiring.Indexes().List(ctx)
 	must(err, "listIndexes")

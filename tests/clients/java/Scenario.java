@@ -93,7 +93,9 @@ public final class Scenario {
         admin.runCommand(new Document("reaper", "pause"));
         admin.runCommand(new Document("reaper", "runOnce"));
         MongoCollection<Document> expiring = db.getCollection("expiring");
+        // recipe:start
         expiring.createIndex(Indexes.ascending("_ts"), new IndexOptions().expireAfter(10L, TimeUnit.SECONDS));
+        // recipe:end
         boolean shown = false;
         for (Document index : expiring.listIndexes()) {
             shown |= "_ts_1".equals(index.getString("name"))
