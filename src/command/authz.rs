@@ -264,6 +264,7 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::ListCollections => database(&[A::ListCollections]),
         C::DbStats | C::DbStatsLower => database(&[A::DbStats]),
         C::CollStats => on_target(&[A::CollStats]),
+        C::Validate => on_target(&[A::Validate]),
         C::CreateIndexes => on_target(&[A::CreateIndex]),
         C::ListIndexes => on_target(&[A::ListIndexes]),
         C::DropIndexes => on_target(&[A::DropIndex]),

@@ -47,6 +47,7 @@ mod transactions;
 mod users;
 mod users_account;
 mod users_info;
+mod validate;
 mod write;
 
 pub use authz::startup_warnings;
@@ -450,6 +451,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::ListDatabases => blocking(shared, req, ddl::list_databases).await,
         C::DbStats | C::DbStatsLower => blocking(shared, req, stats::db_stats).await,
         C::CollStats => blocking(shared, req, stats::coll_stats).await,
+        C::Validate => blocking(shared, req, validate::validate).await,
         C::CreateIndexes => awaiting_writer(req, index::create_indexes(shared, req)).await,
         C::ListIndexes => blocking(shared, req, index::list_indexes).await,
         C::DropIndexes => awaiting_writer(req, index::drop_indexes(shared, req)).await,

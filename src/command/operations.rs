@@ -205,7 +205,8 @@ fn namespace(req: &Request<'_>) -> String {
         | C::ListIndexes
         | C::DropIndexes
         | C::CollMod
-        | C::CollStats => req.body.get_str(req.name.name()).ok(),
+        | C::CollStats
+        | C::Validate => req.body.get_str(req.name.name()).ok(),
         _ => None,
     };
     format!("{}.{}", req.db, collection.unwrap_or("$cmd"))

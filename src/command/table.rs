@@ -115,6 +115,7 @@ command_table! {
     DbStats = "dbStats", Any, "Statistics of a database.";
     DbStatsLower = "dbstats", Any, "Statistics of a database.";
     CollStats = "collStats", Any, "Statistics of a collection.";
+    Validate = "validate", Any, "Checks a collection's records, indexes, expiry keys and stored count against each other.";
     CreateIndexes = "createIndexes", Any, "Creates indexes.";
     ListIndexes = "listIndexes", Any, "Lists the indexes of a collection.";
     DropIndexes = "dropIndexes", Any, "Drops indexes.";

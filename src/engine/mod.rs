@@ -26,6 +26,7 @@ pub mod record;
 pub mod transaction;
 pub mod txn;
 pub mod users;
+pub mod validate;
 pub mod writer;
 
 pub use catalog::{Catalog, CollectionMeta, IndexMeta};

@@ -52,5 +52,6 @@ mod ttl_reaper;
 mod ttl_rules;
 mod ttl_visibility;
 mod users;
+mod validate;
 mod wire_protocol;
 mod write_validation;
