@@ -32,6 +32,9 @@ pub struct IndexFindings {
     /// Entries a document gives the index that are not stored.
     pub missing: u64,
     pub errors: Vec<String>,
+    /// The first extra and missing entries, described (index, key).
+    pub extra_entries: Vec<Document>,
+    pub missing_entries: Vec<Document>,
 }
 
 /// What `validate` found.
@@ -76,7 +79,7 @@ pub fn validate<S: Snapshot>(
         .prefix(Keyspace::Documents, &prefix, false)
         .enumerate()
     {
-        if n % 1024 == 0 {
+        if n.is_multiple_of(1024) {
             interrupt.check()?;
         }
         let (key, value) = entry?;
@@ -119,18 +122,17 @@ pub fn validate<S: Snapshot>(
         }
     }
     for (index, (wanted, multikey)) in ready.iter().zip(expected) {
-        interrupt.check()?;
-        found.indexes.push(check_index(
-            snapshot,
-            meta,
-            index,
-            wanted,
-            multikey,
-            &mut found.extra_entries,
-            &mut found.missing_entries,
-        )?);
+        let checked = check_index(snapshot, interrupt, meta, index, wanted, multikey)?;
+        for (all, own) in [
+            (&mut found.extra_entries, &checked.extra_entries),
+            (&mut found.missing_entries, &checked.missing_entries),
+        ] {
+            let room = DESCRIBED.saturating_sub(all.len());
+            all.extend(own.iter().take(room).cloned());
+        }
+        found.indexes.push(checked);
     }
-    check_expiry(snapshot, meta, expected_expiry, &mut found)?;
+    check_expiry(snapshot, interrupt, meta, expected_expiry, &mut found)?;
     match counts::stored(snapshot, meta.id)? {
         Some(t) if t.count != found.records || t.size != body_bytes => found.errors.push(format!(
             "the stored count says {} documents of {} bytes; the collection holds {} of {} bytes",
@@ -153,12 +155,11 @@ fn decode(value: &[u8]) -> Option<(Record, Document)> {
 
 fn check_index<S: Snapshot>(
     snapshot: &S,
+    interrupt: &Interrupt,
     meta: &CollectionMeta,
     index: &IndexMeta,
     mut wanted: BTreeSet<Vec<u8>>,
     multikey: bool,
-    extra_entries: &mut Vec<Document>,
-    missing_entries: &mut Vec<Document>,
 ) -> Result<IndexFindings> {
     let mut out = IndexFindings {
         name: index.name.clone(),
@@ -171,6 +172,9 @@ fn check_index<S: Snapshot>(
         false,
     ) {
         let (key, _) = entry?;
+        if out.keys.is_multiple_of(1024) {
+            interrupt.check()?;
+        }
         out.keys += 1;
         if previous.as_ref().is_some_and(|p| *p >= key) {
             out.errors.push(format!(
@@ -181,18 +185,17 @@ fn check_index<S: Snapshot>(
         }
         if !wanted.remove(&key) {
             out.extra += 1;
-            if extra_entries.len() < DESCRIBED {
-                extra_entries.push(bson::doc! {"index": &index.name, "key": hex(&key)});
+            if out.extra_entries.len() < DESCRIBED {
+                out.extra_entries
+                    .push(bson::doc! {"index": &index.name, "key": hex(&key)});
             }
         }
         previous = Some(key);
     }
     out.missing = wanted.len() as u64;
-    for key in wanted
-        .iter()
-        .take(DESCRIBED.saturating_sub(missing_entries.len()))
-    {
-        missing_entries.push(bson::doc! {"index": &index.name, "key": hex(key)});
+    for key in wanted.iter().take(DESCRIBED) {
+        out.missing_entries
+            .push(bson::doc! {"index": &index.name, "key": hex(key)});
     }
     if out.extra > 0 {
         out.errors.push(format!(
@@ -217,6 +220,7 @@ fn check_index<S: Snapshot>(
 
 fn check_expiry<S: Snapshot>(
     snapshot: &S,
+    interrupt: &Interrupt,
     meta: &CollectionMeta,
     mut wanted: BTreeSet<Vec<u8>>,
     found: &mut Findings,
@@ -225,6 +229,9 @@ fn check_expiry<S: Snapshot>(
     for kind in [expiry::FOLLOWS_COLLECTION, expiry::OWN_TTL] {
         for entry in snapshot.prefix(Keyspace::Expiry, &expiry::kind_prefix(meta.id, kind), false) {
             let (key, _) = entry?;
+            if found.expiry_entries.is_multiple_of(1024) {
+                interrupt.check()?;
+            }
             found.expiry_entries += 1;
             if !wanted.remove(&key) {
                 extra += 1;
