@@ -8,6 +8,7 @@
 //! metadata alone) are refused with 238.
 
 use super::args::{check_fields, optional_bool};
+use super::stats::number as count;
 use super::{Request, Shared};
 use crate::engine::catalog::collection_arg;
 use crate::engine::validate::validate as check;
@@ -48,7 +49,8 @@ pub fn validate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     };
     let found = check(&view.snapshot, &meta, &req.interrupt)?;
     let mut keys_per_index = doc! {"_id_": count(found.records)};
-    let mut index_details = doc! {"_id_": {"valid": true}};
+    // A record stored under another `_id`'s key is a fault of the `_id` index (the clustering).
+    let mut index_details = doc! {"_id_": {"valid": found.corrupt_records == 0}};
     let mut errors: Vec<Bson> = found
         .errors
         .iter()
@@ -73,6 +75,11 @@ pub fn validate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         index_details.insert(&index.name, doc! {"valid": found.expiry_valid});
     }
     let valid = found.valid();
+    let advice = if valid {
+        ""
+    } else {
+        "mayfly cannot repair a collection: re-create an index that is wrong (dropIndexes, then createIndexes), and rewrite or delete the documents named in errors"
+    };
     Ok(doc! {
         "ns": ns,
         "uuid": meta.uuid,
@@ -84,19 +91,12 @@ pub fn validate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         "indexDetails": index_details,
         "valid": valid,
         "repaired": false,
-        "warnings": found.warnings.clone(),
+        "warnings": found.warnings,
         "errors": errors,
-        "extraIndexEntries": found.extra_entries.clone(),
-        "missingIndexEntries": found.missing_entries.clone(),
+        "extraIndexEntries": found.extra_entries,
+        "missingIndexEntries": found.missing_entries,
         "corruptRecords": [],
-        "advice": if valid { "" } else { "mayfly cannot repair a collection: restore it from a dump, or re-create the index that is wrong (dropIndexes, then createIndexes)" },
+        "advice": advice,
         "ok": 1.0,
     })
-}
-
-fn count(n: u64) -> Bson {
-    match i32::try_from(n) {
-        Ok(small) => Bson::Int32(small),
-        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
-    }
 }

@@ -41,10 +41,6 @@ class Recorder:
         with self.lock:
             return [doc for _, doc in self.messages if doc and next(iter(doc), None) == name]
 
-    def opcodes(self):
-        with self.lock:
-            return {op for op, _ in self.messages}
-
     def _accept(self):
         while True:
             try:
@@ -129,7 +125,7 @@ def _command(opcode, body):
         else:
             name_end = body.index(b"\0", pos + 4)
             name = body[pos + 4:name_end].decode()
-            sequences[name] = [doc for doc in bson.decode_all(body[name_end + 1:pos + size], CODEC)]
+            sequences[name] = bson.decode_all(body[name_end + 1:pos + size], CODEC)
         pos += size
     if command is not None:
         command.update(sequences)
