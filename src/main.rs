@@ -79,6 +79,7 @@ async fn run(config: Config) -> ExitCode {
     }
     drop(shared);
     log_tls(&server);
+    let shutdown = shutdown_signal();
     let ca_file = server
         .tls()
         .and_then(|tls| tls.dev.as_ref())
@@ -89,7 +90,7 @@ async fn run(config: Config) -> ExitCode {
             mayfly::connection_string::suggest(addr, &server.shared().config, ca_file.as_deref());
         tracing::info!(uri = %uri, "connect with");
     }
-    server.run(shutdown_signal()).await;
+    server.run(shutdown).await;
     ExitCode::SUCCESS
 }
 
@@ -158,31 +159,37 @@ fn init_logging(config: &Config) -> Result<(), String> {
     result.map_err(|e| format!("cannot set up logging: {e}"))
 }
 
-/// Completes on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if let Err(e) = tokio::signal::ctrl_c().await {
-            tracing::error!(error = %e, "cannot listen for SIGINT");
-            std::future::pending::<()>().await;
-        }
-    };
+/// Installs the SIGINT and SIGTERM handlers now, and returns a future that completes on
+/// either. Installed before the server says it is listening: a supervisor that stops the
+/// server as soon as it reads "waiting for connections" must get a graceful shutdown, not the
+/// default action of a signal nobody handles yet.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let interrupt = signal(SignalKind::interrupt());
+        let terminate = signal(SignalKind::terminate());
+        async move {
+            let (mut interrupt, mut terminate) = match (interrupt, terminate) {
+                (Ok(i), Ok(t)) => (i, t),
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::error!(error = %e, "cannot listen for SIGINT and SIGTERM");
+                    return std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                _ = interrupt.recv() => tracing::info!("received SIGINT"),
+                _ = terminate.recv() => tracing::info!("received SIGTERM"),
             }
         }
-    };
+    }
     #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => tracing::info!("received SIGINT"),
-        _ = term => tracing::info!("received SIGTERM"),
+    async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            return std::future::pending::<()>().await;
+        }
+        tracing::info!("received Ctrl-C");
     }
 }
 
