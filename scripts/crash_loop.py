@@ -56,8 +56,8 @@ def start_server(binary, dbpath, log_path):
                     event = json.loads(line)
                 except ValueError:
                     continue
-                if event.get("message") == "waiting for connections":
-                    return proc, int(event["port"])
+                if event.get("id") == 23016:  # mongod's "Waiting for connections"
+                    return proc, int(event["attr"]["port"])
         if proc.poll() is not None:
             return None, None
         time.sleep(0.05)

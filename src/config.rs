@@ -209,7 +209,7 @@ pub struct Cli {
     /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
-    /// transaction_lifetime_limit_seconds, cache_size_gb).
+    /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -385,6 +385,15 @@ pub struct Cli {
         value_name = "GB"
     )]
     pub cache_size_gb: Option<f64>,
+
+    /// Serve Prometheus metrics over HTTP at `http://HOST:PORT/metrics` (OpenMetrics text).
+    /// Off unless given; port 0 picks a free port (the start-up log says which).
+    #[arg(
+        long = "metrics-addr",
+        env = "MAYFLY_METRICS_ADDR",
+        value_name = "HOST:PORT"
+    )]
+    pub metrics_addr: Option<String>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -418,6 +427,7 @@ pub struct FileConfig {
     pub oplog_size_mb: Option<u64>,
     pub transaction_lifetime_limit_seconds: Option<u64>,
     pub cache_size_gb: Option<f64>,
+    pub metrics_addr: Option<String>,
 }
 
 /// The resolved configuration the server runs with.
@@ -451,6 +461,8 @@ pub struct Config {
     pub tls: TlsConfig,
     /// Replica-set mode and the operation log.
     pub replication: ReplicationConfig,
+    /// Where the Prometheus endpoint listens (`HOST:PORT`); `None`: no endpoint.
+    pub metrics_addr: Option<String>,
 }
 
 /// The replication settings (mongod's `replication`).
@@ -556,6 +568,7 @@ impl Config {
                 .or(file.cache_size_gb)
                 .map_or_else(default_cache_bytes, gigabytes),
             argv: redact_argv(argv),
+            metrics_addr: cli.metrics_addr.or(file.metrics_addr),
             cursor_memory_limit_bytes: cli
                 .cursor_memory_limit_mb
                 .or(file.cursor_memory_limit_mb)

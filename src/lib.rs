@@ -21,13 +21,16 @@
 //!                ttl (the Cosmos TTL rules: pure)
 //!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),
-//!                protocol (limits and compressor names every layer shares), status (counters)
+//!                protocol (limits and compressor names every layer shares), status (counters),
+//!                latency (the histograms commands and syncs are timed into)
 //! ```
 //!
 //! A module imports only from layers below it. `server` owns the listener, the connection limit
 //! and shutdown; `config` is the parsed command line, environment and config file;
-//! `connection_string` is the URI the start-up log suggests; `recent_log` keeps the last log
-//! lines for `getLog`.
+//! `connection_string` is the URI the start-up log suggests; `log_line` renders an event as
+//! mongod's structured log line; `recent_log` keeps the last log lines for `getLog`; `metrics` serves the counters in Prometheus's format (`--metrics-addr`);
+//! `tools` are the offline subcommands (`dump`, `restore`, `check`) that work on a stopped data
+//! directory through the engine.
 
 #![cfg_attr(
     not(test),
@@ -47,6 +50,9 @@ pub mod connection_string;
 pub mod engine;
 pub mod error;
 pub mod host;
+pub mod latency;
+pub mod log_line;
+pub mod metrics;
 pub mod pipeline;
 pub mod protocol;
 pub mod query;
@@ -56,5 +62,6 @@ pub mod session;
 pub mod status;
 pub mod storage;
 pub mod tls;
+pub mod tools;
 pub mod ttl;
 pub mod wire;

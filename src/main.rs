@@ -1,5 +1,6 @@
 //! The `mayfly` command: reads the configuration, sets up logging, runs the server until SIGINT
-//! or SIGTERM, then shuts down gracefully and exits 0.
+//! or SIGTERM, then shuts down gracefully and exits 0. With a subcommand (`dump`, `restore`,
+//! `check`) it runs that offline tool instead (`mayfly::tools`) and exits with its status.
 
 use clap::Parser;
 use mayfly::clock::{Clock, ManualClock, SystemClock};
@@ -15,9 +16,30 @@ use tracing_subscriber::EnvFilter;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mayfly: a MongoDB wire-protocol compatible server with Azure Cosmos DB TTL semantics.
+///
+/// Without a subcommand, runs the server with the options below.
+#[derive(Parser)]
+#[command(
+    name = "mayfly",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+struct Command {
+    #[command(flatten)]
+    server: Cli,
+    #[command(subcommand)]
+    tool: Option<mayfly::tools::Tool>,
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let config = match Config::load(Cli::parse(), argv) {
+    let command = Command::parse();
+    if let Some(tool) = command.tool {
+        return mayfly::tools::run(tool);
+    }
+    let config = match Config::load(command.server, argv) {
         Ok(config) => config,
         Err(e) => {
             eprintln!("mayfly: {e}");
@@ -85,10 +107,18 @@ async fn run(config: Config) -> ExitCode {
         .and_then(|tls| tls.dev.as_ref())
         .map(|dev| dev.ca_file.clone());
     for addr in server.local_addrs() {
-        tracing::info!(address = %addr, port = addr.port(), "waiting for connections");
+        tracing::info!(
+            log_id = 23016,
+            address = %addr,
+            port = addr.port(),
+            "waiting for connections"
+        );
         let uri =
             mayfly::connection_string::suggest(addr, &server.shared().config, ca_file.as_deref());
         tracing::info!(uri = %uri, "connect with");
+    }
+    if let Some(addr) = server.metrics_addr() {
+        tracing::info!(address = %addr, "serving metrics at http://{addr}/metrics");
     }
     server.run(shutdown).await;
     ExitCode::SUCCESS
@@ -151,10 +181,13 @@ fn init_logging(config: &Config) -> Result<(), String> {
         .with_writer(std::io::stderr);
     let registry = tracing_subscriber::registry()
         .with(filter)
+        .with(mayfly::log_line::ContextLayer)
         .with(mayfly::recent_log::RecentLayer);
     let result = match config.log_format {
         LogFormat::Human => registry.with(output).try_init(),
-        LogFormat::Json => registry.with(output.json().flatten_event(true)).try_init(),
+        LogFormat::Json => registry
+            .with(output.event_format(mayfly::log_line::JsonFormat))
+            .try_init(),
     };
     result.map_err(|e| format!("cannot set up logging: {e}"))
 }

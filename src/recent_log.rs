@@ -1,17 +1,15 @@
 //! The last lines the server logged, kept in memory for `getLog: "global"` (mongod keeps the
 //! same 1024-line ring), which mongosh's `show log` reads. The binary installs [`RecentLayer`]
 //! beside its log output; each event then becomes one line in mongod's structured shape
-//! (`t`, `s`, `c`, `ctx`, `msg`, `attr`). A server embedded without the layer (tests) keeps
+//! (`log_line`: `t`, `s`, `c`, `id`, `ctx`, `msg`, `attr`). A server embedded without the layer (tests) keeps
 //! none and says so by an empty log.
 
-use crate::clock::{Clock, SystemClock};
-use bson::{doc, Bson, Document};
+use crate::log_line;
 use std::collections::VecDeque;
-use std::fmt;
 use std::sync::{Mutex, OnceLock};
-use tracing::field::{Field, Visit};
-use tracing::{Event, Level, Subscriber};
+use tracing::{Event, Subscriber};
 use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
 
 /// Lines kept, as mongod's `global` RamLog.
 pub const CAPACITY: usize = 1024;
@@ -54,78 +52,13 @@ impl RecentLog {
 /// The `tracing` layer that feeds [`global`].
 pub struct RecentLayer;
 
-impl<S: Subscriber> tracing_subscriber::Layer<S> for RecentLayer {
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
-        global().push(line(event));
-    }
-}
-
-/// One event as mongod's structured log line.
-fn line(event: &Event<'_>) -> String {
-    static CLOCK: OnceLock<SystemClock> = OnceLock::new();
-    let now = CLOCK.get_or_init(SystemClock::new).now_datetime();
-    let mut fields = Fields::default();
-    event.record(&mut fields);
-    let meta = event.metadata();
-    let mut line = doc! {
-        "t": {"$date": now.try_to_rfc3339_string().unwrap_or_default()},
-        "s": severity(*meta.level()),
-        "c": meta.target(),
-        "ctx": "mayfly",
-        "msg": fields.message,
-    };
-    if !fields.attr.is_empty() {
-        line.insert("attr", fields.attr);
-    }
-    Bson::Document(line).into_relaxed_extjson().to_string()
-}
-
-/// mongod's one-letter severities.
-fn severity(level: Level) -> &'static str {
-    match level {
-        Level::ERROR => "E",
-        Level::WARN => "W",
-        Level::INFO => "I",
-        Level::DEBUG => "D1",
-        Level::TRACE => "D2",
-    }
-}
-
-#[derive(Default)]
-struct Fields {
-    message: String,
-    attr: Document,
-}
-
-impl Visit for Fields {
-    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        let text = format!("{value:?}");
-        if field.name() == "message" {
-            self.message = text;
-        } else {
-            self.attr.insert(field.name(), text);
-        }
-    }
-
-    fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "message" {
-            self.message = value.to_owned();
-        } else {
-            self.attr.insert(field.name(), value);
-        }
-    }
-
-    fn record_i64(&mut self, field: &Field, value: i64) {
-        self.attr.insert(field.name(), value);
-    }
-
-    fn record_u64(&mut self, field: &Field, value: u64) {
-        self.attr
-            .insert(field.name(), i64::try_from(value).unwrap_or(i64::MAX));
-    }
-
-    fn record_bool(&mut self, field: &Field, value: bool) {
-        self.attr.insert(field.name(), value);
+impl<S> tracing_subscriber::Layer<S> for RecentLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
+        let context = log_line::context(ctx.event_scope(event));
+        global().push(log_line::render(event, &context));
     }
 }
 

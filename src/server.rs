@@ -21,6 +21,8 @@ use tokio_util::task::TaskTracker;
 
 pub struct Server {
     listeners: Vec<TcpListener>,
+    /// The Prometheus endpoint's listener (`--metrics-addr`).
+    metrics: Option<TcpListener>,
     shared: Arc<Shared>,
     tls: Option<Arc<ServerTls>>,
 }
@@ -61,6 +63,15 @@ impl Server {
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
             listeners.push(listener);
         }
+        let metrics = match &config.metrics_addr {
+            Some(addr) => Some(TcpListener::bind(addr).await.map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot listen for metrics on {addr}: {e}"),
+                )
+            })?),
+            None => None,
+        };
         let (held_bytes, no_timeout) = (
             config.cursor_memory_limit_bytes,
             config.max_no_timeout_cursors,
@@ -76,6 +87,7 @@ impl Server {
         })?;
         Ok(Server {
             listeners,
+            metrics,
             shared: Arc::new(shared),
             tls,
         })
@@ -86,6 +98,11 @@ impl Server {
             .iter()
             .filter_map(|l| l.local_addr().ok())
             .collect()
+    }
+
+    /// Where the Prometheus endpoint listens, if it was asked for.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().and_then(|l| l.local_addr().ok())
     }
 
     pub fn shared(&self) -> Arc<Shared> {
@@ -109,6 +126,14 @@ impl Server {
             let sessions = tracker.clone();
             tracker.spawn(accept_loop(listener, shared, tls, token, sessions));
         }
+        if let Some(listener) = self.metrics {
+            let shared = Arc::clone(&self.shared);
+            tracker.spawn(crate::metrics::endpoint::serve(
+                listener,
+                shared,
+                token.clone(),
+            ));
+        }
         shutdown.await;
         tracing::info!("shutting down: no new connections; finishing commands in flight");
         token.cancel();
@@ -126,9 +151,15 @@ impl Server {
     pub fn spawn(self) -> RunningServer {
         let token = CancellationToken::new();
         let addrs = self.local_addrs();
+        let metrics_addr = self.metrics_addr();
         let stop = token.clone();
         let join = tokio::spawn(self.run(async move { stop.cancelled().await }));
-        RunningServer { addrs, token, join }
+        RunningServer {
+            addrs,
+            metrics_addr,
+            token,
+            join,
+        }
     }
 }
 
@@ -156,6 +187,8 @@ fn replica_set(shared: &Shared, listeners: &[TcpListener]) -> Option<ReplicaSet>
 /// A server running in the background (tests, embedding).
 pub struct RunningServer {
     pub addrs: Vec<SocketAddr>,
+    /// Where the Prometheus endpoint listens (`--metrics-addr`).
+    pub metrics_addr: Option<SocketAddr>,
     token: CancellationToken,
     join: JoinHandle<()>,
 }

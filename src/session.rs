@@ -20,8 +20,10 @@
 //! records are never read past.
 
 mod legacy;
+mod slow_op;
 
 use crate::clock::Stopwatch;
+use crate::command::profiler::Operation;
 use crate::command::{self, Connection, Outcome, Shared};
 use crate::engine::{Interrupt, KillReason};
 use crate::protocol::RawDocuments;
@@ -99,6 +101,7 @@ pub async fn serve(
     let span = tracing::info_span!("conn", id = conn.id);
     async move {
         tracing::info!(
+            log_id = 22943,
             remote = %peer,
             connections = shared.counters.connections_current.load(Ordering::Relaxed),
             "connection accepted"
@@ -124,6 +127,7 @@ pub async fn serve(
             }
         };
         tracing::info!(
+            log_id = 22944,
             remote = %peer,
             client = %conn.client_summary(),
             reason,
@@ -440,9 +444,22 @@ async fn run_logged(
     let timer = Stopwatch::start();
     // An awaitable hello waits by design: its time says nothing about the server.
     let awaitable = command::is_awaitable_hello(&body);
-    let (name, outcome) =
-        command::execute(shared, conn, body, documents, legacy_db, interrupt).await;
-    let millis = timer.elapsed().as_millis();
+    let body = Arc::new(body);
+    let (name, outcome) = command::execute(
+        shared,
+        conn,
+        Arc::clone(&body),
+        documents,
+        legacy_db,
+        Arc::clone(&interrupt),
+    )
+    .await;
+    let elapsed = timer.elapsed();
+    let millis = elapsed.as_millis();
+    let failed = matches!(&outcome, Outcome::Reply(reply) if reply.is_error());
+    shared
+        .latencies
+        .record(&name, failed, (!awaitable).then_some(elapsed));
     if let Outcome::Reply(reply @ Reply::Document(failed)) = &outcome {
         let code = failed.get_i32("code").unwrap_or_default();
         if reply.is_error() && is_expected_probe(&name, code) {
@@ -457,8 +474,33 @@ async fn run_logged(
             );
         }
     }
-    if millis >= u128::from(shared.config.slow_ms) && !awaitable {
-        tracing::info!(command = %name, duration_ms = millis as u64, "slow command");
+    if awaitable {
+        return (name, outcome);
+    }
+    let db = legacy_db
+        .or_else(|| body.get_str("$db").ok())
+        .unwrap_or("admin");
+    let op = Operation {
+        db,
+        body: &body,
+        outcome: &outcome,
+        interrupt: &interrupt,
+        elapsed,
+        protocol: if legacy_db.is_some() {
+            "op_query"
+        } else {
+            "op_msg"
+        },
+    };
+    shared.top.record(shared, &op);
+    let decision = shared.profiler.decide(&op, conn, shared);
+    if decision.log_slow {
+        slow_op::log(conn, &op);
+    }
+    if let Some(entry) = decision.profile {
+        if let Err(e) = command::profiler::record(shared, db, entry).await {
+            tracing::debug!(error = %e, "cannot write a profile entry");
+        }
     }
     (name, outcome)
 }

@@ -45,6 +45,7 @@ actions! {
     DropIndex = "dropIndex",
     DropRole = "dropRole",
     DropUser = "dropUser",
+    EnableProfiler = "enableProfiler",
     Find = "find",
     GetCmdLineOpts = "getCmdLineOpts",
     GetLog = "getLog",
@@ -70,6 +71,7 @@ actions! {
     ReplSetStateChange = "replSetStateChange",
     RevokeRole = "revokeRole",
     ServerStatus = "serverStatus",
+    Top = "top",
     Update = "update",
     Validate = "validate",
     ViewRole = "viewRole",
@@ -117,8 +119,25 @@ const DB_ADMIN: &[Action] = &[
     A::DropIndex,
     A::ListCollections,
     A::ListIndexes,
+    A::EnableProfiler,
     A::RenameCollectionSameDb,
     A::Validate,
+];
+
+/// The profiler's collection.
+const PROFILE: &str = "system.profile";
+
+/// What `dbAdmin` may do with the profiler's `system.profile` (mongod's grant on it).
+const PROFILE_ADMIN: &[Action] = &[
+    A::CollStats,
+    A::ConvertToCapped,
+    A::CreateCollection,
+    A::DbStats,
+    A::DropCollection,
+    A::Find,
+    A::KillCursors,
+    A::ListCollections,
+    A::ListIndexes,
 ];
 
 /// mongod's `userAdminRoleActions`.
@@ -147,6 +166,7 @@ const CLUSTER_MONITOR: &[Action] = &[
     A::ReplSetGetConfig,
     A::ReplSetGetStatus,
     A::ServerStatus,
+    A::Top,
 ];
 
 /// `clusterAdmin`'s cluster actions beyond [`CLUSTER_MONITOR`] (from `clusterManager` and
@@ -168,6 +188,10 @@ pub enum ResourcePattern {
     /// Every database but `local` and `config`, and their normal collections
     /// (`{db: "", collection: ""}`).
     AnyNormal,
+    /// One collection, `system.` names included (`{db: "x", collection: "system.profile"}`).
+    Collection { db: String, collection: String },
+    /// The collection of this name in every database (`{db: "", collection: "system.profile"}`).
+    CollectionInAnyDatabase(String),
     /// Everything (`{anyResource: true}`).
     Any,
 }
@@ -209,6 +233,13 @@ impl ResourcePattern {
             ResourcePattern::AnyNormal => {
                 resource.is_normal() && !matches!(resource.db(), Some("local" | "config"))
             }
+            ResourcePattern::Collection { db, collection } => {
+                *resource == Resource::Collection { db, collection }
+            }
+            ResourcePattern::CollectionInAnyDatabase(collection) => matches!(
+                resource,
+                Resource::Collection { collection: c, .. } if c == collection
+            ),
         }
     }
 
@@ -218,6 +249,12 @@ impl ResourcePattern {
             ResourcePattern::Cluster => doc! {"cluster": true},
             ResourcePattern::Database(db) => doc! {"db": db.as_str(), "collection": ""},
             ResourcePattern::AnyNormal => doc! {"db": "", "collection": ""},
+            ResourcePattern::Collection { db, collection } => {
+                doc! {"db": db.as_str(), "collection": collection.as_str()}
+            }
+            ResourcePattern::CollectionInAnyDatabase(collection) => {
+                doc! {"db": "", "collection": collection.as_str()}
+            }
             ResourcePattern::Any => doc! {"anyResource": true},
         }
     }
@@ -280,19 +317,36 @@ pub fn privileges_of_role(role: &RoleName) -> Vec<Privilege> {
     let any = || ResourcePattern::AnyNormal;
     let cluster = |groups: &[&[Action]]| Privilege::new(ResourcePattern::Cluster, groups);
     let list_databases = || cluster(&[&[A::ListDatabases]]);
+    let profile = || {
+        let resource = ResourcePattern::Collection {
+            db: role.db.clone(),
+            collection: PROFILE.to_owned(),
+        };
+        Privilege::new(resource, &[PROFILE_ADMIN])
+    };
     match role.role.as_str() {
         "read" => vec![Privilege::new(db(), &[READ])],
         "readWrite" => vec![Privilege::new(db(), &[READ, WRITE])],
-        "dbAdmin" => vec![Privilege::new(db(), &[DB_ADMIN])],
+        "dbAdmin" => vec![Privilege::new(db(), &[DB_ADMIN]), profile()],
         "userAdmin" => vec![Privilege::new(db(), &[USER_ADMIN])],
-        "dbOwner" => vec![Privilege::new(db(), &[READ, WRITE, DB_ADMIN, USER_ADMIN])],
+        "dbOwner" => vec![
+            Privilege::new(db(), &[READ, WRITE, DB_ADMIN, USER_ADMIN]),
+            profile(),
+        ],
         "readAnyDatabase" => vec![Privilege::new(any(), &[READ]), list_databases()],
         "readWriteAnyDatabase" => vec![Privilege::new(any(), &[READ, WRITE]), list_databases()],
         "userAdminAnyDatabase" => vec![
             Privilege::new(any(), &[USER_ADMIN]),
             cluster(&[&[A::ListDatabases, A::ViewRole, A::ViewUser]]),
         ],
-        "dbAdminAnyDatabase" => vec![Privilege::new(any(), &[DB_ADMIN]), list_databases()],
+        "dbAdminAnyDatabase" => vec![
+            Privilege::new(any(), &[DB_ADMIN]),
+            Privilege::new(
+                ResourcePattern::CollectionInAnyDatabase(PROFILE.to_owned()),
+                &[PROFILE_ADMIN],
+            ),
+            list_databases(),
+        ],
         "clusterMonitor" => vec![
             cluster(&[CLUSTER_MONITOR]),
             Privilege::new(any(), &[&[A::CollStats, A::DbStats, A::IndexStats]]),

@@ -265,6 +265,8 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::DbStats | C::DbStatsLower => database(&[A::DbStats]),
         C::CollStats => on_target(&[A::CollStats]),
         C::Validate => on_target(&[A::Validate]),
+        C::Profile => database(&[A::EnableProfiler]),
+        C::Top => cluster(&[A::Top]),
         C::CreateIndexes => on_target(&[A::CreateIndex]),
         C::ListIndexes => on_target(&[A::ListIndexes]),
         C::DropIndexes => on_target(&[A::DropIndex]),

@@ -484,3 +484,34 @@ fn pipeline_stages_need_privileges_on_what_they_read_and_write() {
         assert_eq!(decision.is_ok(), *allowed, "{body}");
     }
 }
+
+#[test]
+fn db_admin_runs_the_profiler_and_reads_its_collection_only() {
+    let admin = [user("app", "a", &[("dbAdmin", "app")])];
+    for body in [
+        doc! {"profile": 2},
+        doc! {"find": "system.profile"},
+        doc! {"aggregate": "system.profile", "pipeline": [], "cursor": {}},
+        doc! {"drop": "system.profile"},
+    ] {
+        assert!(decide(&admin, false, "app", &body).is_ok(), "{body}");
+    }
+    for (db, body) in [
+        ("app", doc! {"find": "other"}),
+        ("app", doc! {"find": "system.users"}),
+        ("shop", doc! {"find": "system.profile"}),
+        ("admin", doc! {"top": 1}),
+    ] {
+        assert_eq!(
+            decide(&admin, false, db, &body).unwrap_err().code,
+            ErrorCode::Unauthorized,
+            "{db} {body}"
+        );
+    }
+    let any = [user("admin", "a", &[("dbAdminAnyDatabase", "admin")])];
+    assert!(decide(&any, false, "shop", &doc! {"find": "system.profile"}).is_ok());
+    let monitor = [user("admin", "m", &[("clusterMonitor", "admin")])];
+    assert!(decide(&monitor, false, "admin", &doc! {"top": 1}).is_ok());
+    let reader = [user("app", "r", &[("read", "app")])];
+    assert!(decide(&reader, false, "app", &doc! {"profile": -1}).is_err());
+}

@@ -19,6 +19,12 @@ pub struct Shared {
     pub engine: Engine,
     pub clock: Arc<dyn Clock>,
     pub counters: Counters,
+    /// Per-command counts and latencies (the metrics endpoint).
+    pub latencies: super::latencies::CommandLatencies,
+    /// The profiler's settings (`profile`), which also set what is logged as slow.
+    pub profiler: super::profiler::Profiler,
+    /// Operations per collection (`top`).
+    pub top: super::top::Top,
     pub started: Stopwatch,
     pub start_millis: i64,
     /// The operations running now (`currentOp`, `killOp`).
@@ -49,11 +55,15 @@ impl Shared {
         if config.replication.enabled() {
             engine.enable_oplog(config.replication.oplog_size_bytes)?;
         }
+        let profiler = super::profiler::Profiler::new(config.slow_ms);
         Ok(Shared {
             engine,
             config,
             clock,
             counters: Counters::default(),
+            latencies: Default::default(),
+            profiler,
+            top: Default::default(),
             started: Stopwatch::start(),
             start_millis,
             ops: Default::default(),

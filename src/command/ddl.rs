@@ -164,7 +164,16 @@ pub async fn drop(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
     check_fields(cmd, "drop", &[])?;
     let coll = collection_arg(cmd.get("drop"), "drop")?.to_owned();
-    validate_collection_name(req.db, &coll)?;
+    if coll == super::profiler::PROFILE_COLLECTION {
+        if shared.profiler.level(req.db) != 0 {
+            return Err(Error::new(
+                ErrorCode::IllegalOperation,
+                "turn off profiling before dropping system.profile collection",
+            ));
+        }
+    } else {
+        validate_collection_name(req.db, &coll)?;
+    }
     let db = req.db.to_owned();
     let ns = format!("{db}.{coll}");
     let dropped = shared
@@ -331,18 +340,15 @@ pub fn list_databases(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let view = shared.engine.read();
     let mut databases = Vec::new();
     let mut total: i64 = 0;
-    for name in view.catalog.databases() {
+    let mut names = view.catalog.databases();
+    names.extend(SYSTEM_DATABASES.iter().map(|d| (*d).to_owned()));
+    names.sort();
+    names.dedup();
+    for name in names {
         let entry = if name_only {
             doc! {"name": name.as_str()}
         } else {
-            // sizeOnDisk: the stored bytes of the database's visible documents (TTL-18 hides
-            // expired ones), from the collections' counters, not the engine's files, which
-            // databases share.
-            let mut size: i64 = 0;
-            for meta in view.catalog.collections_in(&name) {
-                let bytes = view.visible_totals(meta)?.size;
-                size = size.saturating_add(i64::try_from(bytes).unwrap_or(i64::MAX));
-            }
+            let size = i64::try_from(database_size(shared, &view, &name)?).unwrap_or(i64::MAX);
             doc! {"name": name.as_str(), "sizeOnDisk": size, "empty": size == 0}
         };
         if let Some(f) = &filter {
@@ -363,6 +369,35 @@ pub fn list_databases(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             "ok": 1.0,
         }
     })
+}
+
+/// The databases mongod always lists, whatever they hold: `admin` (here: its collections and
+/// every user, as mongod keeps users in `admin.system.users`), `config` (the sessions'
+/// transaction records) and `local` (the operation log in replica-set mode; mongod's
+/// `startup_log` has no counterpart).
+const SYSTEM_DATABASES: &[&str] = &["admin", "config", "local"];
+
+/// `sizeOnDisk`: the stored bytes of the database's visible documents (TTL-18 hides expired
+/// ones), from the collections' counters, not the engine's files, which databases share; plus
+/// the users' entries for `admin` and the operation log for `local`.
+fn database_size(shared: &Shared, view: &crate::engine::ReadView, name: &str) -> Result<u64> {
+    let mut size: u64 = 0;
+    for meta in view.catalog.collections_in(name) {
+        size = size.saturating_add(view.visible_totals(meta)?.size);
+    }
+    match name {
+        "admin" => {
+            for user in view.catalog.all_users() {
+                let bytes = bson::to_vec(user.as_ref()).map_or(0, |b| b.len() as u64);
+                size = size.saturating_add(bytes);
+            }
+        }
+        "local" if shared.engine.oplog().is_enabled() => {
+            size = size.saturating_add(shared.engine.oplog().bytes());
+        }
+        _ => {}
+    }
+    Ok(size)
 }
 
 fn compile_filter(cmd: &Document, command: &str) -> Result<Option<Filter>> {

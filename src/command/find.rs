@@ -4,7 +4,7 @@
 use super::args::{check_fields, optional_bool, optional_doc, optional_i64};
 use super::cursor::{first_batch_reply, SizedDocs};
 use super::{Request, Shared};
-use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::catalog::{collection_arg, validate_read_collection_name};
 use crate::engine::cursor::{Cursor, Item, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::{keyed, Hint, ReadRequest};
 use crate::engine::StoredDoc;
@@ -62,7 +62,7 @@ impl FindArgs {
     pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<FindArgs> {
         check_fields(cmd, "find", FIELDS)?;
         let coll = collection_arg(cmd.get("find"), "find")?;
-        validate_collection_name(db, coll)?;
+        validate_read_collection_name(db, coll)?;
         let filter_doc = optional_doc(cmd, "find", "filter")?
             .cloned()
             .unwrap_or_default();

@@ -30,9 +30,11 @@ mod handshake;
 mod index;
 mod insert;
 mod introspection;
+pub mod latencies;
 pub(crate) mod operation_session;
 mod operations;
 mod oplog_reads;
+pub mod profiler;
 mod read;
 pub mod replset;
 mod retryable;
@@ -43,6 +45,7 @@ mod sessions;
 mod stats;
 mod table;
 mod testing;
+pub mod top;
 mod transactions;
 mod users;
 mod users_account;
@@ -52,6 +55,7 @@ mod write;
 
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
+pub use introspection::MONGODB_VERSION;
 pub use replset::{exhaust_next, is_awaitable_hello};
 pub use session_registry::SessionRegistry;
 pub use table::{CommandName, Scope};
@@ -123,13 +127,12 @@ pub enum Outcome {
 pub async fn execute(
     shared: &Arc<Shared>,
     conn: &mut Connection,
-    body: Document,
+    body: Arc<Document>,
     documents: Option<Arc<RawDocuments>>,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
 ) -> (String, Outcome) {
     let name = body.keys().next().cloned().unwrap_or_default();
-    let body = Arc::new(body);
     let run = run(
         shared,
         conn,
@@ -452,6 +455,8 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::DbStats | C::DbStatsLower => blocking(shared, req, stats::db_stats).await,
         C::CollStats => blocking(shared, req, stats::coll_stats).await,
         C::Validate => blocking(shared, req, validate::validate).await,
+        C::Profile => profiler::profile(shared, req).map(Reply::from),
+        C::Top => Ok(top::top(shared).into()),
         C::CreateIndexes => awaiting_writer(req, index::create_indexes(shared, req)).await,
         C::ListIndexes => blocking(shared, req, index::list_indexes).await,
         C::DropIndexes => awaiting_writer(req, index::drop_indexes(shared, req)).await,

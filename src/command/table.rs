@@ -115,6 +115,8 @@ command_table! {
     DbStats = "dbStats", Any, "Statistics of a database.";
     DbStatsLower = "dbstats", Any, "Statistics of a database.";
     CollStats = "collStats", Any, "Statistics of a collection.";
+    Profile = "profile", Any, "Sets or reads the database profiler's level, slowms, sampleRate and filter.";
+    Top = "top", Admin, "Time and counts of operations per collection since the server started.";
     Validate = "validate", Any, "Checks a collection's records, indexes, expiry keys and stored count against each other.";
     CreateIndexes = "createIndexes", Any, "Creates indexes.";
     ListIndexes = "listIndexes", Any, "Lists the indexes of a collection.";

@@ -386,6 +386,20 @@ pub fn validate_db_name(db: &str) -> Result<()> {
     Ok(())
 }
 
+/// mongod's rules for collection names a client may read: those it may write to, and the
+/// `system.` collections (`system.profile`).
+pub fn validate_read_collection_name(db: &str, name: &str) -> Result<()> {
+    match name.strip_prefix("system.") {
+        Some(rest) if !rest.is_empty() => validate_collection_name(db, rest).map_err(|_| {
+            Error::new(
+                ErrorCode::InvalidNamespace,
+                format!("Invalid collection name: {name}"),
+            )
+        }),
+        _ => validate_collection_name(db, name),
+    }
+}
+
 /// mongod's rules for collection names a client may write to (73 InvalidNamespace).
 pub fn validate_collection_name(db: &str, name: &str) -> Result<()> {
     validate_db_name(db)?;

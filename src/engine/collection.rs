@@ -103,7 +103,20 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64
 pub fn insert_new(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
+    new: NewDocument,
+    now: i64,
+) -> Result<()> {
+    insert_written_at(txn, meta, new, now, now)
+}
+
+/// Inserts the prepared document `new` as last modified at `ts` (its `_ts`, TTL-15), judging
+/// what is already stored at `now`. Only a restore passes a `ts` other than `now`: it keeps
+/// each document's `_ts`, and so the moment it expires.
+pub fn insert_written_at(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
     mut new: NewDocument,
+    ts: i64,
     now: i64,
 ) -> Result<()> {
     let key = new.key(meta.id);
@@ -133,9 +146,9 @@ pub fn insert_new(
     };
     let id = new.id().clone();
     let stored = Stored {
-        ts: now,
+        ts,
         own_ttl: new.own_ttl(),
-        bytes: new.into_record(now),
+        bytes: new.into_record(ts),
     };
     if let Err(e) = add_entries(txn, meta, key.clone(), stored, &id, doc.as_ref(), now) {
         if let Some(old) = replaced {

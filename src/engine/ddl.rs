@@ -35,6 +35,23 @@ pub fn ensure_collection(
     Ok((meta, true))
 }
 
+/// A collection the server itself writes under a `system.` name clients may not write to
+/// (`system.profile`), created with default options if it does not exist.
+pub fn ensure_system_collection(
+    txn: &mut Txn<'_>,
+    db: &str,
+    name: &str,
+) -> Result<Arc<CollectionMeta>> {
+    if let Some(meta) = txn.catalog.get(db, name) {
+        return Ok(Arc::clone(meta));
+    }
+    super::catalog::validate_db_name(db)?;
+    let meta = txn.catalog.new_collection(db, name, Document::new());
+    let meta = store(txn, meta)?;
+    log_create(txn, &meta)?;
+    Ok(meta)
+}
+
 /// Logs a collection's creation as mongod does: `{create: name, ...options}`.
 fn log_create(txn: &mut Txn<'_>, meta: &CollectionMeta) -> Result<()> {
     let mut o = doc! {"create": meta.name.as_str()};

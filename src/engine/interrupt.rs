@@ -23,8 +23,12 @@ pub enum KillReason {
 }
 
 /// The interruption state of one operation (a command, or a cursor across its `getMore`s).
+/// It is the one handle every layer of an operation holds, so it also carries what the
+/// executor ran for it (`plans`), for the slow-operation log.
 #[derive(Debug, Default)]
 pub struct Interrupt {
+    /// The plans the executor started for this operation and their counters.
+    pub plans: super::exec::plan_log::PlanLog,
     killed: AtomicBool,
     reason: AtomicU8,
     deadline: Mutex<Option<Deadline>>,

@@ -2,7 +2,8 @@
 //! snapshot and the server time that decides expiry. [`DocScan`] walks a collection's visible
 //! documents lazily and judges visibility when each document is pulled, against a clock cell
 //! a cursor advances between batches (TTL-18: a cursor opened earlier never returns a document
-//! that has expired since).
+//! that has expired since). [`RecordScan`] walks a collection's visible records undecoded, with
+//! their `_ts` and own `ttl`, for `mayfly dump`.
 
 use super::catalog::{Catalog, CollectionMeta};
 use super::collection::StoredDoc;
@@ -160,6 +161,54 @@ impl Iterator for DocScan {
                 continue;
             }
             return Some(record.document().map(|doc| StoredDoc { key, record, doc }));
+        }
+    }
+}
+
+/// A collection's stored records in `_id` order, with their `_ts` and own `ttl` and their
+/// bodies undecoded — what a dump copies — judged at a fixed `now`: expired ones are skipped
+/// (TTL-18) and counted in `expired`.
+pub struct RecordScan<I> {
+    entries: I,
+    ttl: Option<i32>,
+    now: i64,
+    pub expired: u64,
+}
+
+/// The visible records of `meta` in `snapshot` at `now` ([`RecordScan`]).
+pub fn records<S: Snapshot>(snapshot: &S, meta: &CollectionMeta, now: i64) -> RecordScan<S::Iter> {
+    RecordScan {
+        entries: snapshot.prefix(
+            Keyspace::Documents,
+            &keys::collection_prefix(meta.id),
+            false,
+        ),
+        ttl: meta.ttl(),
+        now,
+        expired: 0,
+    }
+}
+
+impl<I> Iterator for RecordScan<I>
+where
+    I: Iterator<Item = std::result::Result<(Vec<u8>, Vec<u8>), crate::storage::StorageError>>,
+{
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let bytes = match self.entries.next()? {
+                Ok((_, bytes)) => bytes,
+                Err(e) => return Some(Err(e.into())),
+            };
+            let record = match Record::decode_owned(bytes) {
+                Ok(r) => r,
+                Err(e) => return Some(Err(e)),
+            };
+            if record.is_visible(self.ttl, self.now) {
+                return Some(Ok(record));
+            }
+            self.expired += 1;
         }
     }
 }

@@ -315,6 +315,16 @@ impl<'a> Txn<'a> {
         Ok((batch, self.catalog_changed))
     }
 
+    /// A collection's stored totals as of this point in the group: the committed counter plus
+    /// the group's changes so far (expired, unreaped documents included).
+    pub fn totals(&self, collection_id: u64) -> Result<counts::Totals> {
+        let base = counts::stored(self.snapshot, collection_id)?.unwrap_or_default();
+        Ok(match self.counts.get(&collection_id) {
+            Some(delta) => base.apply(*delta),
+            None => base,
+        })
+    }
+
     pub fn pending_bytes(&self) -> usize {
         self.pending_bytes
     }

@@ -22,7 +22,7 @@ use super::oplog::{self, OplogState};
 use super::optime::OpClock;
 use super::txn::Txn;
 use super::Db;
-use crate::clock::Clock;
+use crate::clock::{Clock, Stopwatch};
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::{Backend, Durability, StorageError};
 use std::sync::{Arc, Mutex, RwLock};
@@ -60,6 +60,8 @@ pub struct WriterStats {
     pub failed_commits: std::sync::atomic::AtomicU64,
     /// Groups refused because the disk was full.
     pub out_of_space: std::sync::atomic::AtomicU64,
+    /// How long each durable group's commit took, its sync included.
+    pub sync_latency: crate::latency::Latency,
     /// Why the writer refuses writes, once a storage failure left a group's fate unknown.
     read_only: Mutex<Option<String>>,
     /// The last commit failure, for `serverStatus`.
@@ -244,6 +246,7 @@ fn run(
             if durability == Durability::SyncData {
                 stats.syncs.fetch_add(1, Relaxed);
             }
+            let started = Stopwatch::start();
             let result = if batch.is_empty() {
                 // Nothing new, but an earlier buffered group may not be on disk yet.
                 match durability {
@@ -253,6 +256,9 @@ fn run(
             } else {
                 backend.commit(batch, durability)
             };
+            if durability == Durability::SyncData {
+                stats.sync_latency.observe(started.elapsed());
+            }
             result.map_err(|e| stats.commit_failed(e))
         });
         if committed.is_ok() {

@@ -122,6 +122,12 @@ impl FjallBackend {
         FjallBackend::open_with(path, &FjallConfig::default())
     }
 
+    /// Whether `path` holds a database (fjall's version marker), so a tool that must not
+    /// create one can tell a data directory from an empty or mistyped one before opening it.
+    pub fn holds_database(path: &Path) -> bool {
+        path.join("version").is_file()
+    }
+
     pub fn open_with(path: &Path, config: &FjallConfig) -> Result<Self, StorageError> {
         std::fs::create_dir_all(path)?;
         let lock = super::lock::DirLock::acquire(path)?;

@@ -68,8 +68,8 @@ def start_server(binary, dbpath, log_path, extra=("--enable-test-commands", "--c
                 event = json.loads(line)
             except ValueError:
                 continue
-            if event.get("message") == "waiting for connections":
-                return proc, int(event["port"])
+            if event.get("id") == 23016:  # mongod's "Waiting for connections"
+                return proc, int(event["attr"]["port"])
         if proc.poll() is not None:
             break
         time.sleep(0.1)

@@ -233,7 +233,10 @@ async fn drop_database_drops_every_collection() {
         .unwrap();
     let reply = db.run_command(doc! {"dropDatabase": 1}).await.unwrap();
     assert_eq!(reply, doc! {"dropped": "shop", "ok": 1.0});
-    assert_eq!(client.list_database_names().await.unwrap(), vec!["other"]);
+    assert_eq!(
+        client.list_database_names().await.unwrap(),
+        vec!["admin", "config", "local", "other"]
+    );
     // A database that does not exist: `{ok: 1}`, as mongod.
     assert_eq!(
         db.run_command(doc! {"dropDatabase": 1}).await.unwrap(),
@@ -284,7 +287,10 @@ async fn rename_keeps_documents_and_indexes_even_across_databases() {
         .await
         .unwrap_err();
     assert_eq!(write_code(&err), Some(11000));
-    assert_eq!(client.list_database_names().await.unwrap(), vec!["b"]);
+    assert_eq!(
+        client.list_database_names().await.unwrap(),
+        vec!["admin", "b", "config", "local"]
+    );
 }
 
 fn write_code(err: &mongodb::error::Error) -> Option<i32> {
@@ -361,11 +367,18 @@ async fn list_databases_reports_sizes_and_honours_filter_and_name_only() {
         .unwrap();
     let specs = client.list_databases().await.unwrap();
     let names: Vec<_> = specs.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["big", "empty"]);
-    assert!(specs[0].size_on_disk > 1000);
-    assert!(!specs[0].empty);
-    assert_eq!(specs[1].size_on_disk, 0);
-    assert!(specs[1].empty);
+    // mongod always lists admin, config and local, in name order with the others.
+    assert_eq!(names, ["admin", "big", "config", "empty", "local"]);
+    let spec = |name: &str| specs.iter().find(|s| s.name == name).unwrap();
+    assert!(spec("big").size_on_disk > 1000);
+    assert!(!spec("big").empty);
+    assert_eq!(spec("empty").size_on_disk, 0);
+    assert!(spec("empty").empty);
+    // No users, no transaction records, no operation log (standalone): nothing in them.
+    for system in ["admin", "config", "local"] {
+        assert_eq!(spec(system).size_on_disk, 0, "{system}");
+        assert!(spec(system).empty, "{system}");
+    }
 
     let admin = client.database("admin");
     let reply = admin.run_command(doc! {"listDatabases": 1}).await.unwrap();
@@ -378,7 +391,7 @@ async fn list_databases_reports_sizes_and_honours_filter_and_name_only() {
     assert_eq!(reply, doc! {"databases": [{"name": "empty"}], "ok": 1.0});
     assert_eq!(
         client.list_database_names().await.unwrap(),
-        vec!["big", "empty"]
+        vec!["admin", "big", "config", "empty", "local"]
     );
     let (code, _) = fails_with(&client.database("test"), doc! {"listDatabases": 1}).await;
     assert_eq!(code, 13);
@@ -409,4 +422,45 @@ async fn coll_mod_is_refused_except_a_no_op() {
     );
     let (code, _) = fails_with(&db, doc! {"collMod": "missing"}).await;
     assert_eq!(code, 26);
+}
+
+/// `admin` holds the users (mongod's `admin.system.users`) and `local` the operation log in
+/// replica-set mode: their sizes are what they really hold.
+#[tokio::test]
+async fn the_system_databases_report_what_they_hold() {
+    let size_of = |reply: &Document, name: &str| {
+        reply
+            .get_array("databases")
+            .unwrap()
+            .iter()
+            .map(|d| d.as_document().unwrap())
+            .find(|d| d.get_str("name") == Ok(name))
+            .map(|d| d.get_i64("sizeOnDisk").unwrap())
+            .unwrap()
+    };
+    let server = TestServer::start().await;
+    let admin = server.client().await.database("admin");
+    let before = admin.run_command(doc! {"listDatabases": 1}).await.unwrap();
+    assert_eq!(size_of(&before, "admin"), 0);
+    admin
+        .run_command(doc! {"createUser": "ops", "pwd": "secret-pw", "roles": ["root"]})
+        .await
+        .unwrap();
+    let after = admin.run_command(doc! {"listDatabases": 1}).await.unwrap();
+    assert!(size_of(&after, "admin") > 100, "{after}");
+
+    let replset = TestServer::start_replset("rs0").await;
+    let client = replset.client().await;
+    client
+        .database("app")
+        .collection::<Document>("c")
+        .insert_one(doc! {"x": 1})
+        .await
+        .unwrap();
+    let listed = client
+        .database("admin")
+        .run_command(doc! {"listDatabases": 1})
+        .await
+        .unwrap();
+    assert!(size_of(&listed, "local") > 0, "the operation log: {listed}");
 }

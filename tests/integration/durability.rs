@@ -103,19 +103,14 @@ impl Drop for ServerProcess {
     }
 }
 
-/// The port of the JSON start-up line `{"message":"waiting for connections","port":N,...}`.
-/// A plain substring scan: the test needs no JSON parser for one numeric field.
+/// The port of the JSON start-up line, mongod's "Waiting for connections" (id 23016):
+/// `{..., "id":23016, ..., "attr":{"address":...,"port":N}}`.
 fn listening_port(line: &str) -> Option<u16> {
-    if !line.contains("\"message\":\"waiting for connections\"") {
+    let event: serde_json::Value = serde_json::from_str(line).ok()?;
+    if event["id"] != 23016 {
         return None;
     }
-    let rest = &line[line.find("\"port\":")? + "\"port\":".len()..];
-    let digits: String = rest
-        .trim_start()
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    digits.parse().ok()
+    u16::try_from(event["attr"]["port"].as_u64()?).ok()
 }
 
 fn id_of(client: u32, seq: u64) -> String {

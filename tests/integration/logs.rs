@@ -101,3 +101,116 @@ fn a_second_server_on_the_same_directory_names_the_process_that_holds_it() {
         "{text}"
     );
 }
+
+/// `--log-format json` writes mongod's structured lines (`t`, `s`, `c`, `id`, `ctx`, `msg`,
+/// `attr`), and a slow operation is mongod's "Slow query" line (id 51803) with the namespace,
+/// the command's shape without the client's values, the plan and what it examined.
+#[tokio::test]
+async fn json_logs_have_mongods_shape_and_slow_queries_their_fields() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mayfly"))
+        .args(["--port", "0", "--storage", "memory", "--log-format", "json"])
+        .args(["--slow-ms", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mayfly starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log: Vec<serde_json::Value> = Vec::new();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("the server logs until it listens")
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_str(&line).expect("one JSON object");
+        log.push(value.clone());
+        if value["id"] == 23016 {
+            break value["attr"]["port"].as_u64().unwrap();
+        }
+    };
+    let client = mongodb::Client::with_uri_str(format!("mongodb://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    let coll = client
+        .database("shop")
+        .collection::<mongodb::bson::Document>("c");
+    coll.create_index(
+        mongodb::IndexModel::builder()
+            .keys(mongodb::bson::doc! {"a": 1})
+            .build(),
+    )
+    .await
+    .unwrap();
+    coll.insert_many([
+        mongodb::bson::doc! {"a": 5, "owner": "s3cr3t-owner"},
+        mongodb::bson::doc! {"a": 7, "owner": "s3cr3t-owner"},
+    ])
+    .await
+    .unwrap();
+    let mut cursor = coll
+        .find(mongodb::bson::doc! {"a": {"$gt": 1}, "owner": "s3cr3t-owner"})
+        .await
+        .unwrap();
+    let mut found = 0;
+    while cursor.advance().await.unwrap() {
+        found += 1;
+    }
+    assert_eq!(found, 2);
+    drop(client);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for line in lines {
+        log.push(serde_json::from_str(&line.unwrap()).expect("one JSON object"));
+    }
+    assert!(child.wait().unwrap().success());
+
+    for line in &log {
+        let date = line["t"]["$date"].as_str().expect("t.$date");
+        assert!(
+            date.len() == 29 && date.ends_with("+00:00") && date.as_bytes()[19] == b'.',
+            "{date}"
+        );
+        assert!(
+            ["F", "E", "W", "I", "D1", "D2"].contains(&line["s"].as_str().unwrap()),
+            "{line}"
+        );
+        assert!(line["c"].as_str().is_some_and(|c| !c.is_empty()), "{line}");
+        assert!(line["id"].is_u64(), "{line}");
+        assert!(line["ctx"].is_string() && line["msg"].is_string(), "{line}");
+        assert!(line.get("attr").is_none_or(|a| a.is_object()), "{line}");
+        assert_eq!(
+            line.as_object().unwrap().len(),
+            6 + usize::from(line.get("attr").is_some())
+        );
+    }
+    let text: String = log.iter().map(|l| l.to_string()).collect();
+    assert!(!text.contains("s3cr3t"), "a client's value in the log");
+    let find = log
+        .iter()
+        .find(|l| l["id"] == 51803 && l["attr"]["command"]["find"] == "c")
+        .expect("the find is logged as slow");
+    assert_eq!(find["msg"], "Slow query");
+    assert_eq!(find["c"], "COMMAND");
+    assert!(find["ctx"].as_str().unwrap().starts_with("conn"), "{find}");
+    let attr = &find["attr"];
+    assert_eq!(attr["ns"], "shop.c");
+    assert_eq!(
+        attr["command"]["filter"],
+        serde_json::json!({"a": {"$gt": "?number"}, "owner": "?string"})
+    );
+    assert_eq!(attr["planSummary"], "IXSCAN { a: 1 }");
+    assert_eq!(attr["keysExamined"], 2);
+    assert_eq!(attr["docsExamined"], 2);
+    assert_eq!(attr["nreturned"], 2);
+    assert!(attr["durationMillis"].is_u64());
+    assert!(attr["remote"].as_str().unwrap().starts_with("127.0.0.1:"));
+    let accepted = log.iter().filter(|l| l["id"] == 22943).count();
+    let ended = log.iter().filter(|l| l["id"] == 22944).count();
+    assert!(
+        accepted >= 1 && ended >= 1,
+        "connection lines: {accepted}, {ended}"
+    );
+}

@@ -17,6 +17,7 @@ pub mod cache;
 pub mod explain;
 pub mod keyed;
 pub mod plan;
+pub mod plan_log;
 pub mod planner;
 pub mod source;
 pub mod spill;
@@ -253,6 +254,7 @@ pub fn execute<'r, S: Source<'r>>(
     };
     let choice = planner::choose(meta, req, &ctx, cache)?;
     let (docs, stats) = stages::run(&choice.winner, &ctx);
+    ctx.interrupt.plans.record(&choice.winner, &stats);
     let docs: DocIter<'r> = if req.return_key {
         let (leaf, collection) = (choice.winner.leaf().clone(), meta.id);
         Box::new(docs.map(move |d| {

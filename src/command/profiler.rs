@@ -1,0 +1,439 @@
+//! The database profiler, as mongod's: the `profile` command sets a database's level (0 off,
+//! 1 slow operations, 2 every operation), the server-wide `slowms` and `sampleRate`, and a
+//! per-database `filter`; each profiled operation becomes a document of `<db>.system.profile`.
+//!
+//! The same settings decide which operations are logged as slow (`session::slow_op`): at or
+//! over `slowms`, sampled at `sampleRate`; with a filter on the database, exactly the
+//! operations it matches (mongod: "When a filter expression is set, slowms and sampleRate are
+//! not used for profiling and slow-query log lines").
+//!
+//! `system.profile` is a real collection, read with `find` and `aggregate` like any other, and
+//! bounded as mongod's capped one is: past 1 MiB the oldest entries are deleted in the same
+//! commit as the new one. Clients cannot write to it (73, as any `system.` name).
+//! Does not own: the slow-operation line (`session::slow_op`), the plan counters
+//! (`engine::exec::plan_log`).
+
+use super::args::{check_fields, optional_i64};
+use super::{Connection, Outcome, Request, Shared};
+use crate::engine::{collection, ddl, Interrupt};
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::filter::Filter;
+use bson::{doc, Bson, Document};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The collection profiled operations go to.
+pub const PROFILE_COLLECTION: &str = "system.profile";
+/// mongod's default size of `system.profile`.
+const PROFILE_MAX_BYTES: u64 = 1024 * 1024;
+/// A command larger than this is kept in its entry only as a truncated summary, as mongod does.
+const MAX_COMMAND_BYTES: usize = 50 * 1024;
+/// Characters of a truncated command's summary.
+const TRUNCATED_SUMMARY_CHARS: usize = 1000;
+const FIELDS: &[&str] = &["slowms", "sampleRate", "filter"];
+
+/// A database's profiling settings.
+#[derive(Debug, Clone, Default)]
+struct DatabaseSettings {
+    level: i32,
+    /// The filter as given, and compiled.
+    filter: Option<(Document, Arc<Filter>)>,
+}
+
+/// The profiler's settings: per database, and the server-wide `slowms` and `sampleRate`.
+#[derive(Debug)]
+pub struct Profiler {
+    /// Whether any database was ever given a level or filter: until then no command looks
+    /// the settings up (a lock every command would take).
+    configured: AtomicBool,
+    slow_ms: AtomicI64,
+    sample_rate: Mutex<f64>,
+    databases: Mutex<HashMap<String, DatabaseSettings>>,
+}
+
+impl Profiler {
+    /// Level 0 everywhere, `slowms` from the configuration, every slow operation sampled.
+    pub fn new(slow_ms: u64) -> Profiler {
+        Profiler {
+            configured: AtomicBool::new(false),
+            slow_ms: AtomicI64::new(i64::try_from(slow_ms).unwrap_or(i64::MAX)),
+            sample_rate: Mutex::new(1.0),
+            databases: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn slow_ms(&self) -> i64 {
+        self.slow_ms.load(Ordering::Relaxed)
+    }
+
+    /// The database's level: 0, 1 or 2.
+    pub fn level(&self, db: &str) -> i32 {
+        self.settings(db).level
+    }
+
+    fn sample_rate(&self) -> f64 {
+        self.sample_rate.lock().map_or(1.0, |r| *r)
+    }
+
+    fn settings(&self, db: &str) -> DatabaseSettings {
+        if !self.configured.load(Ordering::Acquire) {
+            return DatabaseSettings::default();
+        }
+        self.databases
+            .lock()
+            .ok()
+            .and_then(|d| d.get(db).cloned())
+            .unwrap_or_default()
+    }
+
+    /// What to do with a finished operation: whether it is logged as slow and whether it is
+    /// written to the profile. `entry` is built only when a filter must judge it.
+    pub fn decide(&self, op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Decision {
+        let settings = self.settings(op.db);
+        if let Some((_, filter)) = &settings.filter {
+            let entry = entry(op, conn, shared);
+            let matched = filter.matches(&entry).unwrap_or(false);
+            return Decision {
+                log_slow: matched,
+                profile: (matched && settings.level >= 1).then_some(entry),
+            };
+        }
+        let millis = i64::try_from(op.elapsed.as_millis()).unwrap_or(i64::MAX);
+        let slow = millis >= self.slow_ms() && sampled(self.sample_rate());
+        let profile = settings.level == 2 || (settings.level == 1 && slow);
+        Decision {
+            log_slow: slow,
+            profile: profile.then(|| entry(op, conn, shared)),
+        }
+    }
+}
+
+/// `rate` of the time, at random.
+fn sampled(rate: f64) -> bool {
+    if rate >= 1.0 {
+        return true;
+    }
+    let mut bytes = [0u8; 8];
+    if getrandom::fill(&mut bytes).is_err() {
+        return true;
+    }
+    // 53 random bits as a fraction in [0, 1).
+    let fraction = (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64;
+    fraction < rate
+}
+
+/// What becomes of one finished operation.
+#[derive(Debug)]
+pub struct Decision {
+    pub log_slow: bool,
+    /// The profile entry to write, if it is profiled.
+    pub profile: Option<Document>,
+}
+
+/// One finished command, as the slow-operation log and the profiler see it.
+pub struct Operation<'a> {
+    /// The database it ran against (`$db`, or an OP_QUERY namespace's).
+    pub db: &'a str,
+    pub body: &'a Document,
+    pub outcome: &'a Outcome,
+    pub interrupt: &'a Interrupt,
+    pub elapsed: Duration,
+    /// `op_msg` or `op_query`.
+    pub protocol: &'static str,
+}
+
+impl Operation<'_> {
+    /// `db.collection` as mongod logs it: the command's first value when it names a
+    /// collection (`getMore`'s `collection` field), otherwise `db.$cmd`.
+    pub fn namespace(&self) -> String {
+        let collection = match self.body.iter().next() {
+            Some((name, _)) if name == "getMore" => self.body.get_str("collection").ok(),
+            Some((_, Bson::String(collection))) => Some(collection.as_str()),
+            _ => None,
+        };
+        match collection {
+            Some(collection) => format!("{}.{collection}", self.db),
+            None => format!("{}.$cmd", self.db),
+        }
+    }
+
+    /// mongod's `op` of a profile entry.
+    fn kind(&self) -> &'static str {
+        match self.body.keys().next().map(String::as_str) {
+            Some("find") => "query",
+            Some("getMore") => "getmore",
+            Some("insert") => "insert",
+            Some("update") => "update",
+            Some("delete") => "remove",
+            _ => "command",
+        }
+    }
+
+    /// The reply as a document, if there is one.
+    pub fn reply(&self) -> Option<Document> {
+        match self.outcome {
+            Outcome::Reply(reply) => Some(reply.clone().into_document()),
+            Outcome::Close => None,
+        }
+    }
+}
+
+/// Documents in the reply's batch (`find`, `aggregate`, `getMore`, the listings).
+pub fn returned(reply: &Document) -> Option<usize> {
+    let cursor = reply.get_document("cursor").ok()?;
+    cursor
+        .get_array("firstBatch")
+        .or_else(|_| cursor.get_array("nextBatch"))
+        .ok()
+        .map(Vec::len)
+}
+
+/// The profile entry of `op`, in mongod's shape.
+fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
+    let mut entry = doc! {"op": op.kind(), "ns": op.namespace(), "command": command_of(op.body)};
+    if let Some(plan) = op.interrupt.plans.summary() {
+        let totals = op.interrupt.plans.totals();
+        entry.insert("keysExamined", count(totals.keys_examined));
+        entry.insert("docsExamined", count(totals.docs_examined));
+        entry.insert("planSummary", plan);
+    }
+    let reply = op.reply();
+    if let Some(reply) = &reply {
+        if let Some(n) = returned(reply) {
+            entry.insert("nreturned", count(n as u64));
+        }
+        let length = bson::to_vec(reply).map_or(0, |b| b.len());
+        entry.insert("responseLength", count(length as u64));
+    }
+    entry.insert("protocol", op.protocol);
+    entry.insert("millis", count(op.elapsed.as_millis() as u64));
+    entry.insert("ts", shared.clock.now_datetime());
+    entry.insert("client", conn.peer.ip().to_string());
+    if let Some(app) = conn
+        .client_metadata
+        .as_ref()
+        .and_then(|m| m.get_document("application").ok())
+        .and_then(|a| a.get_str("name").ok())
+    {
+        entry.insert("appName", app);
+    }
+    let users: Vec<Bson> = conn
+        .authenticated
+        .iter()
+        .map(|u| Bson::Document(doc! {"user": u.name.as_str(), "db": u.db.as_str()}))
+        .collect();
+    let user = conn
+        .authenticated
+        .first()
+        .map_or(String::new(), |u| format!("{}@{}", u.name, u.db));
+    entry.insert("allUsers", users);
+    entry.insert("user", user);
+    if let Some(reply) = reply.filter(|r| r.get("ok") == Some(&Bson::Double(0.0))) {
+        entry.insert("ok", 0.0);
+        entry.insert("errMsg", reply.get_str("errmsg").unwrap_or_default());
+        entry.insert("errName", reply.get_str("codeName").unwrap_or_default());
+        entry.insert("errCode", reply.get_i32("code").unwrap_or_default());
+    }
+    entry
+}
+
+fn count(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// The command as the entry keeps it: whole, or past 50 KB a summary, as mongod truncates it.
+fn command_of(body: &Document) -> Document {
+    let size = bson::to_vec(body).map_or(0, |b| b.len());
+    if size <= MAX_COMMAND_BYTES {
+        return body.clone();
+    }
+    let text = Bson::Document(body.clone())
+        .into_relaxed_extjson()
+        .to_string();
+    let summary: String = text.chars().take(TRUNCATED_SUMMARY_CHARS).collect();
+    doc! {"$truncated": format!("{summary} ...")}
+}
+
+/// Writes a profile entry to `db.system.profile`, deleting the oldest entries past its size.
+pub async fn record(shared: &Shared, db: &str, entry: Document) -> Result<()> {
+    let db = db.to_owned();
+    shared
+        .engine
+        .write(false, move |txn, now| -> Result<()> {
+            let meta = ddl::ensure_system_collection(txn, &db, PROFILE_COLLECTION)?;
+            let mut entry = entry;
+            // ObjectIds rise with time: the smallest `_id` is the oldest entry.
+            let mut with_id = doc! {"_id": bson::oid::ObjectId::new()};
+            with_id.extend(std::mem::take(&mut entry));
+            collection::insert(txn, &meta, &with_id, now)?;
+            let mut size = txn.totals(meta.id)?.size;
+            if size <= PROFILE_MAX_BYTES {
+                return Ok(());
+            }
+            let prefix = crate::storage::keys::collection_prefix(meta.id);
+            let mut oldest = Vec::new();
+            for stored in collection::scan(txn, &meta, &prefix, now) {
+                let stored = stored?;
+                size = size.saturating_sub(stored.record.body.len() as u64);
+                oldest.push(stored);
+                if size <= PROFILE_MAX_BYTES {
+                    break;
+                }
+            }
+            for stored in &oldest {
+                collection::delete(txn, &meta, stored)?;
+            }
+            Ok(())
+        })
+        .await?
+}
+
+/// `profile`: reports the settings as they were and applies the new ones.
+pub fn profile(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    let cmd = req.body;
+    check_fields(cmd, "profile", FIELDS)?;
+    let level = optional_i64(cmd, "profile", "profile")?.ok_or_else(|| {
+        Error::new(
+            ErrorCode::TypeMismatch,
+            "BSON field 'profile.profile' is missing but a required field",
+        )
+    })?;
+    let sample_rate = match cmd.get("sampleRate") {
+        None => None,
+        Some(Bson::Double(r)) => Some(*r),
+        Some(Bson::Int32(r)) => Some(f64::from(*r)),
+        Some(Bson::Int64(r)) => Some(*r as f64),
+        Some(other) => {
+            return Err(super::args::wrong_type(
+                "profile",
+                "sampleRate",
+                other,
+                "double",
+            ))
+        }
+    };
+    if let Some(rate) = sample_rate {
+        if !(0.0..=1.0).contains(&rate) {
+            return Err(Error::bad_value(
+                "'sampleRate' must be between 0.0 and 1.0 inclusive",
+            ));
+        }
+    }
+    let slow_ms = optional_i64(cmd, "profile", "slowms")?;
+    // `filter: "unset"` removes it; a document sets it.
+    let filter = match cmd.get("filter") {
+        None => None,
+        Some(Bson::String(s)) if s == "unset" => Some(None),
+        Some(Bson::Document(f)) => Some(Some((f.clone(), Arc::new(Filter::compile(f)?)))),
+        Some(other) => {
+            return Err(super::args::wrong_type(
+                "profile",
+                "filter",
+                other,
+                "object or 'unset'",
+            ))
+        }
+    };
+    let profiler = &shared.profiler;
+    let old = profiler.settings(req.db);
+    let mut reply = doc! {
+        "was": old.level,
+        "slowms": profiler.slow_ms(),
+        "sampleRate": profiler.sample_rate(),
+    };
+    if let Some((spec, _)) = &old.filter {
+        reply.insert("filter", spec.clone());
+    }
+    if old.filter.is_some() || matches!(filter, Some(Some(_))) {
+        reply.insert(
+            "note",
+            "When a filter expression is set, slowms and sampleRate are not used for profiling and slow-query log lines.",
+        );
+    }
+    // Outside 0, 1 and 2 (mongod: -1 by convention) the command only reads.
+    if (0..=2).contains(&level) {
+        let mut new = old.clone();
+        new.level = i32::try_from(level).unwrap_or(0);
+        if let Some(filter) = filter {
+            new.filter = filter;
+        }
+        if let Ok(mut databases) = profiler.databases.lock() {
+            databases.insert(req.db.to_owned(), new.clone());
+            profiler.configured.store(true, Ordering::Release);
+        }
+        if let Some(slow_ms) = slow_ms {
+            profiler.slow_ms.store(slow_ms, Ordering::Relaxed);
+        }
+        if let (Some(rate), Ok(mut current)) = (sample_rate, profiler.sample_rate.lock()) {
+            *current = rate;
+        }
+        tracing::info!(
+            db = req.db,
+            from = old.level,
+            to = new.level,
+            slowms = profiler.slow_ms(),
+            "Profiler settings changed"
+        );
+    }
+    reply.insert("ok", 1.0);
+    Ok(reply)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn operation<'a>(db: &'a str, body: &'a Document, outcome: &'a Outcome) -> Operation<'a> {
+        static INTERRUPT: std::sync::OnceLock<Interrupt> = std::sync::OnceLock::new();
+        Operation {
+            db,
+            body,
+            outcome,
+            interrupt: INTERRUPT.get_or_init(Interrupt::default),
+            elapsed: Duration::ZERO,
+            protocol: "op_msg",
+        }
+    }
+
+    #[test]
+    fn namespaces_and_kinds_as_mongod_names_them() {
+        let outcome = Outcome::Close;
+        for (db, body, ns, kind) in [
+            ("shop", doc! {"find": "orders"}, "shop.orders", "query"),
+            ("admin", doc! {"ping": 1}, "admin.$cmd", "command"),
+            (
+                "d",
+                doc! {"getMore": 7_i64, "collection": "c"},
+                "d.c",
+                "getmore",
+            ),
+            ("d", doc! {"delete": "c"}, "d.c", "remove"),
+            ("d", doc! {"aggregate": 1}, "d.$cmd", "command"),
+        ] {
+            let op = operation(db, &body, &outcome);
+            assert_eq!(op.namespace(), ns, "{body}");
+            assert_eq!(op.kind(), kind, "{body}");
+        }
+    }
+
+    #[test]
+    fn sampling_follows_the_rate() {
+        assert!(sampled(1.0));
+        assert!(!(0..1000).any(|_| sampled(0.0)));
+        let hits = (0..10_000).filter(|_| sampled(0.5)).count();
+        assert!((4_000..6_000).contains(&hits), "{hits}");
+    }
+
+    #[test]
+    fn a_large_command_is_kept_as_a_summary() {
+        let small = doc! {"find": "c", "filter": {"a": 1}};
+        assert_eq!(command_of(&small), small);
+        let large = doc! {"find": "c", "filter": {"a": "x".repeat(60 * 1024)}};
+        let kept = command_of(&large);
+        let summary = kept.get_str("$truncated").unwrap();
+        assert!(summary.starts_with(r#"{"find":"c""#), "{summary}");
+        assert!(summary.len() < 1100);
+    }
+}

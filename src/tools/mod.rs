@@ -1,0 +1,88 @@
+//! The offline tools, subcommands of the `mayfly` binary that work on a stopped data directory:
+//! `dump` (an archive of its databases), `restore` (an archive back into a directory) and
+//! `check` (the `validate` structure check of every collection).
+//!
+//! Each takes the data directory's lock, as a server does, so none runs beside a server on the
+//! same directory. Owns: the subcommands' arguments, the archive format (`archive`), and the
+//! exit status. Does not own: the checks (`engine::validate`) or how records are written
+//! (`engine::collection`): the tools go through the engine like a server.
+
+pub mod archive;
+pub mod check;
+pub mod dump;
+pub mod restore;
+
+#[cfg(test)]
+mod round_trip_tests;
+
+use crate::storage::{FjallBackend, FjallConfig, StorageError};
+use clap::Subcommand;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// A subcommand of `mayfly`; without one, `mayfly` runs the server.
+#[derive(Debug, Subcommand)]
+pub enum Tool {
+    /// Write an archive of a stopped data directory.
+    ///
+    /// Collections with their options and indexes, users, and every document with its `_ts`,
+    /// so a restore keeps when each document expires. Documents already expired are left out.
+    Dump(dump::DumpArgs),
+    /// Restore an archive written by `mayfly dump` into a data directory.
+    ///
+    /// The directory is created if missing. Collections and users it already has are refused
+    /// unless `--drop`.
+    Restore(restore::RestoreArgs),
+    /// Check every collection of a stopped data directory as `validate` does.
+    ///
+    /// Prints a line per collection; exits 1 when one is not valid.
+    Check(check::CheckArgs),
+}
+
+/// Why a tool failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolError {
+    #[error("{0}")]
+    Archive(#[from] archive::ArchiveError),
+    #[error("{0}")]
+    Storage(#[from] StorageError),
+    #[error("{}", .0.message)]
+    Engine(#[from] crate::error::Error),
+    #[error("{}: {source}", path.display())]
+    File {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// Runs `tool`: 0 when it succeeded, 1 when it failed (the reason on standard error), as the
+/// server's own failures at run time.
+pub fn run(tool: Tool) -> ExitCode {
+    let outcome = match tool {
+        Tool::Dump(args) => dump::run(&args).map(|()| true),
+        Tool::Restore(args) => restore::run(&args).map(|()| true),
+        Tool::Check(args) => check::run(&args),
+    };
+    match outcome {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("mayfly: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Opens the data directory at `dbpath`, which must already hold a database: a tool that reads
+/// must not create an empty one where a path was mistyped.
+pub fn open_existing(dbpath: &Path) -> Result<FjallBackend, ToolError> {
+    if !FjallBackend::holds_database(dbpath) {
+        return Err(ToolError::Refused(format!(
+            "{} is not a mayfly data directory",
+            dbpath.display()
+        )));
+    }
+    Ok(FjallBackend::open_with(dbpath, &FjallConfig::default())?)
+}
