@@ -139,7 +139,7 @@ fn run_in(instance: &Instance, mut body: Document) -> Reply {
     let (_, outcome) = instance.runtime.block_on(execute(
         &instance.shared,
         &mut conn,
-        body,
+        std::sync::Arc::new(body),
         None,
         None,
         Interrupt::none(),
