@@ -121,6 +121,12 @@ impl Connection {
         }
     }
 
+    /// The application name the client gave in its handshake (`appName` in the connection
+    /// string).
+    pub fn app_name(&self) -> Option<&str> {
+        self.client_metadata.as_ref().and_then(app_name)
+    }
+
     /// "driver/version app" from the handshake metadata, for logs.
     pub fn client_summary(&self) -> String {
         let Some(meta) = &self.client_metadata else {
@@ -131,12 +137,17 @@ impl Connection {
         let version = driver
             .and_then(|d| d.get_str("version").ok())
             .unwrap_or("?");
-        match meta
-            .get_document("application")
-            .and_then(|a| a.get_str("name"))
-        {
-            Ok(app) => format!("{name}/{version} app={app}"),
-            Err(_) => format!("{name}/{version}"),
+        match app_name(meta) {
+            Some(app) => format!("{name}/{version} app={app}"),
+            None => format!("{name}/{version}"),
         }
     }
+}
+
+/// `application.name` of a handshake's client metadata.
+pub fn app_name(metadata: &Document) -> Option<&str> {
+    metadata
+        .get_document("application")
+        .and_then(|a| a.get_str("name"))
+        .ok()
 }

@@ -367,10 +367,7 @@ fn app_name<'a>(conn: &'a Connection, command: CommandName, body: &'a Document) 
         None if handshake => body.get_document("client").ok(),
         None => None,
     };
-    metadata
-        .and_then(|m| m.get_document("application").ok())
-        .and_then(|a| a.get_str("name").ok())
-        .unwrap_or("")
+    metadata.and_then(super::context::app_name).unwrap_or("")
 }
 
 /// The failure `failCommand` injects: `{ok: 0, errmsg, code, codeName}`, with its labels

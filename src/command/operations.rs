@@ -135,10 +135,7 @@ impl RunningOp {
             "client": self.client.as_str(),
         };
         if let Some(meta) = &self.client_metadata {
-            if let Ok(app) = meta
-                .get_document("application")
-                .and_then(|a| a.get_str("name"))
-            {
+            if let Some(app) = super::context::app_name(meta) {
                 entry.insert("appName", app);
             }
             entry.insert("clientMetadata", meta.clone());

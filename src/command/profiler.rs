@@ -211,12 +211,7 @@ fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
     entry.insert("millis", count(op.elapsed.as_millis() as u64));
     entry.insert("ts", shared.clock.now_datetime());
     entry.insert("client", conn.peer.ip().to_string());
-    if let Some(app) = conn
-        .client_metadata
-        .as_ref()
-        .and_then(|m| m.get_document("application").ok())
-        .and_then(|a| a.get_str("name").ok())
-    {
+    if let Some(app) = conn.app_name() {
         entry.insert("appName", app);
     }
     let users: Vec<Bson> = conn

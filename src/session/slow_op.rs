@@ -40,11 +40,6 @@ pub fn log(conn: &Connection, op: &Operation<'_>) {
     // Commands that read nothing through the executor have no plan and examine nothing.
     let plan_summary = op.interrupt.plans.summary();
     let totals = plan_summary.as_ref().map(|_| op.interrupt.plans.totals());
-    let app_name = conn
-        .client_metadata
-        .as_ref()
-        .and_then(|m| m.get_document("application").ok())
-        .and_then(|a| a.get_str("name").ok());
     let reply = op.reply();
     let n_returned = reply.as_ref().and_then(returned);
     let error_code = reply
@@ -62,7 +57,7 @@ pub fn log(conn: &Connection, op: &Operation<'_>) {
         nreturned = n_returned,
         errCode = error_code,
         remote = %conn.peer,
-        appName = app_name,
+        appName = conn.app_name(),
         durationMillis = u64::try_from(op.elapsed.as_millis()).unwrap_or(u64::MAX),
         "Slow query"
     );
