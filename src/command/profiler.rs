@@ -333,9 +333,11 @@ pub fn profile(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     };
     let profiler = &shared.profiler;
     let old = profiler.settings(req.db);
+    // mongod keeps slowms as an int and answers it as one.
+    let slow_ms_now = i32::try_from(profiler.slow_ms()).unwrap_or(i32::MAX);
     let mut reply = doc! {
         "was": old.level,
-        "slowms": profiler.slow_ms(),
+        "slowms": slow_ms_now,
         "sampleRate": profiler.sample_rate(),
     };
     if let Some((spec, _)) = &old.filter {
