@@ -205,7 +205,7 @@ pub fn redact_argv(argv: Vec<String>) -> Vec<String> {
 #[command(name = "mayfly", version, about, long_about = None)]
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
-    /// log_format, log_level, slow_ms, enable_test_commands, clock, storage,
+    /// log_format, log_level, slow_ms, profile, enable_test_commands, clock, storage,
     /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
@@ -243,9 +243,21 @@ pub struct Cli {
     #[arg(long = "log-level", env = "MAYFLY_LOG_LEVEL", value_name = "FILTER")]
     pub log_level: Option<String>,
 
-    /// Commands slower than this many milliseconds are logged. [default: 100]
-    #[arg(long = "slow-ms", env = "MAYFLY_SLOW_MS", value_name = "MS")]
+    /// Commands slower than this many milliseconds are logged (and profiled at level 1).
+    /// [default: 100]
+    #[arg(
+        long = "slow-ms",
+        visible_alias = "slowms",
+        env = "MAYFLY_SLOW_MS",
+        value_name = "MS"
+    )]
     pub slow_ms: Option<u64>,
+
+    /// The profiler's level for every database until `profile` sets one: 0 off, 1 slow
+    /// operations, 2 all (mongod's `--profile`). [default: 0]
+    #[arg(long = "profile", env = "MAYFLY_PROFILE", value_name = "LEVEL",
+          value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub profile: Option<u8>,
 
     /// Enable test-only commands (`advanceClock`, `reaper`, `sleep`, `configureFailPoint`,
     /// `waitForFailPoint`). Never in production.
@@ -407,6 +419,7 @@ pub struct FileConfig {
     pub log_format: Option<LogFormat>,
     pub log_level: Option<String>,
     pub slow_ms: Option<u64>,
+    pub profile: Option<u8>,
     pub enable_test_commands: Option<bool>,
     pub clock: Option<ClockKind>,
     pub storage: Option<StorageKind>,
@@ -440,6 +453,8 @@ pub struct Config {
     pub log_format: LogFormat,
     pub log_level: String,
     pub slow_ms: u64,
+    /// The profiler's level for databases `profile` has not set (0, 1 or 2).
+    pub profile_level: u8,
     pub enable_test_commands: bool,
     pub clock: ClockKind,
     pub storage: StorageKind,
@@ -509,6 +524,8 @@ pub enum ConfigError {
     Tls(String),
     #[error("--cacheSizeGB must be between 0.25 and 10000, not {0}")]
     CacheSize(f64),
+    #[error("--profile must be 0, 1 or 2, not {0}")]
+    ProfileLevel(u8),
 }
 
 impl Config {
@@ -528,6 +545,10 @@ impl Config {
             if !CACHE_SIZE_GB_RANGE.contains(&gb) {
                 return Err(ConfigError::CacheSize(gb));
             }
+        }
+        // The command line's value is checked by clap; the config file's here.
+        if config.profile_level > 2 {
+            return Err(ConfigError::ProfileLevel(config.profile_level));
         }
         Ok(config)
     }
@@ -559,6 +580,7 @@ impl Config {
                 .or(file.log_level)
                 .unwrap_or_else(|| "info".to_owned()),
             slow_ms: cli.slow_ms.or(file.slow_ms).unwrap_or(DEFAULT_SLOW_MS),
+            profile_level: cli.profile.or(file.profile).unwrap_or(0),
             enable_test_commands: cli.enable_test_commands
                 || file.enable_test_commands.unwrap_or(false),
             clock: cli.clock.or(file.clock).unwrap_or_default(),
@@ -698,6 +720,7 @@ mod tests {
         assert_eq!(c.port, 0);
         assert_eq!(c.bind_ips, vec!["127.0.0.1", "::1"]);
         assert_eq!(c.slow_ms, 5);
+        assert_eq!(c.profile_level, 0);
         assert_eq!(c.log_format, LogFormat::Json);
     }
 
@@ -739,6 +762,24 @@ mod tests {
             );
         }
         assert!(Config::load(parse(&["--cacheSizeGB", "0.25"]), vec![]).is_ok());
+    }
+
+    #[test]
+    fn the_profile_level_is_0_1_or_2_from_any_source() {
+        let c = Config::load(parse(&["--profile", "1", "--slowms", "50"]), vec![]).unwrap();
+        assert_eq!((c.profile_level, c.slow_ms), (1, 50));
+        assert!(Cli::try_parse_from(["mayfly", "--profile", "3"]).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mayfly.toml");
+        std::fs::write(&path, "profile = 3").unwrap();
+        let flag = format!("--config={}", path.display());
+        let error = Config::load(parse(&[&flag]), vec![]).unwrap_err();
+        assert_eq!(error.to_string(), "--profile must be 0, 1 or 2, not 3");
+        std::fs::write(&path, "profile = 2").unwrap();
+        assert_eq!(
+            Config::load(parse(&[&flag]), vec![]).unwrap().profile_level,
+            2
+        );
     }
 
     #[test]

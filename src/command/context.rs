@@ -55,7 +55,7 @@ impl Shared {
         if config.replication.enabled() {
             engine.enable_oplog(config.replication.oplog_size_bytes)?;
         }
-        let profiler = super::profiler::Profiler::new(config.slow_ms);
+        let profiler = super::profiler::Profiler::new(config.slow_ms, config.profile_level);
         Ok(Shared {
             engine,
             config,

@@ -77,7 +77,10 @@ pub fn cmd_line_opts(shared: &Shared) -> Document {
                 "cacheSizeGB": c.cache_bytes as f64 / (1u64 << 30) as f64,
             },
             "systemLog": {"format": format!("{:?}", c.log_format).to_lowercase(), "level": c.log_level.clone()},
-            "operationProfiling": {"slowOpThresholdMs": i64::try_from(c.slow_ms).unwrap_or(i64::MAX)},
+            "operationProfiling": {
+                "mode": match c.profile_level { 0 => "off", 1 => "slowOp", _ => "all" },
+                "slowOpThresholdMs": i64::try_from(c.slow_ms).unwrap_or(i64::MAX),
+            },
             "replication": replication,
             "setParameter": {"enableTestCommands": c.enable_test_commands},
         },

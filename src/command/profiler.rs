@@ -45,8 +45,10 @@ struct DatabaseSettings {
 /// The profiler's settings: per database, and the server-wide `slowms` and `sampleRate`.
 #[derive(Debug)]
 pub struct Profiler {
-    /// Whether any database was ever given a level or filter: until then no command looks
-    /// the settings up (a lock every command would take).
+    /// The level of a database `profile` has not set (`--profile`).
+    default_level: i32,
+    /// Whether any database can be profiled (a default level, or one `profile` gave): until
+    /// then no command looks the settings up (a lock every command would take).
     configured: AtomicBool,
     slow_ms: AtomicI64,
     sample_rate: Mutex<f64>,
@@ -54,10 +56,12 @@ pub struct Profiler {
 }
 
 impl Profiler {
-    /// Level 0 everywhere, `slowms` from the configuration, every slow operation sampled.
-    pub fn new(slow_ms: u64) -> Profiler {
+    /// `default_level` (`--profile`) for every database until `profile` sets one, `slowms`
+    /// from the configuration, every slow operation sampled.
+    pub fn new(slow_ms: u64, default_level: u8) -> Profiler {
         Profiler {
-            configured: AtomicBool::new(false),
+            default_level: i32::from(default_level),
+            configured: AtomicBool::new(default_level != 0),
             slow_ms: AtomicI64::new(i64::try_from(slow_ms).unwrap_or(i64::MAX)),
             sample_rate: Mutex::new(1.0),
             databases: Mutex::new(HashMap::new()),
@@ -78,14 +82,18 @@ impl Profiler {
     }
 
     fn settings(&self, db: &str) -> DatabaseSettings {
+        let default = || DatabaseSettings {
+            level: self.default_level,
+            filter: None,
+        };
         if !self.configured.load(Ordering::Acquire) {
-            return DatabaseSettings::default();
+            return default();
         }
         self.databases
             .lock()
             .ok()
             .and_then(|d| d.get(db).cloned())
-            .unwrap_or_default()
+            .unwrap_or_else(default)
     }
 
     /// What to do with a finished operation: whether it is logged as slow and whether it is

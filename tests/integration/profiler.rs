@@ -254,3 +254,48 @@ async fn top_counts_time_and_operations_per_collection() {
         .unwrap_err();
     assert_eq!(error_code(&err), Some(13));
 }
+
+/// `--profile 1` (mongod's start-up option) profiles every database's slow operations until
+/// `profile` says otherwise for one.
+#[tokio::test]
+async fn the_start_up_level_applies_to_every_database() {
+    let server = TestServer::start_with(|c| {
+        c.profile_level = 1;
+        c.slow_ms = 0;
+    })
+    .await;
+    let client = server.client().await;
+    for name in ["one", "two"] {
+        let db = client.database(name);
+        db.collection::<Document>("c")
+            .insert_one(doc! {"a": 1})
+            .await
+            .unwrap();
+        let ops: Vec<String> = profile_entries(&db)
+            .await
+            .iter()
+            .map(|e| e.get_str("op").unwrap().to_owned())
+            .collect();
+        assert!(ops.contains(&"insert".to_owned()), "{name}: {ops:?}");
+    }
+    let db = client.database("one");
+    let reply = db.run_command(doc! {"profile": 0}).await.unwrap();
+    assert_eq!(reply.get_i32("was").unwrap(), 1);
+    let before = profile_entries(&db).await.len();
+    db.collection::<Document>("c")
+        .insert_one(doc! {"a": 2})
+        .await
+        .unwrap();
+    assert_eq!(profile_entries(&db).await.len(), before, "one is off now");
+    let opts = client
+        .database("admin")
+        .run_command(doc! {"getCmdLineOpts": 1})
+        .await
+        .unwrap();
+    let profiling = opts
+        .get_document("parsed")
+        .unwrap()
+        .get_document("operationProfiling")
+        .unwrap();
+    assert_eq!(profiling.get_str("mode").unwrap(), "slowOp");
+}
