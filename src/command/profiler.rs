@@ -156,25 +156,35 @@ impl Operation<'_> {
     /// `db.collection` as mongod logs it: the command's first value when it names a
     /// collection (`getMore`'s `collection` field), otherwise `db.$cmd`.
     pub fn namespace(&self) -> String {
-        let collection = match self.body.iter().next() {
-            Some((name, _)) if name == "getMore" => self.body.get_str("collection").ok(),
-            Some((_, Bson::String(collection))) => Some(collection.as_str()),
-            _ => None,
-        };
-        match collection {
+        match self.collection() {
             Some(collection) => format!("{}.{collection}", self.db),
             None => format!("{}.$cmd", self.db),
         }
     }
 
-    /// mongod's `op` of a profile entry.
-    fn kind(&self) -> &'static str {
-        match self.body.keys().next().map(String::as_str) {
-            Some("find") => "query",
-            Some("getMore") => "getmore",
-            Some("insert") => "insert",
-            Some("update") => "update",
-            Some("delete") => "remove",
+    /// The collection the command names: its first value when that is a string, `getMore`'s
+    /// `collection` field; `None` for commands on the database or the server.
+    pub fn collection(&self) -> Option<&str> {
+        match self.body.iter().next() {
+            Some((name, _)) if name == "getMore" => self.body.get_str("collection").ok(),
+            Some((_, Bson::String(collection))) => Some(collection.as_str()),
+            _ => None,
+        }
+    }
+
+    /// The command's name.
+    pub fn command(&self) -> &str {
+        self.body.keys().next().map_or("", String::as_str)
+    }
+
+    /// mongod's `op` of a profile entry (and `top`'s category).
+    pub fn kind(&self) -> &'static str {
+        match self.command() {
+            "find" => "query",
+            "getMore" => "getmore",
+            "insert" => "insert",
+            "update" => "update",
+            "delete" => "remove",
             _ => "command",
         }
     }

@@ -73,33 +73,28 @@ pub struct Top {
 impl Top {
     /// Counts a finished command against its collection, if that collection exists.
     pub fn record(&self, shared: &Shared, op: &Operation<'_>) {
-        let Some((command, collection)) = op.body.iter().next() else {
+        let Some(collection) = op.collection() else {
             return;
         };
-        let collection = match (command.as_str(), collection) {
-            ("getMore", _) => op.body.get_str("collection").ok(),
-            (_, bson::Bson::String(name)) => Some(name.as_str()),
-            _ => None,
-        };
-        let Some(collection) = collection else { return };
         let Some(usage) = self.row(shared, op.db, collection) else {
             return;
         };
         let micros = u64::try_from(op.elapsed.as_micros()).unwrap_or(u64::MAX);
         usage.total.add(micros);
-        if WRITES.contains(&command.as_str()) {
+        if WRITES.contains(&op.command()) {
             usage.write_lock.add(micros);
         } else {
             usage.read_lock.add(micros);
         }
-        match command.as_str() {
-            "find" => usage.queries.add(micros),
-            "getMore" => usage.getmore.add(micros),
-            "insert" => usage.insert.add(micros),
-            "update" => usage.update.add(micros),
-            "delete" => usage.remove.add(micros),
-            _ => usage.commands.add(micros),
-        }
+        let category = match op.kind() {
+            "query" => &usage.queries,
+            "getmore" => &usage.getmore,
+            "insert" => &usage.insert,
+            "update" => &usage.update,
+            "remove" => &usage.remove,
+            _ => &usage.commands,
+        };
+        category.add(micros);
     }
 
     /// The row of `db.collection`, made when the collection exists and has none yet.
