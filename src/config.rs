@@ -4,6 +4,7 @@
 //! Precedence: flag, then environment variable, then config file, then the default.
 
 use crate::engine::cursor::{DEFAULT_CURSOR_MEMORY_BYTES, DEFAULT_MAX_NO_TIMEOUT_CURSORS};
+use crate::profile::{Compat, Profile, Rule};
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -209,7 +210,8 @@ pub struct Cli {
     /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
-    /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr).
+    /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr, compat, cosmos_version,
+    /// cosmos_allow, cosmos_16mb, cosmos_retryable_writes).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -406,6 +408,43 @@ pub struct Cli {
         value_name = "HOST:PORT"
     )]
     pub metrics_addr: Option<String>,
+
+    // The behaviour profile: keep these together.
+    /// Behave as MongoDB 7.0 (`mongodb`, the default) or as Azure Cosmos DB for MongoDB (RU)
+    /// (`cosmos`): Cosmos's handshake (replica set `globaldb` unless --replSet names another),
+    /// limits and refusals, each rule named in docs/cosmos.md. The Cosmos TTL rules apply in
+    /// both.
+    #[arg(long = "compat", env = "MAYFLY_COMPAT", value_name = "PROFILE")]
+    pub compat: Option<crate::profile::Compat>,
+
+    /// The Cosmos account's server version, with --compat cosmos: its wire version and feature
+    /// set. [default: 7.0]
+    #[arg(
+        long = "cosmos-version",
+        env = "MAYFLY_COSMOS_VERSION",
+        value_name = "VERSION"
+    )]
+    pub cosmos_version: Option<crate::profile::CosmosVersion>,
+
+    /// Cosmos rules to turn off, comma-separated (docs/cosmos.md names them), to adopt the
+    /// profile gradually: e.g. `sort-without-index,document-size`.
+    #[arg(
+        long = "cosmos-allow",
+        env = "MAYFLY_COSMOS_ALLOW",
+        value_name = "RULES"
+    )]
+    pub cosmos_allow: Option<String>,
+
+    /// The account capability `EnableMongo16MBDocumentSupport`: documents up to 16 MB.
+    #[arg(long = "cosmos-16mb", env = "MAYFLY_COSMOS_16MB")]
+    pub cosmos_16mb: bool,
+
+    /// The account capability `EnableMongoRetryableWrites`: retryable writes are accepted.
+    #[arg(
+        long = "cosmos-retryable-writes",
+        env = "MAYFLY_COSMOS_RETRYABLE_WRITES"
+    )]
+    pub cosmos_retryable_writes: bool,
 }
 
 /// The settings a config file may hold (all optional).
@@ -441,6 +480,11 @@ pub struct FileConfig {
     pub transaction_lifetime_limit_seconds: Option<u64>,
     pub cache_size_gb: Option<f64>,
     pub metrics_addr: Option<String>,
+    pub compat: Option<crate::profile::Compat>,
+    pub cosmos_version: Option<crate::profile::CosmosVersion>,
+    pub cosmos_allow: Option<String>,
+    pub cosmos_16mb: Option<bool>,
+    pub cosmos_retryable_writes: Option<bool>,
 }
 
 /// The resolved configuration the server runs with.
@@ -478,6 +522,8 @@ pub struct Config {
     pub replication: ReplicationConfig,
     /// Where the Prometheus endpoint listens (`HOST:PORT`); `None`: no endpoint.
     pub metrics_addr: Option<String>,
+    /// MongoDB 7.0 or a Cosmos DB account, and the Cosmos rules turned off.
+    pub profile: crate::profile::Profile,
 }
 
 /// The replication settings (mongod's `replication`).
@@ -526,6 +572,8 @@ pub enum ConfigError {
     CacheSize(f64),
     #[error("--profile must be 0, 1 or 2, not {0}")]
     ProfileLevel(u8),
+    #[error("--cosmos-allow: no Cosmos rule is named '{0}' (the rules: {rules})", rules = crate::profile::Rule::ALL.map(|r| r.name()).join(", "))]
+    UnknownRule(String),
 }
 
 impl Config {
@@ -536,6 +584,14 @@ impl Config {
             None => FileConfig::default(),
         };
         let cli_cache_size = cli.cache_size_gb.or(file.cache_size_gb);
+        if let Some(unknown) = cli
+            .cosmos_allow
+            .as_deref()
+            .or(file.cosmos_allow.as_deref())
+            .and_then(|list| rule_names(list).find(|name| Rule::from_name(name).is_none()))
+        {
+            return Err(ConfigError::UnknownRule(unknown.to_owned()));
+        }
         let config = Config::resolve(cli, file, argv);
         if config.bind_ips.is_empty() {
             return Err(ConfigError::NoBindIp);
@@ -554,10 +610,17 @@ impl Config {
     }
 
     pub fn resolve(cli: Cli, file: FileConfig, argv: Vec<String>) -> Config {
+        let profile = resolve_profile(&cli, &file);
         let bind = cli
             .bind_ip
             .or(file.bind_ip)
             .unwrap_or_else(|| DEFAULT_BIND_IP.to_owned());
+        // Cosmos DB answers as the primary of replica set `globaldb`.
+        let set_name = cli
+            .repl_set
+            .or(file.repl_set)
+            .filter(|name| !name.is_empty())
+            .or_else(|| profile.is_cosmos().then(|| COSMOS_SET_NAME.to_owned()));
         Config {
             port: cli.port.or(file.port).unwrap_or(DEFAULT_PORT),
             bind_ips: bind
@@ -630,11 +693,9 @@ impl Config {
                         .tls_allow_connections_without_certificates
                         .unwrap_or(false),
             },
+            profile,
             replication: ReplicationConfig {
-                set_name: cli
-                    .repl_set
-                    .or(file.repl_set)
-                    .filter(|name| !name.is_empty()),
+                set_name,
                 advertise_host: cli.advertise_host.or(file.advertise_host),
                 oplog_size_bytes: cli
                     .oplog_size_mb
@@ -661,6 +722,46 @@ impl Config {
             ..Config::default()
         }
     }
+}
+
+/// The replica set a Cosmos DB account answers as.
+pub const COSMOS_SET_NAME: &str = "globaldb";
+
+/// The profile the command line and the config file choose (unknown rule names are refused
+/// by [`Config::load`] before this).
+fn resolve_profile(cli: &Cli, file: &FileConfig) -> Profile {
+    let compat = cli.compat.or(file.compat).unwrap_or_default();
+    let version = cli
+        .cosmos_version
+        .or(file.cosmos_version)
+        .unwrap_or_default();
+    let mut profile = match compat {
+        Compat::MongoDb => Profile::mongodb(),
+        Compat::Cosmos => Profile::cosmos(version),
+    };
+    profile.version = version;
+    let allow = cli.cosmos_allow.as_deref().or(file.cosmos_allow.as_deref());
+    for rule in allow
+        .into_iter()
+        .flat_map(rule_names)
+        .filter_map(Rule::from_name)
+    {
+        profile = profile.allowing(rule);
+    }
+    // The account capabilities lift their rules.
+    if cli.cosmos_16mb || file.cosmos_16mb.unwrap_or(false) {
+        profile = profile.allowing(Rule::DocumentSize);
+    }
+    if cli.cosmos_retryable_writes || file.cosmos_retryable_writes.unwrap_or(false) {
+        profile = profile.allowing(Rule::RetryableWrites);
+    }
+    profile
+}
+
+fn rule_names(list: &str) -> impl Iterator<Item = &str> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
 }
 
 fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
@@ -977,5 +1078,63 @@ mod tests {
     #[test]
     fn unknown_config_keys_are_refused() {
         assert!(toml::from_str::<FileConfig>("prot = 1").is_err());
+    }
+
+    #[test]
+    fn compat_cosmos_answers_as_globaldb_at_the_chosen_version() {
+        let c = Config::resolve(
+            parse(&["--compat", "cosmos", "--cosmos-version", "4.2"]),
+            FileConfig::default(),
+            vec![],
+        );
+        assert!(c.profile.is_cosmos());
+        assert_eq!(c.profile.version, crate::profile::CosmosVersion::V4_2);
+        assert_eq!(c.replication.set_name.as_deref(), Some("globaldb"));
+        // A set named on the command line stays; the default profile is a standalone.
+        let c = Config::resolve(
+            parse(&["--compat", "cosmos", "--replSet", "rs0"]),
+            FileConfig::default(),
+            vec![],
+        );
+        assert_eq!(c.replication.set_name.as_deref(), Some("rs0"));
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert!(!c.profile.is_cosmos());
+        assert_eq!(c.replication.set_name, None);
+    }
+
+    #[test]
+    fn cosmos_rules_are_allowed_by_name_or_by_capability() {
+        let file: FileConfig =
+            toml::from_str("compat = \"cosmos\"\ncosmos_allow = \"sort-without-index\"").unwrap();
+        let c = Config::resolve(parse(&["--cosmos-16mb"]), file, vec![]);
+        assert_eq!(
+            c.profile.allowed,
+            vec![Rule::SortWithoutIndex, Rule::DocumentSize]
+        );
+        let c = Config::resolve(
+            parse(&[
+                "--compat",
+                "cosmos",
+                "--cosmos-retryable-writes",
+                "--cosmos-allow",
+                " index-kinds , nested-index-paths",
+            ]),
+            FileConfig::default(),
+            vec![],
+        );
+        assert_eq!(
+            c.profile.allowed,
+            vec![
+                Rule::NestedIndexPaths,
+                Rule::IndexKinds,
+                Rule::RetryableWrites
+            ]
+        );
+        let err = Config::load(parse(&["--cosmos-allow", "sort-anything"]), vec![]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("no Cosmos rule is named 'sort-anything'"),
+            "{err}"
+        );
     }
 }

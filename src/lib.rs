@@ -54,6 +54,7 @@ pub mod latency;
 pub mod log_line;
 pub mod metrics;
 pub mod pipeline;
+pub mod profile;
 pub mod protocol;
 pub mod query;
 pub mod recent_log;

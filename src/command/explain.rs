@@ -226,6 +226,7 @@ pub fn explain_read(
 ) -> Result<Document> {
     let view = shared.engine.read();
     let meta = view.collection(db, coll);
+    let read = &read.clone().under(&shared.config.profile);
     let timer = Stopwatch::start();
     // As mongod's, explain races the candidates afresh rather than using the plan cache.
     let execution = crate::engine::exec::execute(

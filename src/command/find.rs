@@ -175,7 +175,8 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
             return find_in_oplog(shared, req);
         }
     }
-    let args = FindArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
+    let mut args = FindArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
+    args.read = args.read.under(&shared.config.profile);
     shared.counters.count(OpKind::Query, 1);
     let ns = format!("{}.{}", req.db, args.collection);
     let view = super::transactions::read_view(shared, req)?;

@@ -19,8 +19,8 @@ use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE};
 use bson::{doc, Bson, Document};
 
 pub const MIN_WIRE_VERSION: i32 = 0;
-/// MongoDB 7.0.
-pub const MAX_WIRE_VERSION: i32 = 21;
+/// `maxWriteBatchSize` in the Cosmos profile.
+pub const COSMOS_MAX_WRITE_BATCH_SIZE: i32 = 1000;
 pub use crate::protocol::MAX_WRITE_BATCH_SIZE;
 pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
 
@@ -66,7 +66,14 @@ pub async fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) ->
     }
     reply.insert("maxBsonObjectSize", MAX_BSON_OBJECT_SIZE as i32);
     reply.insert("maxMessageSizeBytes", MAX_MESSAGE_SIZE as i32);
-    reply.insert("maxWriteBatchSize", MAX_WRITE_BATCH_SIZE);
+    let profile = &shared.config.profile;
+    // A Cosmos account reports 1,000 (the one published `isMaster` reply of an account).
+    let batch = if profile.is_cosmos() {
+        COSMOS_MAX_WRITE_BATCH_SIZE
+    } else {
+        MAX_WRITE_BATCH_SIZE
+    };
+    reply.insert("maxWriteBatchSize", batch);
     reply.insert("localTime", shared.clock.now_datetime());
     reply.insert(
         "logicalSessionTimeoutMinutes",
@@ -74,7 +81,7 @@ pub async fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) ->
     );
     reply.insert("connectionId", conn.id);
     reply.insert("minWireVersion", MIN_WIRE_VERSION);
-    reply.insert("maxWireVersion", MAX_WIRE_VERSION);
+    reply.insert("maxWireVersion", profile.max_wire_version());
     reply.insert("readOnly", false);
     if let Some(requested) = optional_array(cmd, name, "compression")? {
         conn.compressors = negotiate(requested);

@@ -68,6 +68,7 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
                 "object",
             ));
         };
+        crate::profile::indexes::check_spec(&shared.config.profile, spec)?;
         specs.push(parse_spec(spec, ignore_unknown)?);
     }
     // Conflicts among the requested indexes (and with `_id_`) are found before anything is
@@ -80,6 +81,10 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     }
     let db = req.db.to_owned();
     let durable = durable(cmd);
+    let unique_needs_empty = shared
+        .config
+        .profile
+        .enforces(crate::profile::Rule::UniqueIndexOnPopulated);
     if req.transaction.is_some() {
         return create_in_transaction(shared, req, db, coll, specs, durable).await;
     }
@@ -88,7 +93,7 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
         let step = shared
             .engine
             .write(durable, move |txn, _now| {
-                add_indexes(txn, &db, &coll, specs)
+                add_indexes(txn, &db, &coll, specs, unique_needs_empty)
             })
             .await??;
         match step {
@@ -142,7 +147,8 @@ async fn create_in_transaction(
         ));
     }
     let step = super::transactions::write(shared, req, durable, move |txn, _now| {
-        add_indexes(txn, &db, &coll, specs)
+        // Only a collection the transaction creates gets indexes: it is empty.
+        add_indexes(txn, &db, &coll, specs, false)
     })
     .await??;
     match step {
@@ -195,6 +201,7 @@ fn add_indexes(
     db: &str,
     coll: &str,
     specs: Vec<(IndexMeta, bool)>,
+    unique_needs_empty: bool,
 ) -> Result<Added> {
     let (mut meta, created) = match ddl::collection(txn, db, coll) {
         Some(meta) => (meta, false),
@@ -239,6 +246,9 @@ fn add_indexes(
                 return Ok(None);
             }
             check_limit(&meta, &spec)?;
+            if unique_needs_empty && spec.unique && !empty {
+                return Err(crate::profile::indexes::unique_on_populated());
+            }
             let building = !empty && spec.is_stored();
             let index = IndexMeta { building, ..spec };
             ddl::add_index(txn, meta.id, index).map(|(m, id)| Some((m, id, building)))

@@ -95,16 +95,23 @@ async fn prepare(
     count: usize,
 ) -> Result<Vec<Result<NewDocument>>> {
     let keep = keeps_documents(shared, req.db, coll);
+    let limit = shared.config.profile.document_limit();
+    let sized = move |new: Result<NewDocument>| {
+        new.and_then(|new| {
+            limit.check(new.body_len())?;
+            Ok(new)
+        })
+    };
     let run =
         move |body: &Document, raw: Option<&RawDocuments>| -> Result<Vec<Result<NewDocument>>> {
             Ok(match raw {
                 Some(raw) => raw
                     .iter()
-                    .map(|d| NewDocument::prepare_raw(d, keep))
+                    .map(|d| sized(NewDocument::prepare_raw(d, keep)))
                     .collect(),
                 None => documents_of(body, "insert", "documents")?
                     .into_iter()
-                    .map(|d| NewDocument::prepare(d, keep))
+                    .map(|d| sized(NewDocument::prepare(d, keep)))
                     .collect(),
             })
         };

@@ -12,15 +12,21 @@ use std::sync::atomic::Ordering;
 pub const MONGODB_VERSION: &str = "7.0.0";
 const VERSION_ARRAY: [i32; 4] = [7, 0, 0, 0];
 
-pub fn build_info() -> Document {
+/// `buildInfo`: mongod 7.0's, or in the Cosmos profile the account's server version.
+pub fn build_info(profile: &crate::profile::Profile) -> Document {
+    let (version, version_array) = if profile.is_cosmos() {
+        (profile.version.version(), profile.version.version_array())
+    } else {
+        (MONGODB_VERSION.to_owned(), VERSION_ARRAY)
+    };
     doc! {
-        "version": MONGODB_VERSION,
+        "version": version,
         "gitVersion": concat!("mayfly-", env!("CARGO_PKG_VERSION")),
         "modules": Bson::Array(Vec::new()),
         "allocator": "system",
         "javascriptEngine": "none",
         "sysInfo": "deprecated",
-        "versionArray": VERSION_ARRAY.to_vec(),
+        "versionArray": version_array.to_vec(),
         "openssl": {"running": "disabled", "compiled": "disabled"},
         "buildEnvironment": {
             "distmod": "",

@@ -20,6 +20,7 @@ mod batch;
 mod change_stream;
 mod cluster_fields;
 mod context;
+mod cosmos;
 mod cursor;
 mod ddl;
 mod error_labels;
@@ -241,6 +242,7 @@ async fn run(
         transaction: None,
     };
     let access = authz::check(shared, conn, &request)?;
+    cosmos::check(&shared.config.profile, &request)?;
     let _op = shared.ops.register(shared, conn, &request);
     let _in_session = match session.session {
         Some(id) => {
@@ -391,7 +393,9 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             handshake::hello(shared, conn, req).await.map(Reply::from)
         }
         C::Ping => Ok(admin::ping().into()),
-        C::BuildInfo | C::BuildInfoLower => Ok(introspection::build_info().into()),
+        C::BuildInfo | C::BuildInfoLower => {
+            Ok(introspection::build_info(&shared.config.profile).into())
+        }
         C::GetParameter => admin::get_parameter(shared, req).map(Reply::from),
         C::GetLog => admin::get_log(shared, req).map(Reply::from),
         C::GetCmdLineOpts => Ok(introspection::cmd_line_opts(shared).into()),

@@ -291,7 +291,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         (Some(Stage::Documents(_)), _) | (_, None) => Box::new(std::iter::empty()),
         (_, Some(_)) => {
             let (read, _) = pipeline.take_leading_read(args.hint)?;
-            env.read_collection(coll, read)?
+            env.read_collection(coll, read.under(&shared.config.profile))?
         }
     };
     let rows = pipeline.run(rows, &env)?;

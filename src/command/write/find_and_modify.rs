@@ -14,6 +14,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, Result};
+use crate::profile::DocumentLimit;
 use crate::query::projection::Projection;
 use crate::query::update::{ArrayFilters, Update};
 use bson::{doc, Bson, DateTime, Document};
@@ -55,6 +56,8 @@ struct FindAndModify {
     action: Action,
     /// The update compares strings outside its query (`update_compares_strings`).
     compares_strings: bool,
+    /// The profile's largest document (Cosmos's 2 MB).
+    limit: DocumentLimit,
 }
 
 /// The collection and selection of a findAndModify, and whether it removes, for explain.
@@ -77,7 +80,9 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
     check_fields(cmd, COMMAND, FIELDS)?;
     let coll = collection_arg(cmd.get(req.name.name()), COMMAND)?.to_owned();
     validate_collection_name(req.db, &coll)?;
-    let op = FindAndModify::parse(cmd, shared.clock.now_datetime())?;
+    let mut op = FindAndModify::parse(cmd, shared.clock.now_datetime())?;
+    op.query = op.query.under(&shared.config.profile);
+    op.limit = shared.config.profile.document_limit();
     let projection = match optional_doc(cmd, COMMAND, "fields")? {
         Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
         _ => None,
@@ -182,6 +187,7 @@ impl FindAndModify {
             query: selection(&query, sort, hint.as_ref(), true, collation, &vars)?,
             action,
             compares_strings,
+            limit: DocumentLimit::default(),
         })
     }
 
@@ -221,7 +227,13 @@ impl FindAndModify {
                 },
                 Some((meta, old)),
             ) => {
-                let new = match apply_update(&old, update, array_filters, &self.query.filter, at)? {
+                let new = match apply_update(
+                    &old,
+                    update,
+                    array_filters,
+                    &self.query.filter,
+                    (at, self.limit),
+                )? {
                     Some(new) => {
                         store_change(txn, &meta, &old, &new, update, now)?;
                         new
@@ -244,6 +256,7 @@ impl FindAndModify {
                 None,
             ) => {
                 let doc = upsert_document(&self.query, update, array_filters, at)?;
+                self.limit.check_document(&doc)?;
                 let (meta, _) = ddl::ensure_collection(txn, db, coll)?;
                 collection::insert(txn, &meta, &doc, now)?;
                 let id = doc.get("_id").cloned().unwrap_or(Bson::Null);

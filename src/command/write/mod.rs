@@ -24,6 +24,7 @@ use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
 use crate::engine::{collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::profile::DocumentLimit;
 use crate::query::collation::Collation;
 use crate::query::expr::Variables;
 use crate::query::filter::{equality_fields, Filter};
@@ -255,7 +256,7 @@ fn apply_update(
     update: &Update,
     filters: &ArrayFilters,
     filter: &Filter,
-    at: DateTime,
+    (at, limit): (DateTime, DocumentLimit),
 ) -> Result<Option<Document>> {
     let mut doc = stored.doc.clone();
     let ctx = UpdateContext {
@@ -270,7 +271,11 @@ fn apply_update(
     let mut bytes = Vec::with_capacity(stored.record.body.len());
     doc.to_writer(&mut bytes)
         .map_err(|e| Error::internal(format!("cannot encode document: {e}")))?;
-    Ok((bytes != stored.record.body).then_some(doc))
+    if bytes == stored.record.body {
+        return Ok(None);
+    }
+    limit.check(bytes.len())?;
+    Ok(Some(doc))
 }
 
 /// Stores `new` in place of `old`: the operation log records a replacement as the whole new

@@ -15,6 +15,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::profile::DocumentLimit;
 use crate::query::expr::Variables;
 use crate::query::update::{ArrayFilters, Update};
 use crate::status::OpKind;
@@ -56,6 +57,8 @@ struct Statement {
     multi: bool,
     /// The update compares strings outside its query (`update_compares_strings`).
     compares_strings: bool,
+    /// The profile's largest document (Cosmos's 2 MB).
+    limit: DocumentLimit,
 }
 
 /// What one statement did.
@@ -86,9 +89,11 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let vars = command_variables(cmd, "update", shared.clock.now_datetime())?;
     let raw = statements(cmd, "update", "updates")?;
     // Structural errors fail the command; invalid filters and updates are write errors.
+    let limit = shared.config.profile.document_limit();
     let parsed: Vec<Result<Statement>> = raw
         .into_iter()
         .map(|stmt| Statement::parse(stmt, &vars))
+        .map(|stmt| stmt.map(|s| s.map(|s| Statement { limit, ..s })))
         .collect::<Result<_>>()?;
     shared.counters.count(OpKind::Update, parsed.len() as u64);
 
@@ -227,6 +232,7 @@ impl RawStatement<'_> {
             upsert: self.upsert,
             multi: self.multi,
             compares_strings,
+            limit: DocumentLimit::default(),
         })
     }
 }
@@ -292,7 +298,7 @@ impl Statement {
                 &self.update,
                 &self.array_filters,
                 &self.query.filter,
-                at,
+                (at, self.limit),
             )? {
                 changes.push((old, new));
             }
@@ -319,6 +325,7 @@ impl Statement {
             return Ok(Done::default());
         }
         let doc = upsert_document(&self.query, &self.update, &self.array_filters, at)?;
+        self.limit.check_document(&doc)?;
         let (meta, _) = ddl::ensure_collection(txn, db, coll)?;
         collection::insert(txn, &meta, &doc, now)?;
         Ok(Done {

@@ -125,6 +125,9 @@ pub struct ReadRequest {
     pub collation_given: bool,
     /// What the filter's `$expr`s see: the command's `let` variables and `$$NOW`.
     pub vars: Variables,
+    /// The Cosmos profile's rule: a sort no index serves is refused
+    /// ([`crate::profile::sort`]), however it would run here.
+    pub sort_needs_index: bool,
 }
 
 impl ReadRequest {
@@ -155,6 +158,7 @@ impl ReadRequest {
             held: Default::default(),
             collation: None,
             collation_given: false,
+            sort_needs_index: false,
         })
     }
 
@@ -192,6 +196,12 @@ impl ReadRequest {
             self.collation = collation;
         }
         Ok(self)
+    }
+
+    /// Planned under `profile`'s rules (the Cosmos profile refuses a sort no index serves).
+    pub fn under(mut self, profile: &crate::profile::Profile) -> ReadRequest {
+        self.sort_needs_index = profile.enforces(crate::profile::Rule::SortWithoutIndex);
+        self
     }
 
     /// In `pattern`'s order; `{$natural: ±1}` asks for scan order.
@@ -235,6 +245,9 @@ pub fn execute<'r, S: Source<'r>>(
             stats: StageStats::default(),
         });
     };
+    if req.sort_needs_index {
+        crate::profile::sort::check(&req.sort_pattern, meta.indexes.iter().map(|i| &i.key))?;
+    }
     let req = req.for_collection(meta)?;
     let req = req.as_ref();
     let ctx = stages::RunContext {
