@@ -120,6 +120,9 @@ pub struct CollectionMeta {
     pub indexes: Vec<IndexMeta>,
     #[serde(default)]
     pub next_index_id: u64,
+    /// Its Cosmos DB settings (shard key, throughput), set by the Cosmos profile's commands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cosmos: Option<crate::profile::account::CollectionSettings>,
 }
 
 impl CollectionMeta {
@@ -304,6 +307,7 @@ impl Catalog {
             options,
             indexes: Vec::new(),
             next_index_id: 1,
+            cosmos: None,
         }
     }
 

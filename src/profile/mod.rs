@@ -6,6 +6,7 @@
 //! Pure: the rules' decisions ([`sort`], [`indexes`]) and the errors they answer with
 //! ([`refusal`]). The layers that apply them hold one [`Profile`], set at start.
 
+pub mod account;
 pub mod indexes;
 pub mod refusal;
 pub mod sort;

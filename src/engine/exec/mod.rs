@@ -246,7 +246,14 @@ pub fn execute<'r, S: Source<'r>>(
         });
     };
     if req.sort_needs_index {
-        crate::profile::sort::check(&req.sort_pattern, meta.indexes.iter().map(|i| &i.key))?;
+        // Cosmos indexes the shard key as it indexes `_id`.
+        let shard_key = meta
+            .cosmos
+            .as_ref()
+            .and_then(|settings| settings.shard_key.as_deref())
+            .map(|path| bson::doc! {path: 1});
+        let keys = meta.indexes.iter().map(|i| &i.key).chain(shard_key.iter());
+        crate::profile::sort::check(&req.sort_pattern, keys)?;
     }
     let req = req.for_collection(meta)?;
     let req = req.as_ref();
