@@ -211,7 +211,8 @@ pub struct Cli {
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
     /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr, compat, cosmos_version,
-    /// cosmos_allow, cosmos_16mb, cosmos_retryable_writes).
+    /// cosmos_allow, cosmos_16mb, cosmos_retryable_writes, cosmos_throughput,
+    /// cosmos_server_side_retry).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -445,6 +446,25 @@ pub struct Cli {
         env = "MAYFLY_COSMOS_RETRYABLE_WRITES"
     )]
     pub cosmos_retryable_writes: bool,
+
+    /// Throttle requests, with --compat cosmos, to this many request units a second per
+    /// collection (a collection or database provisioned with `customAction` has its own):
+    /// requests over it get 16500 `RequestRateTooLarge` with `RetryAfterMs`. Off unless given.
+    #[arg(
+        long = "cosmos-throughput",
+        env = "MAYFLY_COSMOS_THROUGHPUT",
+        value_name = "RU_PER_SECOND",
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    pub cosmos_throughput: Option<u32>,
+
+    /// The account capability `DisableRateLimitingResponses` (server-side retry): a throttled
+    /// request waits in the server, up to 60 seconds, then fails with 50.
+    #[arg(
+        long = "cosmos-server-side-retry",
+        env = "MAYFLY_COSMOS_SERVER_SIDE_RETRY"
+    )]
+    pub cosmos_server_side_retry: bool,
 }
 
 /// The settings a config file may hold (all optional).
@@ -485,6 +505,8 @@ pub struct FileConfig {
     pub cosmos_allow: Option<String>,
     pub cosmos_16mb: Option<bool>,
     pub cosmos_retryable_writes: Option<bool>,
+    pub cosmos_throughput: Option<u32>,
+    pub cosmos_server_side_retry: Option<bool>,
 }
 
 /// The resolved configuration the server runs with.
@@ -572,6 +594,8 @@ pub enum ConfigError {
     CacheSize(f64),
     #[error("--profile must be 0, 1 or 2, not {0}")]
     ProfileLevel(u8),
+    #[error("cosmos_throughput must be at least 1 request unit a second")]
+    Throughput,
     #[error("--cosmos-allow: no Cosmos rule is named '{0}' (the rules: {rules})", rules = crate::profile::Rule::ALL.map(|r| r.name()).join(", "))]
     UnknownRule(String),
 }
@@ -602,7 +626,10 @@ impl Config {
                 return Err(ConfigError::CacheSize(gb));
             }
         }
-        // The command line's value is checked by clap; the config file's here.
+        // The command line's values are checked by clap; the config file's here.
+        if config.profile.throughput == Some(0) {
+            return Err(ConfigError::Throughput);
+        }
         if config.profile_level > 2 {
             return Err(ConfigError::ProfileLevel(config.profile_level));
         }
@@ -755,6 +782,9 @@ fn resolve_profile(cli: &Cli, file: &FileConfig) -> Profile {
     if cli.cosmos_retryable_writes || file.cosmos_retryable_writes.unwrap_or(false) {
         profile = profile.allowing(Rule::RetryableWrites);
     }
+    profile.throughput = cli.cosmos_throughput.or(file.cosmos_throughput);
+    profile.server_side_retry =
+        cli.cosmos_server_side_retry || file.cosmos_server_side_retry.unwrap_or(false);
     profile
 }
 

@@ -101,6 +101,11 @@ impl RawDocuments {
         self.ends.len()
     }
 
+    /// The documents' bytes together.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }

@@ -445,6 +445,13 @@ async fn run_logged(
     // An awaitable hello waits by design: its time says nothing about the server.
     let awaitable = command::is_awaitable_hello(&body);
     let body = Arc::new(body);
+    // Only the Cosmos profile charges by size: measure the request only then.
+    let request_bytes = if shared.config.profile.charges() {
+        let sequence = documents.as_ref().map_or(0, |d| d.byte_len());
+        sequence + bson::to_vec(&*body).map_or(0, |b| b.len())
+    } else {
+        0
+    };
     let (name, outcome) = command::execute(
         shared,
         conn,
@@ -480,7 +487,7 @@ async fn run_logged(
     let db = legacy_db
         .or_else(|| body.get_str("$db").ok())
         .unwrap_or("admin");
-    let op = Operation {
+    let mut op = Operation {
         db,
         body: &body,
         outcome: &outcome,
@@ -491,7 +498,13 @@ async fn run_logged(
         } else {
             "op_msg"
         },
+        request_charge: None,
     };
+    if shared.config.profile.charges() {
+        op.request_charge = shared
+            .request_units
+            .account(shared, conn, &op, request_bytes);
+    }
     shared.top.record(shared, &op);
     let decision = shared.profiler.decide(&op, conn, shared);
     if decision.log_slow {

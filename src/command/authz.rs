@@ -270,6 +270,8 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::CreateIndexes => on_target(&[A::CreateIndex]),
         C::ListIndexes => on_target(&[A::ListIndexes]),
         C::DropIndexes => on_target(&[A::DropIndex]),
+        C::CustomAction => super::cosmos_custom::needs(db, body),
+        C::ShardCollection => super::cosmos_custom::shard_collection_needs(db, body),
         C::CollMod => on_target(&[A::CollMod]),
         C::GetParameter => cluster(&[A::GetParameter]),
         C::GetLog => cluster(&[A::GetLog]),
@@ -284,8 +286,11 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::CurrentOp => cluster(&[A::Inprog]),
         C::KillOp => cluster(&[A::Killop]),
         C::KillAllSessions | C::KillAllSessionsByPattern => cluster(&[A::KillAnySession]),
-        // Any authenticated user: sessions are their own.
-        C::StartSession | C::RefreshSessions | C::KillSessions => Vec::new(),
+        // Any authenticated user: sessions are their own, and so is the connection's last
+        // request.
+        C::StartSession | C::RefreshSessions | C::KillSessions | C::GetLastRequestStatistics => {
+            Vec::new()
+        }
         // A transaction's own statements were checked as they ran.
         C::CommitTransaction | C::AbortTransaction => Vec::new(),
         C::CreateUser => {

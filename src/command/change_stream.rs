@@ -94,6 +94,13 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         .cloned()
         .collect();
     let first = specs.remove(0);
+    if shared
+        .config
+        .profile
+        .enforces(crate::profile::Rule::ChangeStreams)
+    {
+        crate::profile::change_streams::restrict(coll, &mut specs)?;
+    }
     let options = Options::parse(
         first.get("$changeStream").unwrap_or(&Bson::Null),
         req.db,

@@ -37,6 +37,8 @@ pub struct Shared {
     pub sessions: super::session_registry::SessionRegistry,
     /// The sessions' multi-document transactions.
     pub transactions: super::transactions::TransactionTable,
+    /// Request units charged and budgets (the Cosmos profile).
+    pub request_units: super::request_units::RequestUnits,
     next_connection_id: AtomicI32,
 }
 
@@ -71,6 +73,7 @@ impl Shared {
             replica_set: None,
             sessions: Default::default(),
             transactions: Default::default(),
+            request_units: Default::default(),
             next_connection_id: AtomicI32::new(1),
         })
     }
@@ -105,6 +108,9 @@ pub struct Connection {
     pub(crate) sasl: Option<super::sasl::SaslSession>,
     /// Whether the connection is TLS (set by the session after the handshake).
     pub tls: bool,
+    /// The charge of the connection's previous command (the Cosmos profile's
+    /// `getLastRequestStatistics`).
+    pub last_request: Option<super::request_units::LastRequest>,
 }
 
 impl Connection {
@@ -118,6 +124,7 @@ impl Connection {
             authenticated: Vec::new(),
             sasl: None,
             tls: false,
+            last_request: None,
         }
     }
 

@@ -2,8 +2,8 @@
 //! an account lacks and its refusal of retryable writes. The rules on indexes, sorts and
 //! document sizes apply where those are decided ([`crate::profile`]).
 
-use super::Request;
-use crate::error::{ErrorCode, Result};
+use super::{CommandName, Request, Shared};
+use crate::error::{Error, ErrorCode, Result};
 use crate::profile::refusal::refuse;
 use crate::profile::{Profile, Rule};
 
@@ -25,6 +25,18 @@ const UNSUPPORTED: &[&str] = &[
 /// retryable write.
 pub const RETRYABLE_WRITES: &str = "Retryable writes are not supported. Please disable retryable writes by specifying \"retrywrites=false\" in the connection string or an equivalent driver specific config.";
 
+/// Commands only a Cosmos account has: outside the Cosmos profile they do not exist.
+const COSMOS_ONLY: &[CommandName] = &[
+    CommandName::GetLastRequestStatistics,
+    CommandName::CustomAction,
+    CommandName::ShardCollection,
+];
+
+/// Whether `command` exists only in the Cosmos profile.
+pub fn only_in_cosmos(command: CommandName) -> bool {
+    COSMOS_ONLY.contains(&command)
+}
+
 /// Refuses `req` as the account would, before it runs.
 pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
     if !profile.is_cosmos() {
@@ -45,6 +57,34 @@ pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
             ErrorCode::BadValue,
             RETRYABLE_WRITES,
         ));
+    }
+    Ok(())
+}
+
+/// mongod's error as the account words it where they differ: a transaction that is no longer
+/// open (timed out after 5 seconds, or aborted) is "not active" to Cosmos.
+pub fn translate(profile: &Profile, err: Error) -> Error {
+    if err.code == ErrorCode::NoSuchTransaction && profile.enforces(Rule::TransactionLimits) {
+        return crate::profile::transactions::not_active();
+    }
+    err
+}
+
+/// A transaction's statement on a sharded collection: Cosmos runs none (50841).
+pub fn check_in_transaction(shared: &Shared, req: &Request<'_>) -> Result<()> {
+    if !shared.config.profile.enforces(Rule::TransactionLimits) {
+        return Ok(());
+    }
+    let Some(collection) = super::profiler::collection_of(req.body) else {
+        return Ok(());
+    };
+    let sharded = shared
+        .engine
+        .catalog()
+        .get(req.db, collection)
+        .is_some_and(|meta| meta.shard_key().is_some());
+    if sharded {
+        return Err(crate::profile::transactions::on_sharded_collection());
     }
     Ok(())
 }

@@ -212,7 +212,9 @@ pub async fn drop_database(shared: &Shared, req: &Request<'_>) -> Result<Documen
             if !names.is_empty() {
                 ddl::log_drop_database(txn, &db)?;
             }
-            Ok(!names.is_empty())
+            // Its Cosmos settings (`customAction` `CreateDatabase`) go with it.
+            let had_settings = ddl::set_database_settings(txn, &db, None)?;
+            Ok(!names.is_empty() || had_settings)
         })
         .await??;
     // As mongod: `dropped` only when the database existed.

@@ -15,6 +15,7 @@ use super::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta, IndexMeta};
 use crate::engine::ddl;
 use crate::error::{Error, ErrorCode, Result};
+use crate::profile::shard_keys::ShardKeys;
 use crate::query::collation::Collation;
 use crate::query::compare::{compare_documents, is_number, values_equal};
 use crate::query::path::render_document;
@@ -58,42 +59,23 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     // mongod drops the fields it does not know from each spec instead of refusing them.
     let ignore_unknown =
         optional_bool(cmd, "createIndexes", "ignoreUnknownIndexOptions")?.unwrap_or(false);
-    let mut specs = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let Bson::Document(spec) = item else {
-            return Err(wrong_type(
-                "createIndexes",
-                &format!("indexes.{i}"),
-                item,
-                "object",
-            ));
-        };
-        crate::profile::indexes::check_spec(&shared.config.profile, spec)?;
-        specs.push(parse_spec(spec, ignore_unknown)?);
-    }
-    // Conflicts among the requested indexes (and with `_id_`) are found before anything is
-    // written, so a failing request never creates the collection.
-    let mut requested: Vec<IndexMeta> = Vec::new();
-    for (spec, _) in &specs {
-        if conflict(&requested, spec)? == Outcome::Create {
-            requested.push(spec.clone());
-        }
-    }
+    let specs = parse_requested(&shared.config.profile, items, ignore_unknown)?;
     let db = req.db.to_owned();
     let durable = durable(cmd);
     let unique_needs_empty = shared
         .config
         .profile
         .enforces(crate::profile::Rule::UniqueIndexOnPopulated);
+    let shard_keys = ShardKeys::of(&shared.config.profile);
     if req.transaction.is_some() {
-        return create_in_transaction(shared, req, db, coll, specs, durable).await;
+        return create_in_transaction(shared, req, db, coll, specs, durable, shard_keys).await;
     }
     let added = loop {
         let (db, coll, specs) = (db.clone(), coll.clone(), specs.clone());
         let step = shared
             .engine
             .write(durable, move |txn, _now| {
-                add_indexes(txn, &db, &coll, specs, unique_needs_empty)
+                add_indexes(txn, &db, &coll, specs, unique_needs_empty, shard_keys)
             })
             .await??;
         match step {
@@ -129,6 +111,54 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
     Ok(created_reply(&added))
 }
 
+/// The requested index specifications (`createIndexes.indexes`), parsed and checked against the
+/// profile's rules. Conflicts among them (and with `_id_`) are found here, before anything is
+/// written, so a failing request never creates the collection.
+pub(super) fn parse_requested(
+    profile: &crate::profile::Profile,
+    items: &[Bson],
+    ignore_unknown: bool,
+) -> Result<Vec<(IndexMeta, bool)>> {
+    let mut specs = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Bson::Document(spec) = item else {
+            return Err(wrong_type(
+                "createIndexes",
+                &format!("indexes.{i}"),
+                item,
+                "object",
+            ));
+        };
+        crate::profile::indexes::check_spec(profile, spec)?;
+        specs.push(parse_spec(spec, ignore_unknown)?);
+    }
+    let mut requested: Vec<IndexMeta> = Vec::new();
+    for (spec, _) in &specs {
+        if conflict(&requested, spec)? == Outcome::Create {
+            requested.push(spec.clone());
+        }
+    }
+    Ok(specs)
+}
+
+/// Inside the writer: adds `specs` to `db.coll`, which the same job just created (`customAction`
+/// `CreateCollection` with `indexes`). The collection is empty, so every index is ready at once;
+/// all or nothing.
+pub(super) fn add_to_new_collection(
+    txn: &mut crate::engine::Txn<'_>,
+    db: &str,
+    coll: &str,
+    specs: Vec<(IndexMeta, bool)>,
+    shard_keys: ShardKeys,
+) -> Result<()> {
+    match add_indexes(txn, db, coll, specs, false, shard_keys)? {
+        Added::Indexes(added) if added.to_build.is_empty() => Ok(()),
+        Added::Indexes(_) | Added::WaitFor(_) => Err(Error::internal(
+            "indexes of a collection created in the same job needed a build",
+        )),
+    }
+}
+
 /// `createIndexes` in a transaction, as mongod 7.0 allows it: only on a collection the
 /// transaction creates (by this command or an earlier one) and only while it is empty.
 async fn create_in_transaction(
@@ -138,6 +168,7 @@ async fn create_in_transaction(
     coll: String,
     specs: Vec<(IndexMeta, bool)>,
     durable: bool,
+    shard_keys: ShardKeys,
 ) -> Result<Document> {
     let ns = format!("{db}.{coll}");
     if super::transactions::existed_at_start(req, &db, &coll)? {
@@ -148,7 +179,7 @@ async fn create_in_transaction(
     }
     let step = super::transactions::write(shared, req, durable, move |txn, _now| {
         // Only a collection the transaction creates gets indexes: it is empty.
-        add_indexes(txn, &db, &coll, specs, false)
+        add_indexes(txn, &db, &coll, specs, false, shard_keys)
     })
     .await??;
     match step {
@@ -195,13 +226,16 @@ struct AddedIndexes {
 
 /// Inside the writer: adds the requested indexes to the catalog, all or nothing. On an empty
 /// collection they are ready at once; otherwise they are added `building` (from now on every
-/// write maintains them) and the caller builds them over the existing documents.
+/// write maintains them) and the caller builds them over the existing documents. The Cosmos
+/// profile's rules: `unique_needs_empty`, and `shard_keys` (a unique index leads with the
+/// shard key).
 fn add_indexes(
     txn: &mut crate::engine::Txn<'_>,
     db: &str,
     coll: &str,
     specs: Vec<(IndexMeta, bool)>,
     unique_needs_empty: bool,
+    shard_keys: ShardKeys,
 ) -> Result<Added> {
     let (mut meta, created) = match ddl::collection(txn, db, coll) {
         Some(meta) => (meta, false),
@@ -248,6 +282,9 @@ fn add_indexes(
             check_limit(&meta, &spec)?;
             if unique_needs_empty && spec.unique && !empty {
                 return Err(crate::profile::indexes::unique_on_populated());
+            }
+            if let Some(key) = shard_keys.key(meta.shard_key()).filter(|_| spec.unique) {
+                key.check_unique_index(&spec.key)?;
             }
             let building = !empty && spec.is_stored();
             let index = IndexMeta { building, ..spec };

@@ -1,6 +1,7 @@
 //! `insert`: documents from the body or a kind-1 sequence (kept as bytes), ordered or not, each acknowledged
 //! once durable (unless the write concern opts out). In a retryable write, a statement the
-//! session already executed is counted, not inserted again.
+//! session already executed is counted, not inserted again. In the Cosmos profile a document
+//! without its sharded collection's shard key is a write error (`profile::shard_keys`).
 
 use super::args::{check_fields, documents_of, durable, optional_bool};
 use super::retryable::{self, History, RetryableWrite};
@@ -9,6 +10,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::new_document::NewDocument;
 use crate::engine::{collection, ddl};
 use crate::error::{Error, Result};
+use crate::profile::shard_keys::ShardKeys;
 use crate::protocol::RawDocuments;
 use crate::status::OpKind;
 use bson::{doc, Document};
@@ -50,6 +52,7 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
     let clock = Arc::clone(shared.engine.clock());
+    let shard_keys = ShardKeys::of(&shared.config.profile);
     let (n, retried, errors) =
         super::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let mut history = History::load(txn, retryable, now)?;
@@ -59,7 +62,11 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             };
             let mut n = 0usize;
             let mut retried = Vec::new();
+            let shard_key = shard_keys.key(meta.shard_key());
             let errors = batch::run_interruptible(prepared, ordered, &interrupt, |i, d| {
+                if let Some(key) = &shard_key {
+                    key.check_document(d.document()?.as_ref())?;
+                }
                 let stmt_id = stmt_ids.get(i).copied().unwrap_or_default();
                 if let Some(history) = &mut history {
                     if history.executed(stmt_id)?.is_some() {

@@ -120,6 +120,14 @@ pub fn host_info(shared: &Shared) -> Document {
 /// ranges.
 pub fn server_status(shared: &Shared, cmd: &Document) -> Document {
     let mut status = all_sections(shared, cmd);
+    if shared.config.profile.charges() {
+        // Before `ok`, with the other sections.
+        let ok = status.remove("ok");
+        status.insert("requestUnits", shared.request_units.server_status());
+        if let Some(ok) = ok {
+            status.insert("ok", ok);
+        }
+    }
     let excluded: Vec<String> = cmd
         .iter()
         .skip(1)
@@ -302,7 +310,8 @@ fn compression_status(c: &Counters) -> Document {
 pub fn list_commands(shared: &Shared) -> Document {
     let mut commands = Document::new();
     for &name in CommandName::ALL {
-        if name.scope().is_test() && !shared.config.enable_test_commands {
+        // Test commands without --enable-test-commands, Cosmos's outside its profile.
+        if super::lookup(shared, name.name()).is_err() {
             continue;
         }
         commands.insert(

@@ -21,6 +21,7 @@ mod change_stream;
 mod cluster_fields;
 mod context;
 mod cosmos;
+mod cosmos_custom;
 mod cursor;
 mod ddl;
 mod error_labels;
@@ -38,6 +39,7 @@ mod oplog_reads;
 pub mod profiler;
 mod read;
 pub mod replset;
+pub mod request_units;
 mod retryable;
 mod sasl;
 mod session_id;
@@ -144,7 +146,10 @@ pub async fn execute(
     );
     let mut outcome = match run.await {
         Ok(outcome) => outcome,
-        Err(err) => Outcome::Reply(Reply::Document(err.to_reply())),
+        Err(err) => {
+            let err = cosmos::translate(&shared.config.profile, err);
+            Outcome::Reply(Reply::Document(err.to_reply()))
+        }
     };
     if let (Some(rs), Outcome::Reply(reply)) = (&shared.replica_set, &mut outcome) {
         if let (Some(command), Reply::Document(doc)) = (CommandName::from_name(&name), &mut *reply)
@@ -243,6 +248,7 @@ async fn run(
     };
     let access = authz::check(shared, conn, &request)?;
     cosmos::check(&shared.config.profile, &request)?;
+    shared.request_units.admit(shared, &request).await?;
     let _op = shared.ops.register(shared, conn, &request);
     let _in_session = match session.session {
         Some(id) => {
@@ -257,6 +263,9 @@ async fn run(
         None => None,
     };
     request.transaction = transactions::enter(shared, &request)?;
+    if request.transaction.is_some() {
+        cosmos::check_in_transaction(shared, &request)?;
+    }
     // `onPrimaryTransactionalWrite`, where mongod reaches it: at a retryable write's commit.
     let primary_write = retryable::RetryableWrite::of(&request)
         .and_then(|write| Some((write, failpoint::primary_write(shared)?)));
@@ -371,6 +380,10 @@ async fn awaiting_writer(
 /// The command a name refers to, if this server has it (test commands only when enabled).
 pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
     match CommandName::from_name(name) {
+        // Cosmos's own commands exist only in its profile: mongod has none of them.
+        Some(c) if cosmos::only_in_cosmos(c) && !shared.config.profile.is_cosmos() => Err(
+            Error::new(ErrorCode::CommandNotFound, format!("no such command: '{name}'")),
+        ),
         Some(c) if !c.scope().is_test() || shared.config.enable_test_commands => Ok(c),
         // mongod's answer for a command it lacks, and what turns this one on.
         Some(_) => Err(Error::new(
@@ -393,6 +406,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             handshake::hello(shared, conn, req).await.map(Reply::from)
         }
         C::Ping => Ok(admin::ping().into()),
+        C::GetLastRequestStatistics => Ok(request_units::last_request_statistics(conn).into()),
         C::BuildInfo | C::BuildInfoLower => {
             Ok(introspection::build_info(&shared.config.profile).into())
         }
@@ -464,6 +478,10 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::CreateIndexes => awaiting_writer(req, index::create_indexes(shared, req)).await,
         C::ListIndexes => blocking(shared, req, index::list_indexes).await,
         C::DropIndexes => awaiting_writer(req, index::drop_indexes(shared, req)).await,
+        C::CustomAction => awaiting_writer(req, cosmos_custom::custom_action(shared, req)).await,
+        C::ShardCollection => {
+            awaiting_writer(req, cosmos_custom::shard_collection(shared, req)).await
+        }
         C::AdvanceClock => testing::advance_clock(shared, req).map(Reply::from),
         C::Reaper => awaiting_writer(req, testing::reaper(shared, req)).await,
         C::CollMod => awaiting_writer(req, index::coll_mod(shared, req)).await,

@@ -150,6 +150,8 @@ pub struct Operation<'a> {
     pub elapsed: Duration,
     /// `op_msg` or `op_query`.
     pub protocol: &'static str,
+    /// The request units it was charged (the Cosmos profile).
+    pub request_charge: Option<f64>,
 }
 
 impl Operation<'_> {
@@ -165,11 +167,7 @@ impl Operation<'_> {
     /// The collection the command names: its first value when that is a string, `getMore`'s
     /// `collection` field; `None` for commands on the database or the server.
     pub fn collection(&self) -> Option<&str> {
-        match self.body.iter().next() {
-            Some((name, _)) if name == "getMore" => self.body.get_str("collection").ok(),
-            Some((_, Bson::String(collection))) => Some(collection.as_str()),
-            _ => None,
-        }
+        collection_of(self.body)
     }
 
     /// The command's name.
@@ -195,6 +193,16 @@ impl Operation<'_> {
             Outcome::Reply(reply) => Some(reply.clone().into_document()),
             Outcome::Close => None,
         }
+    }
+}
+
+/// The collection a command names: its first value when that is a string, `getMore`'s
+/// `collection` field; `None` for commands on the database or the server.
+pub fn collection_of(body: &Document) -> Option<&str> {
+    match body.iter().next() {
+        Some((name, _)) if name == "getMore" => body.get_str("collection").ok(),
+        Some((_, Bson::String(collection))) => Some(collection.as_str()),
+        _ => None,
     }
 }
 
@@ -224,6 +232,9 @@ fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
         }
         let length = bson::to_vec(reply).map_or(0, |b| b.len());
         entry.insert("responseLength", count(length as u64));
+    }
+    if let Some(charge) = op.request_charge {
+        entry.insert("requestCharge", charge);
     }
     entry.insert("protocol", op.protocol);
     entry.insert("millis", count(op.elapsed.as_millis() as u64));
@@ -409,6 +420,7 @@ mod tests {
             interrupt: INTERRUPT.get_or_init(Interrupt::default),
             elapsed: Duration::ZERO,
             protocol: "op_msg",
+            request_charge: None,
         }
     }
 

@@ -65,6 +65,7 @@ command_table! {
     IsMaster = "isMaster", Any, "Legacy name of hello.";
     IsMasterLower = "ismaster", Any, "Legacy name of hello.";
     Ping = "ping", Any, "Answers {ok: 1}.";
+    GetLastRequestStatistics = "getLastRequestStatistics", Any, "Cosmos profile: the request units the connection's previous command was charged (an estimate).";
     BuildInfo = "buildInfo", Any, "Version and build details.";
     BuildInfoLower = "buildinfo", Any, "Version and build details.";
     GetParameter = "getParameter", Admin, "Reads server parameters: {getParameter: 1, <name>: 1} or {getParameter: '*'}.";
@@ -121,6 +122,8 @@ command_table! {
     CreateIndexes = "createIndexes", Any, "Creates indexes.";
     ListIndexes = "listIndexes", Any, "Lists the indexes of a collection.";
     DropIndexes = "dropIndexes", Any, "Drops indexes.";
+    CustomAction = "customAction", Any, "Cosmos profile: the account's extension commands CreateDatabase, UpdateDatabase, GetDatabase, CreateCollection, UpdateCollection and GetCollection.";
+    ShardCollection = "shardCollection", Any, "Cosmos profile: gives a collection its shard key: {shardCollection: 'db.coll', key: {field: 'hashed'}}.";
     AdvanceClock = "advanceClock", TestAdmin, "Test command: moves the server clock forward by {advanceClock: <seconds>} and reports it.";
     Reaper = "reaper", TestAdmin, "Test command: {reaper: 'pause' | 'resume' | 'runOnce'} controls the TTL reaper.";
     CollMod = "collMod", Any, "Refused (Cosmos DB does not support collMod), except {collMod: c} alone, which changes nothing.";

@@ -575,8 +575,7 @@ fn ensure_reaper(shared: &Arc<Shared>) {
             let Some(shared) = weak.upgrade() else {
                 return;
             };
-            let limit =
-                Duration::from_secs(shared.config.replication.transaction_lifetime_limit_secs);
+            let limit = lifetime_limit(&shared);
             let expired = shared.transactions.abort_expired(limit);
             if expired > 0 {
                 tracing::info!(
@@ -586,6 +585,19 @@ fn ensure_reaper(shared: &Arc<Shared>) {
             }
         }
     });
+}
+
+/// How long a transaction may stay open: `--transactionLifetimeLimitSeconds`, or Cosmos's
+/// fixed 5 seconds in its profile.
+fn lifetime_limit(shared: &Shared) -> Duration {
+    if shared
+        .config
+        .profile
+        .enforces(crate::profile::Rule::TransactionLimits)
+    {
+        return crate::profile::transactions::LIFETIME;
+    }
+    Duration::from_secs(shared.config.replication.transaction_lifetime_limit_secs)
 }
 
 #[cfg(test)]

@@ -1,14 +1,17 @@
 //! The catalog: databases, collections (with a stable id, a UUID and their options) and their
-//! indexes, and the users of each database (mongod's `admin.system.users`), stored in the
-//! engine's `Catalog` keyspace and loaded at start.
+//! indexes, the users of each database (mongod's `admin.system.users`), and the Cosmos settings
+//! of databases (provisioned throughput), stored in the engine's `Catalog` keyspace and loaded
+//! at start.
 //!
-//! A database exists while it has a collection. The collection TTL is not stored on its own: it
+//! A database exists while it has a collection (or, for `customAction` `GetDatabase`, Cosmos
+//! settings). The collection TTL is not stored on its own: it
 //! is the `expireAfterSeconds` of the collection's `_ts` index (TTL-1), so the two can never
 //! disagree.
 
 use super::index_usage::IndexUsage;
 use crate::auth::User;
 use crate::error::{Error, ErrorCode, Result};
+use crate::profile::account::DatabaseSettings;
 use crate::storage::{Keyspace, Snapshot};
 use crate::ttl;
 use bson::{doc, Bson, Document, Uuid};
@@ -18,6 +21,14 @@ use std::sync::Arc;
 
 const COLLECTION_KEY_PREFIX: &[u8] = b"coll\0";
 const USER_KEY_PREFIX: &[u8] = b"user\0";
+const DATABASE_KEY_PREFIX: &[u8] = b"database\0";
+
+/// A database's stored Cosmos settings, with the name they belong to.
+#[derive(Debug, Serialize, Deserialize)]
+struct DatabaseEntry {
+    db: String,
+    settings: DatabaseSettings,
+}
 
 /// A secondary index (the `_id` index is implicit and not stored).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -175,6 +186,11 @@ impl CollectionMeta {
     pub fn storage_key(&self) -> Vec<u8> {
         collection_key(&self.db, &self.name)
     }
+
+    /// The shard key's path when the collection is sharded (Cosmos profile).
+    pub fn shard_key(&self) -> Option<&str> {
+        self.cosmos.as_ref()?.shard_key.as_deref()
+    }
 }
 
 fn collection_key(db: &str, name: &str) -> Vec<u8> {
@@ -182,6 +198,12 @@ fn collection_key(db: &str, name: &str) -> Vec<u8> {
     key.extend_from_slice(db.as_bytes());
     key.push(0);
     key.extend_from_slice(name.as_bytes());
+    key
+}
+
+fn database_key(db: &str) -> Vec<u8> {
+    let mut key = DATABASE_KEY_PREFIX.to_vec();
+    key.extend_from_slice(db.as_bytes());
     key
 }
 
@@ -199,14 +221,16 @@ pub struct Catalog {
     collections: BTreeMap<(String, String), Arc<CollectionMeta>>,
     next_collection_id: u64,
     users: BTreeMap<(String, String), Arc<User>>,
+    /// Databases' Cosmos settings, by name (only databases `customAction` gave settings).
+    database_settings: BTreeMap<String, Arc<DatabaseSettings>>,
     /// The indexes' access counters, shared by every copy of this catalog and kept in step
     /// with its collections by [`Catalog::put`] and [`Catalog::remove`] (none: not counted).
     usage: Option<Arc<IndexUsage>>,
 }
 
 impl Catalog {
-    /// Whether `other` is this catalog unchanged: the same collections and users (the same
-    /// shared entries, not equal copies) and the same next collection id. A transaction that
+    /// Whether `other` is this catalog unchanged: the same collections, users and database
+    /// settings (the same shared entries, not equal copies) and the same next collection id. A transaction that
     /// changed its copy of the catalog commits only over the catalog it started from.
     pub fn same_as(&self, other: &Catalog) -> bool {
         self.next_collection_id == other.next_collection_id
@@ -222,6 +246,12 @@ impl Catalog {
                 .iter()
                 .zip(&other.users)
                 .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y))
+            && self.database_settings.len() == other.database_settings.len()
+            && self
+                .database_settings
+                .iter()
+                .zip(&other.database_settings)
+                .all(|((a, x), (b, y))| a == b && Arc::ptr_eq(x, y))
     }
 
     /// Loads every collection stored in `snapshot`.
@@ -230,8 +260,17 @@ impl Catalog {
             collections: BTreeMap::new(),
             next_collection_id: 1,
             users: BTreeMap::new(),
+            database_settings: BTreeMap::new(),
             usage: None,
         };
+        for entry in snapshot.prefix(Keyspace::Catalog, DATABASE_KEY_PREFIX, false) {
+            let (_, value) = entry?;
+            let entry: DatabaseEntry = bson::from_slice(&value)
+                .map_err(|e| Error::internal(format!("corrupt database entry: {e}")))?;
+            catalog
+                .database_settings
+                .insert(entry.db, Arc::new(entry.settings));
+        }
         for entry in snapshot.prefix(Keyspace::Catalog, USER_KEY_PREFIX, false) {
             let (_, value) = entry?;
             let user: User = bson::from_slice(&value)
@@ -362,6 +401,33 @@ impl Catalog {
         self.users
             .remove(&(db.to_owned(), name.to_owned()))
             .map(|u| (u, user_key(db, name)))
+    }
+
+    /// Database `db`'s Cosmos settings, if `customAction` gave it some.
+    pub fn database_settings(&self, db: &str) -> Option<&DatabaseSettings> {
+        self.database_settings.get(db).map(|s| &**s)
+    }
+
+    /// Sets database `db`'s Cosmos settings; returns the catalog entry to store.
+    pub fn put_database_settings(
+        &mut self,
+        db: &str,
+        settings: DatabaseSettings,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        let entry = DatabaseEntry {
+            db: db.to_owned(),
+            settings,
+        };
+        let value = bson::to_vec(&entry)
+            .map_err(|e| Error::internal(format!("cannot encode database entry: {e}")))?;
+        self.database_settings
+            .insert(entry.db, Arc::new(entry.settings));
+        Ok((database_key(db), value))
+    }
+
+    /// Removes database `db`'s Cosmos settings; returns their storage key if there were any.
+    pub fn remove_database_settings(&mut self, db: &str) -> Option<Vec<u8>> {
+        self.database_settings.remove(db).map(|_| database_key(db))
     }
 
     /// Removes a collection; returns its storage key.

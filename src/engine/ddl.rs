@@ -1,5 +1,6 @@
 //! Catalog changes inside a [`Txn`]: implicit and explicit collection creation, drop, rename,
-//! and adding, changing and removing secondary indexes. Every change starts from the catalog
+//! adding, changing and removing secondary indexes, and the Cosmos settings of collections and
+//! databases. Every change starts from the catalog
 //! entry as of this point in the group, never from a caller's copy. Building an index over
 //! existing documents in the background is `index_build`.
 //!
@@ -13,6 +14,7 @@ use super::collection::{self, StoredDoc};
 use super::oplog;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
+use crate::profile::account::{CollectionSettings, DatabaseSettings};
 use crate::storage::keys;
 use crate::storage::Keyspace;
 use bson::{doc, Document};
@@ -122,6 +124,49 @@ pub fn set_images(txn: &mut Txn<'_>, db: &str, name: &str, enabled: bool) -> Res
     let o = doc! {"collMod": name, "changeStreamPreAndPostImages": {"enabled": enabled}};
     oplog::command(txn, db, Some(&meta), o)?;
     Ok(Some(()))
+}
+
+/// Sets `db.name`'s Cosmos settings (shard key, throughput); `None` when there is no such
+/// collection. Not written to the operation log: MongoDB has no such change to replay.
+pub fn set_cosmos_settings(
+    txn: &mut Txn<'_>,
+    db: &str,
+    name: &str,
+    settings: CollectionSettings,
+) -> Result<Option<Arc<CollectionMeta>>> {
+    let Some(meta) = collection(txn, db, name) else {
+        return Ok(None);
+    };
+    let mut meta = (*meta).clone();
+    meta.cosmos = Some(settings);
+    store(txn, meta).map(Some)
+}
+
+/// Database `db`'s Cosmos settings as of this point in the group, if it has any.
+pub fn database_settings(txn: &Txn<'_>, db: &str) -> Option<DatabaseSettings> {
+    txn.catalog.database_settings(db).cloned()
+}
+
+/// Sets database `db`'s Cosmos settings, or removes them (`None`, as `dropDatabase` does).
+/// Returns whether it had settings before.
+pub fn set_database_settings(
+    txn: &mut Txn<'_>,
+    db: &str,
+    settings: Option<DatabaseSettings>,
+) -> Result<bool> {
+    let had = txn.catalog.database_settings(db).is_some();
+    match settings {
+        Some(settings) => {
+            let (key, value) = txn.catalog.put_database_settings(db, settings)?;
+            txn.put(Keyspace::Catalog, key, value);
+        }
+        None => match txn.catalog.remove_database_settings(db) {
+            Some(key) => txn.delete(Keyspace::Catalog, key),
+            None => return Ok(false),
+        },
+    }
+    txn.catalog_changed();
+    Ok(had)
 }
 
 /// Logs a `collMod` that changes nothing (`{collMod: name}` alone), as mongod logs it; `None`
@@ -465,6 +510,52 @@ mod tests {
                 "{d}"
             );
         }
+    }
+
+    #[tokio::test]
+    async fn cosmos_settings_survive_a_restart_and_go_with_their_database() {
+        use crate::profile::account::Throughput;
+        let dir = tempfile::tempdir().unwrap();
+        let settings = CollectionSettings {
+            shard_key: Some("tenant".into()),
+            throughput: Some(Throughput::Autoscale(4000)),
+        };
+        let shared = DatabaseSettings {
+            throughput: Some(Throughput::Manual(1000)),
+        };
+        {
+            let engine = open(dir.path());
+            let (settings, shared) = (settings.clone(), shared.clone());
+            engine
+                .write(true, move |txn, _| {
+                    ensure_collection(txn, "db", "c").unwrap();
+                    assert!(set_cosmos_settings(txn, "db", "c", settings)
+                        .unwrap()
+                        .is_some());
+                    assert!(set_cosmos_settings(txn, "db", "none", Default::default())
+                        .unwrap()
+                        .is_none());
+                    assert!(!set_database_settings(txn, "db", Some(shared)).unwrap());
+                })
+                .await
+                .unwrap();
+        }
+        let engine = open(dir.path());
+        let catalog = engine.catalog();
+        let meta = catalog.get("db", "c").unwrap();
+        assert_eq!(meta.cosmos.as_ref(), Some(&settings));
+        assert_eq!(meta.shard_key(), Some("tenant"));
+        assert_eq!(catalog.database_settings("db"), Some(&shared));
+        assert_eq!(catalog.database_settings("other"), None);
+        engine
+            .write(true, |txn, _| {
+                assert!(set_database_settings(txn, "db", None).unwrap());
+                assert!(!set_database_settings(txn, "db", None).unwrap());
+            })
+            .await
+            .unwrap();
+        drop(engine);
+        assert_eq!(open(dir.path()).catalog().database_settings("db"), None);
     }
 
     /// A caller's copy of the collection taken before the flag was set cannot write the old

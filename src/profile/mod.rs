@@ -3,13 +3,18 @@
 //! `--cosmos-version`), with the rules that profile enforces and the ones a team relaxed
 //! (`--cosmos-allow`).
 //!
-//! Pure: the rules' decisions ([`sort`], [`indexes`]) and the errors they answer with
+//! Pure: the rules' decisions ([`sort`], [`indexes`], [`shard_keys`]) and the errors they answer with
 //! ([`refusal`]). The layers that apply them hold one [`Profile`], set at start.
 
 pub mod account;
+pub mod change_streams;
 pub mod indexes;
 pub mod refusal;
+pub mod ru;
+pub mod shard_keys;
 pub mod sort;
+pub mod throttle;
+pub mod transactions;
 
 use std::fmt;
 
@@ -100,10 +105,20 @@ pub enum Rule {
     RetryableWrites,
     /// Commands the account does not have (`collMod`, `renameCollection`, …).
     UnsupportedCommands,
+    /// Requests over the provisioned request units a second get 16500 (only with
+    /// `--cosmos-throughput`).
+    Throttling,
+    /// On a sharded collection: every document has the shard key, a single-document write
+    /// names it by equality, no update changes it, and a unique index leads with it.
+    ShardKeys,
+    /// Change streams: one collection, `$match` then `$project`, no deletes reported.
+    ChangeStreams,
+    /// Transactions live at most 5 seconds; an expired one answers "Transaction is not active".
+    TransactionLimits,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 11] = [
         Rule::SortWithoutIndex,
         Rule::UniqueIndexOnPopulated,
         Rule::NestedIndexPaths,
@@ -111,6 +126,10 @@ impl Rule {
         Rule::DocumentSize,
         Rule::RetryableWrites,
         Rule::UnsupportedCommands,
+        Rule::Throttling,
+        Rule::ShardKeys,
+        Rule::ChangeStreams,
+        Rule::TransactionLimits,
     ];
 
     /// The rule's name in `--cosmos-allow` and in refusals.
@@ -123,6 +142,10 @@ impl Rule {
             Rule::DocumentSize => "document-size",
             Rule::RetryableWrites => "retryable-writes",
             Rule::UnsupportedCommands => "unsupported-commands",
+            Rule::Throttling => "throttling",
+            Rule::ShardKeys => "shard-keys",
+            Rule::ChangeStreams => "change-streams",
+            Rule::TransactionLimits => "transaction-limits",
         }
     }
 
@@ -154,6 +177,12 @@ pub struct Profile {
     pub version: CosmosVersion,
     /// The Cosmos rules turned off, in [`Rule`]'s order.
     pub allowed: Vec<Rule>,
+    /// `--cosmos-throughput`: request units a second each collection may spend unless it (or
+    /// its database) has its own provisioned throughput; `None`: no throttling.
+    pub throughput: Option<u32>,
+    /// `--cosmos-server-side-retry` (the capability `DisableRateLimitingResponses`): a
+    /// throttled request waits inside the server, up to 60 seconds, instead of failing.
+    pub server_side_retry: bool,
 }
 
 impl Profile {
@@ -167,7 +196,7 @@ impl Profile {
         Profile {
             compat: Compat::Cosmos,
             version,
-            allowed: Vec::new(),
+            ..Profile::default()
         }
     }
 
@@ -187,6 +216,16 @@ impl Profile {
     /// Whether `rule` is applied: the Cosmos profile, and not allowed.
     pub fn enforces(&self, rule: Rule) -> bool {
         self.is_cosmos() && !self.allowed.contains(&rule)
+    }
+
+    /// Whether requests are throttled to provisioned throughput.
+    pub fn throttles(&self) -> bool {
+        self.throughput.is_some() && self.enforces(Rule::Throttling)
+    }
+
+    /// Whether commands are charged request units (`getLastRequestStatistics`, throttling).
+    pub fn charges(&self) -> bool {
+        self.is_cosmos()
     }
 
     /// The `maxWireVersion` the handshake reports.
@@ -297,6 +336,17 @@ mod tests {
         for rule in Rule::ALL {
             assert_eq!(Rule::from_name(rule.name()), Some(rule));
         }
+        assert_eq!(Rule::from_name("shard-keys"), Some(Rule::ShardKeys));
         assert_eq!(Rule::from_name("no-such-rule"), None);
+    }
+
+    #[test]
+    fn shard_keys_are_a_rule_of_their_own() {
+        let cosmos = Profile::cosmos(CosmosVersion::V7_0);
+        assert!(cosmos.enforces(Rule::ShardKeys));
+        assert!(!Profile::mongodb().enforces(Rule::ShardKeys));
+        let relaxed = cosmos.allowing(Rule::ShardKeys);
+        assert!(!relaxed.enforces(Rule::ShardKeys));
+        assert!(relaxed.enforces(Rule::SortWithoutIndex));
     }
 }

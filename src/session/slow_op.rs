@@ -59,6 +59,7 @@ pub fn log(conn: &Connection, op: &Operation<'_>) {
         remote = %conn.peer,
         appName = conn.app_name(),
         durationMillis = u64::try_from(op.elapsed.as_millis()).unwrap_or(u64::MAX),
+        requestCharge = op.request_charge,
         "Slow query"
     );
 }

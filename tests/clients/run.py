@@ -16,14 +16,17 @@ Then replica-set mode: a server started with `--replSet rs0`, and the scenarios 
 node/transactions_mongoose.mjs) connecting with `replicaSet=rs0` (they are left out of the
 standalone run above).
 
-Then the Cosmos DB connection strings: two more servers with TLS required and authentication
+Then the Cosmos DB connection strings: more servers with TLS required and authentication
 on. One runs as replica set `globaldb` (`--replSet globaldb`, as Cosmos DB answers) with an
 account and key given as a Cosmos portal would show them (a key with `/`, `+` and `=`), used in
 the portal's full string (`ssl=true&replicaSet=globaldb&retrywrites=false&maxIdleTimeMS=120000
 &appName=@acct@`); the other, a standalone, has the emulator's default account and its
 documented string (which names no replica set). Each client in cosmos/ connects with that string,
 changed only in host and port (and the CA file to trust), and runs CRUD. A client that cannot
-connect fails its scenario. Ends with the line "N passed, N failed, N skipped": a scenario is
+connect fails its scenario. Then the Cosmos profile: a server with `--compat cosmos` (and
+`--cosmos-throughput`) that pymongo (cosmos/profile.py) and mongosh (cosmos/profile.js) reach
+with the portal's string, and one with `--cosmos-version 3.6` that the Node.js driver, newer
+than such an account, must refuse to talk to (cosmos/old_account.mjs). Ends with the line "N passed, N failed, N skipped": a scenario is
 skipped only when MAYFLY_CLIENTS_SKIP names it (debian_drivers.py); run it with the virtual
 environment's Python (.venv/bin/python), which has the bson module the wire recorder decodes with.
 """
@@ -217,6 +220,24 @@ def cosmos_scenarios():
     yield "pymongo", lambda uri, env: run([str(PYTHON), str(cosmos / "crud.py")], env)
 
 
+# `--cosmos-throughput` of the Cosmos-profile server: RU/s per collection.
+PROFILE_THROUGHPUT = 100
+
+
+def cosmos_profile_scenarios():
+    """The Cosmos profile's scenarios (`--compat cosmos`), with the portal's string."""
+    cosmos = HERE / "cosmos"
+    yield "pymongo profile", lambda uri, env: run([str(PYTHON), str(cosmos / "profile.py")], env)
+    yield "mongosh profile", lambda uri, env: run(
+        [str(NODE), str(MONGOSH), uri, "--quiet", "--file", str(cosmos / "profile.js")], env
+    )
+
+
+def old_account_scenarios():
+    """A driver newer than the account's version (`--cosmos-version 3.6`)."""
+    yield "node", lambda uri, env: run([str(NODE), str(HERE / "cosmos" / "old_account.mjs")], env)
+
+
 def run_all(named_scenarios, uri, env):
     """Runs each (name, scenario) with the connection string; prints PASS, FAIL (with the
     client's output and the string) or SKIP (code None, with why) for each and returns
@@ -251,19 +272,26 @@ def stop_server(proc, log_path):
     return f"server exit on SIGTERM: {code}\n" + open(log_path).read()[-4000:]
 
 
-def cosmos_servers(binary, tmp):
-    """(name, server arguments, connection string for a port and CA file, extra environment)."""
+def portal_uri(port, ca):
+    """The portal's connection string with the host and port changed (and the CA to trust)."""
     portal_key = urllib.parse.quote(COSMOS_KEY, safe="")
+    return (
+        f"mongodb://{COSMOS_ACCOUNT}:{portal_key}@localhost:{port}/?ssl=true&replicaSet=globaldb"
+        f"&retrywrites=false&maxIdleTimeMS=120000&appName=@{COSMOS_ACCOUNT}@&tlsCAFile={ca}"
+    )
+
+
+def cosmos_servers(binary, tmp):
+    """(name, server arguments, account, connection string for a port and CA file, extra
+    environment, scenarios)."""
     yield (
         "Cosmos portal string",
         ["--tlsMode", "requireTLS", "--auth", "--replSet", "globaldb",
          "--cosmos-account", COSMOS_ACCOUNT, "--cosmos-key", COSMOS_KEY],
         COSMOS_ACCOUNT,
-        lambda port, ca: (
-            f"mongodb://{COSMOS_ACCOUNT}:{portal_key}@localhost:{port}/?ssl=true&replicaSet=globaldb"
-            f"&retrywrites=false&maxIdleTimeMS=120000&appName=@{COSMOS_ACCOUNT}@&tlsCAFile={ca}"
-        ),
+        portal_uri,
         lambda ca: {},
+        cosmos_scenarios,
     )
     # The documented emulator string, unchanged but for the port; the generated CA is trusted
     # the way emulator users trust the emulator's certificate: through the environment.
@@ -274,6 +302,28 @@ def cosmos_servers(binary, tmp):
         "localhost",
         lambda port, ca: EMULATOR_URI.replace(":10255/", f":{port}/"),
         lambda ca: {"NODE_EXTRA_CA_CERTS": ca, "SSL_CERT_FILE": ca},
+        cosmos_scenarios,
+    )
+    # The Cosmos profile, as the portal's string reaches an account (it implies --replSet
+    # globaldb), throttled so that a burst meets 16500.
+    yield (
+        "Cosmos profile (--compat cosmos)",
+        ["--compat", "cosmos", "--tlsMode", "requireTLS", "--auth",
+         "--cosmos-account", COSMOS_ACCOUNT, "--cosmos-key", COSMOS_KEY,
+         "--cosmos-throughput", str(PROFILE_THROUGHPUT)],
+        COSMOS_ACCOUNT,
+        portal_uri,
+        lambda ca: {"MAYFLY_THROUGHPUT": str(PROFILE_THROUGHPUT)},
+        cosmos_profile_scenarios,
+    )
+    # An account of an older version than the drivers support.
+    yield (
+        "Cosmos 3.6 profile (--compat cosmos --cosmos-version 3.6)",
+        ["--compat", "cosmos", "--cosmos-version", "3.6"],
+        "old",
+        lambda port, ca: f"mongodb://localhost:{port}/?replicaSet=globaldb&retrywrites=false",
+        lambda ca: {},
+        old_account_scenarios,
     )
 
 
@@ -316,9 +366,9 @@ def main():
         if failure is not None:
             failed += 1
             print(f"FAIL replica-set server: {failure}", flush=True)
-        for server, args, account, uri_for, env_for in cosmos_servers(binary, tmp):
-            dbpath = os.path.join(tmp, f"cosmos-{account}")
-            log_path = os.path.join(tmp, f"cosmos-{account}.log")
+        for n, (server, args, account, uri_for, env_for, scenarios_for) in enumerate(cosmos_servers(binary, tmp)):
+            dbpath = os.path.join(tmp, f"cosmos-{n}")
+            log_path = os.path.join(tmp, f"cosmos-{n}.log")
             proc, port = start_server(binary, dbpath, log_path, args)
             ca = os.path.join(dbpath, "tls", "ca.pem")
             uri = uri_for(port, ca)
@@ -332,7 +382,7 @@ def main():
                 MONGOSH_NO_UPDATE_CHECK="1",
             )
             try:
-                named = ((f"cosmos/{client} with the {server}", scenario) for client, scenario in cosmos_scenarios())
+                named = ((f"cosmos/{client} with the {server}", scenario) for client, scenario in scenarios_for())
                 ok, bad, _ = run_all(named, uri, env)
                 passed, failed = passed + ok, failed + bad
             finally:

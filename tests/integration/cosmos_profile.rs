@@ -445,3 +445,299 @@ async fn unsupported_commands() {
         .await
         .unwrap();
 }
+
+/// A client with one connection: `getLastRequestStatistics` reports on its own connection.
+async fn one_connection(server: &TestServer) -> Client {
+    let uri = format!(
+        "mongodb://{}/?replicaSet={SET}&retrywrites=false&maxPoolSize=1",
+        server.addr
+    );
+    let mut options = ClientOptions::parse(uri).await.unwrap();
+    options.server_selection_timeout = Some(Duration::from_secs(5));
+    Client::with_options(options).unwrap()
+}
+
+async fn last_request(client: &Client) -> Document {
+    client
+        .database("app")
+        .run_command(doc! {"getLastRequestStatistics": 1})
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn request_units_are_reported_per_request() {
+    let server = cosmos().await;
+    let client = one_connection(&server).await;
+    let coll = client.database("app").collection::<Document>("items");
+    // A document of about 1 KB.
+    let doc = doc! {"_id": 1, "body": "x".repeat(1000)};
+    coll.insert_one(doc).await.unwrap();
+    let stats = last_request(&client).await;
+    assert_eq!(stats.get_str("_t").unwrap(), "GetRequestStatisticsResponse");
+    assert_eq!(stats.get_str("CommandName").unwrap(), "insert");
+    let insert = stats.get_f64("RequestCharge").unwrap();
+    assert!((4.5..=6.0).contains(&insert), "{insert}");
+    assert!(stats.get_f64("RequestDurationInMilliSeconds").unwrap() >= 0.0);
+    // A point read of 1 KB costs about 1 RU.
+    coll.find_one(doc! {"_id": 1}).await.unwrap().unwrap();
+    let stats = last_request(&client).await;
+    assert_eq!(stats.get_str("CommandName").unwrap(), "find");
+    let read = stats.get_f64("RequestCharge").unwrap();
+    assert!((0.9..=1.5).contains(&read), "{read}");
+    // A scan that examines 200 documents to return one costs more.
+    coll.insert_many((2..200).map(|i| doc! {"_id": i, "n": i}))
+        .await
+        .unwrap();
+    coll.find_one(doc! {"n": 150}).await.unwrap().unwrap();
+    let scan = last_request(&client)
+        .await
+        .get_f64("RequestCharge")
+        .unwrap();
+    assert!(scan > 5.0 * read, "{scan} vs {read}");
+    // serverStatus shows the charges by namespace.
+    let status = client
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await
+        .unwrap();
+    let items = status
+        .get_document("requestUnits")
+        .unwrap()
+        .get_document("byNamespace")
+        .unwrap()
+        .get_document("app.items")
+        .unwrap();
+    assert!(items.get_i64("requests").unwrap() >= 4);
+    assert!(items.get_f64("requestCharge").unwrap() > scan);
+    // MongoDB has no such command.
+    let mongodb = TestServer::start().await;
+    let err = mongodb
+        .client()
+        .await
+        .database("app")
+        .run_command(doc! {"getLastRequestStatistics": 1})
+        .await
+        .unwrap_err();
+    assert_eq!(failure(err).0, 59);
+}
+
+/// The `RetryAfterMs` a 16500 names.
+fn retry_after(message: &str) -> Duration {
+    let rest = message
+        .strip_prefix("Error=16500, RetryAfterMs=")
+        .expect(message);
+    let millis: u64 = rest.split(',').next().unwrap().parse().unwrap();
+    Duration::from_millis(millis)
+}
+
+#[tokio::test]
+async fn throttling() {
+    let mut profile = Profile::cosmos(CosmosVersion::V7_0);
+    profile.throughput = Some(50);
+    let server = cosmos_server(profile).await;
+    let client = portal_client(&server).await;
+    let coll = client.database("app").collection::<Document>("burst");
+    // Each insert costs 5 RU: a burst of 50 spends the second's 50 RU within the first 11.
+    let mut refused = None;
+    for i in 0..50 {
+        if let Err(err) = coll.insert_one(doc! {"_id": i}).await {
+            refused = Some((i, err));
+            break;
+        }
+    }
+    let (i, err) = refused.expect("a burst over the budget is throttled");
+    assert!(i >= 9, "{i}");
+    let (code, message) = failure(err);
+    assert_eq!(code, 16500);
+    assert!(
+        message.contains("TooManyRequests (429) Substatus: 3200")
+            && message.contains(
+                "Request rate is large. More Request Units may be needed, so no changes were made."
+            ),
+        "{message}"
+    );
+    assert!(message.ends_with(&format!("{} (budget 50 RU/s)", rule_line(Rule::Throttling))));
+    // After `RetryAfterMs` the same insert succeeds: the refused one wrote nothing (no
+    // duplicate key), and the budget then refills at 50 RU/s.
+    tokio::time::sleep(retry_after(&message)).await;
+    coll.insert_one(doc! {"_id": i}).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let n = coll.count_documents(doc! {}).await.unwrap();
+    assert_eq!(n, u64::try_from(i).unwrap() + 1);
+}
+
+#[tokio::test]
+async fn throttling_with_server_side_retry_waits_instead() {
+    let mut profile = Profile::cosmos(CosmosVersion::V7_0);
+    profile.throughput = Some(100);
+    profile.server_side_retry = true;
+    let server = cosmos_server(profile).await;
+    let client = portal_client(&server).await;
+    let coll = client.database("app").collection::<Document>("burst");
+    let started = std::time::Instant::now();
+    // 40 inserts of 5 RU: 200 RU at 100 RU/s, a full second's budget to start with.
+    for i in 0..40 {
+        coll.insert_one(doc! {"_id": i}).await.unwrap();
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(800),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 40);
+}
+
+/// Inserts (5 RU each) into `colls` in turn until one is throttled, and checks that how many
+/// went through is what a budget of `rate` RU/s allows: a second's worth to start with, plus
+/// what refilled while they ran.
+async fn assert_budget(colls: &[mongodb::Collection<Document>], rate: f64) {
+    let started = std::time::Instant::now();
+    for i in 0..10_000usize {
+        let coll = &colls[i % colls.len()];
+        if let Err(err) = coll.insert_one(doc! {"_id": i as i64}).await {
+            assert_eq!(failure(err).0, 16500);
+            let elapsed = started.elapsed().as_secs_f64();
+            let (least, most) = (rate / 5.0 - 1.0, rate * (1.0 + elapsed) / 5.0 + 1.0);
+            let done = i as f64;
+            assert!(
+                least <= done && done <= most,
+                "{done} not in {least}..={most}"
+            );
+            return;
+        }
+    }
+    panic!("never throttled");
+}
+
+#[tokio::test]
+async fn throttling_follows_provisioned_throughput() {
+    let mut profile = Profile::cosmos(CosmosVersion::V7_0);
+    profile.throughput = Some(1000);
+    let server = cosmos_server(profile).await;
+    let client = portal_client(&server).await;
+    let db = client.database("app");
+    db.run_command(
+        doc! {"customAction": "CreateCollection", "collection": "small", "offerThroughput": 400},
+    )
+    .await
+    .unwrap();
+    // The collection's own 400 RU/s, and the flag's 1000 for one without.
+    assert_budget(&[db.collection("small")], 400.0).await;
+    assert_budget(&[db.collection("large")], 1000.0).await;
+    // A database's throughput is shared by its collections that have none of their own.
+    let shared_db = client.database("pooled");
+    shared_db
+        .run_command(doc! {"customAction": "CreateDatabase", "offerThroughput": 400})
+        .await
+        .unwrap();
+    assert_budget(
+        &[shared_db.collection("a"), shared_db.collection("b")],
+        400.0,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn change_streams() {
+    let server = cosmos().await;
+    let client = portal_client(&server).await;
+    let db = client.database("app");
+    let coll = db.collection::<Document>("events");
+    let rule = Rule::ChangeStreams;
+    let shape = mayfly::profile::change_streams::MATCH_THEN_PROJECT;
+    let (code, message) = failure(coll.watch().await.unwrap_err());
+    assert_eq!(code, 2);
+    assert_refusal(&message, shape, rule);
+    let (code, message) = failure(db.watch().await.unwrap_err());
+    assert_eq!(code, 2);
+    assert_refusal(&message, "Expected type string but found int.", rule);
+    // Microsoft's documented shape: $match on the operation types, then $project.
+    let pipeline = vec![
+        doc! {"$match": {"operationType": {"$in": ["insert", "update", "replace", "delete"]}}},
+        doc! {"$project": {"_id": 1, "fullDocument": 1, "ns": 1, "documentKey": 1}},
+    ];
+    let mut stream = coll
+        .watch()
+        .pipeline(pipeline)
+        .full_document(mongodb::options::FullDocumentType::UpdateLookup)
+        .await
+        .unwrap()
+        .with_type::<Document>();
+    coll.insert_one(doc! {"_id": 1, "n": 1}).await.unwrap();
+    coll.delete_one(doc! {"_id": 1}).await.unwrap();
+    coll.insert_one(doc! {"_id": 2, "n": 2}).await.unwrap();
+    coll.update_one(doc! {"_id": 2}, doc! {"$set": {"n": 3}})
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.next_if_any())
+            .await
+            .expect("an event in time")
+            .unwrap();
+        if let Some(event) = event {
+            assert!(!event.contains_key("operationType"), "{event}");
+            seen.push(event.get_document("fullDocument").unwrap().clone());
+        }
+    }
+    // The delete is not reported; the update carries the looked-up document.
+    assert_eq!(
+        seen,
+        vec![
+            doc! {"_id": 1, "n": 1},
+            doc! {"_id": 2, "n": 2},
+            doc! {"_id": 2, "n": 3}
+        ]
+    );
+}
+
+#[tokio::test]
+async fn transaction_limits() {
+    let server = cosmos().await;
+    let client = portal_client(&server).await;
+    let db = client.database("app");
+    let coll = db.collection::<Document>("ledger");
+    coll.insert_one(doc! {"_id": 0}).await.unwrap();
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    coll.insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    // Cosmos transactions live 5 seconds.
+    tokio::time::sleep(Duration::from_millis(6000)).await;
+    let (code, message) = failure(
+        coll.insert_one(doc! {"_id": 2})
+            .session(&mut session)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 2);
+    let (details, line) = message.rsplit_once('\n').unwrap();
+    assert!(details.starts_with("Error=2, Details='Response status code does not indicate success: BadRequest (400); Substatus: 1101; ActivityId: "), "{details}");
+    assert!(details.contains(r#"{"Errors":["Transaction is not active"]}"#));
+    assert_eq!(line, rule_line(Rule::TransactionLimits));
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+    // None on a sharded collection.
+    db.run_command(
+        doc! {"customAction": "CreateCollection", "collection": "sharded", "shardKey": "tenant"},
+    )
+    .await
+    .unwrap();
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    let (code, message) = failure(
+        db.collection::<Document>("sharded")
+            .insert_one(doc! {"_id": 1, "tenant": "t"})
+            .session(&mut session)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 50841);
+    assert_refusal(
+        &message,
+        "Multi-document transactions cannot be run in a sharded collection",
+        Rule::TransactionLimits,
+    );
+}

@@ -20,6 +20,7 @@ mod change_streams;
 mod collation;
 mod command_fields;
 mod concurrency;
+mod cosmos_accounts;
 mod cosmos_profile;
 mod crud_read;
 mod crud_write;

@@ -14,6 +14,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, Interrupt, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::profile::shard_keys::ShardKeys;
 use crate::query::expr::Variables;
 use crate::status::OpKind;
 use bson::{doc, Bson, DateTime, Document};
@@ -34,6 +35,8 @@ const STATEMENT_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId
 struct Statement {
     /// With a limit of one when only the first match is deleted (`limit: 1`).
     query: ReadRequest,
+    /// The Cosmos profile's shard-key rules.
+    shard_keys: ShardKeys,
 }
 
 /// The collection and selection of a delete's one statement, for explain.
@@ -55,9 +58,11 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     optional_bool(cmd, "delete", "bypassDocumentValidation")?;
     let vars = command_variables(cmd, "delete", shared.clock.now_datetime())?;
     let raw = statements(cmd, "delete", "deletes")?;
+    let shard_keys = ShardKeys::of(&shared.config.profile);
     let parsed: Vec<Result<Statement>> = raw
         .into_iter()
         .map(|stmt| Statement::parse(stmt, &vars))
+        .map(|stmt| stmt.map(|s| s.map(|s| Statement { shard_keys, ..s })))
         .collect::<Result<_>>()?;
     shared.counters.count(OpKind::Delete, parsed.len() as u64);
 
@@ -136,6 +141,7 @@ impl Statement {
         Ok(collation_of(collation).and_then(|collation| {
             Ok(Statement {
                 query: selection(q, Document::new(), hint.as_ref(), just_one, collation, vars)?,
+                shard_keys: ShardKeys::default(),
             })
         }))
     }
@@ -151,6 +157,11 @@ impl Statement {
         let Some(meta) = collection::existing_collection(txn, target.0, target.1) else {
             return Ok(0);
         };
+        if let Some(key) = self.shard_keys.key(meta.shard_key()) {
+            if self.query.limit == Some(1) {
+                key.check_target(&self.query.filter_doc)?;
+            }
+        }
         let doomed = targets(txn, &meta, &self.query, now, interrupt)?;
         for doc in &doomed {
             collection::delete(txn, &meta, doc)?;

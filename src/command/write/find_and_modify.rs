@@ -14,6 +14,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, Result};
+use crate::profile::shard_keys::ShardKeys;
 use crate::profile::DocumentLimit;
 use crate::query::projection::Projection;
 use crate::query::update::{ArrayFilters, Update};
@@ -58,6 +59,8 @@ struct FindAndModify {
     compares_strings: bool,
     /// The profile's largest document (Cosmos's 2 MB).
     limit: DocumentLimit,
+    /// The Cosmos profile's shard-key rules.
+    shard_keys: ShardKeys,
 }
 
 /// The collection and selection of a findAndModify, and whether it removes, for explain.
@@ -83,6 +86,7 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
     let mut op = FindAndModify::parse(cmd, shared.clock.now_datetime())?;
     op.query = op.query.under(&shared.config.profile);
     op.limit = shared.config.profile.document_limit();
+    op.shard_keys = ShardKeys::of(&shared.config.profile);
     let projection = match optional_doc(cmd, COMMAND, "fields")? {
         Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
         _ => None,
@@ -188,6 +192,7 @@ impl FindAndModify {
             action,
             compares_strings,
             limit: DocumentLimit::default(),
+            shard_keys: ShardKeys::default(),
         })
     }
 
@@ -204,6 +209,12 @@ impl FindAndModify {
         let meta = collection::existing_collection(txn, db, coll);
         if let (Some(meta), true) = (&meta, self.compares_strings) {
             refuse_collated_update(meta, &self.query)?;
+        }
+        let shard_key = meta
+            .as_ref()
+            .and_then(|m| self.shard_keys.key(m.shard_key()));
+        if let Some(key) = &shard_key {
+            key.check_target(&self.query.filter_doc)?;
         }
         let found = match &meta {
             Some(meta) => targets(txn, meta, &self.query, now, interrupt)?
@@ -235,6 +246,9 @@ impl FindAndModify {
                     (at, self.limit),
                 )? {
                     Some(new) => {
+                        if let Some(key) = &shard_key {
+                            key.check_unchanged(&old.doc, &new)?;
+                        }
                         store_change(txn, &meta, &old, &new, update, now)?;
                         new
                     }
@@ -257,6 +271,9 @@ impl FindAndModify {
             ) => {
                 let doc = upsert_document(&self.query, update, array_filters, at)?;
                 self.limit.check_document(&doc)?;
+                if let Some(key) = &shard_key {
+                    key.check_document(&doc)?;
+                }
                 let (meta, _) = ddl::ensure_collection(txn, db, coll)?;
                 collection::insert(txn, &meta, &doc, now)?;
                 let id = doc.get("_id").cloned().unwrap_or(Bson::Null);

@@ -15,6 +15,7 @@ use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
 use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::profile::shard_keys::{ShardKey, ShardKeys};
 use crate::profile::DocumentLimit;
 use crate::query::expr::Variables;
 use crate::query::update::{ArrayFilters, Update};
@@ -59,6 +60,8 @@ struct Statement {
     compares_strings: bool,
     /// The profile's largest document (Cosmos's 2 MB).
     limit: DocumentLimit,
+    /// The Cosmos profile's shard-key rules.
+    shard_keys: ShardKeys,
 }
 
 /// What one statement did.
@@ -90,10 +93,19 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let raw = statements(cmd, "update", "updates")?;
     // Structural errors fail the command; invalid filters and updates are write errors.
     let limit = shared.config.profile.document_limit();
+    let shard_keys = ShardKeys::of(&shared.config.profile);
     let parsed: Vec<Result<Statement>> = raw
         .into_iter()
         .map(|stmt| Statement::parse(stmt, &vars))
-        .map(|stmt| stmt.map(|s| s.map(|s| Statement { limit, ..s })))
+        .map(|stmt| {
+            stmt.map(|s| {
+                s.map(|s| Statement {
+                    limit,
+                    shard_keys,
+                    ..s
+                })
+            })
+        })
         .collect::<Result<_>>()?;
     shared.counters.count(OpKind::Update, parsed.len() as u64);
 
@@ -233,6 +245,7 @@ impl RawStatement<'_> {
             multi: self.multi,
             compares_strings,
             limit: DocumentLimit::default(),
+            shard_keys: ShardKeys::default(),
         })
     }
 }
@@ -284,12 +297,18 @@ impl Statement {
         if let (Some(meta), true) = (&meta, self.compares_strings) {
             refuse_collated_update(meta, &self.query)?;
         }
+        let shard_key = meta
+            .as_ref()
+            .and_then(|m| self.shard_keys.key(m.shard_key()));
+        if let Some(key) = shard_key.as_ref().filter(|_| !self.multi || self.upsert) {
+            key.check_target(&self.query.filter_doc)?;
+        }
         let matched = match &meta {
             Some(meta) => targets(txn, meta, &self.query, now, interrupt)?,
             None => Vec::new(),
         };
         let Some(meta) = meta.filter(|_| !matched.is_empty()) else {
-            return self.upsert_if_asked(txn, db, coll, now, at);
+            return self.upsert_if_asked(txn, db, coll, now, at, shard_key.as_ref());
         };
         let mut changes = Vec::new();
         for old in &matched {
@@ -300,6 +319,9 @@ impl Statement {
                 &self.query.filter,
                 (at, self.limit),
             )? {
+                if let Some(key) = &shard_key {
+                    key.check_unchanged(&old.doc, &new)?;
+                }
                 changes.push((old, new));
             }
         }
@@ -320,12 +342,16 @@ impl Statement {
         coll: &str,
         now: i64,
         at: DateTime,
+        shard_key: Option<&ShardKey>,
     ) -> Result<Done> {
         if !self.upsert {
             return Ok(Done::default());
         }
         let doc = upsert_document(&self.query, &self.update, &self.array_filters, at)?;
         self.limit.check_document(&doc)?;
+        if let Some(key) = shard_key {
+            key.check_document(&doc)?;
+        }
         let (meta, _) = ddl::ensure_collection(txn, db, coll)?;
         collection::insert(txn, &meta, &doc, now)?;
         Ok(Done {
