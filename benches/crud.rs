@@ -1,7 +1,8 @@
 //! CRUD throughput and latency through the Rust driver, against an in-process mayfly server (a
 //! fresh data directory) or any server given with `--uri`.
 //!
-//! `cargo bench --bench crud -- [--connections 32] [--seconds 5] [--docs 100000] [--uri URI]`
+//! `cargo bench --bench crud -- [--connections 32] [--seconds 5] [--docs 100000] [--uri URI]
+//! [--cosmos] [--repl-set NAME]`
 //!
 //! Phases, each run by `--connections` concurrent tasks sharing one driver client whose pool
 //! holds that many connections: durable `insert_one`, `insert_many` in batches of 1,000,
@@ -40,6 +41,14 @@ struct Args {
     /// scan); all by default. Handy for profiling one phase.
     #[arg(long, value_delimiter = ',')]
     phases: Vec<String>,
+    /// Run the in-process server as `--compat cosmos` does (replica set `globaldb`, the Cosmos
+    /// rules, request units charged per command).
+    #[arg(long)]
+    cosmos: bool,
+    /// Run the in-process server as the one member of this replica set (`--replSet`), to
+    /// compare with `--cosmos`, which implies one.
+    #[arg(long)]
+    repl_set: Option<String>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -48,7 +57,18 @@ struct Args {
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
     let args = Args::parse();
-    let target = Target::start(args.uri.as_deref(), false, args.connections).await?;
+    let (cosmos, repl_set) = (args.cosmos, args.repl_set.clone());
+    let target = Target::start_configured(args.uri.as_deref(), args.connections, move |config| {
+        if cosmos {
+            config.profile =
+                mayfly::profile::Profile::cosmos(mayfly::profile::CosmosVersion::V7_0);
+            config.replication.set_name = Some("globaldb".to_owned());
+        }
+        if let Some(name) = repl_set {
+            config.replication.set_name = Some(name);
+        }
+    })
+    .await?;
     let client = target.client.clone();
     let db = client.database(DB);
     db.drop().await?;

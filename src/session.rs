@@ -445,8 +445,12 @@ async fn run_logged(
     // An awaitable hello waits by design: its time says nothing about the server.
     let awaitable = command::is_awaitable_hello(&body);
     let body = Arc::new(body);
-    // Only the Cosmos profile charges by size: measure the request only then.
-    let request_bytes = if shared.config.profile.charges() {
+    // Only the Cosmos profile charges by size, and only writes: measure the request only then.
+    let charged_by_size = shared.config.profile.charges()
+        && body.keys().next().is_some_and(|name| {
+            crate::profile::ru::Work::of(name) == crate::profile::ru::Work::Write
+        });
+    let request_bytes = if charged_by_size {
         let sequence = documents.as_ref().map_or(0, |d| d.byte_len());
         sequence + bson::to_vec(&*body).map_or(0, |b| b.len())
     } else {

@@ -41,12 +41,26 @@ impl Target {
         test_commands: bool,
         connections: usize,
     ) -> Result<Target, BoxError> {
+        Target::start_configured(uri, connections, |config| {
+            config.enable_test_commands = test_commands;
+        })
+        .await
+    }
+
+    /// [`Target::start`] with the in-process server's configuration adjusted. Retryable writes
+    /// are off, as in Cosmos DB's connection strings (a replica-set member would otherwise get
+    /// a `txnNumber` with every write).
+    pub async fn start_configured(
+        uri: Option<&str>,
+        connections: usize,
+        adjust: impl FnOnce(&mut Config),
+    ) -> Result<Target, BoxError> {
         let (server, dir, uri) = match uri {
             Some(uri) => (None, None, uri.to_owned()),
             None => {
                 let dir = tempfile::tempdir()?;
                 let mut config = Config::for_tests(dir.path());
-                config.enable_test_commands = test_commands;
+                adjust(&mut config);
                 let server = Server::bind(config, Arc::new(SystemClock::new()))
                     .await?
                     .spawn();
@@ -58,6 +72,7 @@ impl Target {
         let mut options = ClientOptions::parse(&uri).await?;
         options.max_pool_size = Some(connections as u32);
         options.min_pool_size = Some(connections as u32);
+        options.retry_writes = Some(false);
         let client = Client::with_options(options)?;
         Ok(Target {
             uri,

@@ -7,7 +7,7 @@
 //! ([`RequestUnits::account`]): its charge depends on what it examined and returned.
 
 use super::profiler::{collection_of, Operation};
-use super::{Connection, Request, Shared};
+use super::{CommandName, Connection, Request, Shared};
 use crate::clock::Stopwatch;
 use crate::error::Result;
 use crate::profile::ru::{charge, Facts, Work};
@@ -24,8 +24,8 @@ pub struct RequestUnits {
     origin: Stopwatch,
     /// Budgets by what spends them: `db.collection`, or `db` for a database's shared one.
     buckets: Mutex<HashMap<String, Bucket>>,
-    /// Charges by namespace since start.
-    totals: Mutex<BTreeMap<String, Total>>,
+    /// Charges by database and collection (`$cmd` for commands on none) since start.
+    totals: Mutex<HashMap<String, HashMap<String, Total>>>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -37,7 +37,7 @@ struct Total {
 /// What `getLastRequestStatistics` reports: the connection's previous command.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LastRequest {
-    pub command: String,
+    pub command: &'static str,
     pub charge: f64,
     pub millis: f64,
 }
@@ -139,19 +139,15 @@ impl RequestUnits {
             });
         let ru = if throttled { 0.0 } else { charge(work, &facts) };
         conn.last_request = Some(LastRequest {
-            command: name.to_owned(),
+            // The table's name: the command ran, so it is one mayfly has.
+            command: CommandName::from_name(name).map_or("", CommandName::name),
             charge: ru,
             millis: op.elapsed.as_secs_f64() * 1000.0,
         });
         if work == Work::Free {
             return Some(ru);
         }
-        {
-            let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
-            let total = totals.entry(op.namespace()).or_default();
-            total.requests += 1;
-            total.charge += ru;
-        }
+        self.add_to_total(op.db, op.collection().unwrap_or("$cmd"), ru);
         if shared.config.profile.throttles() {
             if let Some((key, rate)) = budget(shared, op.db, op.body) {
                 let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
@@ -165,13 +161,38 @@ impl RequestUnits {
         Some(ru)
     }
 
-    /// `serverStatus.requestUnits`: requests and request units by namespace.
+    /// Adds a charge to `db.collection`'s total (allocating only for a new namespace).
+    fn add_to_total(&self, db: &str, collection: &str, ru: f64) {
+        let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let by_collection = match totals.get_mut(db) {
+            Some(by_collection) => by_collection,
+            None => totals.entry(db.to_owned()).or_default(),
+        };
+        let total = match by_collection.get_mut(collection) {
+            Some(total) => total,
+            None => by_collection.entry(collection.to_owned()).or_default(),
+        };
+        total.requests += 1;
+        total.charge += ru;
+    }
+
+    /// `serverStatus.requestUnits`: requests and request units by namespace, in name order.
     pub fn server_status(&self) -> Document {
-        let totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let sorted: BTreeMap<String, Total> = {
+            let totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+            totals
+                .iter()
+                .flat_map(|(db, by_collection)| {
+                    by_collection
+                        .iter()
+                        .map(move |(coll, total)| (format!("{db}.{coll}"), *total))
+                })
+                .collect()
+        };
         let mut by_namespace = Document::new();
-        for (ns, total) in totals.iter() {
+        for (ns, total) in sorted {
             by_namespace.insert(
-                ns.clone(),
+                ns,
                 doc! {
                     "requests": i64::try_from(total.requests).unwrap_or(i64::MAX),
                     "requestCharge": (total.charge * 100.0).round() / 100.0,
@@ -255,7 +276,7 @@ fn written_share(name: &str, reply: &Reply) -> f64 {
 /// shape. Before any command it reports nothing spent.
 pub fn last_request_statistics(conn: &Connection) -> Document {
     let (command, charge, millis) = match &conn.last_request {
-        Some(last) => (last.command.as_str(), last.charge, last.millis),
+        Some(last) => (last.command, last.charge, last.millis),
         None => ("", 0.0, 0.0),
     };
     doc! {
@@ -311,7 +332,7 @@ mod tests {
             "127.0.0.1:2".parse().unwrap(),
         );
         conn.last_request = Some(LastRequest {
-            command: "find".into(),
+            command: "find",
             charge: 1.01,
             millis: 0.5,
         });
