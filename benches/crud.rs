@@ -60,8 +60,7 @@ async fn main() -> Result<(), BoxError> {
     let (cosmos, repl_set) = (args.cosmos, args.repl_set.clone());
     let target = Target::start_configured(args.uri.as_deref(), args.connections, move |config| {
         if cosmos {
-            config.profile =
-                mayfly::profile::Profile::cosmos(mayfly::profile::CosmosVersion::V7_0);
+            config.profile = mayfly::profile::Profile::cosmos(mayfly::profile::CosmosVersion::V7_0);
             config.replication.set_name = Some("globaldb".to_owned());
         }
         if let Some(name) = repl_set {

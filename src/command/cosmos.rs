@@ -50,6 +50,11 @@ pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
             &format!("Command {name} not supported."),
         ));
     }
+    if profile.enforces(Rule::UnsupportedStages) && req.name == CommandName::Aggregate {
+        if let Ok(pipeline) = req.body.get_array("pipeline") {
+            crate::profile::stages::check(profile.version, pipeline)?;
+        }
+    }
     let retryable_write = req.session.txn_number.is_some() && req.session.transaction.is_none();
     if profile.enforces(Rule::RetryableWrites) && retryable_write {
         return Err(refuse(

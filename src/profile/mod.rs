@@ -13,6 +13,7 @@ pub mod refusal;
 pub mod ru;
 pub mod shard_keys;
 pub mod sort;
+pub mod stages;
 pub mod throttle;
 pub mod transactions;
 
@@ -115,10 +116,12 @@ pub enum Rule {
     ChangeStreams,
     /// Transactions live at most 5 seconds; an expired one answers "Transaction is not active".
     TransactionLimits,
+    /// Aggregation stages the account's version lacks, and `$lookup` with `let`.
+    UnsupportedStages,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 12] = [
         Rule::SortWithoutIndex,
         Rule::UniqueIndexOnPopulated,
         Rule::NestedIndexPaths,
@@ -130,6 +133,7 @@ impl Rule {
         Rule::ShardKeys,
         Rule::ChangeStreams,
         Rule::TransactionLimits,
+        Rule::UnsupportedStages,
     ];
 
     /// The rule's name in `--cosmos-allow` and in refusals.
@@ -146,6 +150,7 @@ impl Rule {
             Rule::ShardKeys => "shard-keys",
             Rule::ChangeStreams => "change-streams",
             Rule::TransactionLimits => "transaction-limits",
+            Rule::UnsupportedStages => "unsupported-stages",
         }
     }
 

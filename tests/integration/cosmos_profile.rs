@@ -741,3 +741,31 @@ async fn transaction_limits() {
         Rule::TransactionLimits,
     );
 }
+
+#[tokio::test]
+async fn unsupported_stages() {
+    let server = cosmos_server(Profile::cosmos(CosmosVersion::V7_0)).await;
+    let client = portal_client(&server).await;
+    let coll = seeded(&client).await;
+    let bucket = vec![doc! {"$bucket": {"groupBy": "$a", "boundaries": [0, 3, 10]}}];
+    let (code, message) = failure(coll.aggregate(bucket.clone()).await.unwrap_err());
+    assert_eq!(code, 40324);
+    assert_refusal(
+        &message,
+        "Unrecognized pipeline stage name: '$bucket'",
+        Rule::UnsupportedStages,
+    );
+    let lookup =
+        vec![doc! {"$lookup": {"from": "items", "let": {"a": "$a"}, "pipeline": [], "as": "j"}}];
+    let (code, message) = failure(coll.aggregate(lookup.clone()).await.unwrap_err());
+    assert_eq!(code, 9);
+    assert_refusal(&message, "let is not supported", Rule::UnsupportedStages);
+    // (A 4.0 account has no `$set` stage either: the unit tests of `profile::stages` cover the
+    // versions this driver cannot connect to.) MongoDB has all three.
+    let set = vec![doc! {"$set": {"c": 1}}];
+    let mongodb = TestServer::start().await;
+    let coll = seeded(&mongodb.client().await).await;
+    for pipeline in [bucket, lookup, set] {
+        coll.aggregate(pipeline).await.unwrap();
+    }
+}

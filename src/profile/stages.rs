@@ -1,0 +1,134 @@
+//! The aggregation stages each Cosmos DB server version lacks ([`Rule::UnsupportedStages`]),
+//! from Microsoft's feature-support tables for 3.6, 4.0, 4.2, 6.0 and 7.0: a stage the account
+//! does not have is an unknown stage to it (40324 `Unrecognized pipeline stage name`), and
+//! `$lookup` takes no `let` or `pipeline` ("let is not supported"; the 2025 error page gives
+//! 9 FailedToParse for unsupported parameters). Checked on the command's own pipeline (the
+//! stages inside `$facet`, `$lookup` or `$unionWith` are not).
+
+use super::refusal::refuse;
+use super::{CosmosVersion, Rule};
+use crate::error::{ErrorCode, Result};
+use bson::{Bson, Document};
+
+/// Cosmos's text for `$lookup` with `let` or `pipeline`.
+pub const LOOKUP_LET: &str = "let is not supported";
+
+/// Whether an account at `version` has the stage `name`.
+pub fn has_stage(version: CosmosVersion, name: &str) -> bool {
+    use CosmosVersion as V;
+    match name {
+        // In no table.
+        "$bucket" | "$bucketAuto" | "$collStats" | "$currentOp" | "$indexStats"
+        | "$listSessions" => false,
+        // New in 4.2 (MongoDB's and Cosmos's 4.2 tables).
+        "$merge" | "$set" | "$unset" | "$replaceWith" => !matches!(version, V::V3_6 | V::V4_0),
+        // "Yes" in the 4.2 table, "No" in the 6.0 and 7.0 tables.
+        "$graphLookup" => !matches!(version, V::V6_0 | V::V7_0),
+        _ => true,
+    }
+}
+
+/// Checks a pipeline's stages against the account's version.
+pub fn check(version: CosmosVersion, pipeline: &[Bson]) -> Result<()> {
+    for stage in pipeline {
+        let Bson::Document(stage) = stage else {
+            continue;
+        };
+        let Some((name, spec)) = stage.iter().next() else {
+            continue;
+        };
+        if !has_stage(version, name) {
+            return Err(refuse(
+                Rule::UnsupportedStages,
+                ErrorCode::Location40324,
+                &format!("Unrecognized pipeline stage name: '{name}'"),
+            ));
+        }
+        if name == "$lookup" && lookup_has_let(spec) {
+            return Err(refuse(
+                Rule::UnsupportedStages,
+                ErrorCode::FailedToParse,
+                LOOKUP_LET,
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn lookup_has_let(spec: &Bson) -> bool {
+    matches!(spec, Bson::Document(d) if has_any(d, &["let", "pipeline"]))
+}
+
+fn has_any(doc: &Document, fields: &[&str]) -> bool {
+    fields.iter().any(|f| doc.contains_key(*f))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::bson;
+
+    fn outcome(version: CosmosVersion, pipeline: Bson) -> Option<(i32, String)> {
+        let Bson::Array(stages) = pipeline else {
+            unreachable!()
+        };
+        check(version, &stages).err().map(|e| {
+            (
+                e.code.code(),
+                e.message.lines().next().unwrap_or_default().to_owned(),
+            )
+        })
+    }
+
+    #[test]
+    fn stages_by_version() {
+        use CosmosVersion as V;
+        let cases = [
+            (
+                V::V7_0,
+                bson!([{"$match": {}}, {"$group": {"_id": null}}]),
+                None,
+            ),
+            (
+                V::V7_0,
+                bson!([{"$bucket": {}}]),
+                Some((40324, "Unrecognized pipeline stage name: '$bucket'")),
+            ),
+            (V::V4_2, bson!([{"$set": {"a": 1}}]), None),
+            (
+                V::V4_0,
+                bson!([{"$set": {"a": 1}}]),
+                Some((40324, "Unrecognized pipeline stage name: '$set'")),
+            ),
+            (
+                V::V3_6,
+                bson!([{"$replaceWith": "$a"}]),
+                Some((40324, "Unrecognized pipeline stage name: '$replaceWith'")),
+            ),
+            (V::V4_2, bson!([{"$graphLookup": {}}]), None),
+            (
+                V::V7_0,
+                bson!([{"$graphLookup": {}}]),
+                Some((40324, "Unrecognized pipeline stage name: '$graphLookup'")),
+            ),
+            (
+                V::V7_0,
+                bson!([{"$lookup": {"from": "b", "localField": "a", "foreignField": "a", "as": "j"}}]),
+                None,
+            ),
+            (
+                V::V7_0,
+                bson!([{"$lookup": {"from": "b", "let": {"x": "$a"}, "pipeline": [], "as": "j"}}]),
+                Some((9, LOOKUP_LET)),
+            ),
+        ];
+        for (version, pipeline, want) in cases {
+            let want = want.map(|(code, text)| (code, text.to_owned()));
+            assert_eq!(
+                outcome(version, pipeline.clone()),
+                want,
+                "{version:?} {pipeline}"
+            );
+        }
+    }
+}
