@@ -2,8 +2,9 @@
 //! from Microsoft's feature-support tables for 3.6, 4.0, 4.2, 6.0 and 7.0: a stage the account
 //! does not have is an unknown stage to it (40324 `Unrecognized pipeline stage name`), and
 //! `$lookup` takes no `let` or `pipeline` ("let is not supported"; the 2025 error page gives
-//! 9 FailedToParse for unsupported parameters). Checked on the command's own pipeline (the
-//! stages inside `$facet`, `$lookup` or `$unionWith` are not).
+//! 9 FailedToParse for unsupported parameters). Checked on the command's pipeline and the
+//! pipelines inside `$facet` and `$unionWith`, to [`MAX_NESTING`] levels: the walk over client
+//! input is bounded (stages nested deeper are left to the pipeline's parser, as in MongoDB).
 
 use super::refusal::refuse;
 use super::{CosmosVersion, Rule};
@@ -28,8 +29,18 @@ pub fn has_stage(version: CosmosVersion, name: &str) -> bool {
     }
 }
 
+/// How deep nested pipelines are checked.
+pub const MAX_NESTING: usize = 20;
+
 /// Checks a pipeline's stages against the account's version.
 pub fn check(version: CosmosVersion, pipeline: &[Bson]) -> Result<()> {
+    check_nested(version, pipeline, 0)
+}
+
+fn check_nested(version: CosmosVersion, pipeline: &[Bson], depth: usize) -> Result<()> {
+    if depth > MAX_NESTING {
+        return Ok(());
+    }
     for stage in pipeline {
         let Bson::Document(stage) = stage else {
             continue;
@@ -51,8 +62,29 @@ pub fn check(version: CosmosVersion, pipeline: &[Bson]) -> Result<()> {
                 LOOKUP_LET,
             ));
         }
+        for inner in sub_pipelines(name, spec) {
+            check_nested(version, inner, depth + 1)?;
+        }
     }
     Ok(())
+}
+
+/// The pipelines a stage holds: each of `$facet`'s, `$unionWith`'s.
+fn sub_pipelines<'a>(name: &str, spec: &'a Bson) -> Vec<&'a [Bson]> {
+    match (name, spec) {
+        ("$facet", Bson::Document(facets)) => facets
+            .values()
+            .filter_map(|p| match p {
+                Bson::Array(stages) => Some(stages.as_slice()),
+                _ => None,
+            })
+            .collect(),
+        ("$unionWith", Bson::Document(union)) => match union.get("pipeline") {
+            Some(Bson::Array(stages)) => vec![stages.as_slice()],
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
 }
 
 fn lookup_has_let(spec: &Bson) -> bool {
@@ -121,6 +153,16 @@ mod tests {
                 bson!([{"$lookup": {"from": "b", "let": {"x": "$a"}, "pipeline": [], "as": "j"}}]),
                 Some((9, LOOKUP_LET)),
             ),
+            (
+                V::V7_0,
+                bson!([{"$facet": {"x": [{"$match": {}}], "y": [{"$bucketAuto": {}}]}}]),
+                Some((40324, "Unrecognized pipeline stage name: '$bucketAuto'")),
+            ),
+            (
+                V::V7_0,
+                bson!([{"$unionWith": {"coll": "b", "pipeline": [{"$facet": {"z": [{"$bucket": {}}]}}]}}]),
+                Some((40324, "Unrecognized pipeline stage name: '$bucket'")),
+            ),
         ];
         for (version, pipeline, want) in cases {
             let want = want.map(|(code, text)| (code, text.to_owned()));
@@ -130,5 +172,17 @@ mod tests {
                 "{version:?} {pipeline}"
             );
         }
+    }
+
+    #[test]
+    fn nesting_is_walked_to_a_bound() {
+        let mut pipeline = bson!([{"$bucket": {}}]);
+        for _ in 0..MAX_NESTING {
+            pipeline = bson!([{"$facet": {"f": pipeline}}]);
+        }
+        assert!(outcome(CosmosVersion::V7_0, pipeline.clone()).is_some());
+        // Past the bound the walk stops.
+        let deeper = bson!([{"$facet": {"f": pipeline}}]);
+        assert_eq!(outcome(CosmosVersion::V7_0, deeper), None);
     }
 }

@@ -690,10 +690,59 @@ async fn change_streams() {
             doc! {"_id": 2, "n": 3}
         ]
     );
+
+    // A MongoDB replica set watches with any pipeline, the database too, and reports deletes.
+    let mongodb = TestServer::start_replset("rs0").await;
+    let client = mongodb.replset_client("rs0").await;
+    let db = client.database("app");
+    db.watch().await.unwrap();
+    let coll = db.collection::<Document>("events");
+    let mut stream = coll.watch().await.unwrap();
+    coll.insert_one(doc! {"_id": 1}).await.unwrap();
+    coll.delete_one(doc! {"_id": 1}).await.unwrap();
+    let mut kinds = Vec::new();
+    while kinds.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.next_if_any())
+            .await
+            .expect("an event in time")
+            .unwrap();
+        if let Some(event) = event {
+            kinds.push(event.operation_type);
+        }
+    }
+    use mongodb::change_stream::event::OperationType;
+    assert_eq!(kinds, vec![OperationType::Insert, OperationType::Delete]);
 }
 
 #[tokio::test]
 async fn transaction_limits() {
+    // MongoDB's transactions live 60 seconds: checked alongside, in the same 6 seconds.
+    tokio::join!(
+        cosmos_transaction_limits(),
+        mongodb_transaction_outlives_5s()
+    );
+}
+
+async fn mongodb_transaction_outlives_5s() {
+    let mongodb = TestServer::start_replset("rs0").await;
+    let client = mongodb.replset_client("rs0").await;
+    let coll = client.database("app").collection::<Document>("ledger");
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    coll.insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(6000)).await;
+    coll.insert_one(doc! {"_id": 2})
+        .session(&mut session)
+        .await
+        .unwrap();
+    session.commit_transaction().await.unwrap();
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 2);
+}
+
+async fn cosmos_transaction_limits() {
     let server = cosmos().await;
     let client = portal_client(&server).await;
     let db = client.database("app");
