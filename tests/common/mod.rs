@@ -17,6 +17,7 @@ use tokio::net::TcpStream;
 
 pub use mongodb::bson;
 pub mod auth;
+pub mod cosmos;
 pub mod logs;
 pub mod pipelines;
 pub mod replset;

@@ -8,38 +8,12 @@
 use crate::common;
 
 use common::bson::{doc, Bson, Document};
+use common::cosmos::failure;
 use common::TestServer;
 use mayfly::profile::refusal::rule_line;
 use mayfly::profile::shard_keys::{NOT_FOUND, NOT_TARGETED};
 use mayfly::profile::{CosmosVersion, Profile, Rule};
-use mongodb::options::ClientOptions;
 use mongodb::{Client, Database, IndexModel};
-use std::time::Duration;
-
-const SET: &str = "globaldb";
-
-async fn cosmos_server(profile: Profile) -> TestServer {
-    TestServer::start_with(move |c| {
-        c.profile = profile;
-        c.replication.set_name = Some(SET.to_owned());
-    })
-    .await
-}
-
-async fn cosmos() -> TestServer {
-    cosmos_server(Profile::cosmos(CosmosVersion::V7_0)).await
-}
-
-/// A client as the portal's connection string makes one.
-async fn portal_client(server: &TestServer) -> Client {
-    let uri = format!(
-        "mongodb://{}/?replicaSet={SET}&retrywrites=false",
-        server.addr
-    );
-    let mut options = ClientOptions::parse(uri).await.unwrap();
-    options.server_selection_timeout = Some(Duration::from_secs(5));
-    Client::with_options(options).unwrap()
-}
 
 /// Runs a command and returns its reply without the replica set's `$clusterTime` and
 /// `operationTime`.
@@ -53,21 +27,6 @@ async fn run(db: &Database, command: Document) -> Document {
 /// The code of a failed command (the driver reads `code` from `{ok: 0, code, errMsg}` too).
 async fn code(db: &Database, command: Document) -> i32 {
     failure(db.run_command(command).await.unwrap_err()).0
-}
-
-/// `(code, message)` of a failed command or write.
-fn failure(err: mongodb::error::Error) -> (i32, String) {
-    match *err.kind {
-        mongodb::error::ErrorKind::Command(c) => (c.code, c.message),
-        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => {
-            (w.code, w.message)
-        }
-        mongodb::error::ErrorKind::InsertMany(m) => {
-            let w = m.write_errors.unwrap().remove(0);
-            (w.code, w.message)
-        }
-        other => panic!("not a command error: {other:?}"),
-    }
 }
 
 /// Cosmos's text first and unchanged, then the line naming the `shard-keys` rule.
@@ -95,8 +54,8 @@ async fn sharded_orders(client: &Client) -> mongodb::Collection<Document> {
 
 #[tokio::test]
 async fn create_collection_with_shard_key_and_throughput() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let db = client.database("app");
     let created = run(
         &db,
@@ -150,8 +109,8 @@ async fn create_collection_with_shard_key_and_throughput() {
 
 #[tokio::test]
 async fn get_collection_shows_them() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let db = client.database("app");
     run(
         &db,
@@ -207,7 +166,7 @@ async fn get_collection_shows_them() {
     assert_eq!(code(&db, shown).await, 115);
     // The settings are kept with the catalog: they survive a restart.
     let server = server.restart().await;
-    let client = portal_client(&server).await;
+    let client = server.portal_client().await;
     let reply = run(&client.database("app"), get("manual")).await;
     assert_eq!(reply.get_i32("provisionedThroughput").unwrap(), 500);
     assert_eq!(
@@ -218,8 +177,8 @@ async fn get_collection_shows_them() {
 
 #[tokio::test]
 async fn update_collection_indexes_replace_all() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let db = client.database("app");
     let id = doc! {"key": {"_id": 1}, "name": "_id_1"};
     run(
@@ -287,8 +246,8 @@ async fn update_collection_indexes_replace_all() {
 
 #[tokio::test]
 async fn create_database_and_get_database() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let shop = client.database("shop");
     let get = doc! {"customAction": "GetDatabase"};
     assert_eq!(code(&shop, get.clone()).await, 26);
@@ -363,8 +322,8 @@ async fn create_database_and_get_database() {
 
 #[tokio::test]
 async fn shard_collection() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let admin = client.database("admin");
     let command = doc! {"shardCollection": "app.events", "key": {"tenant": "hashed"}};
     assert_eq!(
@@ -410,8 +369,8 @@ async fn shard_collection() {
 
 #[tokio::test]
 async fn insert_without_shard_key() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let orders = sharded_orders(&client).await;
     let (code, message) = failure(
         orders
@@ -447,15 +406,16 @@ async fn insert_without_shard_key() {
     assert_eq!(failure(err).0, 61);
     // `--cosmos-allow shard-keys` turns the rule off.
     let allowed =
-        cosmos_server(Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::ShardKeys)).await;
-    let orders = sharded_orders(&portal_client(&allowed).await).await;
+        TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::ShardKeys))
+            .await;
+    let orders = sharded_orders(&allowed.portal_client().await).await;
     orders.insert_one(doc! {"_id": 2}).await.unwrap();
 }
 
 #[tokio::test]
 async fn single_document_write_without_shard_key() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let orders = sharded_orders(&client).await;
     let by_id = doc! {"_id": 1};
     let set = doc! {"$set": {"n": 2}};
@@ -495,8 +455,8 @@ async fn single_document_write_without_shard_key() {
 
 #[tokio::test]
 async fn changing_the_shard_key() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let orders = sharded_orders(&client).await;
     let targeted = doc! {"_id": 1, "tenant": "t1"};
     let immutable =
@@ -535,8 +495,8 @@ async fn changing_the_shard_key() {
 
 #[tokio::test]
 async fn unique_index_must_lead_with_the_shard_key() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let admin = client.database("admin");
     run(
         &admin,
@@ -580,8 +540,8 @@ async fn unique_index_must_lead_with_the_shard_key() {
 
 #[tokio::test]
 async fn sort_on_the_shard_key_needs_no_index() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let orders = sharded_orders(&client).await;
     orders
         .insert_one(doc! {"_id": 2, "tenant": "t0", "n": 2})

@@ -6,53 +6,13 @@
 use crate::common;
 
 use common::bson::{doc, Document};
+use common::cosmos::{failure, SET};
 use common::TestServer;
 use mayfly::profile::refusal::rule_line;
 use mayfly::profile::{CosmosVersion, Profile, Rule};
 use mongodb::options::ClientOptions;
 use mongodb::Client;
 use std::time::Duration;
-
-const SET: &str = "globaldb";
-
-async fn cosmos_server(profile: Profile) -> TestServer {
-    TestServer::start_with(move |c| {
-        c.profile = profile;
-        c.replication.set_name = Some(SET.to_owned());
-    })
-    .await
-}
-
-async fn cosmos() -> TestServer {
-    cosmos_server(Profile::cosmos(CosmosVersion::V7_0)).await
-}
-
-/// A client as the portal's connection string makes one: `replicaSet=globaldb`,
-/// `retrywrites=false`.
-async fn portal_client(server: &TestServer) -> Client {
-    let uri = format!(
-        "mongodb://{}/?replicaSet={SET}&retrywrites=false&maxIdleTimeMS=120000&appName=@test@",
-        server.addr
-    );
-    let mut options = ClientOptions::parse(uri).await.unwrap();
-    options.server_selection_timeout = Some(Duration::from_secs(5));
-    Client::with_options(options).unwrap()
-}
-
-/// `(code, message)` of a failed command.
-fn failure(err: mongodb::error::Error) -> (i32, String) {
-    match *err.kind {
-        mongodb::error::ErrorKind::Command(c) => (c.code, c.message),
-        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(w)) => {
-            (w.code, w.message)
-        }
-        mongodb::error::ErrorKind::InsertMany(m) => {
-            let w = m.write_errors.unwrap().remove(0);
-            (w.code, w.message)
-        }
-        other => panic!("not a command error: {other:?}"),
-    }
-}
 
 /// Cosmos's text first and unchanged, then the line naming the rule.
 fn assert_refusal(message: &str, cosmos_text: &str, rule: Rule) {
@@ -83,8 +43,8 @@ async fn seeded(client: &Client) -> mongodb::Collection<Document> {
 
 #[tokio::test]
 async fn handshake_answers_as_the_accounts_replica_set_and_version() {
-    let server = cosmos_server(Profile::cosmos(CosmosVersion::V5_0)).await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V5_0)).await;
+    let client = server.portal_client().await;
     let hello = client
         .database("admin")
         .run_command(doc! {"hello": 1})
@@ -109,8 +69,8 @@ async fn handshake_answers_as_the_accounts_replica_set_and_version() {
 async fn a_driver_newer_than_the_account_fails_to_connect() {
     // This Rust driver needs MongoDB 4.4 (wire version 9) or later: a 4.2 account (wire
     // version 8) is too old for it, as it is on Azure.
-    let server = cosmos_server(Profile::cosmos(CosmosVersion::V4_2)).await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V4_2)).await;
+    let client = server.portal_client().await;
     let err = client
         .database("app")
         .run_command(doc! {"ping": 1})
@@ -123,8 +83,8 @@ async fn a_driver_newer_than_the_account_fails_to_connect() {
 
 #[tokio::test]
 async fn sort_without_index() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let coll = seeded(&client).await;
     let rule = Rule::SortWithoutIndex;
     let excluded = mayfly::profile::sort::EXCLUDED;
@@ -190,10 +150,12 @@ async fn sort_without_index() {
 
 #[tokio::test]
 async fn sort_without_index_can_be_allowed_and_mongodb_sorts_anything() {
-    let allowed =
-        cosmos_server(Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::SortWithoutIndex)).await;
+    let allowed = TestServer::start_cosmos(
+        Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::SortWithoutIndex),
+    )
+    .await;
     let mongodb = TestServer::start().await;
-    for client in [portal_client(&allowed).await, mongodb.client().await] {
+    for client in [allowed.portal_client().await, mongodb.client().await] {
         let coll = seeded(&client).await;
         let first = coll.find_one(doc! {}).sort(doc! {"a": 1}).await.unwrap();
         assert_eq!(first.unwrap().get_i32("a").unwrap(), 1);
@@ -208,8 +170,8 @@ async fn sort_without_index_can_be_allowed_and_mongodb_sorts_anything() {
 
 #[tokio::test]
 async fn unique_index_on_populated() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let empty = client.database("app").collection::<Document>("empty");
     empty
         .create_index(
@@ -251,8 +213,8 @@ async fn unique_index_on_populated() {
 
 #[tokio::test]
 async fn nested_index_paths() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let coll = client.database("app").collection::<Document>("nested");
     for keys in [doc! {"a.b": 1, "c": 1}, doc! {"a.b": 1}] {
         let unique = keys.len() == 1;
@@ -280,8 +242,8 @@ async fn nested_index_paths() {
 
 #[tokio::test]
 async fn index_kinds() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let db = client.database("app");
     let cases = [
         (
@@ -319,8 +281,8 @@ async fn index_kinds() {
 
 #[tokio::test]
 async fn document_size() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let coll = client.database("app").collection::<Document>("big");
     let big = doc! {"_id": 1, "blob": "x".repeat(3 * 1024 * 1024)};
     let (code, message) = failure(coll.insert_one(big.clone()).await.unwrap_err());
@@ -371,9 +333,10 @@ async fn document_size() {
     assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
     // The account capability lifts it, and MongoDB takes up to 16 MB.
     let lifted =
-        cosmos_server(Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::DocumentSize)).await;
+        TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::DocumentSize))
+            .await;
     let mongodb = TestServer::start().await;
-    for client in [portal_client(&lifted).await, mongodb.client().await] {
+    for client in [lifted.portal_client().await, mongodb.client().await] {
         let coll = client.database("app").collection::<Document>("big");
         coll.insert_one(big.clone()).await.unwrap();
     }
@@ -381,7 +344,7 @@ async fn document_size() {
 
 #[tokio::test]
 async fn retryable_writes() {
-    let server = cosmos().await;
+    let server = TestServer::start_cosmos_7().await;
     // Drivers retry writes unless the connection string says `retrywrites=false`.
     let uri = format!("mongodb://{}/?replicaSet={SET}", server.addr);
     let client = Client::with_uri_str(uri).await.unwrap();
@@ -394,14 +357,17 @@ async fn retryable_writes() {
         Rule::RetryableWrites,
     );
     // With `retrywrites=false`, as the portal's string has it, the write is done.
-    let coll = portal_client(&server)
+    let coll = server
+        .portal_client()
         .await
         .database("app")
         .collection::<Document>("items");
     coll.insert_one(doc! {"_id": 1}).await.unwrap();
     // The account capability `EnableMongoRetryableWrites`.
-    let capable =
-        cosmos_server(Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::RetryableWrites)).await;
+    let capable = TestServer::start_cosmos(
+        Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::RetryableWrites),
+    )
+    .await;
     let uri = format!("mongodb://{}/?replicaSet={SET}", capable.addr);
     let client = Client::with_uri_str(uri).await.unwrap();
     client
@@ -414,8 +380,8 @@ async fn retryable_writes() {
 
 #[tokio::test]
 async fn unsupported_commands() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     seeded(&client).await;
     for (db, command, name) in [
         ("app", doc! {"collMod": "items"}, "collMod"),
@@ -467,7 +433,7 @@ async fn last_request(client: &Client) -> Document {
 
 #[tokio::test]
 async fn request_units_are_reported_per_request() {
-    let server = cosmos().await;
+    let server = TestServer::start_cosmos_7().await;
     let client = one_connection(&server).await;
     let coll = client.database("app").collection::<Document>("items");
     // A document of about 1 KB.
@@ -535,8 +501,8 @@ fn retry_after(message: &str) -> Duration {
 async fn throttling() {
     let mut profile = Profile::cosmos(CosmosVersion::V7_0);
     profile.throughput = Some(50);
-    let server = cosmos_server(profile).await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos(profile).await;
+    let client = server.portal_client().await;
     let coll = client.database("app").collection::<Document>("burst");
     // Each insert costs 5 RU: a burst of 50 spends the second's 50 RU within the first 11.
     let mut refused = None;
@@ -572,8 +538,8 @@ async fn throttling_with_server_side_retry_waits_instead() {
     let mut profile = Profile::cosmos(CosmosVersion::V7_0);
     profile.throughput = Some(100);
     profile.server_side_retry = true;
-    let server = cosmos_server(profile).await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos(profile).await;
+    let client = server.portal_client().await;
     let coll = client.database("app").collection::<Document>("burst");
     let started = std::time::Instant::now();
     // 40 inserts of 5 RU: 200 RU at 100 RU/s, a full second's budget to start with.
@@ -614,8 +580,8 @@ async fn assert_budget(colls: &[mongodb::Collection<Document>], rate: f64) {
 async fn throttling_follows_provisioned_throughput() {
     let mut profile = Profile::cosmos(CosmosVersion::V7_0);
     profile.throughput = Some(1000);
-    let server = cosmos_server(profile).await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos(profile).await;
+    let client = server.portal_client().await;
     let db = client.database("app");
     db.run_command(
         doc! {"customAction": "CreateCollection", "collection": "small", "offerThroughput": 400},
@@ -640,8 +606,8 @@ async fn throttling_follows_provisioned_throughput() {
 
 #[tokio::test]
 async fn change_streams() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let db = client.database("app");
     let coll = db.collection::<Document>("events");
     let rule = Rule::ChangeStreams;
@@ -743,8 +709,8 @@ async fn mongodb_transaction_outlives_5s() {
 }
 
 async fn cosmos_transaction_limits() {
-    let server = cosmos().await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
     let db = client.database("app");
     let coll = db.collection::<Document>("ledger");
     coll.insert_one(doc! {"_id": 0}).await.unwrap();
@@ -793,8 +759,8 @@ async fn cosmos_transaction_limits() {
 
 #[tokio::test]
 async fn unsupported_stages() {
-    let server = cosmos_server(Profile::cosmos(CosmosVersion::V7_0)).await;
-    let client = portal_client(&server).await;
+    let server = TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V7_0)).await;
+    let client = server.portal_client().await;
     let coll = seeded(&client).await;
     let bucket = vec![doc! {"$bucket": {"groupBy": "$a", "boundaries": [0, 3, 10]}}];
     let (code, message) = failure(coll.aggregate(bucket.clone()).await.unwrap_err());
