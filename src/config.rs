@@ -4,7 +4,7 @@
 //! Precedence: flag, then environment variable, then config file, then the default.
 
 use crate::engine::cursor::{DEFAULT_CURSOR_MEMORY_BYTES, DEFAULT_MAX_NO_TIMEOUT_CURSORS};
-use crate::profile::{Compat, Profile, Rule};
+use crate::profile::{Compat, CosmosVersion, Profile, Rule};
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -416,7 +416,7 @@ pub struct Cli {
     /// limits and refusals, each rule named in docs/cosmos.md. The Cosmos TTL rules apply in
     /// both.
     #[arg(long = "compat", env = "MAYFLY_COMPAT", value_name = "PROFILE")]
-    pub compat: Option<crate::profile::Compat>,
+    pub compat: Option<Compat>,
 
     /// The Cosmos account's server version, with --compat cosmos: its wire version and feature
     /// set. [default: 7.0]
@@ -425,7 +425,7 @@ pub struct Cli {
         env = "MAYFLY_COSMOS_VERSION",
         value_name = "VERSION"
     )]
-    pub cosmos_version: Option<crate::profile::CosmosVersion>,
+    pub cosmos_version: Option<CosmosVersion>,
 
     /// Cosmos rules to turn off, comma-separated (docs/cosmos.md names them), to adopt the
     /// profile gradually: e.g. `sort-without-index,document-size`.
@@ -500,8 +500,8 @@ pub struct FileConfig {
     pub transaction_lifetime_limit_seconds: Option<u64>,
     pub cache_size_gb: Option<f64>,
     pub metrics_addr: Option<String>,
-    pub compat: Option<crate::profile::Compat>,
-    pub cosmos_version: Option<crate::profile::CosmosVersion>,
+    pub compat: Option<Compat>,
+    pub cosmos_version: Option<CosmosVersion>,
     pub cosmos_allow: Option<String>,
     pub cosmos_16mb: Option<bool>,
     pub cosmos_retryable_writes: Option<bool>,
@@ -545,7 +545,7 @@ pub struct Config {
     /// Where the Prometheus endpoint listens (`HOST:PORT`); `None`: no endpoint.
     pub metrics_addr: Option<String>,
     /// MongoDB 7.0 or a Cosmos DB account, and the Cosmos rules turned off.
-    pub profile: crate::profile::Profile,
+    pub profile: Profile,
 }
 
 /// The replication settings (mongod's `replication`).
@@ -596,7 +596,7 @@ pub enum ConfigError {
     ProfileLevel(u8),
     #[error("cosmos_throughput must be at least 1 request unit a second")]
     Throughput,
-    #[error("--cosmos-allow: no Cosmos rule is named '{0}' (the rules: {rules})", rules = crate::profile::Rule::ALL.map(|r| r.name()).join(", "))]
+    #[error("--cosmos-allow: no Cosmos rule is named '{0}' (the rules: {rules})", rules = Rule::ALL.map(|r| r.name()).join(", "))]
     UnknownRule(String),
 }
 

@@ -133,10 +133,7 @@ impl RequestUnits {
         };
         // A request refused for want of request units costs none (Cosmos charges a 429
         // nothing), or it would push back the very moment it was told to retry at.
-        let throttled = failed
-            && reply.is_some_and(|r| {
-                matches!(r, Reply::Document(d) if d.get_i32("code").is_ok_and(|c| c == 16500 || c == 50))
-            });
+        let throttled = failed && reply.is_some_and(was_throttled);
         let ru = if throttled { 0.0 } else { charge(work, &facts) };
         conn.last_request = Some(LastRequest {
             // The table's name: the command ran, so it is one mayfly has.
@@ -252,6 +249,19 @@ fn written(name: &str, reply: &Reply) -> u64 {
         _ => doc
             .get_document("lastErrorObject")
             .map_or(0, |last| number(last, "n")),
+    }
+}
+
+/// Whether a failed reply is throttling's: 16500, or server-side retry's 50 `ExceededTimeLimit`
+/// (not a `maxTimeMS` expiry, 50 `MaxTimeMSExpired`).
+fn was_throttled(reply: &Reply) -> bool {
+    let Reply::Document(doc) = reply else {
+        return false;
+    };
+    match doc.get_i32("code") {
+        Ok(16500) => true,
+        Ok(50) => doc.get_str("codeName") == Ok("ExceededTimeLimit"),
+        _ => false,
     }
 }
 
