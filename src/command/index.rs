@@ -159,6 +159,24 @@ pub(super) fn add_to_new_collection(
     }
 }
 
+/// The requested indexes as they would be created on `meta`: one that names no collation takes
+/// the collection's default.
+pub(super) fn as_on(meta: &CollectionMeta, specs: Vec<(IndexMeta, bool)>) -> Vec<IndexMeta> {
+    let default = meta.default_collation_spec();
+    specs
+        .into_iter()
+        .map(
+            |(spec, inherits)| match (&default, inherits && spec.is_stored()) {
+                (Some(d), true) => IndexMeta {
+                    collation: Some(d.clone()),
+                    ..spec
+                },
+                _ => spec,
+            },
+        )
+        .collect()
+}
+
 /// `createIndexes` in a transaction, as mongod 7.0 allows it: only on a collection the
 /// transaction creates (by this command or an earlier one) and only while it is empty.
 async fn create_in_transaction(
@@ -241,20 +259,7 @@ fn add_indexes(
         Some(meta) => (meta, false),
         None => ddl::ensure_collection(txn, db, coll)?,
     };
-    // An index that names no collation takes the collection's default.
-    let default = meta.default_collation_spec();
-    let specs: Vec<IndexMeta> = specs
-        .into_iter()
-        .map(
-            |(spec, inherits)| match (&default, inherits && spec.is_stored()) {
-                (Some(d), true) => IndexMeta {
-                    collation: Some(d.clone()),
-                    ..spec
-                },
-                _ => spec,
-            },
-        )
-        .collect();
+    let specs = as_on(&meta, specs);
     let in_progress = |spec: &IndexMeta| {
         meta.indexes.iter().any(|i| {
             i.building
@@ -264,13 +269,7 @@ fn add_indexes(
     if specs.iter().any(in_progress) {
         return Ok(Added::WaitFor(meta.id));
     }
-    let empty = txn
-        .scan_prefix(
-            crate::storage::Keyspace::Documents,
-            &crate::storage::keys::collection_prefix(meta.id),
-        )
-        .next()
-        .is_none();
+    let empty = crate::engine::collection::is_empty(txn, &meta)?;
     let before = 1 + meta.indexes.len();
     let mut added: Vec<u64> = Vec::new();
     let (mut to_build, mut ready) = (Vec::new(), Vec::new());

@@ -81,6 +81,14 @@ pub fn scan<'t>(
 
 pub use super::new_document::prepare_for_insert;
 
+/// Whether the collection holds no stored document as of this point in the write (expired
+/// ones not yet reaped count: they are still stored).
+pub fn is_empty(txn: &Txn<'_>, meta: &CollectionMeta) -> Result<bool> {
+    let prefix = keys::collection_prefix(meta.id);
+    let first = txn.scan_prefix(Keyspace::Documents, &prefix).next();
+    Ok(first.transpose()?.is_none())
+}
+
 /// Refuses a document body larger than a BSON document may be.
 fn check_size(doc: &Document, body_len: usize) -> Result<()> {
     if body_len > MAX_BSON_OBJECT_SIZE {

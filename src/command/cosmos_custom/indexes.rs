@@ -8,7 +8,7 @@
 //! creating and dropping indexes (`command::index`, whose rules, the Cosmos ones included,
 //! apply unchanged).
 
-use crate::command::index::parse_requested;
+use crate::command::index::{as_on, parse_requested};
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
 use crate::error::{Error, Result};
 use crate::profile::shard_keys::ShardKey;
@@ -67,20 +67,7 @@ fn is_id_index(item: &Bson) -> bool {
 /// the specifications of those to create. An index that is already there exactly as asked
 /// (name, key, options) stays.
 pub fn replacement(meta: &CollectionMeta, wanted: &RequestedIndexes) -> (Vec<String>, Vec<Bson>) {
-    let default_collation = meta.default_collation_spec();
-    let asked: Vec<IndexMeta> = wanted
-        .specs
-        .iter()
-        .map(
-            |(index, inherits)| match (&default_collation, *inherits && index.is_stored()) {
-                (Some(collation), true) => IndexMeta {
-                    collation: Some(collation.clone()),
-                    ..index.clone()
-                },
-                _ => index.clone(),
-            },
-        )
-        .collect();
+    let asked = as_on(meta, wanted.specs.clone());
     let drop = meta
         .indexes
         .iter()

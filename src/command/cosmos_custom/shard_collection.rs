@@ -24,7 +24,6 @@ use crate::profile::refusal::refuse;
 use crate::profile::shard_keys::{render_key, ShardKeys};
 use crate::profile::Rule;
 use crate::query::compare::values_equal;
-use crate::storage::{keys, Keyspace};
 use bson::{doc, Bson, Document};
 
 const COMMAND: &str = "shardCollection";
@@ -89,13 +88,7 @@ fn shard(
         }
         None => {}
     }
-    let prefix = keys::collection_prefix(meta.id);
-    if txn
-        .scan_prefix(Keyspace::Documents, &prefix)
-        .next()
-        .transpose()?
-        .is_some()
-    {
+    if !crate::engine::collection::is_empty(txn, &meta)? {
         return Err(Error::new(
             ErrorCode::IllegalOperation,
             format!(
