@@ -12,9 +12,9 @@ use super::optime::OpClock;
 use super::Snap;
 use crate::error::Result;
 use crate::storage::overlay::{Merged, Overlay, Pending};
-use crate::storage::{bounds_are_empty, Keyspace, Snapshot, WriteBatch};
+use crate::storage::{bounds_are_empty, probe, Keyspace, Snapshot, WriteBatch};
 use bson::{Document, Timestamp};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
 
 pub struct Txn<'a> {
@@ -35,6 +35,9 @@ pub struct Txn<'a> {
     /// A multi-document transaction's statement: the unique index keys it checked (each an
     /// index entry prefix), so the commit can check that no one else took them meanwhile.
     unique_claims: Option<Vec<Vec<u8>>>,
+    /// `Documents` keys the snapshot is known not to hold (the last [`Txn::probe_documents`]),
+    /// so that reading them needs no point read of the snapshot.
+    unheld_documents: HashSet<Vec<u8>>,
 }
 
 /// A multi-document transaction's pending work between its statements: what a [`Txn`] holds,
@@ -71,6 +74,7 @@ impl<'a> Txn<'a> {
             optimes: None,
             deferred_log: None,
             unique_claims: None,
+            unheld_documents: HashSet::new(),
         }
     }
 
@@ -188,7 +192,29 @@ impl<'a> Txn<'a> {
         if let Some(pending) = self.overlay.get(keyspace, key) {
             return Ok(pending.clone());
         }
+        if keyspace == Keyspace::Documents && self.unheld_documents.contains(key) {
+            return Ok(None);
+        }
         Ok(self.snapshot.get(keyspace, key)?)
+    }
+
+    /// Learns which of `keys` (document keys about to be read, such as a bulk insert's) the
+    /// snapshot does not hold, with one ordered walk ([`probe::absent`]) instead of a point
+    /// read each. Only a hint, replacing the previous one: reads stay correct without it, and
+    /// keys the walk does not decide are read one by one.
+    pub fn probe_documents(&mut self, mut keys: Vec<Vec<u8>>) -> Result<()> {
+        keys.sort_unstable();
+        keys.dedup();
+        // Only the last probe is kept: it is made right before the reads it is for, and
+        // clearing keeps the table's room, so no group grows it again and again.
+        self.unheld_documents.clear();
+        self.unheld_documents.reserve(keys.len());
+        for position in probe::absent(self.snapshot, Keyspace::Documents, &keys)? {
+            if let Some(key) = keys.get_mut(position) {
+                self.unheld_documents.insert(std::mem::take(key));
+            }
+        }
+        Ok(())
     }
 
     pub fn put(&mut self, keyspace: Keyspace, key: Vec<u8>, value: Vec<u8>) {
@@ -294,7 +320,6 @@ impl<'a> Txn<'a> {
     /// The group's batch, with each changed counter written once, and whether the catalog
     /// changed.
     pub(super) fn finish(mut self) -> Result<(WriteBatch, bool)> {
-        let mut batch = WriteBatch::new();
         for (collection_id, delta) in std::mem::take(&mut self.counts) {
             if delta.is_zero() {
                 continue;
@@ -306,6 +331,7 @@ impl<'a> Txn<'a> {
                 base.apply(delta).encode(),
             );
         }
+        let mut batch = WriteBatch::with_capacity(self.overlay.len());
         for (keyspace, key, value) in self.overlay.into_entries() {
             match value {
                 Some(value) => batch.put(keyspace, key, value),

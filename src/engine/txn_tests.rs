@@ -23,6 +23,8 @@ enum Op {
     TakeSnapshot,
     SnapshotRange(usize, usize, Bound<Vec<u8>>, Bound<Vec<u8>>, bool),
     SnapshotGet(usize, usize, Vec<u8>),
+    /// `Txn::probe_documents` of these keys (a hint that must never change what reads give).
+    Probe(Vec<Vec<u8>>),
 }
 
 /// Short keys over a small alphabet, so operations collide and prefixes nest. Stored keys are
@@ -59,6 +61,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => (any::<usize>(), ks.clone(), bound(), bound(), any::<bool>())
             .prop_map(|(i, s, a, b, r)| Op::SnapshotRange(i, s, a, b, r)),
         1 => (any::<usize>(), ks, probe()).prop_map(|(i, s, k)| Op::SnapshotGet(i, s, k)),
+        2 => prop::collection::vec(key(), 0..6).prop_map(Op::Probe),
     ]
 }
 
@@ -167,6 +170,7 @@ fn check(store: &Store, ops: &[Op]) {
                     );
                     assert_eq!(got, want, "scan_range {a:?}..{b:?}");
                 }
+                Op::Probe(keys) => txn.probe_documents(keys.clone()).unwrap(),
                 Op::TakeSnapshot => saved.push((store.snapshot(), committed.clone())),
                 Op::SnapshotRange(i, s, a, b, r) => {
                     if let Some((snap, model)) = saved.get(i % saved.len().max(1)) {
@@ -245,4 +249,36 @@ fn long_scans_cross_chunks_while_commits_prune() {
         ));
     }
     check(&store, &ops);
+}
+
+/// A probe is a hint about the snapshot only: a probed key the group writes or deletes reads as
+/// the group left it, a held key as held, and an unheld one as absent.
+#[test]
+fn probed_keys_read_as_the_group_left_them() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in [
+        Store::Memory(MemoryBackend::new()),
+        Store::Fjall(FjallBackend::open(dir.path()).unwrap()),
+    ] {
+        let mut batch = WriteBatch::new();
+        batch.put(Keyspace::Documents, b"held".to_vec(), b"old".to_vec());
+        batch.put(Keyspace::Documents, b"gone".to_vec(), b"old".to_vec());
+        store.commit(batch, Durability::Buffered).unwrap();
+        let snapshot = store.snapshot();
+        let mut catalog = Catalog::default();
+        let mut txn = Txn::new(&snapshot, &mut catalog);
+        txn.put(Keyspace::Documents, b"early".to_vec(), b"1".to_vec());
+        let probed = ["early", "free", "gone", "held", "later"].map(|k| k.as_bytes().to_vec());
+        txn.probe_documents(probed.to_vec()).unwrap();
+        txn.put(Keyspace::Documents, b"later".to_vec(), b"2".to_vec());
+        txn.delete(Keyspace::Documents, b"gone".to_vec());
+        let read = |key: &str| txn.get(Keyspace::Documents, key.as_bytes()).unwrap();
+        assert_eq!(read("early"), Some(b"1".to_vec()));
+        assert_eq!(read("later"), Some(b"2".to_vec()));
+        assert_eq!(read("held"), Some(b"old".to_vec()));
+        assert_eq!(read("gone"), None);
+        assert_eq!(read("free"), None);
+        // Another keyspace's key of the same bytes is read from the snapshot.
+        assert_eq!(txn.get(Keyspace::Indexes, b"free").unwrap(), None);
+    }
 }

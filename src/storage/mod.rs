@@ -3,7 +3,8 @@
 //!
 //! Owns: the [`Backend`] and [`Snapshot`] traits, [`WriteBatch`], [`Durability`],
 //! [`StorageError`], the fjall implementation ([`fjall_backend`]), the in-memory one
-//! ([`memory`]), pending writes over a snapshot ([`overlay`]), the runtime choice between them ([`store`]), the fault-injecting wrapper tests
+//! ([`memory`]), pending writes over a snapshot ([`overlay`]), many point reads answered by one ordered walk
+//! ([`probe`]), the runtime choice between them ([`store`]), the fault-injecting wrapper tests
 //! use ([`faults`]) and the order-preserving key encoding ([`keys`]). Does not own: BSON query semantics, the catalog format, TTL, time, or
 //! group commit — the engine's writer thread decides what goes into a batch and when to commit.
 //! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
@@ -40,6 +41,7 @@ pub mod keys;
 pub mod lock;
 pub mod memory;
 pub mod overlay;
+pub mod probe;
 pub mod store;
 
 pub use faults::{Faults, FaultyBackend};

@@ -52,6 +52,11 @@ impl Overlay {
         }
     }
 
+    /// Number of pending writes, every keyspace together.
+    pub fn len(&self) -> usize {
+        self.keyspaces.iter().map(BTreeMap::len).sum()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.keyspaces.iter().all(BTreeMap::is_empty)
     }

@@ -222,6 +222,7 @@ impl Batch {
                 let meta = ddl::collection(txn, &db, &name).ok_or_else(|| {
                     Error::internal(format!("{db}.{name} vanished during the restore"))
                 })?;
+                collection::probe_ids(txn, &meta, records.iter().map(|(new, _)| new))?;
                 for (new, ts) in records {
                     collection::insert_written_at(txn, &meta, new, ts, now)?;
                 }

@@ -449,6 +449,57 @@ async fn unordered_update_batch_reports_every_error_and_runs_the_rest() {
     );
 }
 
+/// A bulk insert checks its `_id`s against the collection in one ordered walk: held `_id`s
+/// interleaved with free ones, a repeat within the batch and a batch out of order must each be
+/// judged as one-by-one reads would judge them.
+#[tokio::test]
+async fn unordered_insert_batch_reports_held_and_repeated_ids_and_inserts_the_rest() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("crud");
+    let c = seeded(
+        &db,
+        "bulk_ids",
+        (0..20).step_by(2).map(|i| doc! {"_id": i}).collect(),
+    )
+    .await;
+    // 0..20, the odd ones free, in reverse order, then 21 twice.
+    let mut documents: Vec<Bson> = (0..20)
+        .rev()
+        .map(|i| Bson::Document(doc! {"_id": i, "new": true}))
+        .collect();
+    documents.push(Bson::Document(doc! {"_id": 21, "new": true}));
+    documents.push(Bson::Document(doc! {"_id": 21, "new": true}));
+    let reply = db
+        .run_command(doc! {"insert": "bulk_ids", "ordered": false, "documents": documents})
+        .await
+        .unwrap();
+    assert_eq!(
+        reply.get_i32("n").unwrap(),
+        11,
+        "the ten odd _ids and the first 21"
+    );
+    let failed: Vec<i32> = (0..20).filter(|i| i % 2 == 1).chain([21]).collect();
+    assert_eq!(
+        indexes_of(&reply),
+        failed,
+        "the even _ids (every other statement) and the repeat"
+    );
+    use futures::TryStreamExt;
+    let mut held: Vec<i32> = c
+        .find(doc! {"new": true})
+        .await
+        .unwrap()
+        .try_collect::<Vec<Document>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.get_i32("_id").unwrap())
+        .collect();
+    held.sort();
+    let want: Vec<i32> = (1..20).step_by(2).chain([21]).collect();
+    assert_eq!(held, want);
+}
+
 #[tokio::test]
 async fn statements_of_one_batch_see_each_other() {
     let server = TestServer::start().await;

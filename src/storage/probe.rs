@@ -1,0 +1,153 @@
+//! Many point reads answered by one ordered walk: which of a sorted list of keys a snapshot
+//! does not hold, found by walking the snapshot's entries between the first key and the last
+//! once, instead of looking each key up.
+//!
+//! A bulk insert checks every new `_id` against the collection. Looked up one by one, each
+//! check is a full point read (a search of every memtable, a bloom filter or a block of every
+//! table); a driver's `_id`s are mostly increasing, so the entries between a batch's least and
+//! greatest key are few or none, and one walk decides them all.
+//!
+//! Owns: the walk and its budget. Does not own: what the keys mean, or the writes pending over
+//! the snapshot (the caller checks those first).
+
+use super::{Keyspace, Snapshot, StorageError};
+use std::ops::Bound;
+
+/// Of `keys` (ascending, distinct), the positions of those `snapshot` surely does not hold.
+///
+/// The walk stops after visiting as many entries as there are keys, so that keys spread over
+/// a large keyspace (random `_id`s in a big collection) cost at most one entry each: the keys
+/// it had not passed then are left out, and the caller reads them one by one. Keys out of
+/// order are left out too (never wrongly reported absent).
+pub fn absent<S: Snapshot>(
+    snapshot: &S,
+    keyspace: Keyspace,
+    keys: &[Vec<u8>],
+) -> Result<Vec<usize>, StorageError> {
+    let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+        return Ok(Vec::new());
+    };
+    if !keys.windows(2).all(|pair| matches!(pair, [a, b] if a < b)) {
+        return Ok(Vec::new());
+    }
+    let mut absent = Vec::with_capacity(keys.len());
+    let mut next = 0;
+    let mut budget = keys.len();
+    let entries = snapshot.range(
+        keyspace,
+        Bound::Included(first),
+        Bound::Included(last),
+        false,
+    );
+    for entry in entries {
+        if budget == 0 {
+            return Ok(absent);
+        }
+        budget -= 1;
+        let (held, _) = entry?;
+        // Every key below the entry was passed without being met: it is not held.
+        while keys.get(next).is_some_and(|key| *key < held) {
+            absent.push(next);
+            next += 1;
+        }
+        if keys.get(next).is_some_and(|key| *key == held) {
+            next += 1;
+        }
+    }
+    // The walk reached the last key: every key not met is not held.
+    absent.extend(next..keys.len());
+    Ok(absent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{Backend, Durability, MemoryBackend, WriteBatch};
+    use proptest::prelude::*;
+    use std::collections::BTreeSet;
+
+    fn stored(keys: &[Vec<u8>]) -> MemoryBackend {
+        let backend = MemoryBackend::new();
+        let mut batch = WriteBatch::new();
+        for key in keys {
+            batch.put(Keyspace::Documents, key.clone(), b"v".to_vec());
+        }
+        // Entries of another keyspace never count.
+        batch.put(Keyspace::Indexes, vec![2], b"v".to_vec());
+        backend.commit(batch, Durability::Buffered).unwrap();
+        backend
+    }
+
+    #[test]
+    fn keys_among_few_entries_are_all_decided() {
+        let backend = stored(&[vec![1], vec![3], vec![5]]);
+        let probe = vec![vec![0], vec![2], vec![3], vec![4], vec![6]];
+        let absent = absent(&backend.snapshot(), Keyspace::Documents, &probe).unwrap();
+        assert_eq!(absent, vec![0, 1, 3, 4]);
+    }
+
+    #[test]
+    fn a_walk_over_many_entries_stops_and_leaves_the_rest_undecided() {
+        let held: Vec<Vec<u8>> = (10u8..200).map(|b| vec![b]).collect();
+        let backend = stored(&held);
+        // Three keys with 190 entries between them: the walk gives up after three entries.
+        let probe = vec![vec![0], vec![11], vec![250]];
+        let absent = absent(&backend.snapshot(), Keyspace::Documents, &probe).unwrap();
+        assert_eq!(
+            absent,
+            vec![0],
+            "only the key below the first entry is decided"
+        );
+    }
+
+    #[test]
+    fn keys_out_of_order_decide_nothing() {
+        let backend = stored(&[]);
+        let probe = vec![vec![2], vec![1]];
+        assert!(absent(&backend.snapshot(), Keyspace::Documents, &probe)
+            .unwrap()
+            .is_empty());
+        let repeated = vec![vec![1], vec![1]];
+        assert!(absent(&backend.snapshot(), Keyspace::Documents, &repeated)
+            .unwrap()
+            .is_empty());
+    }
+
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        prop::collection::vec(prop::sample::select(vec![0u8, 1, 2, 0xff]), 1..4)
+    }
+
+    proptest! {
+        /// Against point reads: a key reported absent is never held, and a walk that met
+        /// fewer entries than there are keys decides every key.
+        #[test]
+        fn reported_keys_are_exactly_the_unheld_ones_when_the_walk_completes(
+            held in prop::collection::btree_set(key(), 0..16),
+            probe in prop::collection::btree_set(key(), 1..10),
+        ) {
+            let held: Vec<Vec<u8>> = held.into_iter().collect();
+            let probe: Vec<Vec<u8>> = probe.into_iter().collect();
+            let backend = stored(&held);
+            let snapshot = backend.snapshot();
+            let absent: BTreeSet<usize> = absent(&snapshot, Keyspace::Documents, &probe)
+                .unwrap()
+                .into_iter()
+                .collect();
+            for (i, key) in probe.iter().enumerate() {
+                let unheld = snapshot.get(Keyspace::Documents, key).unwrap().is_none();
+                if absent.contains(&i) {
+                    prop_assert!(unheld, "{key:?} reported absent but held");
+                }
+            }
+            let (first, last) = (&probe[0], &probe[probe.len() - 1]);
+            let between = held.iter().filter(|k| *k >= first && *k <= last).count();
+            if between < probe.len() {
+                let unheld = probe
+                    .iter()
+                    .filter(|k| snapshot.get(Keyspace::Documents, k).unwrap().is_none())
+                    .count();
+                prop_assert_eq!(absent.len(), unheld);
+            }
+        }
+    }
+}
