@@ -448,7 +448,7 @@ fn entries_for(
 
 /// The encoded `_id` of a document key: the value of its index entries.
 fn encoded_id_of(key: &[u8]) -> Vec<u8> {
-    key.get(keys::COLLECTION_PREFIX_LEN..)
+    keys::strip_collection_prefix(key)
         .unwrap_or_default()
         .to_vec()
 }

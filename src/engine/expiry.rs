@@ -14,7 +14,7 @@
 //! (`counts`); entries written before that have an empty value.
 
 use super::record::Record;
-use crate::storage::keys::{collection_prefix, COLLECTION_PREFIX_LEN};
+use crate::storage::keys::{collection_prefix, split_id, MAX_ID_LEN};
 
 pub const FOLLOWS_COLLECTION: u8 = b'T';
 pub const OWN_TTL: u8 = b'E';
@@ -27,7 +27,8 @@ pub fn key_for(doc_key: &[u8], record: &Record) -> Option<Vec<u8>> {
 /// The expiry key of a document stored under `doc_key`, written at `ts` with its own `ttl`
 /// `own_ttl`, if it can ever expire.
 pub fn key_at(doc_key: &[u8], ts: i64, own_ttl: Option<i32>) -> Option<Vec<u8>> {
-    let (prefix, encoded_id) = doc_key.split_at_checked(COLLECTION_PREFIX_LEN)?;
+    let (_, encoded_id) = split_id(doc_key)?;
+    let prefix = doc_key.get(..doc_key.len() - encoded_id.len())?;
     let (kind, time) = match own_ttl {
         Some(ttl) if ttl > 0 => (OWN_TTL, ts.saturating_add(i64::from(ttl))),
         Some(_) => return None,
@@ -62,9 +63,11 @@ pub fn body_len_of(value: &[u8]) -> Option<u64> {
 
 /// The document key an expiry key points at.
 pub fn document_key_of(expiry_key: &[u8]) -> Option<Vec<u8>> {
-    let prefix = expiry_key.get(..COLLECTION_PREFIX_LEN)?;
-    let id = expiry_key.get(COLLECTION_PREFIX_LEN + 9..)?;
-    let mut key = prefix.to_vec();
+    let (_, rest) = split_id(expiry_key)?;
+    let prefix = expiry_key.get(..expiry_key.len() - rest.len())?;
+    let id = rest.get(9..)?;
+    let mut key = Vec::with_capacity(MAX_ID_LEN + id.len());
+    key.extend_from_slice(prefix);
     key.extend_from_slice(id);
     Some(key)
 }
@@ -98,10 +101,13 @@ mod tests {
         let dk = document_key(7, &Bson::Int32(1));
         let plain = Record::new(100, &doc! {"_id": 1}).unwrap();
         let k = key_for(&dk, &plain).unwrap();
-        assert_eq!(k[8], FOLLOWS_COLLECTION);
+        assert_eq!(
+            k[1], FOLLOWS_COLLECTION,
+            "after the one-byte prefix of collection 7"
+        );
         assert_eq!(document_key_of(&k).unwrap(), dk);
         let own = Record::new(100, &doc! {"_id": 1, "ttl": 5}).unwrap();
-        assert_eq!(key_for(&dk, &own).unwrap()[8], OWN_TTL);
+        assert_eq!(key_for(&dk, &own).unwrap()[1], OWN_TTL);
         let never = Record::new(100, &doc! {"_id": 1, "ttl": -1}).unwrap();
         assert!(key_for(&dk, &never).is_none());
     }

@@ -27,7 +27,7 @@ use super::writer::Writer;
 use super::{Db, Engine};
 use crate::clock::Clock;
 use crate::error::{Error, ErrorCode, Result};
-use crate::storage::keys::{self, COLLECTION_PREFIX_LEN};
+use crate::storage::keys;
 use crate::storage::{Backend, Durability, Keyspace, Snapshot};
 use std::collections::BTreeSet;
 use std::ops::Bound;
@@ -531,10 +531,7 @@ fn leftover_indexes(backend: &Db, catalog: &Catalog) -> Result<Vec<(u64, u64)>> 
                 .next()
                 .transpose()?;
             let Some((key, _)) = first else { break };
-            let Some(index_id) = key
-                .get(COLLECTION_PREFIX_LEN..2 * COLLECTION_PREFIX_LEN)
-                .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                .map(u64::from_be_bytes)
+            let Some((index_id, _)) = keys::strip_collection_prefix(&key).and_then(keys::split_id)
             else {
                 break;
             };
@@ -567,12 +564,14 @@ fn commit<R>(
 
 /// The exclusive end of a collection's keys.
 fn collection_end(collection_id: u64) -> Vec<u8> {
-    keys::prefix_end(&keys::collection_prefix(collection_id)).unwrap_or_else(|| vec![0xFF; 9])
+    keys::prefix_end(&keys::collection_prefix(collection_id))
+        .unwrap_or_else(|| vec![0xFF; keys::MAX_ID_LEN + 1])
 }
 
 /// The exclusive end of an index's entries.
 fn index_end(collection_id: u64, index_id: u64) -> Vec<u8> {
-    keys::prefix_end(&keys::index_prefix(collection_id, index_id)).unwrap_or_else(|| vec![0xFF; 17])
+    keys::prefix_end(&keys::index_prefix(collection_id, index_id))
+        .unwrap_or_else(|| vec![0xFF; 2 * keys::MAX_ID_LEN + 1])
 }
 
 /// The smallest key greater than `key`.

@@ -17,6 +17,7 @@ pub mod index_build;
 pub mod index_keys;
 pub mod index_usage;
 pub mod interrupt;
+pub mod layout;
 pub mod new_document;
 pub mod oplog;
 pub mod optime;
@@ -143,6 +144,8 @@ impl Engine {
         clock: Arc<dyn Clock>,
     ) -> Result<Engine> {
         let backend = Arc::new(FaultyBackend::new(store));
+        // Keys an earlier version laid out differently are rewritten before anything reads them.
+        layout::upgrade(&backend)?;
         let mut catalog = Catalog::load(&backend.snapshot())?;
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
         index_build::discard_unfinished(&backend, &mut catalog)?;

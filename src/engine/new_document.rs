@@ -14,7 +14,7 @@ use super::record;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::depth;
-use crate::storage::keys::{self, COLLECTION_PREFIX_LEN};
+use crate::storage::keys::{self, MAX_ID_LEN};
 use crate::storage::MAX_KEY_LEN;
 use bson::{doc, oid::ObjectId, Bson, Document, RawDocument};
 use std::borrow::Cow;
@@ -132,7 +132,7 @@ impl NewDocument {
         check_id(&id)?;
         let mut encoded_id = Vec::with_capacity(16);
         keys::encode_value(&id, &mut encoded_id);
-        if COLLECTION_PREFIX_LEN + encoded_id.len() > MAX_KEY_LEN {
+        if MAX_ID_LEN + encoded_id.len() > MAX_KEY_LEN {
             return Err(Error::new(
                 ErrorCode::BadValue,
                 "_id is too large to be stored",
@@ -165,7 +165,7 @@ impl NewDocument {
 
     /// The document key in the collection with id `collection_id`.
     pub fn key(&self, collection_id: u64) -> Vec<u8> {
-        let mut key = Vec::with_capacity(COLLECTION_PREFIX_LEN + self.encoded_id.len());
+        let mut key = Vec::with_capacity(MAX_ID_LEN + self.encoded_id.len());
         key.extend_from_slice(&keys::collection_prefix(collection_id));
         key.extend_from_slice(&self.encoded_id);
         key

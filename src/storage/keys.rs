@@ -86,8 +86,12 @@ const CLASS_BELOW: u8 = 0x01;
 const CLASS_EXACT: u8 = 0x02;
 const CLASS_ABOVE: u8 = 0x03;
 
-/// Length of a collection-id prefix.
-pub const COLLECTION_PREFIX_LEN: usize = 8;
+/// Longest encoding of an id ([`encode_id`]): a collection prefix is at most this long.
+pub const MAX_ID_LEN: usize = 9;
+
+/// Ids up to this value are one byte long; above, a byte of `0xF7 + n` precedes their `n`
+/// big-endian bytes.
+const ONE_BYTE_IDS: u64 = 0xF7;
 
 /// Sort direction of one index field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -119,22 +123,92 @@ pub fn encode_value_directed(value: &Bson, direction: Direction, out: &mut Vec<u
     }
 }
 
+/// An id (of a collection or an index) as the start of a key: order-preserving and
+/// prefix-free, and short for the small ids a catalog hands out. Ids up to `0xF7` are their one
+/// byte; a larger id is a byte of `0xF7 + n` followed by its `n` significant big-endian bytes
+/// (`0xF8` for one byte up to `0xFF` for eight), so a longer encoding always sorts after a
+/// shorter one. Catalog ids start at 1, so no key of this layout starts with `00`, the first
+/// byte of every key of the earlier layout (eight big-endian bytes; `engine::layout`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct EncodedId {
+    bytes: [u8; MAX_ID_LEN],
+    len: u8,
+}
+
+impl std::ops::Deref for EncodedId {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.bytes.get(..usize::from(self.len)).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for EncodedId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:02x?}", &**self)
+    }
+}
+
+/// `id`'s encoding at the start of a key ([`EncodedId`]).
+pub fn encode_id(id: u64) -> EncodedId {
+    let mut bytes = [0u8; MAX_ID_LEN];
+    let (head, len) = if id <= ONE_BYTE_IDS {
+        (id as u8, 1)
+    } else {
+        let significant = 8 - (id.leading_zeros() / 8) as usize;
+        let be = id.to_be_bytes();
+        for (to, from) in bytes
+            .iter_mut()
+            .skip(1)
+            .zip(be.iter().skip(8 - significant))
+        {
+            *to = *from;
+        }
+        (
+            ONE_BYTE_IDS as u8 + significant as u8,
+            1 + significant as u8,
+        )
+    };
+    if let Some(first) = bytes.first_mut() {
+        *first = head;
+    }
+    EncodedId { bytes, len }
+}
+
+/// The id `key` starts with ([`encode_id`]) and the rest of the key; `None` when `key` does not
+/// start with a whole id.
+pub fn split_id(key: &[u8]) -> Option<(u64, &[u8])> {
+    let (&first, rest) = key.split_first()?;
+    if u64::from(first) <= ONE_BYTE_IDS {
+        return Some((u64::from(first), rest));
+    }
+    let significant = usize::from(first) - ONE_BYTE_IDS as usize;
+    let (be, rest) = rest.split_at_checked(significant)?;
+    let id = be.iter().fold(0u64, |id, byte| id << 8 | u64::from(*byte));
+    Some((id, rest))
+}
+
 /// The key prefix shared by every document and index entry of one collection.
-pub fn collection_prefix(collection_id: u64) -> [u8; COLLECTION_PREFIX_LEN] {
-    collection_id.to_be_bytes()
+pub fn collection_prefix(collection_id: u64) -> EncodedId {
+    encode_id(collection_id)
+}
+
+/// `key` without its collection prefix; `None` when it does not start with one.
+pub fn strip_collection_prefix(key: &[u8]) -> Option<&[u8]> {
+    split_id(key).map(|(_, rest)| rest)
 }
 
 /// The prefix shared by every entry of one index: collection id, then index id.
 pub fn index_prefix(collection_id: u64, index_id: u64) -> Vec<u8> {
-    let mut key = Vec::with_capacity(2 * COLLECTION_PREFIX_LEN);
+    let mut key = Vec::with_capacity(2 * MAX_ID_LEN);
     key.extend_from_slice(&collection_prefix(collection_id));
-    key.extend_from_slice(&index_id.to_be_bytes());
+    key.extend_from_slice(&encode_id(index_id));
     key
 }
 
 /// Key of a document in the `Documents` keyspace: collection prefix, then the encoded `_id`.
 pub fn document_key(collection_id: u64, id: &Bson) -> Vec<u8> {
-    let mut key = Vec::with_capacity(COLLECTION_PREFIX_LEN + 16);
+    let mut key = Vec::with_capacity(MAX_ID_LEN + 16);
     key.extend_from_slice(&collection_prefix(collection_id));
     encode_value(id, &mut key);
     key

@@ -334,7 +334,51 @@ fn document_keys_group_by_collection() {
     let b = document_key(2, &Bson::MinKey);
     assert!(a < b);
     assert!(a.starts_with(&collection_prefix(1)));
-    assert_eq!(collection_prefix(1), [0, 0, 0, 0, 0, 0, 0, 1]);
+    assert_eq!(&*collection_prefix(1), &[1]);
+}
+
+#[test]
+fn ids_are_compact_ordered_and_prefix_free() {
+    let samples = [
+        0u64,
+        1,
+        0xF6,
+        0xF7,
+        0xF8,
+        0xFF,
+        0x100,
+        300,
+        0xFFFF,
+        0x1_0000,
+        1 << 40,
+        u64::MAX - 1,
+        u64::MAX,
+    ];
+    assert_eq!(&*encode_id(0xF7), &[0xF7]);
+    assert_eq!(&*encode_id(0xF8), &[0xF8, 0xF8]);
+    assert_eq!(&*encode_id(300), &[0xF9, 0x01, 0x2C]);
+    assert_eq!(encode_id(u64::MAX).len(), MAX_ID_LEN);
+    for a in samples {
+        let mut key = encode_id(a).to_vec();
+        key.extend_from_slice(b"rest");
+        assert_eq!(split_id(&key), Some((a, &b"rest"[..])), "{a}");
+        for b in samples {
+            assert_eq!((*encode_id(a)).cmp(&*encode_id(b)), a.cmp(&b), "{a} vs {b}");
+        }
+    }
+    assert_eq!(split_id(&[0xF9, 0x01]), None, "a cut id");
+    assert_eq!(split_id(&[]), None);
+}
+
+proptest! {
+    /// Byte order is id order, and an id followed by anything splits back into both.
+    #[test]
+    fn encoded_ids_order_as_ids(a in any::<u64>(), b in any::<u64>(), rest in prop::collection::vec(any::<u8>(), 0..4)) {
+        prop_assert_eq!((*encode_id(a)).cmp(&*encode_id(b)), a.cmp(&b));
+        let mut key = encode_id(a).to_vec();
+        key.extend_from_slice(&rest);
+        prop_assert_eq!(split_id(&key), Some((a, rest.as_slice())));
+    }
 }
 
 #[test]

@@ -76,7 +76,8 @@ pub fn run(tool: Tool) -> ExitCode {
 }
 
 /// Opens the data directory at `dbpath`, which must already hold a database: a tool that reads
-/// must not create an empty one where a path was mistyped.
+/// must not create an empty one where a path was mistyped, nor misread the keys of an earlier
+/// layout (`engine::layout`).
 pub fn open_existing(dbpath: &Path) -> Result<FjallBackend, ToolError> {
     if !FjallBackend::holds_database(dbpath) {
         return Err(ToolError::Refused(format!(
@@ -84,5 +85,13 @@ pub fn open_existing(dbpath: &Path) -> Result<FjallBackend, ToolError> {
             dbpath.display()
         )));
     }
-    Ok(FjallBackend::open_with(dbpath, &FjallConfig::default())?)
+    let backend = FjallBackend::open_with(dbpath, &FjallConfig::default())?;
+    if !crate::engine::layout::is_current(&crate::storage::Backend::snapshot(&backend))? {
+        return Err(ToolError::Refused(format!(
+            "{} was written by an earlier mayfly, whose keys a start of the server rewrites: \
+             start mayfly on it once, then run this again",
+            dbpath.display()
+        )));
+    }
+    Ok(backend)
 }
