@@ -60,6 +60,48 @@ impl Reply {
         }
     }
 
+    /// The reply's error code when it is `{ok: 0, ...}` (0 when it has none).
+    pub fn error_code(&self) -> Option<i32> {
+        if !self.is_error() {
+            return None;
+        }
+        Some(match self {
+            Reply::Document(d) => d.get_i32("code").unwrap_or(0),
+            Reply::Raw(r) => r.get_i32("code").unwrap_or(0),
+        })
+    }
+
+    /// Documents in the reply's cursor batch (`cursor.firstBatch` or `cursor.nextBatch`),
+    /// counted without decoding them: a batch can hold 16 MB of documents.
+    pub fn batch_len(&self) -> Option<usize> {
+        match self {
+            Reply::Document(d) => {
+                let cursor = d.get_document("cursor").ok()?;
+                cursor
+                    .get_array("firstBatch")
+                    .or_else(|_| cursor.get_array("nextBatch"))
+                    .ok()
+                    .map(Vec::len)
+            }
+            Reply::Raw(r) => {
+                let cursor = r.get_document("cursor").ok()?;
+                let batch = cursor
+                    .get_array("firstBatch")
+                    .or_else(|_| cursor.get_array("nextBatch"))
+                    .ok()?;
+                Some(batch.into_iter().count())
+            }
+        }
+    }
+
+    /// Bytes of the reply's BSON (encoding a document reply; a raw one is measured).
+    pub fn byte_len(&self) -> usize {
+        match self {
+            Reply::Document(d) => bson::to_vec(d).map_or(0, |b| b.len()),
+            Reply::Raw(r) => r.as_bytes().len(),
+        }
+    }
+
     /// The reply as a document (decoding a raw one).
     pub fn into_document(self) -> bson::Document {
         match self {
@@ -116,5 +158,35 @@ impl RawDocuments {
         starts
             .zip(self.ends.iter().copied())
             .map(|(start, end)| self.bytes.get(start..end).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{doc, rawdoc};
+
+    /// The slow-operation line and the profiler read replies in place: a raw batch is counted
+    /// without being decoded, and both kinds of reply answer alike.
+    #[test]
+    fn replies_are_read_in_place_alike_raw_or_built() {
+        let built =
+            doc! {"cursor": {"id": 0i64, "nextBatch": [{"a": 1}, {"a": 2}, {"a": 3}]}, "ok": 1.0};
+        let raw = bson::RawDocumentBuf::from_document(&built).unwrap();
+        for reply in [Reply::Document(built.clone()), Reply::Raw(raw.clone())] {
+            assert_eq!(reply.batch_len(), Some(3));
+            assert_eq!(reply.error_code(), None);
+            assert_eq!(reply.byte_len(), raw.as_bytes().len());
+        }
+        let first = Reply::Raw(rawdoc! {"cursor": {"firstBatch": [], "id": 0i64}, "ok": 1.0});
+        assert_eq!(first.batch_len(), Some(0));
+        let failed = doc! {"ok": 0.0, "errmsg": "no", "code": 2, "codeName": "BadValue"};
+        for reply in [
+            Reply::Document(failed.clone()),
+            Reply::Raw(bson::RawDocumentBuf::from_document(&failed).unwrap()),
+        ] {
+            assert_eq!(reply.batch_len(), None, "no cursor");
+            assert_eq!(reply.error_code(), Some(2));
+        }
     }
 }

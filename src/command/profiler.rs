@@ -17,6 +17,7 @@ use super::args::{check_fields, optional_i64};
 use super::{Connection, Outcome, Request, Shared};
 use crate::engine::{collection, ddl, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
+use crate::protocol::Reply;
 use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
 use std::collections::HashMap;
@@ -187,10 +188,11 @@ impl Operation<'_> {
         }
     }
 
-    /// The reply as a document, if there is one.
-    pub fn reply(&self) -> Option<Document> {
+    /// The reply, if there is one. Read it in place: a cursor batch can hold 16 MB of
+    /// documents, which a copy or a decode would hold again for every slow operation.
+    pub fn reply(&self) -> Option<&Reply> {
         match self.outcome {
-            Outcome::Reply(reply) => Some(reply.clone().into_document()),
+            Outcome::Reply(reply) => Some(reply),
             Outcome::Close => None,
         }
     }
@@ -206,16 +208,6 @@ pub fn collection_of(body: &Document) -> Option<&str> {
     }
 }
 
-/// Documents in the reply's batch (`find`, `aggregate`, `getMore`, the listings).
-pub fn returned(reply: &Document) -> Option<usize> {
-    let cursor = reply.get_document("cursor").ok()?;
-    cursor
-        .get_array("firstBatch")
-        .or_else(|_| cursor.get_array("nextBatch"))
-        .ok()
-        .map(Vec::len)
-}
-
 /// The profile entry of `op`, in mongod's shape.
 fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
     let mut entry = doc! {"op": op.kind(), "ns": op.namespace(), "command": command_of(op.body)};
@@ -225,13 +217,11 @@ fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
         entry.insert("docsExamined", count(totals.docs_examined));
         entry.insert("planSummary", plan);
     }
-    let reply = op.reply();
-    if let Some(reply) = &reply {
-        if let Some(n) = returned(reply) {
+    if let Some(reply) = op.reply() {
+        if let Some(n) = reply.batch_len() {
             entry.insert("nreturned", count(n as u64));
         }
-        let length = bson::to_vec(reply).map_or(0, |b| b.len());
-        entry.insert("responseLength", count(length as u64));
+        entry.insert("responseLength", count(reply.byte_len() as u64));
     }
     if let Some(charge) = op.request_charge {
         entry.insert("requestCharge", charge);
@@ -254,7 +244,12 @@ fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
         .map_or(String::new(), |u| format!("{}@{}", u.name, u.db));
     entry.insert("allUsers", users);
     entry.insert("user", user);
-    if let Some(reply) = reply.filter(|r| r.get("ok") == Some(&Bson::Double(0.0))) {
+    // An error reply is small: decoding it costs nothing worth saving.
+    let error = op
+        .reply()
+        .filter(|r| r.is_error())
+        .map(|r| r.clone().into_document());
+    if let Some(reply) = error {
         entry.insert("ok", 0.0);
         entry.insert("errMsg", reply.get_str("errmsg").unwrap_or_default());
         entry.insert("errName", reply.get_str("codeName").unwrap_or_default());

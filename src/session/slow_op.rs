@@ -8,8 +8,9 @@
 //! operators stay, inserted documents are left out, and the session's bookkeeping fields
 //! (`lsid`, `$clusterTime`, …) are dropped. Nesting is bounded: client input can be deep.
 
-use crate::command::profiler::{returned, Operation};
+use crate::command::profiler::Operation;
 use crate::command::Connection;
+use crate::protocol::Reply;
 use bson::{Bson, Document};
 
 /// mongod's log id of its "Slow query" line.
@@ -41,11 +42,8 @@ pub fn log(conn: &Connection, op: &Operation<'_>) {
     let plan_summary = op.interrupt.plans.summary();
     let totals = plan_summary.as_ref().map(|_| op.interrupt.plans.totals());
     let reply = op.reply();
-    let n_returned = reply.as_ref().and_then(returned);
-    let error_code = reply
-        .as_ref()
-        .filter(|r| r.get("ok") == Some(&Bson::Double(0.0)))
-        .map(|r| r.get_i32("code").unwrap_or(0));
+    let n_returned = reply.and_then(Reply::batch_len);
+    let error_code = reply.and_then(Reply::error_code);
     tracing::info!(
         log_id = SLOW_QUERY_LOG_ID,
         r#type = "command",
