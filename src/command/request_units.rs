@@ -112,10 +112,7 @@ impl RequestUnits {
         }
         let work = Work::of(name);
         let totals = op.interrupt.plans.totals();
-        let reply = match op.outcome {
-            super::Outcome::Reply(reply) => Some(reply),
-            super::Outcome::Close => None,
-        };
+        let reply = op.reply();
         // What a command did not write it does not pay for by size: a refused command, or the
         // statements of a write that failed (a refused 3 MB document wrote nothing).
         let failed = reply.is_some_and(Reply::is_error);
@@ -223,9 +220,8 @@ fn budget(shared: &Shared, db: &str, body: &Document) -> Option<(String, u32)> {
 /// Bytes a read returned (only reads are charged by it).
 fn reply_bytes(reply: &Reply, work: Work) -> usize {
     match (reply, work) {
-        (Reply::Raw(raw), _) => raw.as_bytes().len(),
-        (Reply::Document(doc), Work::Read) => bson::to_vec(doc).map_or(0, |b| b.len()),
-        (Reply::Document(_), _) => 0,
+        (Reply::Document(_), work) if work != Work::Read => 0,
+        _ => reply.byte_len(),
     }
 }
 

@@ -637,15 +637,9 @@ async fn change_streams() {
         .await
         .unwrap();
     let mut seen = Vec::new();
-    while seen.len() < 3 {
-        let event = tokio::time::timeout(Duration::from_secs(10), stream.next_if_any())
-            .await
-            .expect("an event in time")
-            .unwrap();
-        if let Some(event) = event {
-            assert!(!event.contains_key("operationType"), "{event}");
-            seen.push(event.get_document("fullDocument").unwrap().clone());
-        }
+    for event in next_events(&mut stream, 3).await {
+        assert!(!event.contains_key("operationType"), "{event}");
+        seen.push(event.get_document("fullDocument").unwrap().clone());
     }
     // The delete is not reported; the update carries the looked-up document.
     assert_eq!(
@@ -666,18 +660,29 @@ async fn change_streams() {
     let mut stream = coll.watch().await.unwrap();
     coll.insert_one(doc! {"_id": 1}).await.unwrap();
     coll.delete_one(doc! {"_id": 1}).await.unwrap();
-    let mut kinds = Vec::new();
-    while kinds.len() < 2 {
+    let kinds: Vec<_> = next_events(&mut stream, 2)
+        .await
+        .into_iter()
+        .map(|event| event.operation_type)
+        .collect();
+    use mongodb::change_stream::event::OperationType;
+    assert_eq!(kinds, vec![OperationType::Insert, OperationType::Delete]);
+}
+
+/// The next `n` events of `stream`, each within 10 seconds.
+async fn next_events<T>(stream: &mut mongodb::change_stream::ChangeStream<T>, n: usize) -> Vec<T>
+where
+    T: serde::de::DeserializeOwned + Unpin + Send + Sync,
+{
+    let mut events = Vec::with_capacity(n);
+    while events.len() < n {
         let event = tokio::time::timeout(Duration::from_secs(10), stream.next_if_any())
             .await
             .expect("an event in time")
             .unwrap();
-        if let Some(event) = event {
-            kinds.push(event.operation_type);
-        }
+        events.extend(event);
     }
-    use mongodb::change_stream::event::OperationType;
-    assert_eq!(kinds, vec![OperationType::Insert, OperationType::Delete]);
+    events
 }
 
 #[tokio::test]

@@ -17,13 +17,7 @@ use bson::{doc, Document};
 
 /// `{customAction: "CreateDatabase", offerThroughput?, autoScaleSettings?}` → `{ok: 1}`.
 pub async fn create(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    check_fields(
-        req.body,
-        "customAction",
-        &["offerThroughput", "autoScaleSettings"],
-    )?;
-    validate_db_name(req.db)?;
-    let throughput = throughput::parse(req.body)?;
+    let throughput = throughput_argument(req)?;
     let db = req.db.to_owned();
     shared
         .engine
@@ -43,13 +37,7 @@ pub async fn create(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 /// `{customAction: "UpdateDatabase", offerThroughput | autoScaleSettings}` → `{ok: 1}`: a new
 /// value of the same kind for a database that has provisioned throughput.
 pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    check_fields(
-        req.body,
-        "customAction",
-        &["offerThroughput", "autoScaleSettings"],
-    )?;
-    validate_db_name(req.db)?;
-    let Some(new) = throughput::parse(req.body)? else {
+    let Some(new) = throughput_argument(req)? else {
         return Err(Error::bad_value(
             "UpdateDatabase needs offerThroughput or autoScaleSettings",
         ));
@@ -67,6 +55,18 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         })
         .await??;
     Ok(doc! {"ok": 1.0})
+}
+
+/// The arguments `CreateDatabase` and `UpdateDatabase` share: the database's name, checked,
+/// and its throughput, if one is given.
+fn throughput_argument(req: &Request<'_>) -> Result<Option<Throughput>> {
+    check_fields(
+        req.body,
+        "customAction",
+        &["offerThroughput", "autoScaleSettings"],
+    )?;
+    validate_db_name(req.db)?;
+    throughput::parse(req.body)
 }
 
 /// The throughput an existing database has, for `UpdateDatabase`.
