@@ -539,8 +539,8 @@ async fn committed_before(shared: &Shared, session: SessionId, number: i64) -> R
     let Some(meta) = view.collection(RECORDS_DB, RECORDS) else {
         return Ok(false);
     };
-    let id = Bson::Document(session.to_document());
-    let record = tokio::task::spawn_blocking(move || view.get_by_id(&meta, &id))
+    let key = doc! {"_id": session.to_document()};
+    let record = tokio::task::spawn_blocking(move || view.get(&meta, &key))
         .await
         .map_err(|e| Error::internal(format!("a transaction's thread failed: {e}")))??;
     Ok(record.is_some_and(|r| {

@@ -134,6 +134,12 @@ pub struct CollectionMeta {
     /// Its Cosmos DB settings (shard key, throughput), set by the Cosmos profile's commands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cosmos: Option<crate::profile::account::CollectionSettings>,
+    /// Whether its documents are keyed by `_id` and then the shard key's value, which makes
+    /// `_id` unique per shard-key value, as Cosmos DB keeps it (`record_key`). Set when an
+    /// empty collection gets its shard key; a collection sharded by an earlier mayfly, keyed
+    /// by `_id` alone, keeps `_id` unique in the whole collection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partitioned: bool,
 }
 
 impl CollectionMeta {
@@ -190,6 +196,12 @@ impl CollectionMeta {
     /// The shard key's path when the collection is sharded (Cosmos profile).
     pub fn shard_key(&self) -> Option<&str> {
         self.cosmos.as_ref()?.shard_key.as_deref()
+    }
+
+    /// The shard key's path when the collection's documents are keyed by it after their `_id`
+    /// ([`CollectionMeta::partitioned`]).
+    pub fn partition_path(&self) -> Option<&str> {
+        self.shard_key().filter(|_| self.partitioned)
     }
 }
 
@@ -347,6 +359,7 @@ impl Catalog {
             indexes: Vec::new(),
             next_index_id: 1,
             cosmos: None,
+            partitioned: false,
         }
     }
 

@@ -12,6 +12,7 @@ use super::index_keys;
 use super::new_document::NewDocument;
 use super::oplog;
 use super::record::Record;
+use super::record_key::{self, IdKeys};
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
@@ -29,15 +30,21 @@ pub struct StoredDoc {
     pub doc: Document,
 }
 
-/// The visible document with `_id` `id`, if any.
+/// The visible document with `_id` `id`, if any, in a collection keyed by `_id` alone (the
+/// server's own collections are).
 pub fn get_by_id(
     txn: &Txn<'_>,
     meta: &CollectionMeta,
     id: &Bson,
     now: i64,
 ) -> Result<Option<StoredDoc>> {
-    let key = keys::document_key(meta.id, id);
-    load_visible(txn, meta, key, now)
+    match record_key::of_id(meta, id) {
+        IdKeys::Exact(key) => load_visible(txn, meta, key, now),
+        IdKeys::Prefix(_) => Err(Error::internal(format!(
+            "{} keeps an _id once per shard key value: look a document up by its documentKey",
+            meta.namespace()
+        ))),
+    }
 }
 
 fn load_visible(
@@ -109,7 +116,10 @@ pub fn probe_ids<'d>(
     meta: &CollectionMeta,
     docs: impl IntoIterator<Item = &'d NewDocument>,
 ) -> Result<()> {
-    let keys: Vec<Vec<u8>> = docs.into_iter().map(|new| new.key(meta.id)).collect();
+    let keys: Vec<Vec<u8>> = docs
+        .into_iter()
+        .map(|new| new.key(meta))
+        .collect::<Result<_>>()?;
     if keys.len() < 2 {
         return Ok(());
     }
@@ -142,7 +152,7 @@ pub fn insert_written_at(
     ts: i64,
     now: i64,
 ) -> Result<()> {
-    let key = new.key(meta.id);
+    let key = new.key(meta)?;
     let size = new.body_len();
     let mut replaced = None;
     if let Some(bytes) = txn.get(Keyspace::Documents, &key)? {
@@ -158,7 +168,7 @@ pub fn insert_written_at(
         // TTL-19: the expired document's `_id` is free; remove what is left of it. The log
         // records its deletion, as the reaper would have.
         let old_doc = old.document()?;
-        remove_entries(txn, meta, &key, &old, &old_doc)?;
+        remove_entries(txn, meta, &key, &old, &old_doc);
         oplog::delete(txn, meta, &old_doc)?;
         replaced = Some(old.body.len());
     }
@@ -167,13 +177,12 @@ pub fn insert_written_at(
     } else {
         None
     };
-    let id = new.id().clone();
     let stored = Stored {
         ts,
         own_ttl: new.own_ttl(),
         bytes: new.into_record(ts),
     };
-    if let Err(e) = add_entries(txn, meta, key.clone(), stored, &id, doc.as_ref(), now) {
+    if let Err(e) = add_entries(txn, meta, key.clone(), stored, doc.as_ref(), now) {
         if let Some(old) = replaced {
             // Its entries are gone: finish deleting the expired record (as the reaper would)
             // rather than leave a record that no expiry entry leads to.
@@ -252,16 +261,44 @@ fn rewrite(
     check_size(new, record.body.len())?;
     depth::check_storable(&record.body, depth::Write::Update)?;
     let size = size_delta(old.record.body.len(), record.body.len());
-    remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
-    let id = new.get("_id").cloned().unwrap_or(Bson::Null);
+    let key = record_key::of_document(meta, new);
+    if key != old.key {
+        // Its shard-key value changed (which only a profile without the shard-key rules
+        // lets through): the document moves to the key of its new value.
+        free_for_move(txn, meta, &key, new, now)?;
+        txn.delete(Keyspace::Documents, old.key.clone());
+    }
+    remove_entries(txn, meta, &old.key, &old.record, &old.doc);
     let stored = Stored::of(&record);
-    if let Err(e) = add_entries(txn, meta, old.key.clone(), stored, &id, Some(new), now) {
-        // `add_entries` writes nothing when it fails; restore `old`'s entries so a refused
-        // replace (e.g. a duplicate key) leaves the document exactly as it was.
+    if let Err(e) = add_entries(txn, meta, key, stored, Some(new), now) {
+        // `add_entries` writes nothing when it fails; restore `old`'s entries (and record)
+        // so a refused replace (e.g. a duplicate key) leaves the document exactly as it was.
         reindex(txn, meta, old, now)?;
         return Err(e);
     }
     txn.count_change(meta.id, 0, size);
+    Ok(())
+}
+
+/// Makes `key` free for the document `new` to move to: fails with 11000 when a visible
+/// document holds it, and deletes an expired one (TTL-19), as an insert does.
+fn free_for_move(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    key: &[u8],
+    new: &Document,
+    now: i64,
+) -> Result<()> {
+    if load_visible(txn, meta, key.to_vec(), now)?.is_some() {
+        let id = new.get("_id").cloned().unwrap_or(Bson::Null);
+        return Err(duplicate_key(
+            meta,
+            "_id_",
+            &doc! {"_id": 1},
+            &doc! {"_id": id},
+        ));
+    }
+    delete_if_expired(txn, meta, key, now)?;
     Ok(())
 }
 
@@ -278,13 +315,11 @@ pub fn existing_collection(
 /// Writes the index entries of the stored document `doc` under `meta`'s index list (used when
 /// an index is added), keeping its `_ts`.
 pub fn reindex(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &StoredDoc, now: i64) -> Result<()> {
-    let id = doc.doc.get("_id").cloned().unwrap_or(Bson::Null);
     add_entries(
         txn,
         meta,
         doc.key.clone(),
         Stored::of(&doc.record),
-        &id,
         Some(&doc.doc),
         now,
     )
@@ -292,7 +327,7 @@ pub fn reindex(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &StoredDoc, now: i
 
 /// Deletes the visible document `old`.
 pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &StoredDoc) -> Result<()> {
-    remove_entries(txn, meta, &old.key, &old.record, &old.doc)?;
+    remove_entries(txn, meta, &old.key, &old.record, &old.doc);
     txn.delete(Keyspace::Documents, old.key.clone());
     txn.count_change(meta.id, -1, size_delta(old.record.body.len(), 0));
     oplog::delete(txn, meta, &old.doc)
@@ -321,7 +356,7 @@ pub fn delete_if_expired(
         None
     };
     if let Some(doc) = &doc {
-        remove_index_entries(txn, meta, doc);
+        remove_index_entries(txn, meta, key, doc);
     }
     remove_expiry_entry(txn, key, &record);
     txn.delete(Keyspace::Documents, key.to_vec());
@@ -367,16 +402,15 @@ fn add_entries(
     meta: &CollectionMeta,
     key: Vec<u8>,
     stored: Stored,
-    id: &Bson,
     doc: Option<&Document>,
     now: i64,
 ) -> Result<()> {
-    let encoded_id = encoded_id_of(&key);
+    let record = record_key::record(&key).to_vec();
     let mut index_puts = Vec::new();
     let mut became_multikey = Vec::new();
     for index in meta.stored_indexes() {
         let doc = doc.ok_or_else(|| Error::internal("index keys asked for without a document"))?;
-        let (entries, multikey) = entries_for(txn, meta, index, id, doc, now)?;
+        let (entries, multikey) = entries_for(txn, meta, index, &key, doc, now)?;
         index_puts.extend(entries);
         if multikey && !index.multikey {
             became_multikey.push(index.id);
@@ -387,7 +421,7 @@ fn add_entries(
         super::ddl::mark_multikey(txn, meta.id, index_id)?;
     }
     for entry in index_puts {
-        txn.put(Keyspace::Indexes, entry, encoded_id.clone());
+        txn.put(Keyspace::Indexes, entry, record.clone());
     }
     if let Some(expiry_key) = expiry::key_at(&key, stored.ts, stored.own_ttl) {
         let value = expiry::value_for_len(Record::body_len_of(&stored.bytes));
@@ -408,33 +442,33 @@ pub fn add_index_entries(
     doc: &Document,
     now: i64,
 ) -> Result<bool> {
-    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-    let (entries, multikey) = entries_for(txn, meta, index, &id, doc, now)?;
-    let encoded_id = encoded_id_of(key);
+    let (entries, multikey) = entries_for(txn, meta, index, key, doc, now)?;
+    let record = record_key::record(key);
     for entry in entries {
-        txn.put(Keyspace::Indexes, entry, encoded_id.clone());
+        txn.put(Keyspace::Indexes, entry, record.to_vec());
     }
     Ok(multikey)
 }
 
-/// The `Indexes` keys of `doc` in `index`, unique-checked against the other documents, and
-/// whether they make the index multikey. Writes nothing, except deleting an expired holder of
-/// a unique key (TTL-19).
+/// The `Indexes` keys of `doc` (stored under `key`) in `index`, unique-checked against the
+/// other documents, and whether they make the index multikey. Writes nothing, except deleting
+/// an expired holder of a unique key (TTL-19).
 fn entries_for(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
     index: &IndexMeta,
-    id: &Bson,
+    key: &[u8],
     doc: &Document,
     now: i64,
 ) -> Result<(Vec<Vec<u8>>, bool)> {
     let found = index_keys::keys(index, doc)?;
+    let record = record_key::record(key);
     let mut entries = Vec::with_capacity(found.tuples.len());
     for tuple in &found.tuples {
         if index.unique {
-            check_unique(txn, meta, index, tuple, id, now)?;
+            check_unique(txn, meta, index, tuple, key, now)?;
         }
-        let entry = keys::index_key(meta.id, index.id, tuple, id);
+        let entry = keys::index_key(meta.id, index.id, tuple, record);
         if entry.len() > MAX_KEY_LEN {
             return Err(Error::new(
                 ErrorCode::KeyTooLong,
@@ -446,33 +480,26 @@ fn entries_for(
     Ok((entries, found.multikey))
 }
 
-/// The encoded `_id` of a document key: the value of its index entries.
-fn encoded_id_of(key: &[u8]) -> Vec<u8> {
-    keys::strip_collection_prefix(key)
-        .unwrap_or_default()
-        .to_vec()
-}
-
 fn remove_entries(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
     key: &[u8],
     record: &Record,
     doc: &Document,
-) -> Result<()> {
-    remove_index_entries(txn, meta, doc);
+) {
+    remove_index_entries(txn, meta, key, doc);
     remove_expiry_entry(txn, key, record);
-    Ok(())
 }
 
-fn remove_index_entries(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document) {
-    let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+/// Deletes the index entries of `doc`, stored under `key`.
+fn remove_index_entries(txn: &mut Txn<'_>, meta: &CollectionMeta, key: &[u8], doc: &Document) {
+    let record = record_key::record(key);
     for index in meta.stored_indexes() {
         // A stored document always produced valid entries when it was written.
         for tuple in index_keys::entries(index, doc).unwrap_or_default() {
             txn.delete(
                 Keyspace::Indexes,
-                keys::index_key(meta.id, index.id, &tuple, &id),
+                keys::index_key(meta.id, index.id, &tuple, record),
             );
         }
     }
@@ -484,14 +511,14 @@ fn remove_expiry_entry(txn: &mut Txn<'_>, key: &[u8], record: &Record) {
     }
 }
 
-/// Fails with 11000 if a visible document other than `id` holds `tuple` in the unique `index`;
-/// an expired holder is deleted instead (TTL-19).
+/// Fails with 11000 if a visible document other than the one stored under `own` holds `tuple`
+/// in the unique `index`; an expired holder is deleted instead (TTL-19).
 fn check_unique(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
     index: &IndexMeta,
     tuple: &[(Bson, Direction)],
-    id: &Bson,
+    own: &[u8],
     now: i64,
 ) -> Result<()> {
     let mut prefix = keys::index_prefix(meta.id, index.id);
@@ -499,18 +526,17 @@ fn check_unique(
         keys::encode_value_directed(value, *direction, &mut prefix);
     }
     txn.claim_unique(&prefix);
-    let own = keys::document_key(meta.id, id);
     let holders: Vec<Vec<u8>> = txn
         .scan_prefix(Keyspace::Indexes, &prefix)
         .map(|entry| {
-            entry.map(|(_, encoded_id)| {
+            entry.map(|(_, record)| {
                 let mut k = keys::collection_prefix(meta.id).to_vec();
-                k.extend_from_slice(&encoded_id);
+                k.extend_from_slice(&record);
                 k
             })
         })
         .collect::<Result<_>>()?;
-    for holder in holders.into_iter().filter(|k| *k != own) {
+    for holder in holders.into_iter().filter(|k| k != own) {
         if load_visible(txn, meta, holder.clone(), now)?.is_some() {
             let key_value = index_keys::key_value(index, tuple);
             return Err(duplicate_key(meta, &index.name, &index.key, &key_value));

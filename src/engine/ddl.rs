@@ -127,7 +127,9 @@ pub fn set_images(txn: &mut Txn<'_>, db: &str, name: &str, enabled: bool) -> Res
 }
 
 /// Sets `db.name`'s Cosmos settings (shard key, throughput); `None` when there is no such
-/// collection. Not written to the operation log: MongoDB has no such change to replay.
+/// collection. A shard key is given only to an empty collection, whose documents are then
+/// keyed by it after their `_id` ([`CollectionMeta::partitioned`]), and is never changed.
+/// Not written to the operation log: MongoDB has no such change to replay.
 pub fn set_cosmos_settings(
     txn: &mut Txn<'_>,
     db: &str,
@@ -138,6 +140,20 @@ pub fn set_cosmos_settings(
         return Ok(None);
     };
     let mut meta = (*meta).clone();
+    match (meta.shard_key(), settings.shard_key.as_deref()) {
+        (None, Some(_)) => {
+            if !collection::is_empty(txn, &meta)? {
+                return Err(Error::internal(
+                    "a shard key is given only to an empty collection",
+                ));
+            }
+            meta.partitioned = true;
+        }
+        (old, new) if old != new => {
+            return Err(Error::internal("a collection's shard key never changes"));
+        }
+        _ => {}
+    }
     meta.cosmos = Some(settings);
     store(txn, meta).map(Some)
 }
@@ -545,6 +561,7 @@ mod tests {
         let meta = catalog.get("db", "c").unwrap();
         assert_eq!(meta.cosmos.as_ref(), Some(&settings));
         assert_eq!(meta.shard_key(), Some("tenant"));
+        assert_eq!(meta.partition_path(), Some("tenant"));
         assert_eq!(catalog.database_settings("db"), Some(&shared));
         assert_eq!(catalog.database_settings("other"), None);
         engine

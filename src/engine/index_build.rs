@@ -22,6 +22,7 @@ use super::collection;
 use super::ddl;
 use super::index_keys;
 use super::record::Record;
+use super::record_key;
 use super::txn::Txn;
 use super::writer::Writer;
 use super::{Db, Engine};
@@ -201,14 +202,13 @@ impl Engine {
             &keys::collection_prefix(meta.id),
             false,
         ) {
-            let (_, bytes) = entry?;
+            let (doc_key, bytes) = entry?;
             let record = Record::decode(&bytes)?;
             let doc = record.document()?;
-            let id = doc.get("_id").cloned().unwrap_or(bson::Bson::Null);
             let visible = record.is_visible(meta.ttl(), now);
             check.documents += u64::from(visible);
             for tuple in index_keys::entries(index, &doc)? {
-                let key = keys::index_key(meta.id, index.id, &tuple, &id);
+                let key = keys::index_key(meta.id, index.id, &tuple, record_key::record(&doc_key));
                 if visible {
                     expected.insert(key.clone());
                 }

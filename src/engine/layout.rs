@@ -13,6 +13,11 @@
 //! durable batch (deleting each and writing it under its new key), and a rewrite cut short by
 //! a crash goes on from where it was at the next start. The record is written last.
 //!
+//! Layout 3 adds partitioned collections, whose document keys carry the shard-key value after
+//! the `_id` (`record_key`); every other key is as in layout 2, so a layout-2 directory needs
+//! no rewrite, only the new record. The record keeps an earlier mayfly, which would look a
+//! partitioned collection's documents up by `_id` alone and miss them, from opening it.
+//!
 //! Owns: the layout record and the rewrite. Does not own: the layout itself (`storage::keys`).
 
 use super::Db;
@@ -24,7 +29,9 @@ use std::ops::Bound;
 /// The `Catalog` key of the layout record.
 const LAYOUT_KEY: &[u8] = b"layout\0";
 /// The layout this version writes.
-const CURRENT: u32 = 2;
+const CURRENT: u32 = 3;
+/// The layout whose keys are this one's, less partitioned collections.
+const LAYOUT_2: u32 = 2;
 /// Entries moved by one durable step of the rewrite.
 const STEP_ENTRIES: usize = 20_000;
 /// Where layout-1 keys lie: those starting with `00`.
@@ -36,6 +43,10 @@ const LAYOUT_1_END: &[u8] = &[0x01];
 pub fn upgrade(backend: &Db) -> Result<u64> {
     match recorded(&backend.snapshot())? {
         Some(CURRENT) => return Ok(0),
+        Some(LAYOUT_2) => {
+            record_current(backend)?;
+            return Ok(0);
+        }
         Some(newer) => {
             return Err(Error::internal(format!(
                 "the data directory's keys are in layout {newer}, written by a newer mayfly; \
@@ -54,13 +65,7 @@ pub fn upgrade(backend: &Db) -> Result<u64> {
             rewritten += moved;
         }
     }
-    let mut batch = WriteBatch::new();
-    batch.put(
-        Keyspace::Catalog,
-        LAYOUT_KEY,
-        CURRENT.to_be_bytes().to_vec(),
-    );
-    backend.commit(batch, Durability::SyncData)?;
+    record_current(backend)?;
     if rewritten > 0 {
         tracing::info!(
             entries = rewritten,
@@ -70,12 +75,23 @@ pub fn upgrade(backend: &Db) -> Result<u64> {
     Ok(rewritten)
 }
 
+fn record_current(backend: &Db) -> Result<()> {
+    let mut batch = WriteBatch::new();
+    batch.put(
+        Keyspace::Catalog,
+        LAYOUT_KEY,
+        CURRENT.to_be_bytes().to_vec(),
+    );
+    backend.commit(batch, Durability::SyncData)?;
+    Ok(())
+}
+
 /// Whether `snapshot` can be read as it is, without the rewrite a start does: its layout is the
-/// current one, or it holds no key of the earlier one. For the tools that read a directory
-/// without starting the server on it.
+/// current one or layout 2, or it holds no key of layout 1. For the tools that read a
+/// directory without starting the server on it.
 pub fn is_current<S: Snapshot>(snapshot: &S) -> Result<bool> {
     match recorded(snapshot)? {
-        Some(layout) => Ok(layout == CURRENT),
+        Some(layout) => Ok(layout == CURRENT || layout == LAYOUT_2),
         None => {
             for keyspace in [Keyspace::Documents, Keyspace::Indexes, Keyspace::Expiry] {
                 let mut old = snapshot.range(

@@ -4,7 +4,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
-use crate::engine::{collection, ddl, Engine};
+use crate::engine::{collection, ddl, record_key, Engine};
 use crate::storage::{FaultyBackend, FjallBackend, KeyValue, MemoryBackend, Store};
 use bson::{doc, Bson};
 use std::sync::Arc;
@@ -47,7 +47,7 @@ fn each_key_gets_its_compact_ids_and_keeps_the_rest() {
             layout_1(Keyspace::Documents, &doc_key),
             b"d".to_vec(),
         );
-        let index_key = keys::index_key(collection_id, 70_000, &[], &id);
+        let index_key = keys::index_key(collection_id, 70_000, &[], record_key::record(&doc_key));
         batch.put(
             Keyspace::Indexes,
             layout_1(Keyspace::Indexes, &index_key),
@@ -74,7 +74,7 @@ fn each_key_gets_its_compact_ids_and_keeps_the_rest() {
             snapshot.get(Keyspace::Documents, &doc_key).unwrap(),
             Some(b"d".to_vec())
         );
-        let index_key = keys::index_key(collection_id, 70_000, &[], &id);
+        let index_key = keys::index_key(collection_id, 70_000, &[], record_key::record(&doc_key));
         assert_eq!(
             snapshot.get(Keyspace::Indexes, &index_key).unwrap(),
             Some(b"i".to_vec())
@@ -135,11 +135,33 @@ fn a_new_directory_is_recorded_and_a_newer_layout_refused() {
     assert_eq!(upgrade(&backend).unwrap(), 0);
     assert_eq!(recorded(&backend.snapshot()).unwrap(), Some(CURRENT));
     let mut batch = WriteBatch::new();
-    batch.put(Keyspace::Catalog, LAYOUT_KEY, 3u32.to_be_bytes().to_vec());
+    batch.put(Keyspace::Catalog, LAYOUT_KEY, 4u32.to_be_bytes().to_vec());
     backend.commit(batch, Durability::SyncData).unwrap();
     assert!(!is_current(&backend.snapshot()).unwrap());
     let err = upgrade(&backend).unwrap_err();
-    assert!(err.message.contains("layout 3"), "{}", err.message);
+    assert!(err.message.contains("layout 4"), "{}", err.message);
+}
+
+#[test]
+fn a_layout_2_directory_is_read_as_it_is_and_recorded_as_layout_3() {
+    let backend = memory();
+    let key = keys::document_key(3, &Bson::Int32(1));
+    let mut batch = WriteBatch::new();
+    batch.put(
+        Keyspace::Catalog,
+        LAYOUT_KEY,
+        LAYOUT_2.to_be_bytes().to_vec(),
+    );
+    batch.put(Keyspace::Documents, key.clone(), vec![1]);
+    backend.commit(batch, Durability::SyncData).unwrap();
+    assert!(is_current(&backend.snapshot()).unwrap());
+    assert_eq!(upgrade(&backend).unwrap(), 0);
+    let snapshot = backend.snapshot();
+    assert_eq!(recorded(&snapshot).unwrap(), Some(3));
+    assert_eq!(
+        entries(&snapshot, Keyspace::Documents),
+        vec![(key, vec![1])]
+    );
 }
 
 /// A directory the earlier layout wrote — documents, an index, expiry entries — opens with the

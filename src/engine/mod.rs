@@ -24,6 +24,7 @@ pub mod optime;
 pub mod read;
 pub mod reaper;
 pub mod record;
+pub mod record_key;
 pub mod transaction;
 pub mod txn;
 pub mod users;

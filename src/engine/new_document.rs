@@ -10,7 +10,9 @@
 //! Doing this work on the caller's thread keeps the writer thread, which every write of every
 //! connection goes through, to what needs the group's order.
 
+use super::catalog::CollectionMeta;
 use super::record;
+use super::record_key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::depth;
@@ -163,12 +165,12 @@ impl NewDocument {
         &self.id
     }
 
-    /// The document key in the collection with id `collection_id`.
-    pub fn key(&self, collection_id: u64) -> Vec<u8> {
-        let mut key = Vec::with_capacity(MAX_ID_LEN + self.encoded_id.len());
-        key.extend_from_slice(&keys::collection_prefix(collection_id));
-        key.extend_from_slice(&self.encoded_id);
-        key
+    /// The document's key in the collection `meta` ([`record_key`]).
+    pub fn key(&self, meta: &CollectionMeta) -> Result<Vec<u8>> {
+        let body = self.stored.get(record::HEADER_LEN..).unwrap_or_default();
+        let body = RawDocument::from_bytes(body)
+            .map_err(|e| Error::internal(format!("cannot read a new document: {e}")))?;
+        record_key::of_new(meta, &self.encoded_id, body)
     }
 
     pub fn own_ttl(&self) -> Option<i32> {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::catalog::Catalog;
 use crate::engine::record::Record;
 use crate::error::ErrorCode;
 use bson::{doc, Regex};
@@ -27,7 +28,11 @@ fn a_document_with_an_id_is_stored_as_it_came() {
         let new = prepare(&doc, keep, raw).unwrap();
         assert_eq!(new.id(), &Bson::String("a".into()));
         assert_eq!(new.own_ttl(), Some(20));
-        assert_eq!(new.key(9), keys::document_key(9, &Bson::String("a".into())));
+        let meta = Catalog::default().new_collection("db", "c", doc! {});
+        assert_eq!(
+            new.key(&meta).unwrap(),
+            keys::document_key(meta.id, &Bson::String("a".into()))
+        );
         assert_eq!(new.document().unwrap().as_ref(), &doc);
         let record = Record::decode(&new.into_record(1_234)).unwrap();
         assert_eq!(

@@ -5,17 +5,21 @@
 //!
 //! Entries have mongod's shape: `{ts, t, op, ns, ui, o, o2?, wall, v: 2}` with `op` one of `i`,
 //! `u`, `d`, `c`; an update's `o` is `{$v: 2, diff}` and a replacement's the whole new document,
-//! both with `o2: {_id}`. The log is bounded by size (`--oplogSizeMB`): past it, the writer
+//! both with `o2` the document's `documentKey` (`{_id}`; in a partitioned collection
+//! `{<shard key path>: value, _id}`, [`record_key::document_key`]), which is also a delete's
+//! `o` and, in a partitioned collection, an insert's `o2`, as mongod logs a sharded
+//! collection's changes. The log is bounded by size (`--oplogSizeMB`): past it, the writer
 //! removes the oldest entries in the same group that adds new ones.
 //!
 //! Owns: the entries' shape and keys, appending, truncation, and reading entries back. Does not
 //! own: operation times (`optime`), what a change stream makes of an entry (`pipeline`).
 
 use super::catalog::CollectionMeta;
+use super::record_key;
 use super::txn::Txn;
 use crate::error::Result;
 use crate::storage::{Keyspace, Snapshot};
-use bson::{doc, Bson, Document, Timestamp};
+use bson::{doc, Document, Timestamp};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -134,13 +138,16 @@ pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document) -> Resul
     if !logs(txn, meta) {
         return Ok(());
     }
+    let key = meta
+        .partition_path()
+        .map(|_| record_key::document_key(meta, doc));
     append(
         txn,
         "i",
         &meta.namespace(),
         Some(meta),
         doc.clone(),
-        None,
+        key,
         None,
     )
 }
@@ -163,7 +170,7 @@ pub fn update(
         &meta.namespace(),
         Some(meta),
         doc! {"$v": 2, "diff": diff},
-        Some(id_of(new)),
+        Some(record_key::document_key(meta, new)),
         images,
     )
 }
@@ -184,7 +191,7 @@ pub fn replace(
         &meta.namespace(),
         Some(meta),
         new.clone(),
-        Some(id_of(new)),
+        Some(record_key::document_key(meta, new)),
         meta.keeps_images().then_some((old, new)),
     )
 }
@@ -199,7 +206,7 @@ pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &Document) -> Resul
         "d",
         &meta.namespace(),
         Some(meta),
-        id_of(old),
+        record_key::document_key(meta, old),
         None,
         meta.keeps_images().then_some((old, old)),
     )
@@ -214,10 +221,6 @@ pub fn command(
     o: Document,
 ) -> Result<()> {
     append(txn, "c", &format!("{db}.$cmd"), meta, o, None, None)
-}
-
-fn id_of(doc: &Document) -> Document {
-    doc! {"_id": doc.get("_id").cloned().unwrap_or(Bson::Null)}
 }
 
 fn append(

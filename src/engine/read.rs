@@ -15,7 +15,7 @@ use super::Snap;
 use crate::error::Result;
 use crate::storage::keys;
 use crate::storage::{Keyspace, Snapshot};
-use bson::Bson;
+use bson::Document;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -62,9 +62,12 @@ impl ReadView {
         self.catalog.get(db, name).cloned()
     }
 
-    /// The visible document with this `_id`.
-    pub fn get_by_id(&self, meta: &CollectionMeta, id: &Bson) -> Result<Option<StoredDoc>> {
-        let key = keys::document_key(meta.id, id);
+    /// The visible document `document_key` names (`{_id}`, or in a partitioned collection
+    /// `{<shard key path>: value, _id}`: [`super::record_key::document_key`]).
+    pub fn get(&self, meta: &CollectionMeta, document_key: &Document) -> Result<Option<StoredDoc>> {
+        let Some(key) = super::record_key::of_document_key(meta, document_key) else {
+            return Ok(None);
+        };
         let Some(bytes) = self.snapshot.get(Keyspace::Documents, &key)? else {
             return Ok(None);
         };

@@ -12,6 +12,7 @@
 use super::catalog::{CollectionMeta, IndexMeta};
 use super::interrupt::Interrupt;
 use super::record::Record;
+use super::record_key;
 use super::{counts, expiry, index_keys};
 use crate::error::Result;
 use crate::storage::{keys, Keyspace, Snapshot};
@@ -93,7 +94,7 @@ pub fn validate<S: Snapshot>(
         };
         body_bytes += record.body.len() as u64;
         let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-        if keys::document_key(meta.id, &id) != key {
+        if record_key::of_document(meta, &doc) != key {
             found.corrupt_records += 1;
             found.errors.push(format!(
                 "record {} is stored under another _id's key",
@@ -106,7 +107,12 @@ pub fn validate<S: Snapshot>(
                 Ok(k) => {
                     *multikey |= k.multikey;
                     for tuple in &k.tuples {
-                        set.insert(keys::index_key(meta.id, index.id, tuple, &id));
+                        set.insert(keys::index_key(
+                            meta.id,
+                            index.id,
+                            tuple,
+                            record_key::record(&key),
+                        ));
                     }
                 }
                 Err(e) => found.errors.push(format!(

@@ -14,10 +14,9 @@
 //!   create unique index over {student_id : 1.0} with shard key pattern { university : 1.0 }`
 //!   (Microsoft's indexing page).
 //!
-//! Pure: callers pass the collection's shard key path and the documents or filters. Not
-//! reproduced: Cosmos keeps `_id` unique per shard key value; mayfly keeps it unique in the
-//! whole collection, so two documents with one `_id` and different shard keys, which Cosmos
-//! stores, are a duplicate key (11000) here.
+//! Pure: callers pass the collection's shard key path and the documents or filters. That `_id`
+//! is unique per shard-key value is not a rule here but how a sharded collection stores its
+//! documents (`engine::record_key`), whatever the profile.
 
 use super::refusal::refuse;
 use super::{Profile, Rule};

@@ -113,6 +113,21 @@ pub fn get<'a>(doc: &'a Document, path: &[String]) -> Option<&'a Bson> {
     Some(current)
 }
 
+/// [`get`] over a document's bytes, without decoding it: the value at an exact path. A value
+/// that does not decode is not there.
+pub fn get_raw<'a>(doc: &'a bson::RawDocument, path: &[String]) -> Option<bson::RawBsonRef<'a>> {
+    let (first, rest) = path.split_first()?;
+    let mut current = doc.get(first).ok()??;
+    for component in rest {
+        current = match current {
+            bson::RawBsonRef::Document(doc) => doc.get(component).ok()??,
+            bson::RawBsonRef::Array(items) => items.get(array_index(component)?).ok()??,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
 fn child<'a>(value: &'a Bson, component: &str) -> Option<&'a Bson> {
     match value {
         Bson::Document(doc) => doc.get(component),
@@ -383,6 +398,20 @@ mod tests {
             lookup(&d, &p("a.0.b")).all().cloned().collect::<Vec<_>>(),
             vec![bson!(1)]
         );
+    }
+
+    #[test]
+    fn get_raw_finds_what_get_finds() {
+        let doc = doc! {"a": {"b": [10, {"c": "x"}]}, "d": null, "e": 1.5};
+        let raw = bson::RawDocumentBuf::from_document(&doc).unwrap();
+        for path in [
+            "a", "a.b", "a.b.0", "a.b.1.c", "a.b.2", "a.b.c", "a.x", "d", "e", "e.f", "z",
+        ] {
+            let components = split(path);
+            let decoded =
+                get_raw(&raw, &components).map(|v| Bson::try_from(v.to_raw_bson()).unwrap());
+            assert_eq!(decoded.as_ref(), get(&doc, &components), "{path}");
+        }
     }
 
     #[test]

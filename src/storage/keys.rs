@@ -207,6 +207,8 @@ pub fn index_prefix(collection_id: u64, index_id: u64) -> Vec<u8> {
 }
 
 /// Key of a document in the `Documents` keyspace: collection prefix, then the encoded `_id`.
+/// In a partitioned collection the encoded shard-key value follows
+/// (`engine::record_key`), so this key is then the prefix of every document with that `_id`.
 pub fn document_key(collection_id: u64, id: &Bson) -> Vec<u8> {
     let mut key = Vec::with_capacity(MAX_ID_LEN + 16);
     key.extend_from_slice(&collection_prefix(collection_id));
@@ -215,20 +217,22 @@ pub fn document_key(collection_id: u64, id: &Bson) -> Vec<u8> {
 }
 
 /// Key of an entry in the `Indexes` keyspace: index prefix, each field value in its direction,
-/// then the ascending `_id`, which makes entries of equal values distinct and orders them by
-/// `_id`. Because value encodings are prefix-free, a range over
-/// `index_prefix ++ encoded leading values` finds every entry with those leading values.
+/// then the document's `record` (its key without the collection prefix: the encoded `_id`,
+/// followed in a partitioned collection by the encoded shard-key value), which makes entries
+/// of equal values distinct and orders them by `_id`. Because value encodings are prefix-free,
+/// a range over `index_prefix ++ encoded leading values` finds every entry with those leading
+/// values.
 pub fn index_key(
     collection_id: u64,
     index_id: u64,
     values: &[(Bson, Direction)],
-    id: &Bson,
+    record: &[u8],
 ) -> Vec<u8> {
     let mut key = index_prefix(collection_id, index_id);
     for (value, direction) in values {
         encode_value_directed(value, *direction, &mut key);
     }
-    encode_value(id, &mut key);
+    key.extend_from_slice(record);
     key
 }
 

@@ -5,7 +5,9 @@
 //! little-endian length), each with a `kind`:
 //!
 //! - `header`, first: `{format: "mayfly-dump", version: 1, mayflyVersion, createdAt}`;
-//! - `collection`: `{db, name, options, indexes}`, the indexes as `listIndexes` shows them;
+//! - `collection`: `{db, name, options, indexes, cosmos?}`, the indexes as `listIndexes` shows
+//!   them, `cosmos` the collection's Cosmos DB settings (shard key, throughput) as the catalog
+//!   keeps them, when it has any (earlier archives carry none; earlier readers ignore it);
 //! - `document`: `{ts, ttl?, doc}`, a stored record of the collection entry before it: its
 //!   last-modified time `_ts` (epoch seconds), its own valid `ttl` when it has one, and its body;
 //! - `user`: `{user}`, a user as the catalog stores it (salted SCRAM keys, never a password);
@@ -70,6 +72,8 @@ pub struct CollectionEntry {
     pub options: Document,
     /// Index specifications as `listIndexes` shows them (the `_id` index is implicit).
     pub indexes: Vec<Document>,
+    /// The collection's Cosmos DB settings (shard key, throughput), as the catalog keeps them.
+    pub cosmos: Option<Document>,
 }
 
 /// A stored record: the document's body with its `_ts` and own `ttl`.
@@ -127,13 +131,17 @@ impl<W: Write> ArchiveWriter<W> {
 
     pub fn collection(&mut self, entry: &CollectionEntry) -> Result<(), ArchiveError> {
         let indexes: Vec<Bson> = entry.indexes.iter().cloned().map(Bson::from).collect();
-        self.write_document(&doc! {
+        let mut written = doc! {
             "kind": "collection",
             "db": entry.db.as_str(),
             "name": entry.name.as_str(),
             "options": entry.options.clone(),
             "indexes": indexes,
-        })?;
+        };
+        if let Some(cosmos) = &entry.cosmos {
+            written.insert("cosmos", cosmos.clone());
+        }
+        self.write_document(&written)?;
         self.counts.collections += 1;
         Ok(())
     }
@@ -378,6 +386,11 @@ fn collection_of(raw: &RawDocument) -> Result<CollectionEntry, ArchiveError> {
         name: entry.get_str("name").map_err(|_| bad())?.to_owned(),
         options: entry.get_document("options").map_err(|_| bad())?.clone(),
         indexes,
+        cosmos: match entry.get("cosmos") {
+            None => None,
+            Some(Bson::Document(cosmos)) => Some(cosmos.clone()),
+            Some(_) => return Err(bad()),
+        },
     })
 }
 

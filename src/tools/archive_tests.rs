@@ -17,6 +17,7 @@ fn sample() -> (Vec<u8>, Vec<Entry>) {
                 doc! {"v": 2, "key": {"_ts": 1}, "name": "_ts_1", "expireAfterSeconds": 60},
                 doc! {"v": 2, "key": {"user": 1}, "name": "user_1", "unique": true},
             ],
+            cosmos: Some(doc! {"shard_key": "user", "throughput": {"manual": 400}}),
         }),
         Entry::Document(DocumentEntry {
             ts: 1_000,
@@ -33,6 +34,7 @@ fn sample() -> (Vec<u8>, Vec<Entry>) {
             name: "empty".into(),
             options: Document::new(),
             indexes: vec![],
+            cosmos: None,
         }),
         Entry::User(doc! {"name": "ann", "db": "admin", "roles": []}),
     ];

@@ -3,7 +3,7 @@
 //!
 //! What goes in: every collection of every database but `local` and `config` (server state:
 //! the session records of retryable writes), or of the one `--db` names (which may name them),
-//! with its options and ready indexes; its users; and each document as stored, with its `_ts`
+//! with its options, ready indexes and Cosmos DB settings; its users; and each document as stored, with its `_ts`
 //! and own `ttl`. A document already expired when the dump is taken is left out, as no client
 //! could read it any more (TTL-18). Not dumped: the operation log, `system.profile` (the
 //! profiler's record of operations), index builds not finished
@@ -161,6 +161,14 @@ pub fn dump<S: Snapshot, W: Write>(
                 .filter(|i| !i.building)
                 .map(|i| i.to_list_entry())
                 .collect(),
+            cosmos: meta
+                .cosmos
+                .as_ref()
+                .map(bson::to_document)
+                .transpose()
+                .map_err(|e| {
+                    crate::error::Error::internal(format!("cannot encode Cosmos settings: {e}"))
+                })?,
         })?;
         let mut scan = read::records(snapshot, meta, now);
         for record in &mut scan {

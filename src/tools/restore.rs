@@ -16,6 +16,7 @@ use crate::clock::SystemClock;
 use crate::engine::new_document::NewDocument;
 use crate::engine::{collection, ddl, users, Catalog, Engine, IndexMeta, WriteHandle};
 use crate::error::{Error, Result};
+use crate::profile::account::CollectionSettings;
 use bson::{Bson, Document};
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -153,8 +154,9 @@ pub fn restore<R: Read>(engine: &Engine, input: R, drop: bool) -> Result<Counts,
     Ok(reader.counts())
 }
 
-/// Creates the collection `c` with its options and indexes, dropping any of that name first
-/// when `drop`.
+/// Creates the collection `c` with its options, Cosmos settings and indexes, dropping any of
+/// that name first when `drop`. The settings go first, while the collection is empty: a shard
+/// key decides how its documents are keyed.
 fn create(handle: &WriteHandle, c: CollectionEntry, drop: bool) -> Result<(), ToolError> {
     let indexes = c
         .indexes
@@ -162,12 +164,21 @@ fn create(handle: &WriteHandle, c: CollectionEntry, drop: bool) -> Result<(), To
         .map(index_of)
         .collect::<Result<Vec<_>, _>>()?;
     let namespace = format!("{}.{}", c.db, c.name);
+    let cosmos: Option<CollectionSettings> = c
+        .cosmos
+        .map(bson::from_document)
+        .transpose()
+        .map_err(|e| ToolError::Refused(format!("{namespace}: bad Cosmos settings: {e}")))?;
     handle
         .write_blocking(true, move |txn, now| -> Result<()> {
             if drop {
                 ddl::drop_collection(txn, &c.db, &c.name)?;
             }
             let mut meta = ddl::create_collection(txn, &c.db, &c.name, c.options)?;
+            if let Some(settings) = cosmos {
+                meta = ddl::set_cosmos_settings(txn, &c.db, &c.name, settings)?
+                    .ok_or_else(|| Error::internal("a restored collection vanished"))?;
+            }
             for index in indexes {
                 meta = ddl::create_index(txn, &meta, index, now)?;
             }

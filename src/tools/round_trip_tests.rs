@@ -1,12 +1,14 @@
 //! `dump` then `restore` through the engine, on manual clocks: every record comes back with its
 //! `_ts` and own `ttl`, documents expired at the dump are left out, and a restore over existing
-//! collections is refused unless told to drop them.
+//! collections is refused unless told to drop them. Cosmos settings go along, and with them
+//! how a sharded collection keys its documents.
 
 use super::archive::Counts;
 use super::{check, dump, restore};
 use crate::auth::{Credentials, Mechanism, RoleName, ScramCredential, User};
 use crate::clock::{Clock, ManualClock};
 use crate::engine::{collection, ddl, users, Engine, IndexMeta, Record};
+use crate::profile::account::{CollectionSettings, Throughput};
 use crate::storage::{keys, Backend, FjallBackend, Keyspace, Snapshot};
 use bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
@@ -32,8 +34,9 @@ async fn insert(engine: &Engine, db: &'static str, coll: &'static str, docs: Vec
 }
 
 /// `shop.carts` (collection TTL 100, a unique sparse index), `shop.events` (TTL -1, documents
-/// with their own `ttl`), `other.plain` (2,500 documents: several restore batches), a user;
-/// written at START and START + 30, read at START + 60.
+/// with their own `ttl`), `shop.orders` (sharded on `tenant`, two documents with one `_id`),
+/// `other.plain` (2,500 documents: several restore batches), a user; written at START and
+/// START + 30, read at START + 60.
 async fn source(dir: &Path) {
     let clock = Arc::new(ManualClock::starting_at_secs(START));
     let engine = engine(dir, &clock);
@@ -57,6 +60,8 @@ async fn source(dir: &Path) {
                 ..IndexMeta::new("_ts_1", doc! {"_ts": 1})
             };
             ddl::create_index(txn, &meta, never, now).unwrap();
+            ddl::ensure_collection(txn, "shop", "orders").unwrap();
+            ddl::set_cosmos_settings(txn, "shop", "orders", orders_settings()).unwrap();
             let user = User {
                 db: "shop".into(),
                 name: "ann".into(),
@@ -82,13 +87,25 @@ async fn source(dir: &Path) {
     insert(&engine, "shop", "carts", carts).await;
     let events = vec![doc! {"_id": "e1", "ttl": 20}, doc! {"_id": "e2"}];
     insert(&engine, "shop", "events", events).await;
+    let orders = vec![
+        doc! {"_id": 1, "tenant": "a"},
+        doc! {"_id": 1, "tenant": "b"},
+    ];
+    insert(&engine, "shop", "orders", orders).await;
     let plain = (0..2_500).map(|i| doc! {"_id": i, "n": i % 7}).collect();
     insert(&engine, "other", "plain", plain).await;
     clock.advance(std::time::Duration::from_secs(30));
     insert(&engine, "shop", "carts", vec![doc! {"_id": 4, "code": "d"}]).await;
 }
 
-/// Every record of every collection, by namespace then `_id` key.
+fn orders_settings() -> CollectionSettings {
+    CollectionSettings {
+        shard_key: Some("tenant".into()),
+        throughput: Some(Throughput::Manual(500)),
+    }
+}
+
+/// Every record of every collection, by namespace then record id.
 fn records<S: Snapshot>(snapshot: &S) -> BTreeMap<String, BTreeMap<Vec<u8>, Record>> {
     let catalog = crate::engine::Catalog::load(snapshot).unwrap();
     let mut all = BTreeMap::new();
@@ -134,8 +151,8 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
         assert_eq!(
             summary.counts,
             Counts {
-                collections: 3,
-                documents: 3 + 1 + 2_500,
+                collections: 4,
+                documents: 3 + 1 + 2 + 2_500,
                 users: 1
             }
         );
@@ -162,13 +179,16 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
     let clock = Arc::new(ManualClock::starting_at_secs(START + 60));
     let target = engine(to.path(), &clock);
     let counts = restore::restore(&target, archive.as_slice(), false).unwrap();
-    assert_eq!(counts.documents, 2_504);
+    assert_eq!(counts.documents, 2_506);
     assert_eq!(
         records(&target.read().snapshot),
         original,
         "same records, same _ts"
     );
     assert_eq!(indexes(&target), source_indexes);
+    let orders = target.catalog().get("shop", "orders").cloned().unwrap();
+    assert_eq!(orders.cosmos, Some(orders_settings()));
+    assert_eq!(orders.partition_path(), Some("tenant"));
     let user = target.catalog().user("shop", "ann").cloned().unwrap();
     assert_eq!(user.roles, vec![RoleName::new("readWrite", "shop")]);
     let mut lines = Vec::new();

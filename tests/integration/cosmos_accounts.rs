@@ -562,6 +562,186 @@ async fn sort_on_the_shard_key_needs_no_index() {
     assert_eq!(failure(err).0, 2);
 }
 
+/// Every document of `coll` matching `filter`, in `tenant` order (the shard key is indexed; a
+/// sort on more fields would need a compound index).
+async fn all(coll: &mongodb::Collection<Document>, filter: Document) -> Vec<Document> {
+    use futures::TryStreamExt;
+    coll.find(filter)
+        .sort(doc! {"tenant": 1})
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn id_is_unique_per_shard_key_value() {
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
+    let orders = sharded_orders(&client).await;
+    orders
+        .create_index(IndexModel::builder().keys(doc! {"n": 1}).build())
+        .await
+        .unwrap();
+    // One `_id` in another logical partition is another document; in the same one, a duplicate.
+    orders
+        .insert_one(doc! {"_id": 1, "tenant": "t2", "n": 2})
+        .await
+        .unwrap();
+    let err = orders
+        .insert_one(doc! {"_id": 1, "tenant": "t1", "n": 3})
+        .await
+        .unwrap_err();
+    assert_eq!(failure(err).0, 11000);
+    let both = vec![
+        doc! {"_id": 1, "tenant": "t1", "n": 1},
+        doc! {"_id": 1, "tenant": "t2", "n": 2},
+    ];
+    assert_eq!(all(&orders, doc! {"_id": 1}).await, both);
+    assert_eq!(
+        all(&orders, doc! {"n": {"$gte": 1}}).await,
+        both,
+        "by the index"
+    );
+    assert_eq!(orders.count_documents(doc! {"_id": 1}).await.unwrap(), 2);
+    // A write that names the shard key reaches its partition's document alone.
+    let t2 = doc! {"_id": 1, "tenant": "t2"};
+    let done = orders
+        .update_one(t2.clone(), doc! {"$set": {"n": 5}})
+        .await
+        .unwrap();
+    assert_eq!(done.modified_count, 1);
+    assert_eq!(
+        all(&orders, doc! {"n": 5}).await,
+        vec![doc! {"_id": 1, "tenant": "t2", "n": 5}]
+    );
+    // An unsharded collection keeps `_id` unique in the whole collection.
+    let fixed = client.database("app").collection::<Document>("fixed");
+    fixed
+        .insert_one(doc! {"_id": 1, "tenant": "t1"})
+        .await
+        .unwrap();
+    let err = fixed
+        .insert_one(doc! {"_id": 1, "tenant": "t2"})
+        .await
+        .unwrap_err();
+    assert_eq!(failure(err).0, 11000);
+
+    // Both documents, and their index entries, outlive a restart.
+    drop(client);
+    let server = server.restart().await;
+    let client = server.portal_client().await;
+    let db = client.database("app");
+    let orders = db.collection::<Document>("orders");
+    let validated = run(&db, doc! {"validate": "orders"}).await;
+    assert_eq!(validated.get_bool("valid"), Ok(true), "{validated}");
+    assert_eq!(
+        all(&orders, doc! {"n": {"$in": [1, 5]}}).await,
+        vec![
+            doc! {"_id": 1, "tenant": "t1", "n": 1},
+            doc! {"_id": 1, "tenant": "t2", "n": 5},
+        ]
+    );
+    let done = orders
+        .delete_one(doc! {"_id": 1, "tenant": "t1"})
+        .await
+        .unwrap();
+    assert_eq!(done.deleted_count, 1);
+    assert_eq!(
+        all(&orders, doc! {}).await,
+        vec![doc! {"_id": 1, "tenant": "t2", "n": 5}]
+    );
+}
+
+#[tokio::test]
+async fn change_events_name_a_partitioned_document_by_its_shard_key_and_id() {
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
+    let orders = sharded_orders(&client).await;
+    orders
+        .insert_one(doc! {"_id": 1, "tenant": "t2", "n": 2})
+        .await
+        .unwrap();
+    let pipeline = vec![
+        doc! {"$match": {"operationType": {"$in": ["insert", "update", "replace"]}}},
+        doc! {"$project": {"_id": 1, "fullDocument": 1, "documentKey": 1}},
+    ];
+    let mut stream = orders
+        .watch()
+        .pipeline(pipeline)
+        .full_document(mongodb::options::FullDocumentType::UpdateLookup)
+        .await
+        .unwrap()
+        .with_type::<Document>();
+    orders
+        .insert_one(doc! {"_id": 2, "tenant": "t1", "n": 1})
+        .await
+        .unwrap();
+    // The lookup finds the updated document, not the other one with its `_id`.
+    orders
+        .update_one(doc! {"_id": 1, "tenant": "t2"}, doc! {"$inc": {"n": 1}})
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next_if_any())
+            .await
+            .expect("an event in time")
+            .unwrap();
+        seen.extend(event.map(|mut e| {
+            e.remove("_id");
+            e
+        }));
+    }
+    assert_eq!(
+        seen,
+        vec![
+            doc! {
+                "fullDocument": {"_id": 2, "tenant": "t1", "n": 1},
+                "documentKey": {"tenant": "t1", "_id": 2},
+            },
+            doc! {
+                "documentKey": {"tenant": "t2", "_id": 1},
+                "fullDocument": {"_id": 1, "tenant": "t2", "n": 3},
+            },
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_partitioned_document_moves_when_the_rule_lets_its_shard_key_change() {
+    let server =
+        TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::ShardKeys))
+            .await;
+    let client = server.portal_client().await;
+    let orders = sharded_orders(&client).await;
+    orders
+        .insert_one(doc! {"_id": 1, "tenant": "t2", "n": 2})
+        .await
+        .unwrap();
+    // Onto another document of the same `_id` and shard key: a duplicate, nothing changes.
+    let t1 = doc! {"_id": 1, "tenant": "t1"};
+    let err = orders
+        .update_one(t1.clone(), doc! {"$set": {"tenant": "t2"}})
+        .await
+        .unwrap_err();
+    assert_eq!(failure(err).0, 11000);
+    orders
+        .update_one(t1, doc! {"$set": {"tenant": "t3"}})
+        .await
+        .unwrap();
+    assert_eq!(
+        all(&orders, doc! {"_id": 1}).await,
+        vec![
+            doc! {"_id": 1, "tenant": "t2", "n": 2},
+            doc! {"_id": 1, "tenant": "t3", "n": 1},
+        ]
+    );
+    let validated = run(&client.database("app"), doc! {"validate": "orders"}).await;
+    assert_eq!(validated.get_bool("valid"), Ok(true), "{validated}");
+}
+
 #[tokio::test]
 async fn the_default_profile_has_neither_command() {
     let server = TestServer::start().await;

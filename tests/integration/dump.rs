@@ -312,7 +312,7 @@ async fn dump_and_restore_round_trip_a_database_and_keep_each_documents_expiry()
 #[tokio::test]
 async fn check_names_a_planted_index_entry_and_exits_1() {
     use mayfly::clock::{Clock, ManualClock, SystemClock};
-    use mayfly::engine::{collection, ddl, Engine, IndexMeta};
+    use mayfly::engine::{collection, ddl, record_key, Engine, IndexMeta};
     use mayfly::storage::keys::{self, Direction};
     use mayfly::storage::Keyspace;
     use std::sync::Arc;
@@ -338,7 +338,12 @@ async fn check_names_a_planted_index_entry_and_exits_1() {
         let meta = engine.catalog().get("v", "items").cloned().unwrap();
         let n_index = meta.index("n_1").unwrap();
         let tuple = vec![(Bson::Int32(999), Direction::Ascending)];
-        let dangling = keys::index_key(meta.id, n_index.id, &tuple, &Bson::Int32(999));
+        let dangling = keys::index_key(
+            meta.id,
+            n_index.id,
+            &tuple,
+            record_key::record(&keys::document_key(meta.id, &Bson::Int32(999))),
+        );
         engine
             .write(true, move |txn, _| {
                 txn.put(Keyspace::Indexes, dangling, Vec::new())

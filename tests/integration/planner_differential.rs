@@ -2,7 +2,9 @@
 //! missing and null fields, mixed numeric types), random indexes (single, compound, descending,
 //! multikey, unique) and random filters, sorts, skips and limits, the plan the executor chooses —
 //! and the plan of every index hinted in turn — returns the same documents in the same order as
-//! a forced collection scan (`hint: {$natural: 1}`), and `count` agrees.
+//! a forced collection scan (`hint: {$natural: 1}`), and `count` agrees. Some cases run in a
+//! partitioned collection (sharded on `a`, keyed by `_id` then `a`), where documents share
+//! `_id`s.
 //!
 //! Runs straight on the engine (no driver): many cases, each in a collection of its own.
 
@@ -10,6 +12,7 @@ use bson::{doc, Bson, Document};
 use mayfly::clock::{Clock, ManualClock};
 use mayfly::engine::exec::{Hint, ReadRequest};
 use mayfly::engine::{collection, ddl, Engine, IndexMeta, Interrupt};
+use mayfly::profile::account::CollectionSettings;
 use mayfly::query::sort::SortSpec;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
@@ -173,6 +176,9 @@ struct Case {
     collation: Option<Document>,
     /// Odd-numbered indexes are created with the case-insensitive collation.
     collated_indexes: bool,
+    /// The collection is partitioned on `a`, and documents `2k` and `2k + 1` share `_id` `k`
+    /// (a second one with the same `a` is a duplicate, left out).
+    partitioned: bool,
 }
 
 /// Case-insensitive: strings that differ only in case are equal.
@@ -194,10 +200,18 @@ fn case() -> impl Strategy<Value = Case> {
         sort(),
         0u64..3,
         prop::option::of(1u64..6),
-        (any::<bool>(), any::<bool>()),
+        (any::<bool>(), any::<bool>(), any::<bool>()),
     )
         .prop_map(
-            |(docs, indexes, filter, sort, skip, limit, (collated, collated_indexes))| Case {
+            |(
+                docs,
+                indexes,
+                filter,
+                sort,
+                skip,
+                limit,
+                (collated, collated_indexes, partitioned),
+            )| Case {
                 docs,
                 indexes,
                 filter,
@@ -206,6 +220,7 @@ fn case() -> impl Strategy<Value = Case> {
                 limit,
                 collation: collated.then(case_insensitive),
                 collated_indexes,
+                partitioned,
             },
         )
 }
@@ -258,9 +273,17 @@ async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
             .map(|&i| index_meta(i, case.collated_indexes)),
     );
     let name = coll.to_owned();
+    let partitioned = case.partitioned;
     engine
         .write(false, move |txn, now| -> mayfly::error::Result<()> {
             let (mut meta, _) = ddl::ensure_collection(txn, "d", &name)?;
+            if partitioned {
+                let settings = CollectionSettings {
+                    shard_key: Some("a".into()),
+                    throughput: None,
+                };
+                meta = ddl::set_cosmos_settings(txn, "d", &name, settings)?.unwrap();
+            }
             for index in metas {
                 meta = ddl::create_index(txn, &meta, index, now)?;
             }
@@ -271,7 +294,13 @@ async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
         .unwrap();
     // One unsynced job: a document that cannot be indexed (parallel arrays in a compound key)
     // is refused alone and left out of the case.
-    let docs = case.docs.clone();
+    let mut docs = case.docs.clone();
+    if case.partitioned {
+        for d in &mut docs {
+            let id = d.get_i32("_id").unwrap();
+            d.insert("_id", id / 2);
+        }
+    }
     let name = coll.to_owned();
     engine
         .write(false, move |txn, now| {

@@ -4,6 +4,7 @@
 
 use crate::common::{error_code, TestServer};
 use bson::{doc, Bson, Document};
+use mayfly::engine::record_key;
 use mayfly::storage::keys::{self, Direction};
 use mayfly::storage::Keyspace;
 
@@ -54,8 +55,18 @@ async fn validate_finds_planted_dangling_and_missing_entries() {
     let meta = shared.engine.catalog().get("v", "items").cloned().unwrap();
     let n_index = meta.indexes.iter().find(|i| i.name == "n_1").unwrap();
     let asc = |v: i32| vec![(Bson::Int32(v), Direction::Ascending)];
-    let dangling = keys::index_key(meta.id, n_index.id, &asc(999), &Bson::Int32(999));
-    let removed = keys::index_key(meta.id, n_index.id, &asc(3), &Bson::Int32(3));
+    let dangling = keys::index_key(
+        meta.id,
+        n_index.id,
+        &asc(999),
+        record_key::record(&keys::document_key(meta.id, &Bson::Int32(999))),
+    );
+    let removed = keys::index_key(
+        meta.id,
+        n_index.id,
+        &asc(3),
+        record_key::record(&keys::document_key(meta.id, &Bson::Int32(3))),
+    );
     let ghost_doc = keys::document_key(meta.id, &Bson::Int32(5000));
     let ghost_expiry = mayfly::engine::expiry::key_at(&ghost_doc, 1, None).unwrap();
     shared

@@ -10,6 +10,7 @@ use super::plan::{IndexScan, KeyRanges, Node, ScannedIndex};
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
 use crate::engine::collection::StoredDoc;
 use crate::engine::index_keys;
+use crate::engine::record_key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::keys;
 use bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
@@ -117,7 +118,12 @@ fn scan_key(scan: &IndexScan, collection_id: u64, doc: &StoredDoc) -> Result<Opt
     meta.sparse = scan.index.sparse;
     let mut found: Option<(Vec<u8>, Document)> = None;
     for tuple in index_keys::entries(&meta, &doc.doc)? {
-        let key = keys::index_key(collection_id, index_id, &tuple, &id);
+        let key = keys::index_key(
+            collection_id,
+            index_id,
+            &tuple,
+            record_key::record(&doc.key),
+        );
         let scanned = scan
             .ranges
             .iter()

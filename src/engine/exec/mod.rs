@@ -260,6 +260,7 @@ pub fn execute<'r, S: Source<'r>>(
     let ctx = stages::RunContext {
         source,
         collection_id: meta.id,
+        partitioned: meta.partition_path().is_some(),
         ttl: meta.ttl(),
         now,
         filter: req.filter.clone(),

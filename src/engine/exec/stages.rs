@@ -99,6 +99,9 @@ impl WorkBudget {
 pub struct RunContext<S> {
     pub source: S,
     pub collection_id: u64,
+    /// Whether the collection keeps an `_id` once per shard-key value
+    /// ([`record_key`](crate::engine::record_key)): an `_id` then names a key prefix.
+    pub partitioned: bool,
     pub ttl: Option<i32>,
     pub now: NowCell,
     pub filter: Filter,
@@ -122,6 +125,20 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
     let counters = Arc::clone(&stats.counters);
     match node {
         Node::Eof => (Box::new(std::iter::empty()), stats),
+        Node::IdHack { ids } if ctx.partitioned => {
+            // Each `_id` names the documents under its key as a prefix, one per shard-key value.
+            let source = ctx.source.clone();
+            let prefixes: Vec<Vec<u8>> = ids
+                .iter()
+                .map(|id| keys::document_key(ctx.collection_id, id))
+                .collect();
+            let entries = prefixes.into_iter().flat_map(move |prefix| {
+                let end = keys::prefix_end(&prefix).map_or(Bound::Unbounded, Bound::Excluded);
+                source.range(Keyspace::Documents, Bound::Included(prefix), end, false)
+            });
+            let docs = Leaf::new(ctx, counters).documents(Box::new(entries), true);
+            (Box::new(docs), stats)
+        }
         Node::IdHack { ids } => {
             let leaf = Leaf::new(ctx, counters);
             let keys: Vec<Vec<u8>> = ids

@@ -61,8 +61,9 @@ pub struct Event {
     pub invalidates: bool,
 }
 
-/// Looks a document up by `_id` for `updateLookup`: the collection `db.coll` as it is now.
-pub type Lookup<'a> = dyn FnMut(&str, &str, &Bson) -> Result<Option<Document>> + 'a;
+/// Looks a document up by its `documentKey` for `updateLookup`: the collection `db.coll` as it
+/// is now.
+pub type Lookup<'a> = dyn FnMut(&str, &str, &Document) -> Result<Option<Document>> + 'a;
 
 /// The events entry `entry` (logged at `time`) gives a stream of `scope`: none, one, or an
 /// event followed by `invalidate`.
@@ -124,7 +125,12 @@ pub fn events(
             let mut event = head("insert");
             event.insert("fullDocument", o.clone());
             event.insert("ns", namespace);
-            event.insert("documentKey", doc! {"_id": id_of(&o)});
+            // A partitioned collection's insert names its document with its shard key in `o2`.
+            let key = match entry.get_document("o2") {
+                Ok(key) => key.clone(),
+                Err(_) => doc! {"_id": id_of(&o)},
+            };
+            event.insert("documentKey", key);
             one(with_uuid(event))
         }
         "u" => {
@@ -136,7 +142,7 @@ pub fn events(
                 event.insert("documentKey", key.clone());
                 event.insert("updateDescription", update_description(&diff));
                 if shape.update_lookup {
-                    let now = lookup(db, coll, &id_of(&key))?;
+                    let now = lookup(db, coll, &key)?;
                     event.insert("fullDocument", now.map_or(Bson::Null, Bson::Document));
                 } else if let (true, Some(post)) = (shape.post_image, entry.get("postImage")) {
                     event.insert("fullDocument", post.clone());
@@ -151,9 +157,10 @@ pub fn events(
             }
         }
         "d" => {
+            // `o` is the deleted document's `documentKey`.
             let mut event = head("delete");
             event.insert("ns", namespace);
-            event.insert("documentKey", doc! {"_id": id_of(&o)});
+            event.insert("documentKey", o);
             one(with_images(with_uuid(event)))
         }
         "c" => command_events(scope, shape, time, db, &o, head, with_uuid),

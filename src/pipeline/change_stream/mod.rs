@@ -320,11 +320,11 @@ impl ChangeStream {
         self.env.view = view.clone();
         let mut out = Vec::new();
         let mut bytes = 0usize;
-        let mut lookup = |db: &str, coll: &str, id: &Bson| -> Result<Option<Document>> {
+        let mut lookup = |db: &str, coll: &str, key: &Document| -> Result<Option<Document>> {
             let Some(meta) = view.collection(db, coll) else {
                 return Ok(None);
             };
-            Ok(view.get_by_id(&meta, id)?.map(|d| d.doc))
+            Ok(view.get(&meta, key)?.map(|d| d.doc))
         };
         for entry in view.oplog_after(Some(self.position)) {
             let (time, entry) = entry?;
