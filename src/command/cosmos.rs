@@ -78,7 +78,8 @@ pub fn translate(profile: &Profile, err: Error) -> Error {
     err
 }
 
-/// A transaction's statement on a sharded collection: Cosmos runs none (50841).
+/// A transaction's statement on a sharded collection: Cosmos runs none (50841); on a second
+/// collection: Cosmos keeps a transaction to one.
 pub fn check_in_transaction(shared: &Shared, req: &Request<'_>) -> Result<()> {
     if !shared.config.profile.enforces(Rule::TransactionLimits) {
         return Ok(());
@@ -94,5 +95,17 @@ pub fn check_in_transaction(shared: &Shared, req: &Request<'_>) -> Result<()> {
     if sharded {
         return Err(crate::profile::transactions::on_sharded_collection());
     }
-    Ok(())
+    let (Some(session), Some(statement)) = (req.session.session, req.session.transaction) else {
+        return Ok(());
+    };
+    let namespace = format!("{}.{collection}", req.db);
+    match shared
+        .transactions
+        .claim_namespace(session, statement.number, &namespace)
+    {
+        Some(first) => Err(crate::profile::transactions::on_second_collection(
+            &first, &namespace,
+        )),
+        None => Ok(()),
+    }
 }

@@ -263,9 +263,12 @@ async fn run(
         None => None,
     };
     request.transaction = transactions::enter(shared, &request)?;
-    if request.transaction.is_some() {
-        cosmos::check_in_transaction(shared, &request)?;
-    }
+    // A statement the profile refuses fails, and aborts its transaction, as any statement's
+    // error does.
+    let refused = match request.transaction {
+        Some(_) => cosmos::check_in_transaction(shared, &request).err(),
+        None => None,
+    };
     // `onPrimaryTransactionalWrite`, where mongod reaches it: at a retryable write's commit.
     let primary_write = retryable::RetryableWrite::of(&request)
         .and_then(|write| Some((write, failpoint::primary_write(shared)?)));
@@ -280,7 +283,10 @@ async fn run(
             ))));
         }
     }
-    let outcome = dispatch(shared, conn, &request).await;
+    let outcome = match refused {
+        Some(error) => Err(error),
+        None => dispatch(shared, conn, &request).await,
+    };
     let mut reply = transactions::finish(shared, &request, outcome)?;
     if primary_write.is_some_and(|(_, point)| point.close_connection) && !reply.is_error() {
         // The write is committed; its reply is lost.

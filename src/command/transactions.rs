@@ -45,6 +45,9 @@ enum State {
 struct Entry {
     number: i64,
     state: State,
+    /// The namespace of its first statement that named a collection, where a profile keeps
+    /// a transaction to one collection ([`TransactionTable::claim_namespace`]).
+    namespace: Option<String>,
     /// Monotonic: the lifetime limit is real time, whatever the server clock says.
     started: Stopwatch,
 }
@@ -134,6 +137,7 @@ impl TransactionTable {
             Entry {
                 number,
                 state: State::InProgress(Arc::clone(&handle)),
+                namespace: None,
                 started: Stopwatch::start(),
             },
         );
@@ -148,6 +152,26 @@ impl TransactionTable {
         if let Some(entry) = sessions.get_mut(&session) {
             if entry.number == number {
                 end(&mut entry.state);
+            }
+        }
+    }
+
+    /// Records that `session`'s transaction `number` runs a statement on `namespace`; returns
+    /// the namespace of its earlier statements when that is another one.
+    pub fn claim_namespace(
+        &self,
+        session: SessionId,
+        number: i64,
+        namespace: &str,
+    ) -> Option<String> {
+        let mut sessions = self.sessions.lock().ok()?;
+        let entry = sessions.get_mut(&session).filter(|e| e.number == number)?;
+        match &entry.namespace {
+            Some(first) if first != namespace => Some(first.clone()),
+            Some(_) => None,
+            None => {
+                entry.namespace = Some(namespace.to_owned());
+                None
             }
         }
     }

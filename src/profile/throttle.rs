@@ -65,8 +65,10 @@ impl Bucket {
 }
 
 /// The 16500 answer, as Cosmos words it: clients read `RetryAfterMs=` out of the message.
+/// The wait is rounded up to whole milliseconds, so that a client waiting exactly that long is
+/// admitted.
 pub fn too_many_requests(retry_after: Duration, rate: u32) -> Error {
-    let millis = retry_after.as_millis().max(1);
+    let millis = retry_after.as_micros().div_ceil(1000).max(1);
     let activity = bson::Uuid::new();
     Error::new(
         ErrorCode::RequestRateTooLarge,
@@ -130,6 +132,10 @@ mod tests {
         assert_eq!(err.code.code(), 16500);
         assert_eq!(err.code.name(), "RequestRateTooLarge");
         assert!(err.message.starts_with("Error=16500, RetryAfterMs=34, Details='Response status code does not indicate success: TooManyRequests (429) Substatus: 3200 ActivityId: "));
+        let rounded_up = too_many_requests(Duration::from_micros(1_100), 400);
+        assert!(rounded_up
+            .message
+            .starts_with("Error=16500, RetryAfterMs=2, "));
         assert!(err
             .message
             .contains("Request rate is large. More Request Units may be needed"));

@@ -1,8 +1,9 @@
 //! Transactions as Cosmos DB has them ([`Rule::TransactionLimits`]): a fixed 5-second
 //! lifetime, after which the transaction's statements and its commit answer 2 "Transaction is
-//! not active" (the service's error, Substatus 1101); none on a sharded collection (50841).
-//! (Cosmos also keeps a transaction to one collection; no source gives its error for a second
-//! one, so that is not reproduced.)
+//! not active" (the service's error, Substatus 1101); none on a sharded collection (50841);
+//! one collection per transaction. No source gives Cosmos's error for a statement on a second
+//! collection: mayfly answers mongod's code for an operation a transaction does not allow
+//! (263), in its own words.
 
 use super::refusal::{refuse, refuse_from_service, ServiceFailure};
 use super::Rule;
@@ -36,6 +37,18 @@ pub fn on_sharded_collection() -> Error {
     refuse(Rule::TransactionLimits, ErrorCode::Location50841, SHARDED)
 }
 
+/// A transaction's statement on `namespace` after statements on `first`.
+pub fn on_second_collection(first: &str, namespace: &str) -> Error {
+    refuse(
+        Rule::TransactionLimits,
+        ErrorCode::OperationNotSupportedInTransaction,
+        &format!(
+            "Cosmos DB runs a multi-document transaction within one collection: this \
+             transaction is on {first}, not {namespace}"
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +64,10 @@ mod tests {
             .message
             .contains(r#"{"Errors":["Transaction is not active"]}"#));
         assert_eq!(on_sharded_collection().code.code(), 50841);
+        let second = on_second_collection("db.a", "db.b");
+        assert_eq!(second.code.code(), 263);
+        assert!(second.message.starts_with(
+            "Cosmos DB runs a multi-document transaction within one collection: this transaction is on db.a, not db.b\n"
+        ));
     }
 }

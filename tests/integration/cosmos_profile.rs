@@ -763,6 +763,66 @@ async fn cosmos_transaction_limits() {
 }
 
 #[tokio::test]
+async fn transactions_keep_to_one_collection() {
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
+    let db = client.database("app");
+    let (ledger, audit) = (
+        db.collection::<Document>("ledger"),
+        db.collection::<Document>("audit"),
+    );
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    ledger
+        .insert_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    ledger
+        .find_one(doc! {"_id": 1})
+        .session(&mut session)
+        .await
+        .unwrap();
+    let (code, message) = failure(
+        audit
+            .insert_one(doc! {"_id": 1})
+            .session(&mut session)
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 263);
+    assert_refusal(
+        &message,
+        "Cosmos DB runs a multi-document transaction within one collection: this transaction is on app.ledger, not app.audit",
+        Rule::TransactionLimits,
+    );
+    // The refused statement aborted the transaction, as any failed statement does.
+    let err = session.commit_transaction().await.unwrap_err();
+    assert_eq!(failure(err).0, 2);
+    assert_eq!(ledger.count_documents(doc! {}).await.unwrap(), 0);
+    assert_eq!(audit.count_documents(doc! {}).await.unwrap(), 0);
+
+    // A MongoDB replica set commits a transaction over two collections.
+    let mongodb = TestServer::start_replset("rs0").await;
+    let client = mongodb.replset_client("rs0").await;
+    let db = client.database("app");
+    let mut session = client.start_session().await.unwrap();
+    session.start_transaction().await.unwrap();
+    for name in ["ledger", "audit"] {
+        db.collection::<Document>(name)
+            .insert_one(doc! {"_id": 1})
+            .session(&mut session)
+            .await
+            .unwrap();
+    }
+    session.commit_transaction().await.unwrap();
+    for name in ["ledger", "audit"] {
+        let coll = db.collection::<Document>(name);
+        assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+    }
+}
+
+#[tokio::test]
 async fn unsupported_stages() {
     let server = TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V7_0)).await;
     let client = server.portal_client().await;
