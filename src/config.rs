@@ -212,7 +212,7 @@ pub struct Cli {
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
     /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr, compat, cosmos_version,
     /// cosmos_allow, cosmos_16mb, cosmos_retryable_writes, cosmos_throughput,
-    /// cosmos_server_side_retry).
+    /// cosmos_server_side_retry, cosmos_region).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -465,6 +465,15 @@ pub struct Cli {
         env = "MAYFLY_COSMOS_SERVER_SIDE_RETRY"
     )]
     pub cosmos_server_side_retry: bool,
+
+    /// The account's region, with --compat cosmos: the `tags: {region}` its `hello` shows, so
+    /// that a read preference with your production region's tag finds this server.
+    #[arg(
+        long = "cosmos-region",
+        env = "MAYFLY_COSMOS_REGION",
+        value_name = "NAME"
+    )]
+    pub cosmos_region: Option<String>,
 }
 
 /// The settings a config file may hold (all optional).
@@ -507,6 +516,7 @@ pub struct FileConfig {
     pub cosmos_retryable_writes: Option<bool>,
     pub cosmos_throughput: Option<u32>,
     pub cosmos_server_side_retry: Option<bool>,
+    pub cosmos_region: Option<String>,
 }
 
 /// The resolved configuration the server runs with.
@@ -785,6 +795,10 @@ fn resolve_profile(cli: &Cli, file: &FileConfig) -> Profile {
     profile.throughput = cli.cosmos_throughput.or(file.cosmos_throughput);
     profile.server_side_retry =
         cli.cosmos_server_side_retry || file.cosmos_server_side_retry.unwrap_or(false);
+    profile.region = cli
+        .cosmos_region
+        .clone()
+        .or_else(|| file.cosmos_region.clone());
     profile
 }
 
@@ -956,6 +970,21 @@ mod tests {
         let c = Config::resolve(parse(&["--maxNoTimeoutCursors", "5"]), file, vec![]);
         assert_eq!(c.cursor_memory_limit_bytes, 8 * 1024 * 1024);
         assert_eq!(c.max_no_timeout_cursors, 5);
+    }
+
+    #[test]
+    fn the_cosmos_region_comes_from_the_flag_or_the_file() {
+        let cosmos = || parse(&["--compat", "cosmos"]);
+        let c = Config::resolve(cosmos(), FileConfig::default(), vec![]);
+        assert_eq!(c.profile.region(), Some("local"));
+        let file = || -> FileConfig { toml::from_str("cosmos_region = \"East US\"").unwrap() };
+        let c = Config::resolve(cosmos(), file(), vec![]);
+        assert_eq!(c.profile.region(), Some("East US"));
+        let flag = parse(&["--compat", "cosmos", "--cosmos-region", "West Europe"]);
+        let c = Config::resolve(flag, file(), vec![]);
+        assert_eq!(c.profile.region(), Some("West Europe"));
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert_eq!(c.profile.region(), None, "MongoDB has no region");
     }
 
     #[test]

@@ -176,12 +176,19 @@ fn replica_set(shared: &Shared, listeners: &[TcpListener]) -> Option<ReplicaSet>
         .map_or("localhost", String::as_str);
     let host = advertised_host(replication.advertise_host.as_deref(), first_bind, listening);
     tracing::info!(set = %name, host = %host, "replica set member, primary");
-    Some(ReplicaSet::new(
-        name,
-        host,
-        shared.clock.now_datetime(),
-        shared.engine.optimes(),
-    ))
+    let tags = match shared.config.profile.region() {
+        Some(region) => bson::doc! {"region": region},
+        None => bson::Document::new(),
+    };
+    Some(
+        ReplicaSet::new(
+            name,
+            host,
+            shared.clock.now_datetime(),
+            shared.engine.optimes(),
+        )
+        .with_tags(tags),
+    )
 }
 
 /// A server running in the background (tests, embedding).

@@ -165,6 +165,7 @@ where
     let mut deprecations = DeprecationLog::default();
     // The next command of an exhaust stream: run without a request from the client.
     let mut streaming: Option<Incoming> = None;
+    let idle_limit = shared.config.profile.idle_connection_limit();
     loop {
         let incoming = if let Some(next) = streaming.take() {
             if shutdown.is_cancelled() {
@@ -176,6 +177,7 @@ where
                 biased;
                 _ = shutdown.cancelled() => return "server shutting down",
                 next = framed.next() => next,
+                () = idle_for(idle_limit) => return "idle past the profile's limit",
             };
             match next {
                 None => return "client closed the connection",
@@ -259,6 +261,14 @@ where
             c.compressor_bytes_in.fetch_add(original, Ordering::Relaxed);
             c.compressor_bytes_out.fetch_add(written, Ordering::Relaxed);
         }
+    }
+}
+
+/// Completes after `limit` (a connection's idle time the profile allows); never without one.
+async fn idle_for(limit: Option<std::time::Duration>) {
+    match limit {
+        Some(limit) => tokio::time::sleep(limit).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -285,7 +285,7 @@ async fn run(
     }
     let outcome = match refused {
         Some(error) => Err(error),
-        None => dispatch(shared, conn, &request).await,
+        None => dispatch_in_time(shared, conn, &request).await,
     };
     let mut reply = transactions::finish(shared, &request, outcome)?;
     if primary_write.is_some_and(|(_, point)| point.close_connection) && !reply.is_error() {
@@ -402,6 +402,39 @@ pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
             ErrorCode::CommandNotFound,
             format!("no such command: '{name}'"),
         )),
+    }
+}
+
+/// Runs the command within the time the profile gives a request (Cosmos: 60 seconds). One
+/// still running then is killed, as `killOp` kills it, and answers the profile's error once
+/// it has stopped; its writes may have been applied, as on Cosmos. `hello` and `getMore` are
+/// not limited: a handshake's wait and a cursor's later batches are bounded otherwise.
+async fn dispatch_in_time(
+    shared: &Arc<Shared>,
+    conn: &mut Connection,
+    req: &Request<'_>,
+) -> Result<Reply> {
+    use CommandName as C;
+    let limit = match req.name {
+        C::Hello | C::IsMaster | C::IsMasterLower | C::GetMore => None,
+        _ => shared.config.profile.request_time_limit(),
+    };
+    let Some(limit) = limit else {
+        return dispatch(shared, conn, req).await;
+    };
+    let run = dispatch(shared, conn, req);
+    tokio::pin!(run);
+    tokio::select! {
+        outcome = &mut run => return outcome,
+        () = tokio::time::sleep(limit) => {}
+    }
+    req.interrupt
+        .kill(crate::engine::KillReason::RequestTimeLimit);
+    match run.await {
+        Err(e) if e.code == ErrorCode::Interrupted => {
+            Err(crate::profile::limits::request_timed_out())
+        }
+        outcome => outcome,
     }
 }
 

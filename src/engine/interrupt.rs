@@ -20,6 +20,8 @@ pub enum KillReason {
     Killed,
     /// The client closed its connection.
     Disconnected,
+    /// The request ran past the time a profile gives every request (Cosmos's 60 seconds).
+    RequestTimeLimit,
 }
 
 /// The interruption state of one operation (a command, or a cursor across its `getMore`s).
@@ -131,6 +133,7 @@ impl Interrupt {
         }
         Some(match self.reason.load(Ordering::Relaxed) {
             r if r == KillReason::Disconnected as u8 => KillReason::Disconnected,
+            r if r == KillReason::RequestTimeLimit as u8 => KillReason::RequestTimeLimit,
             _ => KillReason::Killed,
         })
     }

@@ -9,6 +9,7 @@
 pub mod account;
 pub mod change_streams;
 pub mod indexes;
+pub mod limits;
 pub mod refusal;
 pub mod ru;
 pub mod shard_keys;
@@ -118,10 +119,14 @@ pub enum Rule {
     TransactionLimits,
     /// Aggregation stages the account's version lacks, and `$lookup` with `let`.
     UnsupportedStages,
+    /// A request still running after 60 seconds is stopped and answers 50.
+    RequestTimeLimit,
+    /// A connection idle for 30 minutes is closed.
+    IdleConnections,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 12] = [
+    pub const ALL: [Rule; 14] = [
         Rule::SortWithoutIndex,
         Rule::UniqueIndexOnPopulated,
         Rule::NestedIndexPaths,
@@ -134,6 +139,8 @@ impl Rule {
         Rule::ChangeStreams,
         Rule::TransactionLimits,
         Rule::UnsupportedStages,
+        Rule::RequestTimeLimit,
+        Rule::IdleConnections,
     ];
 
     /// The rule's name in `--cosmos-allow` and in refusals.
@@ -151,6 +158,8 @@ impl Rule {
             Rule::ChangeStreams => "change-streams",
             Rule::TransactionLimits => "transaction-limits",
             Rule::UnsupportedStages => "unsupported-stages",
+            Rule::RequestTimeLimit => "request-time-limit",
+            Rule::IdleConnections => "idle-connections",
         }
     }
 
@@ -188,7 +197,15 @@ pub struct Profile {
     /// `--cosmos-server-side-retry` (the capability `DisableRateLimitingResponses`): a
     /// throttled request waits inside the server, up to 60 seconds, instead of failing.
     pub server_side_retry: bool,
+    /// How long a request may run and a connection may stay idle (Cosmos's 60 seconds and 30
+    /// minutes; tests shorten them).
+    pub limits: limits::Limits,
+    /// `--cosmos-region`: the account's region (`None`: [`DEFAULT_REGION`]).
+    pub region: Option<String>,
 }
+
+/// The region a Cosmos profile's `hello` shows when `--cosmos-region` names none.
+pub const DEFAULT_REGION: &str = "local";
 
 impl Profile {
     /// MongoDB 7.0: no Cosmos rule applies.
@@ -231,6 +248,26 @@ impl Profile {
     /// Whether commands are charged request units (`getLastRequestStatistics`, throttling).
     pub fn charges(&self) -> bool {
         self.is_cosmos()
+    }
+
+    /// How long a request may run before it is stopped ([`Rule::RequestTimeLimit`]).
+    pub fn request_time_limit(&self) -> Option<std::time::Duration> {
+        self.enforces(Rule::RequestTimeLimit)
+            .then_some(self.limits.request)
+    }
+
+    /// How long a connection may wait for its next request before it is closed
+    /// ([`Rule::IdleConnections`]).
+    pub fn idle_connection_limit(&self) -> Option<std::time::Duration> {
+        self.enforces(Rule::IdleConnections)
+            .then_some(self.limits.idle_connection)
+    }
+
+    /// The region the handshake tags this server with (`tags: {region}`), in the Cosmos
+    /// profile, as an account's `hello` shows the region it runs in.
+    pub fn region(&self) -> Option<&str> {
+        self.is_cosmos()
+            .then(|| self.region.as_deref().unwrap_or(DEFAULT_REGION))
     }
 
     /// The `maxWireVersion` the handshake reports.

@@ -57,12 +57,82 @@ async fn handshake_answers_as_the_accounts_replica_set_and_version() {
         16 * 1024 * 1024
     );
     assert_eq!(hello.get_i32("maxWriteBatchSize").unwrap(), 1000);
+    assert_eq!(hello.get_document("tags"), Ok(&doc! {"region": "local"}));
     let build = client
         .database("admin")
         .run_command(doc! {"buildInfo": 1})
         .await
         .unwrap();
     assert_eq!(build.get_str("version").unwrap(), "5.0.0");
+}
+
+#[tokio::test]
+async fn a_read_preference_with_the_accounts_region_tag_finds_the_server() {
+    use mongodb::options::{ReadPreference, ReadPreferenceOptions, SelectionCriteria};
+    let mut profile = Profile::cosmos(CosmosVersion::V7_0);
+    profile.region = Some("West Europe".into());
+    let server = TestServer::start_cosmos(profile).await;
+    let nearest = |region: &str| {
+        let options = ReadPreferenceOptions::builder()
+            .tag_sets(vec![[("region".to_owned(), region.to_owned())].into()])
+            .build();
+        SelectionCriteria::ReadPreference(ReadPreference::Nearest {
+            options: Some(options),
+        })
+    };
+    let client = server.portal_client().await;
+    let coll = client.database("app").collection::<Document>("c");
+    coll.find_one(doc! {})
+        .selection_criteria(nearest("West Europe"))
+        .await
+        .unwrap();
+    let config = client
+        .database("admin")
+        .run_command(doc! {"replSetGetConfig": 1})
+        .await
+        .unwrap();
+    let member = config
+        .get_document("config")
+        .unwrap()
+        .get_array("members")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        member.get_document("tags"),
+        Ok(&doc! {"region": "West Europe"})
+    );
+    // Another region's tag selects no server, as against an account in one region.
+    let mut options = ClientOptions::parse(format!(
+        "mongodb://{}/?replicaSet={SET}&retrywrites=false",
+        server.addr
+    ))
+    .await
+    .unwrap();
+    options.server_selection_timeout = Some(Duration::from_millis(500));
+    let client = Client::with_options(options).unwrap();
+    let err = client
+        .database("app")
+        .collection::<Document>("c")
+        .find_one(doc! {})
+        .selection_criteria(nearest("East US"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(*err.kind, mongodb::error::ErrorKind::ServerSelection { .. }),
+        "{err}"
+    );
+    // A MongoDB replica set's member has no tags.
+    let mongodb = TestServer::start_replset("rs0").await;
+    let hello = mongodb
+        .replset_client("rs0")
+        .await
+        .database("admin")
+        .run_command(doc! {"hello": 1})
+        .await
+        .unwrap();
+    assert!(!hello.contains_key("tags"), "{hello}");
 }
 
 #[tokio::test]
@@ -820,6 +890,102 @@ async fn transactions_keep_to_one_collection() {
         let coll = db.collection::<Document>(name);
         assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
     }
+}
+
+/// A Cosmos 7.0 account whose request and idle-connection limits are `limits` (the real ones,
+/// 60 seconds and 30 minutes, are too long for a test), with the test commands (`sleep`).
+async fn cosmos_with_limits(
+    limits: mayfly::profile::limits::Limits,
+    allow: Option<Rule>,
+) -> TestServer {
+    let mut profile = Profile::cosmos(CosmosVersion::V7_0);
+    profile.limits = limits;
+    if let Some(rule) = allow {
+        profile = profile.allowing(rule);
+    }
+    TestServer::start_with(move |c| {
+        c.profile = profile;
+        c.replication.set_name = Some(SET.to_owned());
+        c.enable_test_commands = true;
+    })
+    .await
+}
+
+#[tokio::test]
+async fn request_time_limit() {
+    let limits = mayfly::profile::limits::Limits {
+        request: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let server = cosmos_with_limits(limits, None).await;
+    let client = server.portal_client().await;
+    let admin = client.database("admin");
+    let started = std::time::Instant::now();
+    let err = admin
+        .run_command(doc! {"sleep": 1, "millis": 5000})
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "stopped at the limit"
+    );
+    let (code, message) = failure(err);
+    assert_eq!(code, 50);
+    assert_refusal(
+        &message,
+        mayfly::profile::limits::REQUEST_TIMED_OUT,
+        Rule::RequestTimeLimit,
+    );
+    let mut raw = server.raw().await;
+    let reply = raw
+        .command(1, &doc! {"sleep": 1, "millis": 2000, "$db": "admin"})
+        .await
+        .document;
+    assert_eq!(
+        reply.get_str("codeName"),
+        Ok("ExceededTimeLimit"),
+        "{reply}"
+    );
+    // A request within the limit, and one run with the rule off, finish.
+    admin
+        .run_command(doc! {"sleep": 1, "millis": 50})
+        .await
+        .unwrap();
+    let relaxed = cosmos_with_limits(limits, Some(Rule::RequestTimeLimit)).await;
+    relaxed
+        .portal_client()
+        .await
+        .database("admin")
+        .run_command(doc! {"sleep": 1, "millis": 600})
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    let limits = mayfly::profile::limits::Limits {
+        idle_connection: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let ping = doc! {"ping": 1, "$db": "admin"};
+    let server = cosmos_with_limits(limits, None).await;
+    let mut raw = server.raw().await;
+    assert_eq!(raw.command(1, &ping).await.document.get_f64("ok"), Ok(1.0));
+    assert!(raw.is_closed().await, "closed once idle past the limit");
+    // A connection in use stays open; with the rule off an idle one does too.
+    let mut busy = server.raw().await;
+    for id in 0..4 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert_eq!(
+            busy.command(id, &ping).await.document.get_f64("ok"),
+            Ok(1.0)
+        );
+    }
+    let relaxed = cosmos_with_limits(limits, Some(Rule::IdleConnections)).await;
+    let mut raw = relaxed.raw().await;
+    assert_eq!(raw.command(1, &ping).await.document.get_f64("ok"), Ok(1.0));
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(raw.command(2, &ping).await.document.get_f64("ok"), Ok(1.0));
 }
 
 #[tokio::test]

@@ -95,7 +95,7 @@ pub fn get_config(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             "buildIndexes": true,
             "hidden": false,
             "priority": 1.0,
-            "tags": {},
+            "tags": rs.tags.clone(),
             "secondaryDelaySecs": 0i64,
             "votes": 1,
         }],

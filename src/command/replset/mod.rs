@@ -47,6 +47,9 @@ pub struct ReplicaSet {
     /// every later write's time exceeds.
     pub election_time: Timestamp,
     pub election_date: bson::DateTime,
+    /// The member's tags (`hello`'s `tags`, the configuration's): a Cosmos account's
+    /// `{region}`; none otherwise.
+    pub tags: Document,
     /// Cancelled when the server shuts down: awaitable `hello`s reply at once.
     stopping: CancellationToken,
 }
@@ -68,8 +71,15 @@ impl ReplicaSet {
                 },
             ),
             election_date: now,
+            tags: Document::new(),
             stopping: CancellationToken::new(),
         }
+    }
+
+    /// The same member, tagged `tags`.
+    pub fn with_tags(mut self, tags: Document) -> ReplicaSet {
+        self.tags = tags;
+        self
     }
 
     /// The member's last operation time (`operationTime`, `$clusterTime`, `lastWrite`): the
@@ -122,6 +132,10 @@ impl ReplicaSet {
         );
         reply.insert("secondary", false);
         reply.insert("primary", self.host.clone());
+        // mongod shows a tagged member's tags before `me`.
+        if !self.tags.is_empty() {
+            reply.insert("tags", self.tags.clone());
+        }
         reply.insert("me", self.host.clone());
         reply.insert("electionId", ReplicaSet::election_id());
         let op_time = op_time(self.last_op_time(optimes));
