@@ -2,11 +2,12 @@
 //! in `find`, `count` and `aggregate` with 50 MaxTimeMSExpired, a `ping` is answered at once
 //! while other connections scan, `killOp` stops a scan found through `currentOp` with 11601
 //! Interrupted, and a client that disconnects mid-scan stops it. The scans use a regex that
-//! matches nothing, so every document is examined.
+//! matches nothing, so every document is examined. The bit-test operators, which no index
+//! serves, are answered by such scans with mongod 7.0's results and parse errors.
 
 use crate::common;
 
-use common::bson::{doc, Document};
+use common::bson::{doc, spec::BinarySubtype, Binary, Bson, Document};
 use common::{error_code, TestServer};
 use futures::TryStreamExt;
 use mayfly::wire::client::{self, MsgOptions};
@@ -247,4 +248,98 @@ async fn the_current_op_stage_lists_running_operations_on_admin_only() {
         .await
         .unwrap_err();
     assert_eq!(error_code(&err), Some(40602));
+}
+
+/// Documents `{a: v}` for mongod's `bittest.js` numbers (doubles, as the shell writes them), a
+/// BinData, a string and an array.
+fn bit_values() -> Vec<Bson> {
+    let mut values: Vec<Bson> = [0.0, 1.0, 54.0, 88.0, 255.0, 1e18]
+        .into_iter()
+        .map(Bson::Double)
+        .collect();
+    values.push(binary(&[0x36]));
+    values.push(Bson::String("54".into()));
+    values.push(Bson::Array(vec![Bson::Double(1.5), Bson::Int32(54)]));
+    values
+}
+
+fn binary(bytes: &[u8]) -> Bson {
+    Bson::Binary(Binary {
+        subtype: BinarySubtype::Generic,
+        bytes: bytes.to_vec(),
+    })
+}
+
+#[tokio::test]
+async fn bit_test_operators_scan_with_mongod_results_and_errors() {
+    let server = TestServer::start().await;
+    let coll = server
+        .client()
+        .await
+        .database("test")
+        .collection::<Document>("bits");
+    coll.insert_many(bit_values().into_iter().map(|a| doc! {"a": a}))
+        .await
+        .unwrap();
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .unwrap();
+    let cases = [
+        (doc! {"a": {"$bitsAllSet": 54}}, 4),
+        (doc! {"a": {"$bitsAllClear": [0, 2]}}, 3),
+        (doc! {"a": {"$bitsAnySet": binary(&[0x08])}}, 2),
+        (doc! {"a": {"$bitsAnyClear": 255_i64}}, 7),
+        (doc! {"a": {"$not": {"$bitsAllSet": 54}}}, 5),
+        (doc! {"a": {"$bitsAllSet": 54, "$bitsAllClear": 201}}, 3),
+        (doc! {"a": {"$bitsAllSet": [1, 7, 6, 3, 100]}}, 0),
+    ];
+    let db = coll.client().database("test");
+    for (filter, expected) in cases {
+        let found: Vec<Document> = coll
+            .find(filter.clone())
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        assert_eq!(found.len(), expected, "{filter}");
+        let explain = db
+            .run_command(doc! {"explain": {"find": "bits", "filter": filter.clone()}})
+            .await
+            .unwrap();
+        let stage = explain
+            .get_document("queryPlanner")
+            .and_then(|p| p.get_document("winningPlan"))
+            .and_then(|w| w.get_str("stage"))
+            .unwrap();
+        assert_eq!(stage, "COLLSCAN", "{filter}");
+    }
+    let errors = [
+        (
+            doc! {"a": {"$bitsAllSet": "54"}},
+            2,
+            "a takes an Array, a number, or a BinData but received: $bitsAllSet: \"54\"",
+        ),
+        (
+            doc! {"a": {"$bitsAnySet": -1}},
+            9,
+            "Expected a non-negative number in: $bitsAnySet: -1",
+        ),
+        (
+            doc! {"a": {"$bitsAllClear": [1, -1]}},
+            2,
+            "Failed to parse bit position. Expected a non-negative number in: 1: -1",
+        ),
+    ];
+    for (filter, code, message) in errors {
+        let err = coll.find(filter.clone()).await.unwrap_err();
+        let mongodb::error::ErrorKind::Command(reply) = err.kind.as_ref() else {
+            panic!("{filter}: {err}");
+        };
+        assert_eq!(
+            (reply.code, reply.message.as_str()),
+            (code, message),
+            "{filter}"
+        );
+    }
 }

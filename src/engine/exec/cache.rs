@@ -175,6 +175,7 @@ fn pred_shape(pred: &Pred, out: &mut String) {
         Pred::ElemMatchValue(_) => write!(out, "emv"),
         Pred::ElemMatchObject(_) => write!(out, "emo"),
         Pred::Mod { .. } => write!(out, "mod"),
+        Pred::Bits(test) => write!(out, "{}", test.name()),
         Pred::Not(_) => write!(out, "not"),
     };
 }

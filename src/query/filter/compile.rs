@@ -1,6 +1,7 @@
 //! Filter document → [`Expr`] tree, with mongod's parse errors (codes and messages follow
 //! `expression_parser.cpp`). Also the upsert equality extraction.
 
+use super::bits::{BitOp, BitTest};
 use super::{CmpOp, Expr, InSet, Pred, RegexPred, TypeSel};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::is_number;
@@ -147,8 +148,8 @@ fn operator(name: &str, context: &Document, op: &str, arg: &Bson) -> Result<Opti
         "$exists" => Ok(Some(Pred::Exists(truthy(arg)))),
         "$type" => type_set(arg).map(|t| Some(Pred::Type(t))),
         "$size" => size(arg).map(|n| Some(Pred::Size(n))),
-        "$all" => all(name, arg).map(Some),
-        "$elemMatch" => elem_match(name, arg).map(Some),
+        "$all" => all(arg).map(Some),
+        "$elemMatch" => elem_match(arg).map(Some),
         "$mod" => modulo(arg).map(Some),
         "$regex" => regex_document(context).map(|r| Some(Pred::Regex(r))),
         "$options" => {
@@ -161,12 +162,14 @@ fn operator(name: &str, context: &Document, op: &str, arg: &Bson) -> Result<Opti
         "$not" => not(name, arg).map(Some),
         "$where" => Err(Error::bad_value("$where cannot be applied to a field")),
         "$comment" => Ok(None),
-        "$near" | "$nearSphere" | "$geoWithin" | "$geoIntersects" | "$within" | "$bitsAllSet"
-        | "$bitsAllClear" | "$bitsAnySet" | "$bitsAnyClear" => Err(Error::new(
+        "$near" | "$nearSphere" | "$geoWithin" | "$geoIntersects" | "$within" => Err(Error::new(
             ErrorCode::NotImplemented,
             format!("{op} is not supported by this server"),
         )),
-        _ => Err(Error::bad_value(format!("unknown operator: {op}"))),
+        _ => match BitOp::from_name(op) {
+            Some(bit_op) => BitTest::parse(bit_op, name, arg).map(|t| Some(Pred::Bits(t))),
+            None => Err(Error::bad_value(format!("unknown operator: {op}"))),
+        },
     }
 }
 
@@ -280,7 +283,7 @@ fn size(arg: &Bson) -> Result<usize> {
     usize::try_from(n).map_err(|_| Error::bad_value("$size may not be negative"))
 }
 
-fn all(name: &str, arg: &Bson) -> Result<Pred> {
+fn all(arg: &Bson) -> Result<Pred> {
     let Bson::Array(items) = arg else {
         return Err(Error::bad_value("$all needs an array"));
     };
@@ -294,7 +297,7 @@ fn all(name: &str, arg: &Bson) -> Result<Pred> {
             match item {
                 Bson::Document(d) if first_is_elem_match(item) => {
                     let inner = d.get("$elemMatch").unwrap_or(&Bson::Null);
-                    preds.push(elem_match(name, inner)?);
+                    preds.push(elem_match(inner)?);
                 }
                 _ => return Err(Error::bad_value("$all/$elemMatch has to be consistent")),
             }
@@ -318,7 +321,7 @@ fn all(name: &str, arg: &Bson) -> Result<Pred> {
     Ok(Pred::All(preds))
 }
 
-fn elem_match(name: &str, arg: &Bson) -> Result<Pred> {
+fn elem_match(arg: &Bson) -> Result<Pred> {
     let Bson::Document(inner) = arg else {
         return Err(Error::bad_value("$elemMatch needs an Object"));
     };
@@ -330,7 +333,9 @@ fn elem_match(name: &str, arg: &Bson) -> Result<Pred> {
             )
     });
     if value_case {
-        return Ok(Pred::ElemMatchValue(operators(name, inner)?));
+        // mongod parses the value case with an empty path (`parseSub("", ...)`), which its
+        // errors name.
+        return Ok(Pred::ElemMatchValue(operators("", inner)?));
     }
     Ok(Pred::ElemMatchObject(Box::new(document(inner)?)))
 }

@@ -6,9 +6,15 @@
 //! its document from (`equality_fields`). A filter compiled with a collation compares strings
 //! through it in equality, `$in`/`$nin`, `$ne`, ranges and `$elemMatch` (never in `$regex`).
 //! `$expr` is an aggregation expression (`query::expr`), compiled with the command's variables
-//! and true when its value is. Does not own: `$where`, `$text`, geo and bitwise operators
-//! (refused at compile time with a clear error), parsing collations, or index use.
+//! and true when its value is. The bit-test operators live in `bits.rs`. Does not own: `$where`,
+//! `$text` and geo operators (refused at compile time with a clear error), parsing collations,
+//! or index use.
 
+mod bits;
+#[cfg(test)]
+mod bits_jstests;
+#[cfg(test)]
+mod bits_tests;
 mod compile;
 mod in_set;
 #[cfg(test)]
@@ -325,6 +331,8 @@ pub(crate) enum Pred {
         remainder: i64,
     },
     Regex(RegexPred),
+    /// `$bitsAllSet`, `$bitsAllClear`, `$bitsAnySet`, `$bitsAnyClear`.
+    Bits(bits::BitTest),
     /// Negation of the conjunction of the predicates (`$not`, `$ne`, `$nin`).
     Not(Vec<Pred>),
 }
@@ -374,6 +382,7 @@ impl Pred {
                 pv.all().any(|v| mod_matches(v, *divisor, *remainder))
             }
             Pred::Regex(re) => pv.all().any(|v| re.test_value(v)),
+            Pred::Bits(test) => pv.all().any(|v| test.matches(v)),
             Pred::Not(preds) => !preds.iter().all(|p| p.test(pv, c)),
         }
     }

@@ -286,6 +286,8 @@ fn errors_carry_mongod_codes() {
         (doc! {"a": {"$regex": 1}}, ErrorCode::BadValue, "$regex has to be a string"),
         (doc! {"a": {"$regex": re("a", "i"), "$options": "m"}}, ErrorCode::Location51075, "options set in both $regex and $options"),
         (doc! {"a": {"$gt": re("a", "")}}, ErrorCode::BadValue, "Can't have RegEx as arg to predicate over field 'a'."),
+        // mongod parses `$elemMatch`'s value case with an empty path.
+        (doc! {"a": {"$elemMatch": {"$gt": re("a", "")}}}, ErrorCode::BadValue, "Can't have RegEx as arg to predicate over field ''."),
         (doc! {"a": {"$elemMatch": {"$expr": {"$eq": ["$a", 1]}}}}, ErrorCode::BadValue, "$expr can only be applied to the top-level document"),
         (doc! {"$expr": {"$nope": 1}}, ErrorCode::InvalidPipelineOperator, "Unrecognized expression '$nope'"),
     ];
