@@ -53,6 +53,9 @@ pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
             &format!("Command {name} not supported."),
         ));
     }
+    if profile.enforces(Rule::UnsupportedOperators) {
+        crate::profile::operators::check(req.body)?;
+    }
     if profile.enforces(Rule::UnsupportedStages) && req.name == CommandName::Aggregate {
         if let Ok(pipeline) = req.body.get_array("pipeline") {
             crate::profile::stages::check(profile.version, pipeline)?;

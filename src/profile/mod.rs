@@ -10,6 +10,7 @@ pub mod account;
 pub mod change_streams;
 pub mod indexes;
 pub mod limits;
+pub mod operators;
 pub mod refusal;
 pub mod ru;
 pub mod shard_keys;
@@ -123,10 +124,12 @@ pub enum Rule {
     RequestTimeLimit,
     /// A connection idle for 30 minutes is closed.
     IdleConnections,
+    /// Query operators no account version has (`$bitsAllSet` and kin, legacy geometry).
+    UnsupportedOperators,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 14] = [
+    pub const ALL: [Rule; 15] = [
         Rule::SortWithoutIndex,
         Rule::UniqueIndexOnPopulated,
         Rule::NestedIndexPaths,
@@ -141,6 +144,7 @@ impl Rule {
         Rule::UnsupportedStages,
         Rule::RequestTimeLimit,
         Rule::IdleConnections,
+        Rule::UnsupportedOperators,
     ];
 
     /// The rule's name in `--cosmos-allow` and in refusals.
@@ -160,6 +164,7 @@ impl Rule {
             Rule::UnsupportedStages => "unsupported-stages",
             Rule::RequestTimeLimit => "request-time-limit",
             Rule::IdleConnections => "idle-connections",
+            Rule::UnsupportedOperators => "unsupported-operators",
         }
     }
 

@@ -989,6 +989,31 @@ async fn idle_connections_are_closed() {
 }
 
 #[tokio::test]
+async fn unsupported_operators() {
+    let server = TestServer::start_cosmos_7().await;
+    let coll = seeded(&server.portal_client().await).await;
+    // Documents whose `a` has bits 0 and 2 set: 5 (0b101).
+    let bits = doc! {"a": {"$bitsAllSet": [0, 2]}};
+    let (code, message) = failure(coll.find(bits.clone()).await.unwrap_err());
+    assert_eq!(code, 115);
+    assert_refusal(
+        &message,
+        "Operator $bitsAllSet not supported.",
+        Rule::UnsupportedOperators,
+    );
+    let err = coll
+        .delete_many(doc! {"$or": [{"b": 7}, {"a": {"$bitsAnyClear": 1}}]})
+        .await
+        .unwrap_err();
+    assert_eq!(failure(err).0, 115);
+    // MongoDB has them.
+    let mongodb = TestServer::start().await;
+    let coll = seeded(&mongodb.client().await).await;
+    let found = coll.find_one(bits).await.unwrap().unwrap();
+    assert_eq!(found.get_i32("a"), Ok(5));
+}
+
+#[tokio::test]
 async fn unsupported_stages() {
     let server = TestServer::start_cosmos(Profile::cosmos(CosmosVersion::V7_0)).await;
     let client = server.portal_client().await;
