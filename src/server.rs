@@ -126,6 +126,13 @@ impl Server {
             let sessions = tracker.clone();
             tracker.spawn(accept_loop(listener, shared, tls, token, sessions));
         }
+        if let Some(limit) = self.shared.config.profile.request_time_limit() {
+            tracker.spawn(crate::command::watch_request_time(
+                Arc::clone(&self.shared),
+                limit,
+                token.clone(),
+            ));
+        }
         if let Some(listener) = self.metrics {
             let shared = Arc::clone(&self.shared);
             tracker.spawn(crate::metrics::endpoint::serve(

@@ -165,7 +165,7 @@ where
     let mut deprecations = DeprecationLog::default();
     // The next command of an exhaust stream: run without a request from the client.
     let mut streaming: Option<Incoming> = None;
-    let idle_limit = shared.config.profile.idle_connection_limit();
+    let mut idle = IdleTimer::new(shared.config.profile.idle_connection_limit());
     loop {
         let incoming = if let Some(next) = streaming.take() {
             if shutdown.is_cancelled() {
@@ -173,11 +173,13 @@ where
             }
             next
         } else {
+            // Idle from here: the last reply is sent.
+            idle.touch();
             let next = tokio::select! {
                 biased;
                 _ = shutdown.cancelled() => return "server shutting down",
                 next = framed.next() => next,
-                () = idle_for(idle_limit) => return "idle past the profile's limit",
+                () = idle.expired() => return "idle past the profile's limit",
             };
             match next {
                 None => return "client closed the connection",
@@ -264,11 +266,45 @@ where
     }
 }
 
-/// Completes after `limit` (a connection's idle time the profile allows); never without one.
-async fn idle_for(limit: Option<std::time::Duration>) {
-    match limit {
-        Some(limit) => tokio::time::sleep(limit).await,
-        None => std::future::pending().await,
+/// How long a connection has waited for its next request, against the idle time the profile
+/// allows. One timer per connection, moved only when it fires early, so a busy connection's
+/// requests do not each set a timer.
+struct IdleTimer {
+    limit: Option<std::time::Duration>,
+    last_active: tokio::time::Instant,
+    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl IdleTimer {
+    fn new(limit: Option<std::time::Duration>) -> IdleTimer {
+        let now = tokio::time::Instant::now();
+        IdleTimer {
+            limit,
+            last_active: now,
+            timer: limit.map(|limit| Box::pin(tokio::time::sleep_until(now + limit))),
+        }
+    }
+
+    /// The connection starts waiting for its next request now.
+    fn touch(&mut self) {
+        if self.timer.is_some() {
+            self.last_active = tokio::time::Instant::now();
+        }
+    }
+
+    /// Completes once the connection has been idle for the limit; never without one.
+    async fn expired(&mut self) {
+        let (Some(limit), Some(timer)) = (self.limit, self.timer.as_mut()) else {
+            return std::future::pending().await;
+        };
+        loop {
+            timer.as_mut().await;
+            let due = self.last_active + limit;
+            if tokio::time::Instant::now() >= due {
+                return;
+            }
+            timer.as_mut().reset(due);
+        }
     }
 }
 

@@ -59,6 +59,7 @@ mod write;
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
 pub use introspection::MONGODB_VERSION;
+pub use operations::watch_request_time;
 pub use replset::{exhaust_next, is_awaitable_hello};
 pub use session_registry::SessionRegistry;
 pub use table::{CommandName, Scope};
@@ -285,8 +286,9 @@ async fn run(
     }
     let outcome = match refused {
         Some(error) => Err(error),
-        None => dispatch_in_time(shared, conn, &request).await,
+        None => dispatch(shared, conn, &request).await,
     };
+    let outcome = past_time_limit(&request, outcome);
     let mut reply = transactions::finish(shared, &request, outcome)?;
     if primary_write.is_some_and(|(_, point)| point.close_connection) && !reply.is_error() {
         // The write is committed; its reply is lost.
@@ -405,33 +407,15 @@ pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
     }
 }
 
-/// Runs the command within the time the profile gives a request (Cosmos: 60 seconds). One
-/// still running then is killed, as `killOp` kills it, and answers the profile's error once
-/// it has stopped; its writes may have been applied, as on Cosmos. `hello` and `getMore` are
-/// not limited: a handshake's wait and a cursor's later batches are bounded otherwise.
-async fn dispatch_in_time(
-    shared: &Arc<Shared>,
-    conn: &mut Connection,
-    req: &Request<'_>,
-) -> Result<Reply> {
-    use CommandName as C;
-    let limit = match req.name {
-        C::Hello | C::IsMaster | C::IsMasterLower | C::GetMore => None,
-        _ => shared.config.profile.request_time_limit(),
-    };
-    let Some(limit) = limit else {
-        return dispatch(shared, conn, req).await;
-    };
-    let run = dispatch(shared, conn, req);
-    tokio::pin!(run);
-    tokio::select! {
-        outcome = &mut run => return outcome,
-        () = tokio::time::sleep(limit) => {}
-    }
-    req.interrupt
-        .kill(crate::engine::KillReason::RequestTimeLimit);
-    match run.await {
-        Err(e) if e.code == ErrorCode::Interrupted => {
+/// The profile's error for a command stopped at its request time limit
+/// ([`operations::watch_request_time`]); any other outcome as it is.
+fn past_time_limit(req: &Request<'_>, outcome: Result<Reply>) -> Result<Reply> {
+    match outcome {
+        Err(e)
+            if e.code == ErrorCode::Interrupted
+                && req.interrupt.kill_reason()
+                    == Some(crate::engine::KillReason::RequestTimeLimit) =>
+        {
             Err(crate::profile::limits::request_timed_out())
         }
         outcome => outcome,

@@ -16,6 +16,27 @@ use bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Stops the requests that run past the profile's time limit (Cosmos: 60 seconds) until
+/// `stop`: every tenth of the limit (at most every second) it kills the overdue ones as
+/// `killOp` does, and each answers the profile's error once it has stopped; what one wrote
+/// before stays written, as on Cosmos. One watch for the server, rather than a timer per
+/// request, keeps the limit's cost off every command.
+pub async fn watch_request_time(shared: Arc<Shared>, limit: Duration, stop: CancellationToken) {
+    let every = (limit / 10).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = tokio::time::sleep(every) => {}
+        }
+        let stopped = shared.ops.stop_overdue(limit);
+        if stopped > 0 {
+            tracing::info!(stopped, "stopped requests past the profile's time limit");
+        }
+    }
+}
 
 /// A `command` larger than this (encoded) is reported as `{$truncated: ...}`, as mongod does.
 const MAX_REPORTED_COMMAND_BYTES: usize = 1000;
@@ -33,6 +54,20 @@ struct RunningOp {
     started: Stopwatch,
     started_at: bson::DateTime,
     interrupt: Arc<Interrupt>,
+    /// Whether the profile's request time limit applies ([`time_limited`]).
+    time_limited: bool,
+}
+
+/// Whether the profile's request time limit applies to a command: not to `hello` (its wait is
+/// bounded by `maxAwaitTimeMS`) nor to `getMore` (a cursor's later batches).
+fn time_limited(name: CommandName) -> bool {
+    !matches!(
+        name,
+        CommandName::Hello
+            | CommandName::IsMaster
+            | CommandName::IsMasterLower
+            | CommandName::GetMore
+    )
 }
 
 /// The registry of running operations, keyed by op id.
@@ -88,6 +123,7 @@ impl OpRegistry {
             started: Stopwatch::start(),
             started_at: shared.clock.now_datetime(),
             interrupt: Arc::clone(&req.interrupt),
+            time_limited: time_limited(req.name),
         };
         if let Ok(mut ops) = self.ops.lock() {
             ops.insert(opid, op);
@@ -112,6 +148,24 @@ impl OpRegistry {
             }
             None => false,
         }
+    }
+
+    /// Stops, as `killOp` does, every time-limited operation that has run for `limit` or
+    /// longer; returns how many.
+    pub fn stop_overdue(&self, limit: Duration) -> usize {
+        let overdue: Vec<Arc<Interrupt>> = match self.ops.lock() {
+            Ok(ops) => ops
+                .values()
+                .filter(|op| op.time_limited && op.started.elapsed() >= limit)
+                .filter(|op| !op.interrupt.is_killed())
+                .map(|op| Arc::clone(&op.interrupt))
+                .collect(),
+            Err(_) => return 0,
+        };
+        for interrupt in &overdue {
+            interrupt.kill(KillReason::RequestTimeLimit);
+        }
+        overdue.len()
     }
 
     /// The `inprog` entries of every running operation, oldest first (also what a
