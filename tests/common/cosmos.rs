@@ -52,3 +52,22 @@ pub fn failure(err: mongodb::error::Error) -> (i32, String) {
         other => panic!("not a command error: {other:?}"),
     }
 }
+
+/// The next `n` events of `stream`, each within 10 seconds.
+pub async fn next_events<T>(
+    stream: &mut mongodb::change_stream::ChangeStream<T>,
+    n: usize,
+) -> Vec<T>
+where
+    T: serde::de::DeserializeOwned + Unpin + Send + Sync,
+{
+    let mut events = Vec::with_capacity(n);
+    while events.len() < n {
+        let event = tokio::time::timeout(Duration::from_secs(10), stream.next_if_any())
+            .await
+            .expect("an event in time")
+            .unwrap();
+        events.extend(event);
+    }
+    events
+}

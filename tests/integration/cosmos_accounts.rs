@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::bson::{doc, Bson, Document};
-use common::cosmos::failure;
+use common::cosmos::{failure, next_events};
 use common::TestServer;
 use mayfly::profile::refusal::rule_line;
 use mayfly::profile::shard_keys::{NOT_FOUND, NOT_TARGETED};
@@ -683,16 +683,9 @@ async fn change_events_name_a_partitioned_document_by_its_shard_key_and_id() {
         .update_one(doc! {"_id": 1, "tenant": "t2"}, doc! {"$inc": {"n": 1}})
         .await
         .unwrap();
-    let mut seen = Vec::new();
-    while seen.len() < 2 {
-        let event = tokio::time::timeout(std::time::Duration::from_secs(10), stream.next_if_any())
-            .await
-            .expect("an event in time")
-            .unwrap();
-        seen.extend(event.map(|mut e| {
-            e.remove("_id");
-            e
-        }));
+    let mut seen = next_events(&mut stream, 2).await;
+    for event in &mut seen {
+        event.remove("_id");
     }
     assert_eq!(
         seen,

@@ -6,7 +6,7 @@
 use crate::common;
 
 use common::bson::{doc, Document};
-use common::cosmos::{failure, SET};
+use common::cosmos::{failure, next_events, SET};
 use common::TestServer;
 use mayfly::profile::refusal::rule_line;
 use mayfly::profile::{CosmosVersion, Profile, Rule};
@@ -737,22 +737,6 @@ async fn change_streams() {
         .collect();
     use mongodb::change_stream::event::OperationType;
     assert_eq!(kinds, vec![OperationType::Insert, OperationType::Delete]);
-}
-
-/// The next `n` events of `stream`, each within 10 seconds.
-async fn next_events<T>(stream: &mut mongodb::change_stream::ChangeStream<T>, n: usize) -> Vec<T>
-where
-    T: serde::de::DeserializeOwned + Unpin + Send + Sync,
-{
-    let mut events = Vec::with_capacity(n);
-    while events.len() < n {
-        let event = tokio::time::timeout(Duration::from_secs(10), stream.next_if_any())
-            .await
-            .expect("an event in time")
-            .unwrap();
-        events.extend(event);
-    }
-    events
 }
 
 #[tokio::test]
