@@ -54,7 +54,7 @@ pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
         ));
     }
     if profile.enforces(Rule::UnsupportedOperators) {
-        crate::profile::operators::check(req.body)?;
+        crate::profile::operators::check(profile.version, req.body)?;
     }
     if profile.enforces(Rule::UnsupportedStages) && req.name == CommandName::Aggregate {
         if let Ok(pipeline) = req.body.get_array("pipeline") {

@@ -1,8 +1,9 @@
-//! Query operators Cosmos DB for MongoDB (RU) lacks at every server version
-//! ([`Rule::UnsupportedOperators`]): the bitwise ones (`$bitsAllSet`, `$bitsAllClear`,
-//! `$bitsAnySet`, `$bitsAnyClear`) and the legacy geometry shapes (`$center`, `$centerSphere`,
-//! `$box`, `$polygon`), by the feature-support tables for 3.6 to 7.0. No source shows the
-//! answer an account gives, so mayfly answers as the account answers a command it lacks: 115
+//! Operators Cosmos DB for MongoDB (RU) lacks ([`Rule::UnsupportedOperators`]), by the
+//! feature-support tables for 3.6 to 7.0: at every server version the bitwise query operators
+//! (`$bitsAllSet`, `$bitsAllClear`, `$bitsAnySet`, `$bitsAnyClear`) and the legacy geometry
+//! shapes (`$center`, `$centerSphere`, `$box`, `$polygon`); before 4.2 the `$regexMatch`,
+//! `$regexFind` and `$regexFindAll` expressions. No source shows the answer an account gives,
+//! so mayfly answers as the account answers a command it lacks: 115
 //! `Operator <name> not supported.`. (`$where`, `$text` and `$jsonSchema`, which Cosmos lacks
 //! too, mayfly has in no profile: they answer 238 everywhere.)
 //!
@@ -12,7 +13,7 @@
 //! such a name would be a field.
 
 use super::refusal::refuse;
-use super::Rule;
+use super::{CosmosVersion, Rule};
 use crate::error::{ErrorCode, Result};
 use bson::{Bson, Document};
 
@@ -28,18 +29,33 @@ pub const UNSUPPORTED: &[&str] = &[
     "$polygon",
 ];
 
+/// The expressions accounts before 4.2 lack.
+pub const FROM_4_2: &[&str] = &["$regexMatch", "$regexFind", "$regexFindAll"];
+
 /// Deeper than any BSON document a client can send (mongod's limit is 100 levels with the
 /// command's own): past it the walk stops looking.
 const MAX_DEPTH: usize = 200;
 
-/// Refuses a command whose filters use an operator the account lacks.
-pub fn check(body: &Document) -> Result<()> {
+/// Refuses a command whose filters or expressions use an operator an account at `version`
+/// lacks.
+pub fn check(version: CosmosVersion, body: &Document) -> Result<()> {
+    let lacks = |name: &str| {
+        UNSUPPORTED
+            .iter()
+            .chain(if has_regex_expressions(version) {
+                [].iter()
+            } else {
+                FROM_4_2.iter()
+            })
+            .find(|operator| **operator == name)
+            .copied()
+    };
     let found = body
         .iter()
         .filter(|(name, _)| !is_stored(name.as_str()))
         .find_map(|(name, value)| match name.as_str() {
-            "updates" => updates(value),
-            _ => in_value(value, 0),
+            "updates" => updates(value, &lacks),
+            _ => in_value(value, 0, &lacks),
         });
     match found {
         Some(operator) => Err(refuse(
@@ -51,13 +67,17 @@ pub fn check(body: &Document) -> Result<()> {
     }
 }
 
+fn has_regex_expressions(version: CosmosVersion) -> bool {
+    !matches!(version, CosmosVersion::V3_6 | CosmosVersion::V4_0)
+}
+
 /// Top-level fields that hold documents to store, not filters.
 fn is_stored(name: &str) -> bool {
     matches!(name, "documents" | "update")
 }
 
 /// An `update` command's statements: their filters (`q`), not their updates (`u`).
-fn updates(value: &Bson) -> Option<&'static str> {
+fn updates(value: &Bson, lacks: &dyn Fn(&str) -> Option<&'static str>) -> Option<&'static str> {
     let Bson::Array(statements) = value else {
         return None;
     };
@@ -65,24 +85,26 @@ fn updates(value: &Bson) -> Option<&'static str> {
         Bson::Document(statement) => statement
             .iter()
             .filter(|(name, _)| name.as_str() != "u")
-            .find_map(|(_, value)| in_value(value, 1)),
+            .find_map(|(_, value)| in_value(value, 1, lacks)),
         _ => None,
     })
 }
 
-fn in_value(value: &Bson, depth: usize) -> Option<&'static str> {
+fn in_value(
+    value: &Bson,
+    depth: usize,
+    lacks: &dyn Fn(&str) -> Option<&'static str>,
+) -> Option<&'static str> {
     if depth > MAX_DEPTH {
         return None;
     }
     match value {
-        Bson::Document(doc) => doc.iter().find_map(|(name, value)| {
-            UNSUPPORTED
-                .iter()
-                .find(|operator| **operator == name.as_str())
-                .copied()
-                .or_else(|| in_value(value, depth + 1))
-        }),
-        Bson::Array(items) => items.iter().find_map(|item| in_value(item, depth + 1)),
+        Bson::Document(doc) => doc
+            .iter()
+            .find_map(|(name, value)| lacks(name).or_else(|| in_value(value, depth + 1, lacks))),
+        Bson::Array(items) => items
+            .iter()
+            .find_map(|item| in_value(item, depth + 1, lacks)),
         _ => None,
     }
 }
@@ -93,7 +115,11 @@ mod tests {
     use bson::doc;
 
     fn refused(body: Document) -> Option<String> {
-        check(&body).err().map(|e| {
+        refused_at(CosmosVersion::V7_0, body)
+    }
+
+    fn refused_at(version: CosmosVersion, body: Document) -> Option<String> {
+        check(version, &body).err().map(|e| {
             assert_eq!(e.code.code(), 115);
             e.message.lines().next().unwrap_or_default().to_owned()
         })
@@ -126,6 +152,30 @@ mod tests {
             ),
             Some("Operator $box not supported.".to_owned())
         );
+    }
+
+    #[test]
+    fn the_regex_expressions_came_with_4_2() {
+        let pipeline = doc! {"aggregate": "c", "cursor": {}, "pipeline": [
+            {"$project": {"m": {"$regexMatch": {"input": "$a", "regex": "^x"}}}}
+        ]};
+        let find =
+            doc! {"find": "c", "filter": {"$expr": {"$regexFind": {"input": "$a", "regex": "b"}}}};
+        for version in [CosmosVersion::V3_6, CosmosVersion::V4_0] {
+            assert_eq!(
+                refused_at(version, pipeline.clone()),
+                Some("Operator $regexMatch not supported.".to_owned())
+            );
+            assert!(refused_at(version, find.clone()).is_some());
+        }
+        for version in [
+            CosmosVersion::V4_2,
+            CosmosVersion::V5_0,
+            CosmosVersion::V7_0,
+        ] {
+            assert_eq!(refused_at(version, pipeline.clone()), None);
+            assert_eq!(refused_at(version, find.clone()), None);
+        }
     }
 
     #[test]
