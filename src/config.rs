@@ -608,6 +608,47 @@ pub enum ConfigError {
     Throughput,
     #[error("--cosmos-allow: no Cosmos rule is named '{0}' (the rules: {rules})", rules = Rule::ALL.map(|r| r.name()).join(", "))]
     UnknownRule(String),
+    #[error("{0} applies only with --compat cosmos (the default profile is MongoDB 7.0's)")]
+    CosmosOnly(&'static str),
+}
+
+/// The first setting of the Cosmos profile given without `--compat cosmos`, where it would do
+/// nothing: named as its flag.
+fn cosmos_only_setting(cli: &Cli, file: &FileConfig) -> Option<&'static str> {
+    let given = [
+        (
+            "--cosmos-version",
+            cli.cosmos_version.is_some() || file.cosmos_version.is_some(),
+        ),
+        (
+            "--cosmos-allow",
+            cli.cosmos_allow.is_some() || file.cosmos_allow.is_some(),
+        ),
+        (
+            "--cosmos-16mb",
+            cli.cosmos_16mb || file.cosmos_16mb.is_some(),
+        ),
+        (
+            "--cosmos-retryable-writes",
+            cli.cosmos_retryable_writes || file.cosmos_retryable_writes.is_some(),
+        ),
+        (
+            "--cosmos-throughput",
+            cli.cosmos_throughput.is_some() || file.cosmos_throughput.is_some(),
+        ),
+        (
+            "--cosmos-server-side-retry",
+            cli.cosmos_server_side_retry || file.cosmos_server_side_retry.is_some(),
+        ),
+        (
+            "--cosmos-region",
+            cli.cosmos_region.is_some() || file.cosmos_region.is_some(),
+        ),
+    ];
+    given
+        .into_iter()
+        .find(|(_, given)| *given)
+        .map(|(flag, _)| flag)
 }
 
 impl Config {
@@ -625,6 +666,11 @@ impl Config {
             .and_then(|list| rule_names(list).find(|name| Rule::from_name(name).is_none()))
         {
             return Err(ConfigError::UnknownRule(unknown.to_owned()));
+        }
+        if cli.compat.or(file.compat).unwrap_or_default() != Compat::Cosmos {
+            if let Some(flag) = cosmos_only_setting(&cli, &file) {
+                return Err(ConfigError::CosmosOnly(flag));
+            }
         }
         let config = Config::resolve(cli, file, argv);
         if config.bind_ips.is_empty() {
@@ -1195,5 +1241,28 @@ mod tests {
                 .contains("no Cosmos rule is named 'sort-anything'"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn cosmos_settings_without_the_cosmos_profile_are_refused_not_ignored() {
+        for args in [
+            &["--cosmos-region", "East US"][..],
+            &["--cosmos-version", "4.2"],
+            &["--cosmos-allow", "sort-without-index"],
+            &["--cosmos-throughput", "400"],
+            &["--cosmos-16mb"],
+            &["--compat", "mongodb", "--cosmos-server-side-retry"],
+        ] {
+            let err = Config::load(parse(args), vec![]).unwrap_err();
+            assert!(
+                err.to_string().ends_with(
+                    "applies only with --compat cosmos (the default profile is MongoDB 7.0's)"
+                ),
+                "{args:?}: {err}"
+            );
+        }
+        let mut cosmos = vec!["--compat", "cosmos"];
+        cosmos.extend(["--cosmos-region", "East US", "--cosmos-16mb"]);
+        assert!(Config::load(parse(&cosmos), vec![]).is_ok());
     }
 }
