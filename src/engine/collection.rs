@@ -261,7 +261,7 @@ fn rewrite(
     check_size(new, record.body.len())?;
     depth::check_storable(&record.body, depth::Write::Update)?;
     let size = size_delta(old.record.body.len(), record.body.len());
-    let key = record_key::of_document(meta, new);
+    let key = record_key::of_document(meta, new)?;
     if key != old.key {
         // Its shard-key value changed (which only a profile without the shard-key rules
         // lets through): the document moves to the key of its new value.

@@ -24,16 +24,17 @@ use crate::query::path;
 use crate::storage::{keys, MAX_KEY_LEN};
 use bson::{doc, Bson, Document, RawDocument};
 
-/// The key of the stored document `doc` (its `_id`, and its shard-key value in a partitioned
-/// collection).
-pub fn of_document(meta: &CollectionMeta, doc: &Document) -> Vec<u8> {
+/// The key of the document `doc` (its `_id`, and its shard-key value in a partitioned
+/// collection); refuses a key too long to store.
+pub fn of_document(meta: &CollectionMeta, doc: &Document) -> Result<Vec<u8>> {
     let id = doc.get("_id").unwrap_or(&Bson::Null);
     let mut key = keys::document_key(meta.id, id);
-    if let Some(components) = partition_components(meta) {
-        let value = path::get(doc, &components).unwrap_or(&Bson::Null);
-        keys::encode_value(value, &mut key);
-    }
-    key
+    let Some(components) = partition_components(meta) else {
+        return Ok(key);
+    };
+    let value = path::get(doc, &components).unwrap_or(&Bson::Null);
+    keys::encode_value(value, &mut key);
+    storable(key)
 }
 
 /// The key of a new document whose `_id` encodes as `encoded_id` and whose body is `body`;
@@ -52,6 +53,12 @@ pub fn of_new(meta: &CollectionMeta, encoded_id: &[u8], body: &RawDocument) -> R
         None => Bson::Null,
     };
     keys::encode_value(&value, &mut key);
+    storable(key)
+}
+
+/// `key`, unless it is too long to store (an `_id` alone never is: a new document's is checked
+/// first; a shard-key value after it may make it so).
+fn storable(key: Vec<u8>) -> Result<Vec<u8>> {
     if key.len() > MAX_KEY_LEN {
         return Err(Error::new(
             ErrorCode::KeyTooLong,

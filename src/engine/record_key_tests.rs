@@ -16,7 +16,7 @@ fn collection(shard_key: Option<&str>, partitioned: bool) -> CollectionMeta {
 /// Every way of naming `doc`'s key agrees: from the document, from its bytes as an insert
 /// sees them, and from its `documentKey`.
 fn key(meta: &CollectionMeta, doc: &Document) -> Vec<u8> {
-    let from_doc = of_document(meta, doc);
+    let from_doc = of_document(meta, doc).unwrap();
     let raw = RawDocumentBuf::from_document(doc).unwrap();
     let mut encoded_id = Vec::new();
     keys::encode_value(doc.get("_id").unwrap(), &mut encoded_id);
@@ -93,5 +93,8 @@ fn a_key_too_long_to_store_is_refused() {
     let mut encoded_id = Vec::new();
     keys::encode_value(&Bson::Int32(1), &mut encoded_id);
     let e = of_new(&meta, &encoded_id, &raw).unwrap_err();
+    assert_eq!(e.code, ErrorCode::KeyTooLong);
+    // An update that moves a document to such a value is refused the same way.
+    let e = of_document(&meta, &doc! {"_id": 1, "k": "x".repeat(MAX_KEY_LEN)}).unwrap_err();
     assert_eq!(e.code, ErrorCode::KeyTooLong);
 }
