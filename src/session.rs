@@ -270,18 +270,17 @@ where
 /// allows. One timer per connection, moved only when it fires early, so a busy connection's
 /// requests do not each set a timer.
 struct IdleTimer {
-    limit: Option<std::time::Duration>,
+    /// The limit and its timer; `None` without a limit.
+    timer: Option<(std::time::Duration, std::pin::Pin<Box<tokio::time::Sleep>>)>,
     last_active: tokio::time::Instant,
-    timer: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl IdleTimer {
     fn new(limit: Option<std::time::Duration>) -> IdleTimer {
         let now = tokio::time::Instant::now();
         IdleTimer {
-            limit,
+            timer: limit.map(|limit| (limit, Box::pin(tokio::time::sleep_until(now + limit)))),
             last_active: now,
-            timer: limit.map(|limit| Box::pin(tokio::time::sleep_until(now + limit))),
         }
     }
 
@@ -294,12 +293,12 @@ impl IdleTimer {
 
     /// Completes once the connection has been idle for the limit; never without one.
     async fn expired(&mut self) {
-        let (Some(limit), Some(timer)) = (self.limit, self.timer.as_mut()) else {
+        let Some((limit, timer)) = self.timer.as_mut() else {
             return std::future::pending().await;
         };
         loop {
             timer.as_mut().await;
-            let due = self.last_active + limit;
+            let due = self.last_active + *limit;
             if tokio::time::Instant::now() >= due {
                 return;
             }
