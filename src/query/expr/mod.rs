@@ -28,7 +28,7 @@ pub mod value;
 
 pub use compile::{validate_field_name, validate_user_write, Compiler, Variables};
 pub use field::field_path;
-pub(crate) use ops::format_g;
+pub(crate) use ops::{format_g, format_g_digits};
 
 use crate::error::Result;
 use bson::{Bson, Document};

@@ -335,41 +335,10 @@ pub(super) fn double_nice(d: f64) -> String {
     text
 }
 
-/// C's `%.16g` as glibc prints it.
+/// C's `%.16g` as glibc prints it (`-nan` for a negative NaN).
 fn g16(d: f64) -> String {
-    let sign = if d.is_sign_negative() { "-" } else { "" };
-    if d.is_nan() {
-        return format!("{sign}nan");
+    if d.is_nan() && d.is_sign_negative() {
+        return "-nan".to_owned();
     }
-    if d.is_infinite() {
-        return format!("{sign}inf");
-    }
-    if d == 0.0 {
-        return format!("{sign}0");
-    }
-    // The exponent of the value rounded to 16 significant digits decides the style.
-    let scientific = format!("{d:.15e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .unwrap_or((scientific.as_str(), "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    if !(-4..16).contains(&exponent) {
-        let exp_sign = if exponent < 0 { '-' } else { '+' };
-        return format!(
-            "{}e{exp_sign}{:02}",
-            trim_fraction(mantissa),
-            exponent.unsigned_abs()
-        );
-    }
-    let decimals = usize::try_from(15 - exponent).unwrap_or(0);
-    trim_fraction(&format!("{d:.decimals$}")).to_owned()
-}
-
-/// Drops trailing zeros of a fraction, and the point when nothing is left after it.
-fn trim_fraction(text: &str) -> &str {
-    if text.contains('.') {
-        text.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        text
-    }
+    crate::query::expr::format_g_digits(d, 16)
 }

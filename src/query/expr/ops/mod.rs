@@ -18,7 +18,7 @@ mod string;
 mod trig;
 mod vars;
 
-pub(crate) use arith::format_g;
+pub(crate) use arith::{format_g, format_g_digits};
 
 use super::{Compiler, Context, Node, Operator, Value};
 use crate::error::{Error, ErrorCode, Result};

@@ -122,6 +122,13 @@ pub(super) fn int_or_long(i: i64) -> Bson {
 
 /// A double as mongod's `str::stream` prints it (C's `%g`: six significant digits).
 pub(crate) fn format_g(x: f64) -> String {
+    format_g_digits(x, 6)
+}
+
+/// A double as C's `%.<digits>g` prints it with glibc (`digits` ≥ 1), except that NaN is
+/// `nan` whatever its sign.
+pub(crate) fn format_g_digits(x: f64, digits: usize) -> String {
+    let digits = digits.max(1);
     if x.is_nan() {
         return "nan".to_owned();
     }
@@ -131,7 +138,7 @@ pub(crate) fn format_g(x: f64) -> String {
     if x == 0.0 {
         return if x.is_sign_negative() { "-0" } else { "0" }.to_owned();
     }
-    let sci = format!("{x:.5e}");
+    let sci = format!("{x:.prec$e}", prec = digits - 1);
     let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
     let exponent: i32 = exponent.parse().unwrap_or(0);
     let trim = |s: &str| -> String {
@@ -141,8 +148,9 @@ pub(crate) fn format_g(x: f64) -> String {
             s.to_owned()
         }
     };
-    if (-4..6).contains(&exponent) {
-        let decimals = usize::try_from(5 - exponent).unwrap_or(0);
+    let exponent_limit = i32::try_from(digits).unwrap_or(i32::MAX);
+    if (-4..exponent_limit).contains(&exponent) {
+        let decimals = usize::try_from(exponent_limit - 1 - exponent).unwrap_or(0);
         trim(&format!("{x:.decimals$}"))
     } else {
         let sign = if exponent < 0 { '-' } else { '+' };
