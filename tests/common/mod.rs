@@ -86,9 +86,19 @@ impl TestServer {
             clock,
             dir,
             config,
+            shared,
             ..
         } = self;
         server.shutdown().await;
+        // A background task (a session or cursor reaper) may hold the server's state for the
+        // moment of its current pass after shutdown returns; the data directory is released
+        // when that ends.
+        for _ in 0..1000 {
+            if shared.upgrade().is_none() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         TestServer::launch(config, clock, dir).await
     }
 
