@@ -173,6 +173,7 @@ impl Engine {
             Arc::clone(&backend),
             Arc::clone(&published),
             writer.clone(),
+            Arc::clone(&writer_stats),
             Arc::clone(&clock),
         );
         let reaper_thread = reaper.spawn()?;
