@@ -243,6 +243,18 @@ fn storage_engine_status(shared: &Shared) -> Document {
         "readOnly": reason.is_some(),
         "readOnlyReason": reason.map_or(Bson::Null, Bson::String),
     };
+    let sweep = &engine.sweeper.stats;
+    status.insert(
+        "droppedSpace",
+        doc! {
+            "pendingRanges": engine
+                .sweeper
+                .pending_ranges()
+                .map_or(Bson::Null, |n| Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX))),
+            "entriesDeleted": Counters::get(&sweep.swept),
+            "errors": Counters::get(&sweep.errors),
+        },
+    );
     if let Some(memory) = engine.memory_use() {
         let bytes = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
         status.insert(

@@ -291,6 +291,12 @@ impl Catalog {
                 .users
                 .insert((user.db.clone(), user.name.clone()), Arc::new(user));
         }
+        // A dropped collection's id is not reused while its entries are left to sweep.
+        for marker in super::sweep::pending(snapshot)? {
+            if let Some(id) = marker.collection_id() {
+                catalog.next_collection_id = catalog.next_collection_id.max(id + 1);
+            }
+        }
         for entry in snapshot.prefix(Keyspace::Catalog, COLLECTION_KEY_PREFIX, false) {
             let (_, value) = entry?;
             let meta: CollectionMeta = bson::from_slice(&value)

@@ -12,6 +12,7 @@
 use super::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
 use super::collection::{self, StoredDoc};
 use super::oplog;
+use super::sweep;
 use super::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::account::{CollectionSettings, DatabaseSettings};
@@ -208,15 +209,10 @@ pub fn drop_collection(
     txn.delete(Keyspace::Catalog, key);
     txn.drop_counter(meta.id);
     txn.catalog_changed();
+    // The entries are left to the sweeper: a drop costs the same whatever the collection holds.
     let prefix = keys::collection_prefix(meta.id);
     for keyspace in [Keyspace::Documents, Keyspace::Indexes, Keyspace::Expiry] {
-        let doomed: Vec<Vec<u8>> = txn
-            .scan_prefix(keyspace, &prefix)
-            .map(|e| e.map(|(k, _)| k))
-            .collect::<Result<_>>()?;
-        for key in doomed {
-            txn.delete(keyspace, key);
-        }
+        sweep::schedule(txn, keyspace, &prefix);
     }
     Ok(Some(meta))
 }
@@ -337,7 +333,11 @@ pub fn create_index(
             Ok(m) => multikey |= m,
             Err(e) => {
                 remove_index(txn, meta.id, index_id)?;
-                delete_index_entries(txn, meta.id, index_id)?;
+                sweep::schedule(
+                    txn,
+                    Keyspace::Indexes,
+                    &keys::index_prefix(meta.id, index_id),
+                );
                 return Err(e);
             }
         }
@@ -430,21 +430,14 @@ pub fn drop_index(
     log_index_dropped(txn, &current, name)?;
     remove_index(txn, meta.id, index_id)?;
     if stored {
-        delete_index_entries(txn, meta.id, index_id)?;
+        // Left to the sweeper, as a dropped collection's entries are.
+        sweep::schedule(
+            txn,
+            Keyspace::Indexes,
+            &keys::index_prefix(meta.id, index_id),
+        );
     }
     self::current(txn, meta.id)
-}
-
-fn delete_index_entries(txn: &mut Txn<'_>, collection_id: u64, index_id: u64) -> Result<()> {
-    let prefix = keys::index_prefix(collection_id, index_id);
-    let doomed: Vec<Vec<u8>> = txn
-        .scan_prefix(Keyspace::Indexes, &prefix)
-        .map(|e| e.map(|(k, _)| k))
-        .collect::<Result<_>>()?;
-    for key in doomed {
-        txn.delete(Keyspace::Indexes, key);
-    }
-    Ok(())
 }
 
 #[cfg(test)]

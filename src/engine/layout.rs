@@ -18,6 +18,12 @@
 //! no rewrite, only the new record. The record keeps an earlier mayfly, which would look a
 //! partitioned collection's documents up by `_id` alone and miss them, from opening it.
 //!
+//! Layout 4 adds sweep markers (`sweep`): a dropped collection's or index's entries stay
+//! until the sweeper deletes them, and its id must not be reused meanwhile. An earlier mayfly
+//! would ignore the markers, leave the entries for ever, and could give a new collection the
+//! dropped one's id and documents; the record keeps it from opening the directory. Keys are as
+//! in layout 3, so a layout-2 or layout-3 directory needs only the new record.
+//!
 //! Owns: the layout record and the rewrite. Does not own: the layout itself (`storage::keys`).
 
 use super::Db;
@@ -29,9 +35,11 @@ use std::ops::Bound;
 /// The `Catalog` key of the layout record.
 const LAYOUT_KEY: &[u8] = b"layout\0";
 /// The layout this version writes.
-const CURRENT: u32 = 3;
-/// The layout whose keys are this one's, less partitioned collections.
+const CURRENT: u32 = 4;
+/// The layouts whose keys are this one's, less partitioned collections (2) or sweep markers
+/// (2 and 3): they need only the new record.
 const LAYOUT_2: u32 = 2;
+const LAYOUT_3: u32 = 3;
 /// Entries moved by one durable step of the rewrite.
 const STEP_ENTRIES: usize = 20_000;
 /// Where layout-1 keys lie: those starting with `00`.
@@ -43,7 +51,7 @@ const LAYOUT_1_END: &[u8] = &[0x01];
 pub fn upgrade(backend: &Db) -> Result<u64> {
     match recorded(&backend.snapshot())? {
         Some(CURRENT) => return Ok(0),
-        Some(LAYOUT_2) => {
+        Some(LAYOUT_2 | LAYOUT_3) => {
             record_current(backend)?;
             return Ok(0);
         }
@@ -91,7 +99,7 @@ fn record_current(backend: &Db) -> Result<()> {
 /// directory without starting the server on it.
 pub fn is_current<S: Snapshot>(snapshot: &S) -> Result<bool> {
     match recorded(snapshot)? {
-        Some(layout) => Ok(layout == CURRENT || layout == LAYOUT_2),
+        Some(layout) => Ok(matches!(layout, CURRENT | LAYOUT_2 | LAYOUT_3)),
         None => {
             for keyspace in [Keyspace::Documents, Keyspace::Indexes, Keyspace::Expiry] {
                 let mut old = snapshot.range(

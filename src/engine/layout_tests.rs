@@ -135,33 +135,32 @@ fn a_new_directory_is_recorded_and_a_newer_layout_refused() {
     assert_eq!(upgrade(&backend).unwrap(), 0);
     assert_eq!(recorded(&backend.snapshot()).unwrap(), Some(CURRENT));
     let mut batch = WriteBatch::new();
-    batch.put(Keyspace::Catalog, LAYOUT_KEY, 4u32.to_be_bytes().to_vec());
+    batch.put(Keyspace::Catalog, LAYOUT_KEY, 5u32.to_be_bytes().to_vec());
     backend.commit(batch, Durability::SyncData).unwrap();
     assert!(!is_current(&backend.snapshot()).unwrap());
     let err = upgrade(&backend).unwrap_err();
-    assert!(err.message.contains("layout 4"), "{}", err.message);
+    assert!(err.message.contains("layout 5"), "{}", err.message);
 }
 
+/// Layouts 2 and 3 have this layout's keys: they are read as they are and only recorded anew.
 #[test]
-fn a_layout_2_directory_is_read_as_it_is_and_recorded_as_layout_3() {
-    let backend = memory();
-    let key = keys::document_key(3, &Bson::Int32(1));
-    let mut batch = WriteBatch::new();
-    batch.put(
-        Keyspace::Catalog,
-        LAYOUT_KEY,
-        LAYOUT_2.to_be_bytes().to_vec(),
-    );
-    batch.put(Keyspace::Documents, key.clone(), vec![1]);
-    backend.commit(batch, Durability::SyncData).unwrap();
-    assert!(is_current(&backend.snapshot()).unwrap());
-    assert_eq!(upgrade(&backend).unwrap(), 0);
-    let snapshot = backend.snapshot();
-    assert_eq!(recorded(&snapshot).unwrap(), Some(3));
-    assert_eq!(
-        entries(&snapshot, Keyspace::Documents),
-        vec![(key, vec![1])]
-    );
+fn a_layout_2_or_3_directory_is_read_as_it_is_and_recorded_as_layout_4() {
+    for layout in [LAYOUT_2, LAYOUT_3] {
+        let backend = memory();
+        let key = keys::document_key(3, &Bson::Int32(1));
+        let mut batch = WriteBatch::new();
+        batch.put(Keyspace::Catalog, LAYOUT_KEY, layout.to_be_bytes().to_vec());
+        batch.put(Keyspace::Documents, key.clone(), vec![1]);
+        backend.commit(batch, Durability::SyncData).unwrap();
+        assert!(is_current(&backend.snapshot()).unwrap());
+        assert_eq!(upgrade(&backend).unwrap(), 0);
+        let snapshot = backend.snapshot();
+        assert_eq!(recorded(&snapshot).unwrap(), Some(4));
+        assert_eq!(
+            entries(&snapshot, Keyspace::Documents),
+            vec![(key, vec![1])]
+        );
+    }
 }
 
 /// A directory the earlier layout wrote — documents, an index, expiry entries — opens with the

@@ -21,10 +21,12 @@ pub mod layout;
 pub mod new_document;
 pub mod oplog;
 pub mod optime;
+mod pacing;
 pub mod read;
 pub mod reaper;
 pub mod record;
 pub mod record_key;
+pub mod sweep;
 pub mod transaction;
 pub mod txn;
 pub mod users;
@@ -59,6 +61,9 @@ pub struct Engine {
     backend: Arc<Db>,
     pub reaper: Arc<reaper::Reaper>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Deletes the entries of dropped collections and indexes.
+    pub sweeper: Arc<sweep::Sweeper>,
+    sweeper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     catalog: Arc<RwLock<Arc<Catalog>>>,
     writer: Writer,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -177,9 +182,17 @@ impl Engine {
             Arc::clone(&clock),
         );
         let reaper_thread = reaper.spawn()?;
+        let sweeper = sweep::Sweeper::new(
+            Arc::clone(&backend),
+            writer.clone(),
+            Arc::clone(&writer_stats),
+        );
+        let sweeper_thread = sweeper.spawn()?;
         Ok(Engine {
             reaper,
             reaper_thread: Mutex::new(Some(reaper_thread)),
+            sweeper,
+            sweeper_thread: Mutex::new(Some(sweeper_thread)),
             backend,
             catalog: published,
             writer,
@@ -390,11 +403,15 @@ impl Drop for Engine {
     fn drop(&mut self) {
         // Builds stop after their current job; what they leave is discarded at the next start.
         self.index_builds.shutdown();
-        // The reaper goes first: it holds a writer handle until its current batch is done.
+        // The reaper and the sweeper go first: each holds a writer handle until its current
+        // job is done.
         self.reaper.shutdown();
-        if let Ok(mut slot) = self.reaper_thread.lock() {
-            if let Some(thread) = slot.take() {
-                let _ = thread.join();
+        self.sweeper.shutdown();
+        for slot in [&self.reaper_thread, &self.sweeper_thread] {
+            if let Ok(mut slot) = slot.lock() {
+                if let Some(thread) = slot.take() {
+                    let _ = thread.join();
+                }
             }
         }
         // Open cursors may hold writer handles (a pipeline's `$merge`, a change stream's

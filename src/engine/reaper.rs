@@ -8,12 +8,13 @@
 //! rewritten since it became due has left the range and survives). Batches are small so a
 //! client's write never waits long behind one, and while clients write (their jobs ran beside
 //! a batch, or are queued) the reaper pauses after each batch as long as the batch took, so it
-//! holds at most half of the writer. Failures are logged at error level and counted in
+//! holds at most half of the writer (`pacing`). Failures are logged at error level and counted in
 //! `serverStatus.ttl`; the thread stops with the engine.
 
 use super::catalog::Catalog;
 use super::collection;
 use super::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
+use super::pacing::{self, Pace};
 use super::writer::{Writer, WriterStats};
 use super::Db;
 use crate::clock::{Clock, Stopwatch};
@@ -29,9 +30,6 @@ use std::time::Duration;
 pub const BATCH: usize = 64;
 /// Time between background passes.
 const INTERVAL: Duration = Duration::from_secs(1);
-/// Bounds of the pause between batches while clients write.
-const MIN_PAUSE: Duration = Duration::from_micros(100);
-const MAX_PAUSE: Duration = Duration::from_millis(2);
 
 /// What the reaper has done, for `serverStatus.ttl` (TTL-24).
 #[derive(Debug, Default)]
@@ -218,8 +216,7 @@ impl Reaper {
             };
             let clock = Arc::clone(&self.clock);
             let range = (from, end.clone());
-            let jobs_before = self.writer_stats.jobs.load(Ordering::Relaxed);
-            let timer = Stopwatch::start();
+            let pace = Pace::start(&self.writer_stats);
             let step = writer
                 .run(false, move |txn| {
                     reap_batch(txn, collection_id, kind, ttl, range, clock.now_secs())
@@ -242,15 +239,9 @@ impl Reaper {
                 break;
             }
             from = step.handled_below;
-            let others = self
-                .writer_stats
-                .jobs
-                .load(Ordering::Relaxed)
-                .saturating_sub(jobs_before)
-                > 1;
-            if others || writer.has_queued_jobs() {
+            if let Some(pause) = pace.pause(&self.writer_stats, &writer) {
                 // Clients are writing: give them as much of the writer as the batch took.
-                pause(timer.elapsed()).await;
+                pacing::sleep(pause).await;
             }
         }
         Ok(deleted)
@@ -376,23 +367,6 @@ fn reap_batch(
     })
 }
 
-/// Yields to client writes for `batch_took` (within bounds): a tokio sleep inside the runtime
-/// (`runOnce`), a thread sleep on the reaper's own thread, which has no runtime.
-async fn pause(batch_took: Duration) {
-    let pause = pause_for(batch_took);
-    if tokio::runtime::Handle::try_current().is_ok() {
-        tokio::time::sleep(pause).await;
-    } else {
-        std::thread::sleep(pause);
-    }
-}
-
-/// How long the reaper leaves the writer to clients after a batch that took `batch_took`: as
-/// long again, so that reaping takes at most half the writer while clients write.
-fn pause_for(batch_took: Duration) -> Duration {
-    batch_took.clamp(MIN_PAUSE, MAX_PAUSE)
-}
-
 /// The smallest key greater than `key`.
 fn successor(key: &[u8]) -> Vec<u8> {
     let mut next = key.to_vec();
@@ -416,26 +390,6 @@ mod tests {
             .snapshot()
             .prefix(keyspace, &collection_prefix(id), false)
             .count()
-    }
-
-    /// While clients write, the reaper leaves the writer to them as long as its batch took,
-    /// within bounds: never less than a scheduler's tick, never long enough to stall reaping.
-    #[test]
-    fn the_pause_after_a_batch_matches_the_batch_within_bounds() {
-        let cases = [
-            (0, 100),
-            (50, 100),
-            (350, 350),
-            (2_000, 2_000),
-            (40_000, 2_000),
-        ];
-        for (took_us, pause_us) in cases {
-            assert_eq!(
-                pause_for(Duration::from_micros(took_us)),
-                Duration::from_micros(pause_us),
-                "a batch of {took_us} µs"
-            );
-        }
     }
 
     /// A pass over several batches removes each expired document with all its entries: the

@@ -50,6 +50,7 @@ pub fn render(shared: &Shared) -> Result<String, std::fmt::Error> {
     writer(&mut registry, shared);
     storage(&mut registry, shared);
     ttl(&mut registry, shared);
+    dropped_space(&mut registry, shared);
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
     Ok(text)
@@ -266,6 +267,28 @@ fn storage(registry: &mut Registry, shared: &Shared) {
         Unit::Bytes,
         bytes,
     );
+}
+
+/// The sweep of dropped collections' and indexes' entries (`serverStatus.storageEngine.droppedSpace`).
+fn dropped_space(registry: &mut Registry, shared: &Shared) {
+    let sweeper = &shared.engine.sweeper;
+    registry.register(
+        "dropped_space_deleted_entries",
+        "Entries of dropped collections and indexes the sweeper deleted",
+        counter(&sweeper.stats.swept),
+    );
+    registry.register(
+        "dropped_space_errors",
+        "Sweeper passes that failed",
+        counter(&sweeper.stats.errors),
+    );
+    if let Ok(pending) = sweeper.pending_ranges() {
+        registry.register(
+            "dropped_space_pending_ranges",
+            "Key ranges of dropped collections and indexes not yet deleted",
+            gauge(pending as u64),
+        );
+    }
 }
 
 fn ttl(registry: &mut Registry, shared: &Shared) {

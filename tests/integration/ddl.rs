@@ -245,6 +245,47 @@ async fn drop_database_drops_every_collection() {
     db.drop().await.unwrap();
 }
 
+/// A drop leaves its entries to the background sweep: a collection made again under the same
+/// name is empty at once, and `serverStatus` shows the entries deleted once nothing is left.
+#[tokio::test]
+async fn a_dropped_collections_space_is_reclaimed_in_the_background() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let db = client.database("shop");
+    let orders = db.collection::<Document>("orders");
+    let docs: Vec<Document> = (0..3000).map(|i| doc! {"_id": i, "a": i}).collect();
+    orders.insert_many(docs).await.unwrap();
+    orders
+        .create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .unwrap();
+    orders.drop().await.unwrap();
+    orders.insert_one(doc! {"_id": 1, "a": -1}).await.unwrap();
+    assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 1);
+    assert_eq!(orders.count_documents(doc! {"a": 5}).await.unwrap(), 0);
+    let admin = client.database("admin");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let swept = loop {
+        let status = admin.run_command(doc! {"serverStatus": 1}).await.unwrap();
+        let space = status
+            .get_document("storageEngine")
+            .unwrap()
+            .get_document("droppedSpace")
+            .unwrap()
+            .clone();
+        if space.get_i64("pendingRanges").unwrap() == 0 {
+            break space;
+        }
+        assert!(std::time::Instant::now() < deadline, "never swept: {space}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    // 3,000 documents, their 3,000 entries in `a_1`, and their 3,000 expiry entries (every
+    // document has one, so that a TTL given later needs no rewrite).
+    assert_eq!(swept.get_i64("entriesDeleted").unwrap(), 9000, "{swept}");
+    assert_eq!(swept.get_i64("errors").unwrap(), 0);
+    assert_eq!(orders.count_documents(doc! {}).await.unwrap(), 1);
+}
+
 #[tokio::test]
 async fn rename_keeps_documents_and_indexes_even_across_databases() {
     let server = TestServer::start().await;

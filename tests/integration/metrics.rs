@@ -251,6 +251,8 @@ async fn a_scrape_is_valid_exposition_text_and_counters_move_with_operations() {
         ("mayfly_ttl_backlog", "gauge"),
         ("mayfly_ttl_last_pass_duration_seconds", "gauge"),
         ("mayfly_collection_documents", "gauge"),
+        ("mayfly_dropped_space_deleted_entries", "counter"),
+        ("mayfly_dropped_space_pending_ranges", "gauge"),
     ] {
         assert_eq!(
             types.get(family).map(String::as_str),

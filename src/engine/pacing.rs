@@ -1,0 +1,85 @@
+//! How background work (the TTL reaper, the sweeper of dropped collections) shares the writer
+//! with clients: it runs in small jobs, and while clients write it leaves the writer to them
+//! after each job for as long as the job took, so it holds at most half of the writer.
+//!
+//! Clients are seen by the writer's job counter: a job other than the background one ran
+//! between its submission and its completion, or jobs are queued. The queue alone is not
+//! enough: with one request in flight per client, it is usually empty at the instant a
+//! background job completes, the writer having drained it into the group.
+//!
+//! Owns: the decision to pause, its length, and the sleep. Does not own: the jobs.
+
+use super::writer::{Writer, WriterStats};
+use crate::clock::Stopwatch;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+/// Bounds of the pause after a background job while clients write.
+const MIN_PAUSE: Duration = Duration::from_micros(100);
+const MAX_PAUSE: Duration = Duration::from_millis(2);
+
+/// One background job's start: the writer's job count then, and a timer.
+pub(super) struct Pace {
+    jobs_before: u64,
+    timer: Stopwatch,
+}
+
+impl Pace {
+    /// Taken just before the background job is submitted.
+    pub(super) fn start(stats: &WriterStats) -> Pace {
+        Pace {
+            jobs_before: stats.jobs.load(Ordering::Relaxed),
+            timer: Stopwatch::start(),
+        }
+    }
+
+    /// Once the job has completed: how long to leave the writer to clients, or `None` when
+    /// no client wrote meanwhile and none is waiting.
+    pub(super) fn pause(&self, stats: &WriterStats, writer: &Writer) -> Option<Duration> {
+        let jobs = stats
+            .jobs
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.jobs_before);
+        (jobs > 1 || writer.has_queued_jobs()).then(|| pause_for(self.timer.elapsed()))
+    }
+}
+
+/// Sleeps for `pause`: a tokio sleep inside a runtime (a pass run on demand), a thread sleep on
+/// a background thread, which has none.
+pub(super) async fn sleep(pause: Duration) {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        tokio::time::sleep(pause).await;
+    } else {
+        std::thread::sleep(pause);
+    }
+}
+
+/// The pause after a background job that took `job_took`: as long again, within bounds.
+fn pause_for(job_took: Duration) -> Duration {
+    job_took.clamp(MIN_PAUSE, MAX_PAUSE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// While clients write, background work leaves the writer to them as long as its job
+    /// took, within bounds: never less than a scheduler's tick, never long enough to stall it.
+    #[test]
+    fn the_pause_after_a_job_matches_the_job_within_bounds() {
+        let cases = [
+            (0, 100),
+            (50, 100),
+            (350, 350),
+            (2_000, 2_000),
+            (40_000, 2_000),
+        ];
+        for (took_us, pause_us) in cases {
+            assert_eq!(
+                pause_for(Duration::from_micros(took_us)),
+                Duration::from_micros(pause_us),
+                "a job of {took_us} µs"
+            );
+        }
+    }
+}
