@@ -746,46 +746,35 @@ pub async fn drop_indexes(shared: &Shared, req: &Request<'_>) -> Result<Document
     };
     let db = req.db.to_owned();
     let all = target == Target::All;
-    let (was, collection_id, removed) = shared
+    let was = shared
         .engine
-        .write(
-            durable(cmd),
-            move |txn, _now| -> Result<(usize, u64, Vec<u64>)> {
-                let Some(meta) = ddl::collection(txn, &db, &coll) else {
-                    return Err(Error::new(
-                        ErrorCode::NamespaceNotFound,
-                        format!("ns not found {db}.{coll}"),
-                    ));
-                };
-                let was = 1 + meta.indexes.len();
-                // Every name is resolved before anything is dropped: all or nothing. An index
-                // still being built is dropped too, which ends its build (IndexBuildAborted).
-                let ids: Vec<u64> = doomed(&meta, &target)?
-                    .iter()
-                    .filter_map(|name| meta.index(name).map(|i| i.id))
-                    .collect();
-                let mut removed = Vec::new();
-                for id in ids {
-                    // TTL-9: dropping the `_ts` TTL index turns the collection TTL off.
-                    if let Some(index) = ddl::remove_index(txn, meta.id, id)? {
-                        ddl::log_index_dropped(txn, &meta, &index.name)?;
-                        if index.is_stored() {
-                            removed.push(index.id);
-                        }
+        .write(durable(cmd), move |txn, _now| -> Result<usize> {
+            let Some(meta) = ddl::collection(txn, &db, &coll) else {
+                return Err(Error::new(
+                    ErrorCode::NamespaceNotFound,
+                    format!("ns not found {db}.{coll}"),
+                ));
+            };
+            let was = 1 + meta.indexes.len();
+            // Every name is resolved before anything is dropped: all or nothing. An index
+            // still being built is dropped too, which ends its build (IndexBuildAborted).
+            let ids: Vec<u64> = doomed(&meta, &target)?
+                .iter()
+                .filter_map(|name| meta.index(name).map(|i| i.id))
+                .collect();
+            for id in ids {
+                // TTL-9: dropping the `_ts` TTL index turns the collection TTL off.
+                if let Some(index) = ddl::remove_index(txn, meta.id, id)? {
+                    ddl::log_index_dropped(txn, &meta, &index.name)?;
+                    if index.is_stored() {
+                        // Deleted by the sweeper, so a big index holds up no one.
+                        ddl::forget_index_entries(txn, meta.id, index.id);
                     }
                 }
-                Ok((was, meta.id, removed))
-            },
-        )
+            }
+            Ok(was)
+        })
         .await??;
-    // The indexes are gone once the job commits; their entries go in bounded batches after,
-    // so a big index never holds up other writes (leftovers of a stop are removed at start).
-    for index_id in removed {
-        shared
-            .engine
-            .purge_index_entries(collection_id, index_id)
-            .await?;
-    }
     let mut reply = doc! {"nIndexesWas": count(was)};
     if all {
         reply.insert("msg", "non-_id indexes dropped for collection");

@@ -333,11 +333,7 @@ pub fn create_index(
             Ok(m) => multikey |= m,
             Err(e) => {
                 remove_index(txn, meta.id, index_id)?;
-                sweep::schedule(
-                    txn,
-                    Keyspace::Indexes,
-                    &keys::index_prefix(meta.id, index_id),
-                );
+                forget_index_entries(txn, meta.id, index_id);
                 return Err(e);
             }
         }
@@ -430,14 +426,19 @@ pub fn drop_index(
     log_index_dropped(txn, &current, name)?;
     remove_index(txn, meta.id, index_id)?;
     if stored {
-        // Left to the sweeper, as a dropped collection's entries are.
-        sweep::schedule(
-            txn,
-            Keyspace::Indexes,
-            &keys::index_prefix(meta.id, index_id),
-        );
+        forget_index_entries(txn, meta.id, index_id);
     }
     self::current(txn, meta.id)
+}
+
+/// Leaves the entries of an index no longer in the catalog to the sweeper (`sweep`), in this
+/// job's commit: removing an index costs the same whatever it holds.
+pub fn forget_index_entries(txn: &mut Txn<'_>, collection_id: u64, index_id: u64) {
+    sweep::schedule(
+        txn,
+        Keyspace::Indexes,
+        &keys::index_prefix(collection_id, index_id),
+    );
 }
 
 #[cfg(test)]

@@ -6,14 +6,16 @@
 //! ready index's. A thread of its own then walks the collection in `_id` order, [`BATCH`]
 //! documents per writer job; each job reads its documents as of that point in the writer, so a
 //! document written, rewritten or deleted meanwhile is seen as it is now, and writes only index
-//! entries (never the document, never its `_ts`). Between jobs the build yields when clients
-//! have writes queued. A last job clears `building`. A failure (a duplicate key, parallel
+//! entries (never the document, never its `_ts`). While clients write, the build leaves the writer to
+//! them after each job as long as the job took (`pacing`). A last job clears `building`. A failure (a duplicate key, parallel
 //! arrays, a key too long) or a concurrent drop of the collection or of one of the indexes
-//! ends the build: its indexes leave the catalog and their entries are deleted in batches.
+//! ends the build: its indexes leave the catalog, and their entries are left to the sweeper
+//! (`sweep`).
 //!
 //! Index ids are never reused, so entries of an index no longer in the catalog can only be
 //! leftovers; at start, [`discard_unfinished`] removes indexes still marked `building` (a
-//! build cut short by a stop) and such leftovers before anything else runs.
+//! build cut short by a stop) and leaves their entries, and any other leftovers, to the
+//! sweeper before anything else runs.
 //!
 //! Does not own: parsing index specifications or conflicts between them (`command::index`).
 
@@ -21,10 +23,11 @@ use super::catalog::{Catalog, CollectionMeta};
 use super::collection;
 use super::ddl;
 use super::index_keys;
+use super::pacing::{self, Pace};
 use super::record::Record;
 use super::record_key;
 use super::txn::Txn;
-use super::writer::Writer;
+use super::writer::{Writer, WriterStats};
 use super::{Db, Engine};
 use crate::clock::Clock;
 use crate::error::{Error, ErrorCode, Result};
@@ -40,10 +43,6 @@ use tokio::sync::{oneshot, watch};
 /// Documents read per build job. One job takes a few milliseconds, so a client's write never
 /// waits long behind one.
 pub const BATCH: usize = 100;
-/// Index entries deleted per job when an index goes away.
-pub const PURGE_BATCH: usize = 2_000;
-/// How long a build pauses between jobs when clients have writes queued.
-const YIELD: Duration = Duration::from_micros(200);
 
 /// The builds in progress: a duplicate `createIndexes` waits for them, and the engine stops
 /// them when it shuts down.
@@ -108,6 +107,7 @@ impl Engine {
         }
         let builds = Arc::clone(&self.index_builds);
         let writer = self.writer.clone();
+        let writer_stats = Arc::clone(&self.writer_stats);
         let clock = Arc::clone(&self.clock);
         let ids = index_ids.clone();
         let spawned = std::thread::Builder::new()
@@ -115,6 +115,7 @@ impl Engine {
             .spawn(move || {
                 let build = Build {
                     writer,
+                    writer_stats,
                     clock,
                     builds: Arc::clone(&builds),
                     collection_id,
@@ -140,6 +141,7 @@ impl Engine {
             Err(e) => {
                 let build = Build {
                     writer: self.writer.clone(),
+                    writer_stats: Arc::clone(&self.writer_stats),
                     clock: Arc::clone(&self.clock),
                     builds: Arc::clone(&self.index_builds),
                     collection_id,
@@ -170,12 +172,6 @@ impl Engine {
         for mut done in waiters {
             let _ = done.wait_for(|d| *d).await;
         }
-    }
-
-    /// Deletes every entry of index `index_id` of collection `collection_id`, which has left
-    /// the catalog, [`PURGE_BATCH`] entries per writer job.
-    pub async fn purge_index_entries(&self, collection_id: u64, index_id: u64) -> Result<()> {
-        purge(&self.writer, collection_id, index_id).await
     }
 
     /// Compares index `index_name` of `db.coll` with the documents as of now: every visible
@@ -269,6 +265,8 @@ impl IndexCheck {
 /// One build: its indexes and what it needs to run jobs.
 struct Build {
     writer: Writer,
+    /// The writer's job count, to see whether clients wrote while a job ran (`pacing`).
+    writer_stats: Arc<WriterStats>,
     clock: Arc<dyn Clock>,
     builds: Arc<IndexBuilds>,
     collection_id: u64,
@@ -298,6 +296,7 @@ impl Build {
             let (collection_id, ids) = (self.collection_id, self.index_ids.clone());
             let clock = Arc::clone(&self.clock);
             let start = from.clone();
+            let pace = Pace::start(&self.writer_stats);
             let step = self
                 .writer
                 .run(false, move |txn| {
@@ -317,8 +316,8 @@ impl Build {
                     return Err(e);
                 }
             }
-            if self.writer.has_queued_jobs() {
-                std::thread::sleep(YIELD);
+            if let Some(pause) = pace.pause(&self.writer_stats, &self.writer) {
+                pacing::sleep(pause).await;
             }
         }
         let (collection_id, ids) = (self.collection_id, self.index_ids.clone());
@@ -333,20 +332,19 @@ impl Build {
         Ok(())
     }
 
-    /// Removes the build's indexes that are still in the catalog, then their entries.
+    /// Removes the build's indexes that are still in the catalog, and leaves their entries
+    /// to the sweeper.
     async fn discard(&self) -> Result<()> {
         let (collection_id, ids) = (self.collection_id, self.index_ids.clone());
         self.writer
             .run(true, move |txn| -> Result<()> {
                 for id in ids {
                     ddl::remove_index(txn, collection_id, id)?;
+                    ddl::forget_index_entries(txn, collection_id, id);
                 }
                 Ok(())
             })
             .await??;
-        for id in &self.index_ids {
-            purge(&self.writer, self.collection_id, *id).await?;
-        }
         Ok(())
     }
 }
@@ -432,51 +430,10 @@ fn finish(txn: &mut Txn<'_>, collection_id: u64, index_ids: &[u64]) -> Result<bo
     Ok(true)
 }
 
-async fn purge(writer: &Writer, collection_id: u64, index_id: u64) -> Result<()> {
-    let mut from = keys::index_prefix(collection_id, index_id);
-    loop {
-        let start = from.clone();
-        let next = writer
-            .run(false, move |txn| {
-                purge_batch(txn, collection_id, index_id, start)
-            })
-            .await??;
-        match next {
-            Some(next) => from = next,
-            None => return Ok(()),
-        }
-    }
-}
-
-/// Deletes up to [`PURGE_BATCH`] entries of the index from `from`; returns where the next
-/// batch starts, if there may be more. Starting after the last deleted key keeps later batches
-/// from walking over the tombstones of earlier ones.
-fn purge_batch(
-    txn: &mut Txn<'_>,
-    collection_id: u64,
-    index_id: u64,
-    from: Vec<u8>,
-) -> Result<Option<Vec<u8>>> {
-    let end = index_end(collection_id, index_id);
-    let doomed = txn
-        .scan_range(Keyspace::Indexes, &from, &end)
-        .take(PURGE_BATCH)
-        .map(|e| e.map(|(k, _)| k))
-        .collect::<Result<Vec<_>>>()?;
-    let next = match doomed.last() {
-        Some(last) if doomed.len() == PURGE_BATCH => Some(successor(last)),
-        _ => None,
-    };
-    for key in doomed {
-        txn.delete(Keyspace::Indexes, key);
-    }
-    Ok(next)
-}
-
 /// At start, before the writer runs: removes every index still marked `building` (its build
-/// was cut short) and every entry of an index id the catalog does not hold (left by a drop
-/// whose entry deletion was cut short), in bounded commits. Returns how many indexes' entries
-/// it removed.
+/// was cut short), and leaves to the sweeper its entries and those of every index id the
+/// catalog does not hold (left by an earlier version's drop cut short). Returns how many
+/// indexes' entries it left to the sweeper.
 pub(super) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<usize> {
     let unfinished: Vec<(u64, u64)> = catalog
         .all()
@@ -496,18 +453,19 @@ pub(super) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<
                     "dropping an index whose build did not finish before the last stop"
                 );
                 ddl::remove_index(txn, *collection_id, *index_id)?;
+                ddl::forget_index_entries(txn, *collection_id, *index_id);
             }
             Ok(())
         })?;
     }
     let leftovers = leftover_indexes(backend, catalog)?;
-    for (collection_id, index_id) in &leftovers {
-        let mut from = Some(keys::index_prefix(*collection_id, *index_id));
-        while let Some(start) = from {
-            from = commit(backend, catalog, |txn| {
-                purge_batch(txn, *collection_id, *index_id, start)
-            })?;
-        }
+    if !leftovers.is_empty() {
+        commit(backend, catalog, |txn| {
+            for (collection_id, index_id) in &leftovers {
+                ddl::forget_index_entries(txn, *collection_id, *index_id);
+            }
+            Ok(())
+        })?;
     }
     Ok(leftovers.len())
 }
@@ -645,6 +603,7 @@ mod tests {
     async fn a_unique_build_over_a_duplicate_leaves_no_index_and_no_entry() {
         let dir = tempfile::tempdir().unwrap();
         let engine = open(dir.path());
+        engine.sweeper.pause();
         let id = collection_of(&engine, (BATCH + 10) as i64).await;
         let unique = IndexMeta {
             unique: true,
@@ -654,6 +613,9 @@ mod tests {
         let err = engine.build_indexes(id, vec![index]).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::DuplicateKey);
         assert!(engine.catalog().get("db", "c").unwrap().indexes.is_empty());
+        // The entries written before the duplicate are left to the sweeper.
+        assert_eq!(engine.sweeper.pending_ranges().unwrap(), 1);
+        engine.sweeper.run_pass().await.unwrap();
         assert_eq!(engine.index_entry_count("db", "c").unwrap(), 0);
     }
 
@@ -689,6 +651,9 @@ mod tests {
         let engine = open(dir.path());
         let meta = engine.catalog().get("db", "c").cloned().unwrap();
         assert!(meta.indexes.is_empty(), "{:?}", meta.indexes);
+        // Both indexes' entries were left to the sweeper at the start.
+        engine.sweeper.run_pass().await.unwrap();
+        assert_eq!(engine.sweeper.pending_ranges().unwrap(), 0);
         assert_eq!(engine.index_entry_count("db", "c").unwrap(), 0);
         let fresh = add_building(&engine, id, IndexMeta::new("a_1", doc! {"a": 1})).await;
         assert!(fresh > building + 1);

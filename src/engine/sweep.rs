@@ -90,6 +90,8 @@ pub struct SweepStats {
     pub swept: AtomicU64,
     pub errors: AtomicU64,
     pub paused: AtomicBool,
+    /// Whether the last background pass failed.
+    failing: AtomicBool,
 }
 
 /// The background thread's state; a pass can also be run on demand ([`Sweeper::run_pass`]).
@@ -146,7 +148,10 @@ impl Sweeper {
             if self.stats.paused.load(Ordering::Relaxed) {
                 continue;
             }
-            if let Err(e) = futures::executor::block_on(self.run_pass()) {
+            let result = futures::executor::block_on(self.run_pass());
+            // A lasting failure (a read-only engine) fails every pass: log when it begins.
+            let failed_before = self.stats.failing.swap(result.is_err(), Ordering::Relaxed);
+            if let (Err(e), false) = (result, failed_before) {
                 tracing::error!(error = %e, "sweeping dropped collections failed");
             }
         }
