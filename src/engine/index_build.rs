@@ -6,11 +6,11 @@
 //! ready index's. A thread of its own then walks the collection in `_id` order, [`BATCH`]
 //! documents per writer job; each job reads its documents as of that point in the writer, so a
 //! document written, rewritten or deleted meanwhile is seen as it is now, and writes only index
-//! entries (never the document, never its `_ts`). While clients write, the build leaves the writer to
-//! them after each job as long as the job took (`pacing`). A last job clears `building`. A failure (a duplicate key, parallel
-//! arrays, a key too long) or a concurrent drop of the collection or of one of the indexes
-//! ends the build: its indexes leave the catalog, and their entries are left to the sweeper
-//! (`sweep`).
+//! entries (never the document, never its `_ts`). While clients write, the build leaves the
+//! writer to them after each job as long as the job took (`pacing`). A last job clears
+//! `building`. A failure (a duplicate key, parallel arrays, a key too long) or a concurrent
+//! drop of the collection or of one of the indexes ends the build: its indexes leave the
+//! catalog, and their entries are left to the sweeper (`sweep`).
 //!
 //! Index ids are never reused, so entries of an index no longer in the catalog can only be
 //! leftovers; at start, [`discard_unfinished`] removes indexes still marked `building` (a

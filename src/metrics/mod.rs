@@ -269,7 +269,8 @@ fn storage(registry: &mut Registry, shared: &Shared) {
     );
 }
 
-/// The sweep of dropped collections' and indexes' entries (`serverStatus.storageEngine.droppedSpace`).
+/// The sweep of dropped collections' and indexes' entries
+/// (`serverStatus.storageEngine.droppedSpace`).
 fn dropped_space(registry: &mut Registry, shared: &Shared) {
     let sweeper = &shared.engine.sweeper;
     registry.register(
