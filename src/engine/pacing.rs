@@ -7,11 +7,13 @@
 //! enough: with one request in flight per client, it is usually empty at the instant a
 //! background job completes, the writer having drained it into the group.
 //!
-//! Owns: the decision to pause, its length, and the sleep. Does not own: the jobs.
+//! Owns: the decision to pause, its length, and the sleep; a background thread's stop and
+//! wake-up ([`Stopper`]). Does not own: the jobs.
 
 use super::writer::{Writer, WriterStats};
 use crate::clock::Stopwatch;
 use std::sync::atomic::Ordering;
+use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
 /// Bounds of the pause after a background job while clients write.
@@ -44,6 +46,41 @@ impl Pace {
     }
 }
 
+/// A background thread's stop flag and wake-up, shared by the reaper and the sweeper.
+#[derive(Default)]
+pub(super) struct Stopper {
+    stopped: Mutex<bool>,
+    wake: Condvar,
+}
+
+impl Stopper {
+    /// Waits `interval`, or less when woken; false once stopped (the thread should return).
+    pub(super) fn wait(&self, interval: Duration) -> bool {
+        let Ok(stopped) = self.stopped.lock() else {
+            return false;
+        };
+        if *stopped {
+            return false;
+        }
+        match self.wake.wait_timeout(stopped, interval) {
+            Ok((stopped, _)) => !*stopped,
+            Err(_) => false,
+        }
+    }
+
+    pub(super) fn stop(&self) {
+        if let Ok(mut stopped) = self.stopped.lock() {
+            *stopped = true;
+        }
+        self.wake.notify_all();
+    }
+
+    /// Ends the current wait early (after a resume).
+    pub(super) fn wake(&self) {
+        self.wake.notify_all();
+    }
+}
+
 /// Sleeps for `pause`: a tokio sleep inside a runtime (a pass run on demand), a thread sleep on
 /// a background thread, which has none.
 pub(super) async fn sleep(pause: Duration) {
@@ -62,6 +99,18 @@ fn pause_for(job_took: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A stopped thread's wait returns at once, and false; a wait that is not stopped runs its
+    /// interval out and says go on.
+    #[test]
+    fn a_stopper_ends_waits_at_once_once_stopped() {
+        let stopper = Stopper::default();
+        assert!(stopper.wait(Duration::from_millis(1)));
+        stopper.stop();
+        let started = std::time::Instant::now();
+        assert!(!stopper.wait(Duration::from_secs(60)));
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
 
     /// While clients write, background work leaves the writer to them as long as its job
     /// took, within bounds: never less than a scheduler's tick, never long enough to stall it.

@@ -14,7 +14,7 @@
 use super::catalog::Catalog;
 use super::collection;
 use super::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use super::pacing::{self, Pace};
+use super::pacing::{self, Pace, Stopper};
 use super::writer::{Writer, WriterStats};
 use super::Db;
 use crate::clock::{Clock, Stopwatch};
@@ -23,7 +23,7 @@ use crate::storage::{Backend, Keyspace, Snapshot};
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 /// Documents deleted per writer job.
@@ -64,8 +64,7 @@ pub struct Reaper {
     watermarks: Mutex<HashMap<(u64, u8), Watermark>>,
     /// One pass at a time.
     pass_lock: tokio::sync::Mutex<()>,
-    stop: Mutex<bool>,
-    wake: Condvar,
+    stopper: Stopper,
 }
 
 impl Reaper {
@@ -85,8 +84,7 @@ impl Reaper {
             stats: ReaperStats::default(),
             watermarks: Mutex::new(HashMap::new()),
             pass_lock: tokio::sync::Mutex::new(()),
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
+            stopper: Stopper::default(),
         })
     }
 
@@ -100,18 +98,7 @@ impl Reaper {
     }
 
     fn background(&self) {
-        loop {
-            {
-                let Ok(stopped) = self.stop.lock() else {
-                    return;
-                };
-                let Ok((stopped, _)) = self.wake.wait_timeout(stopped, INTERVAL) else {
-                    return;
-                };
-                if *stopped {
-                    return;
-                }
-            }
+        while self.stopper.wait(INTERVAL) {
             if self.stats.paused.load(Ordering::Relaxed) {
                 continue;
             }
@@ -121,10 +108,7 @@ impl Reaper {
 
     /// Stops the background thread after its current batch and releases the writer.
     pub(super) fn shutdown(&self) {
-        if let Ok(mut stopped) = self.stop.lock() {
-            *stopped = true;
-        }
-        self.wake.notify_all();
+        self.stopper.stop();
         if let Ok(mut writer) = self.writer.lock() {
             writer.take();
         }
@@ -136,7 +120,7 @@ impl Reaper {
 
     pub fn resume(&self) {
         self.stats.paused.store(false, Ordering::Relaxed);
-        self.wake.notify_all();
+        self.stopper.wake();
     }
 
     /// One full pass over every collection with a TTL; returns the documents deleted.

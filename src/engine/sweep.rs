@@ -12,7 +12,7 @@
 //! Owns: the markers and the sweep. Does not own: what the entries were (`ddl` decides which
 //! ranges a drop leaves), or the writer.
 
-use super::pacing::{self, Pace};
+use super::pacing::{self, Pace, Stopper};
 use super::writer::{Writer, WriterStats};
 use super::{Db, Txn};
 use crate::error::{Error, Result};
@@ -20,7 +20,7 @@ use crate::storage::keys;
 use crate::storage::{Backend, Keyspace, Snapshot};
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The `Catalog` keys of sweep markers start with this; the keyspace's byte and the range's
@@ -102,8 +102,7 @@ pub struct Sweeper {
     pub stats: SweepStats,
     /// One pass at a time.
     pass_lock: tokio::sync::Mutex<()>,
-    stop: Mutex<bool>,
-    wake: Condvar,
+    stopper: Stopper,
 }
 
 impl Sweeper {
@@ -118,8 +117,7 @@ impl Sweeper {
             writer_stats,
             stats: SweepStats::default(),
             pass_lock: tokio::sync::Mutex::new(()),
-            stop: Mutex::new(false),
-            wake: Condvar::new(),
+            stopper: Stopper::default(),
         })
     }
 
@@ -133,18 +131,7 @@ impl Sweeper {
     }
 
     fn background(&self) {
-        loop {
-            {
-                let Ok(stopped) = self.stop.lock() else {
-                    return;
-                };
-                let Ok((stopped, _)) = self.wake.wait_timeout(stopped, INTERVAL) else {
-                    return;
-                };
-                if *stopped {
-                    return;
-                }
-            }
+        while self.stopper.wait(INTERVAL) {
             if self.stats.paused.load(Ordering::Relaxed) {
                 continue;
             }
@@ -159,10 +146,7 @@ impl Sweeper {
 
     /// Stops the background thread after its current job and releases the writer.
     pub(super) fn shutdown(&self) {
-        if let Ok(mut stopped) = self.stop.lock() {
-            *stopped = true;
-        }
-        self.wake.notify_all();
+        self.stopper.stop();
         if let Ok(mut writer) = self.writer.lock() {
             writer.take();
         }
@@ -175,7 +159,7 @@ impl Sweeper {
 
     pub fn resume(&self) {
         self.stats.paused.store(false, Ordering::Relaxed);
-        self.wake.notify_all();
+        self.stopper.wake();
     }
 
     /// Ranges left to delete now.
