@@ -405,7 +405,6 @@ fn add_entries(
     doc: Option<&Document>,
     now: i64,
 ) -> Result<()> {
-    let record = record_key::record(&key).to_vec();
     let mut index_puts = Vec::new();
     let mut became_multikey = Vec::new();
     for index in meta.stored_indexes() {
@@ -420,8 +419,11 @@ fn add_entries(
     for index_id in became_multikey {
         super::ddl::mark_multikey(txn, meta.id, index_id)?;
     }
-    for entry in index_puts {
-        txn.put(Keyspace::Indexes, entry, record.clone());
+    if !index_puts.is_empty() {
+        let record = record_key::record(&key);
+        for entry in index_puts {
+            txn.put(Keyspace::Indexes, entry, record.to_vec());
+        }
     }
     if let Some(expiry_key) = expiry::key_at(&key, stored.ts, stored.own_ttl) {
         let value = expiry::value_for_len(Record::body_len_of(&stored.bytes));

@@ -12,7 +12,7 @@ use super::optime::OpClock;
 use super::Snap;
 use crate::error::Result;
 use crate::storage::overlay::{Merged, Overlay, Pending};
-use crate::storage::{bounds_are_empty, probe, Keyspace, Snapshot, WriteBatch};
+use crate::storage::{probe, Keyspace, Snapshot, WriteBatch};
 use bson::{Document, Timestamp};
 use std::collections::{BTreeMap, HashSet};
 use std::ops::Bound;
@@ -236,7 +236,7 @@ impl<'a> Txn<'a> {
         let base = self.snapshot.prefix(keyspace, prefix, false);
         let pending = self
             .overlay_of(keyspace)
-            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+            .range((Bound::Included(prefix), Bound::Unbounded), false)
             .take_while(move |(k, _)| k.starts_with(prefix))
             .map(owned);
         Merged::new(base, pending, false).map(|r| r.map_err(Into::into))
@@ -257,22 +257,11 @@ impl<'a> Txn<'a> {
             end.as_ref().map(Vec::as_slice),
             reverse,
         );
-        let empty = bounds_are_empty(
+        let bounds = (
             start.as_ref().map(Vec::as_slice),
             end.as_ref().map(Vec::as_slice),
         );
-        let pending: PendingEntries<'_> = if empty {
-            Box::new(std::iter::empty())
-        } else if reverse {
-            Box::new(
-                self.overlay_of(keyspace)
-                    .range((start, end))
-                    .rev()
-                    .map(owned),
-            )
-        } else {
-            Box::new(self.overlay_of(keyspace).range((start, end)).map(owned))
-        };
+        let pending = self.overlay_of(keyspace).range(bounds, reverse).map(owned);
         Merged::new(base, pending, reverse).map(|r| r.map_err(Into::into))
     }
 
@@ -286,16 +275,10 @@ impl<'a> Txn<'a> {
         let base = self
             .snapshot
             .range(keyspace, Bound::Included(from), Bound::Excluded(to), false);
-        let pending: PendingEntries<'_> =
-            if bounds_are_empty(Bound::Included(from), Bound::Excluded(to)) {
-                Box::new(std::iter::empty())
-            } else {
-                Box::new(
-                    self.overlay_of(keyspace)
-                        .range::<[u8], _>((Bound::Included(from), Bound::Excluded(to)))
-                        .map(owned),
-                )
-            };
+        let pending = self
+            .overlay_of(keyspace)
+            .range((Bound::Included(from), Bound::Excluded(to)), false)
+            .map(owned);
         Merged::new(base, pending, false).map(|r| r.map_err(Into::into))
     }
 
@@ -366,9 +349,6 @@ fn owned((key, value): (&Vec<u8>, &Option<Vec<u8>>)) -> (Vec<u8>, Option<Vec<u8>
 
 /// What a write adds to [`Txn::pending_bytes`] beyond its key and value.
 const PER_WRITE_BYTES: usize = 16;
-
-/// The group's pending writes in a range: `None` is a delete.
-type PendingEntries<'t> = Box<dyn Iterator<Item = (Vec<u8>, Option<Vec<u8>>)> + Send + 't>;
 
 #[cfg(test)]
 #[path = "txn_tests.rs"]

@@ -3,10 +3,11 @@
 //!
 //! Owns: the [`Backend`] and [`Snapshot`] traits, [`WriteBatch`], [`Durability`],
 //! [`StorageError`], the fjall implementation ([`fjall_backend`]), the in-memory one
-//! ([`memory`]), pending writes over a snapshot ([`overlay`]), many point reads answered by one ordered walk
-//! ([`probe`]), the runtime choice between them ([`store`]), the fault-injecting wrapper tests
-//! use ([`faults`]) and the order-preserving key encoding ([`keys`]). Does not own: BSON query semantics, the catalog format, TTL, time, or
-//! group commit — the engine's writer thread decides what goes into a batch and when to commit.
+//! ([`memory`]), pending writes over a snapshot ([`overlay`]; each keyspace's held in ascending
+//! runs and a map: [`pending`]), many point reads answered by one ordered walk ([`probe`]), the
+//! runtime choice between them ([`store`]), the fault-injecting wrapper tests use ([`faults`])
+//! and the order-preserving key encoding ([`keys`]). Does not own: BSON query semantics, the
+//! catalog format, TTL, time, or group commit — the engine's writer thread decides what goes into a batch and when to commit.
 //! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
 //!
 //! # Model
@@ -41,6 +42,7 @@ pub mod keys;
 pub mod lock;
 pub mod memory;
 pub mod overlay;
+pub mod pending;
 pub mod probe;
 pub mod store;
 

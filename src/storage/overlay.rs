@@ -7,14 +7,11 @@
 //! Owns: the pending entries and the merge order. Does not own: what the entries mean, or when
 //! they are committed (the engine's writer).
 
+pub use super::pending::Pending;
 use super::{KeyValue, Keyspace, Snapshot, StorageError};
-use std::collections::BTreeMap;
 use std::iter::Peekable;
 use std::ops::Bound;
 use std::sync::Arc;
-
-/// Pending writes of one keyspace: `None` is a delete.
-pub type Pending = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
 /// Pending writes, per keyspace.
 #[derive(Default, Clone, Debug)]
@@ -54,11 +51,11 @@ impl Overlay {
 
     /// Number of pending writes, every keyspace together.
     pub fn len(&self) -> usize {
-        self.keyspaces.iter().map(BTreeMap::len).sum()
+        self.keyspaces.iter().map(Pending::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.keyspaces.iter().all(BTreeMap::is_empty)
+        self.keyspaces.iter().all(Pending::is_empty)
     }
 
     /// Every pending write, keyspace by keyspace, in key order.
@@ -91,7 +88,7 @@ impl Overlay {
 }
 
 fn empty() -> &'static Pending {
-    static EMPTY: Pending = BTreeMap::new();
+    static EMPTY: Pending = Pending::new();
     &EMPTY
 }
 
@@ -208,19 +205,12 @@ impl Iterator for OverlayIter {
     type Item = (Vec<u8>, Option<Vec<u8>>);
 
     fn next(&mut self) -> Option<Self::Item> {
-        if super::bounds_are_empty(
+        let pending = self.writes.of(self.keyspace);
+        let bounds = (
             self.start.as_ref().map(Vec::as_slice),
             self.end.as_ref().map(Vec::as_slice),
-        ) {
-            return None;
-        }
-        let pending = self.writes.of(self.keyspace);
-        let bounds = (self.start.clone(), self.end.clone());
-        let (key, value) = if self.reverse {
-            pending.range(bounds).next_back()?
-        } else {
-            pending.range(bounds).next()?
-        };
+        );
+        let (key, value) = pending.range(bounds, self.reverse).next()?;
         if self.reverse {
             self.end = Bound::Excluded(key.clone());
         } else {
@@ -235,6 +225,7 @@ mod tests {
     use super::*;
     use crate::storage::{Backend, Durability, MemoryBackend, WriteBatch};
     use proptest::prelude::*;
+    use std::collections::BTreeMap;
 
     fn key() -> impl Strategy<Value = Vec<u8>> {
         prop::collection::vec(prop::sample::select(vec![0u8, 1, 2, 0xff]), 1..4)

@@ -1,0 +1,123 @@
+use super::*;
+use proptest::prelude::*;
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(prop::sample::select(vec![0u8, 1, 2, 7, 0xfe, 0xff]), 1..4)
+}
+
+fn bound() -> impl Strategy<Value = Bound<Vec<u8>>> {
+    let probe = prop::collection::vec(prop::sample::select(vec![0u8, 1, 2, 7, 0xff]), 0..4);
+    prop_oneof![
+        Just(Bound::Unbounded),
+        probe.clone().prop_map(Bound::Included),
+        probe.prop_map(Bound::Excluded),
+    ]
+}
+
+/// A batch of writes: keys in ascending order (as a bulk insert writes them) or in any order.
+fn batch() -> impl Strategy<Value = Vec<(Vec<u8>, Write)>> {
+    let write = prop::option::of(prop::collection::vec(any::<u8>(), 0..2));
+    prop_oneof![
+        prop::collection::btree_map(key(), write.clone(), 0..80)
+            .prop_map(|sorted| sorted.into_iter().collect::<Vec<_>>()),
+        prop::collection::vec((key(), write), 0..20),
+    ]
+}
+
+fn as_slices(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    bound.as_ref().map(Vec::as_slice)
+}
+
+fn within(key: &[u8], start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    let above = match start {
+        Bound::Included(s) => key >= s.as_slice(),
+        Bound::Excluded(s) => key > s.as_slice(),
+        Bound::Unbounded => true,
+    };
+    let below = match end {
+        Bound::Included(e) => key <= e.as_slice(),
+        Bound::Excluded(e) => key < e.as_slice(),
+        Bound::Unbounded => true,
+    };
+    above && below
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// Pending writes read as a `BTreeMap` of the same writes does: the last write of a key
+    /// wins, point reads, ranges in both directions and the consumed order agree, whichever
+    /// runs and map the writes were spread over.
+    #[test]
+    fn pending_writes_read_as_a_map_of_them(
+        batches in prop::collection::vec(batch(), 1..16),
+        ranges in prop::collection::vec((bound(), bound(), any::<bool>()), 1..8),
+        probes in prop::collection::vec(key(), 0..16),
+    ) {
+        let mut pending = Pending::default();
+        let mut model: BTreeMap<Vec<u8>, Write> = BTreeMap::new();
+        for batch in batches {
+            for (key, write) in batch {
+                pending.insert(key.clone(), write.clone());
+                model.insert(key, write);
+            }
+            prop_assert!(pending.runs.len() <= MAX_CLOSED_RUNS + 1);
+        }
+        prop_assert_eq!(pending.len(), model.len());
+        prop_assert_eq!(pending.is_empty(), model.is_empty());
+        for key in model.keys().chain(&probes) {
+            prop_assert_eq!(pending.get(key), model.get(key));
+        }
+        let all: Vec<_> = pending.iter().map(|(k, w)| (k.clone(), w.clone())).collect();
+        let want: Vec<_> = model.clone().into_iter().collect();
+        prop_assert_eq!(&all, &want);
+        for (start, end, reverse) in ranges {
+            let got: Vec<_> = pending
+                .range((as_slices(&start), as_slices(&end)), reverse)
+                .map(|(k, w)| (k.clone(), w.clone()))
+                .collect();
+            let mut expected: Vec<_> = want
+                .iter()
+                .filter(|(k, _)| within(k, &start, &end))
+                .cloned()
+                .collect();
+            if reverse {
+                expected.reverse();
+            }
+            prop_assert_eq!(got, expected);
+        }
+        prop_assert_eq!(pending.into_iter().collect::<Vec<_>>(), want);
+    }
+}
+
+/// Batches of ascending keys are kept as runs, not in the map, and many of them are merged so
+/// that a read checks a bounded number of runs.
+#[test]
+fn ascending_batches_become_runs() {
+    let mut pending = Pending::default();
+    for batch in (0..20u8).rev() {
+        for i in 0..100u8 {
+            pending.insert(vec![batch, i], Some(vec![i]));
+        }
+    }
+    assert!(pending.map.is_empty());
+    assert!(pending.runs.len() <= MAX_CLOSED_RUNS + 1);
+    assert_eq!(pending.len(), 2000);
+    assert_eq!(pending.get(&[3, 42]), Some(&Some(vec![42])));
+    let keys: Vec<_> = pending.keys().cloned().collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+}
+
+/// Keys in no order go into the map once the open run is short, instead of making a run each.
+#[test]
+fn keys_in_no_order_go_into_the_map() {
+    let mut pending = Pending::default();
+    for key in [50u8, 10, 40, 20, 30, 5, 60] {
+        pending.insert(vec![key], None);
+    }
+    assert_eq!(pending.runs.len(), 1);
+    assert_eq!(pending.map.len(), 5);
+    assert_eq!(pending.len(), 7);
+}
