@@ -11,7 +11,9 @@
 //! Invariants: every key is in exactly one place (the map or one run), so a write to a key
 //! already pending replaces it where it is and no source shadows another; each run is strictly
 //! ascending; the last run is *open* — a key above its last and pending nowhere is appended to
-//! it. A key below the open run's last starts a new run when the open run has at least
+//! it. Keys between the open run's last and the next key pending elsewhere are known to be pending
+//! nowhere, so a batch's keys are appended and looked up with two comparisons each. A key below
+//! the open run's last starts a new run when the open run has at least
 //! [`MIN_RUN`] entries (another batch begins), and goes into the map otherwise (keys in no
 //! order). Past [`MAX_CLOSED_RUNS`] closed runs they are merged into one, so a read checks a
 //! bounded number of runs.
@@ -39,6 +41,10 @@ pub struct Pending {
     map: BTreeMap<Vec<u8>, Write>,
     /// Strictly ascending runs; the last one is open.
     runs: Vec<Vec<Entry>>,
+    /// A key such that none pending outside the open run lies between the open run's last key
+    /// and it (`None`: none above the last). Appending or reading a key in that gap needs no
+    /// other check, so each later key of a batch costs two comparisons.
+    above_open: Option<Vec<u8>>,
     len: usize,
 }
 
@@ -47,12 +53,51 @@ impl Pending {
         Pending {
             map: BTreeMap::new(),
             runs: Vec::new(),
+            above_open: None,
             len: 0,
         }
     }
 
+    /// Whether `key` lies between the open run's last key and [`Pending::above_open`], where
+    /// nothing is pending.
+    fn in_open_gap(&self, key: &[u8]) -> bool {
+        let after_open = self
+            .runs
+            .last()
+            .and_then(|run| run.last())
+            .is_some_and(|(last, _)| last.as_slice() < key);
+        after_open
+            && self
+                .above_open
+                .as_ref()
+                .is_none_or(|limit| key < limit.as_slice())
+    }
+
+    /// The least pending key above `key`.
+    fn least_above(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let in_map = self
+            .map
+            .range::<[u8], _>((Bound::Excluded(key), Bound::Unbounded))
+            .next()
+            .map(|(k, _)| k);
+        let in_runs = self.runs.iter().filter_map(|run| {
+            let at = run.partition_point(|(k, _)| k.as_slice() <= key);
+            run.get(at).map(|(k, _)| k)
+        });
+        in_map.into_iter().chain(in_runs).min().cloned()
+    }
+
+    /// Starts a new open run with `key`, pending nowhere yet.
+    fn open_run(&mut self, key: Vec<u8>, write: Write) {
+        self.above_open = self.least_above(&key);
+        self.runs.push(vec![(key, write)]);
+    }
+
     /// The pending write of `key`: `Some(None)` when it is deleted, `None` when untouched.
     pub fn get(&self, key: &[u8]) -> Option<&Write> {
+        if self.in_open_gap(key) {
+            return None;
+        }
         if let Some(write) = self.map.get(key) {
             return Some(write);
         }
@@ -64,6 +109,13 @@ impl Pending {
 
     /// Records `write` for `key`, replacing what was pending for it.
     pub fn insert(&mut self, key: Vec<u8>, write: Write) {
+        if self.in_open_gap(&key) {
+            if let Some(run) = self.runs.last_mut() {
+                run.push((key, write));
+                self.len += 1;
+                return;
+            }
+        }
         for run in &mut self.runs {
             if let Some((_, slot)) = position(run, &key).and_then(|at| run.get_mut(at)) {
                 *slot = write;
@@ -79,16 +131,21 @@ impl Pending {
         let open_len = open.map_or(0, Vec::len);
         // Whether the key comes after the open run's last; `None` when there is no run yet.
         let after_open = open.and_then(|run| run.last()).map(|(last, _)| *last < key);
-        match (after_open, self.runs.last_mut()) {
-            (Some(true), Some(run)) => run.push((key, write)),
-            (None, _) | (Some(true), None) => self.runs.push(vec![(key, write)]),
-            (Some(false), _) if open_len >= MIN_RUN => {
-                self.runs.push(vec![(key, write)]);
+        match after_open {
+            Some(true) => {
+                self.above_open = self.least_above(&key);
+                if let Some(run) = self.runs.last_mut() {
+                    run.push((key, write));
+                }
+            }
+            None => self.open_run(key, write),
+            Some(false) if open_len >= MIN_RUN => {
+                self.open_run(key, write);
                 if self.runs.len() > MAX_CLOSED_RUNS + 1 {
                     self.merge_closed_runs();
                 }
             }
-            (Some(false), _) => {
+            Some(false) => {
                 self.map.insert(key, write);
             }
         }
