@@ -2,7 +2,12 @@
 //! storage trait ([`Backend::commit`]) with no server, no driver and no BSON parsing — the
 //! ceiling the server's bulk-insert path is measured against.
 //!
-//! `cargo bench --bench storage -- [--seconds 5] [--group 1000,5000] [--builders 1]`
+//! `cargo bench --bench storage -- [--seconds 5] [--group 1000,5000] [--builders 1]
+//! [--cache-size-gb G]`
+//!
+//! The storage is configured as the server configures it (`FjallConfig::for_budget`), with the
+//! server's default budget unless `--cache-size-gb` gives one (as `--cacheSizeGB` does): the
+//! memtable size follows the budget, and changes the rate.
 //!
 //! For each `--group` size (documents per commit), `--builders` threads build batches and one
 //! thread commits them with `Durability::SyncData`, as the server's writer thread commits a
@@ -15,7 +20,7 @@
 use clap::Parser;
 use mayfly::engine::record::Record;
 use mayfly::engine::{counts, expiry};
-use mayfly::storage::{keys, Backend, Durability, FjallBackend, Keyspace, WriteBatch};
+use mayfly::storage::{keys, Backend, Durability, FjallBackend, FjallConfig, Keyspace, WriteBatch};
 use mongodb::bson::{doc, Bson};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -38,6 +43,9 @@ struct Args {
     /// Threads building batches while one thread commits.
     #[arg(long, default_value_t = 1)]
     builders: usize,
+    /// The storage cache budget in GiB, as the server's `--cacheSizeGB` (default: the server's).
+    #[arg(long)]
+    cache_size_gb: Option<f64>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -45,17 +53,26 @@ struct Args {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    let budget = args
+        .cache_size_gb
+        .map_or_else(mayfly::config::default_cache_bytes, |gb| {
+            (gb.clamp(0.0, 1e6) * (1u64 << 30) as f64) as u64
+        });
+    let config = FjallConfig::for_budget(budget);
     println!(
         "mayfly storage bench: fjall, durable commits (fdatasync), {} builder thread(s), \
-         {:.1} s per group size",
-        args.builders, args.seconds
+         {:.1} s per group size, cache budget {} MiB (memtables {} MiB)",
+        args.builders,
+        args.seconds,
+        budget >> 20,
+        config.memtable_bytes >> 20
     );
     println!();
     println!("| documents per commit |          rate |   commits | p50 commit | p99 commit |");
     println!("|----------------------|---------------|-----------|------------|------------|");
     for &group in &args.group {
         let dir = tempfile::tempdir()?;
-        let backend = FjallBackend::open(dir.path())?;
+        let backend = FjallBackend::open_with(dir.path(), &config)?;
         let run = measure(&backend, group.max(1), args.builders.max(1), args.seconds)?;
         let mut commits = run.commit_times;
         commits.sort();
