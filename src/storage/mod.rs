@@ -7,7 +7,8 @@
 //! runs and a map: [`pending`]), many point reads answered by one ordered walk ([`probe`]), the
 //! runtime choice between them ([`store`]), the fault-injecting wrapper tests use ([`faults`])
 //! and the order-preserving key encoding ([`keys`]). Does not own: BSON query semantics, the
-//! catalog format, TTL, time, or group commit — the engine's writer thread decides what goes into a batch and when to commit.
+//! catalog format, TTL, time, or group commit — the engine's writer thread decides what goes
+//! into a batch and when to commit.
 //! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
 //!
 //! # Model

@@ -11,12 +11,12 @@
 //! Invariants: every key is in exactly one place (the map or one run), so a write to a key
 //! already pending replaces it where it is and no source shadows another; each run is strictly
 //! ascending; the last run is *open* — a key above its last and pending nowhere is appended to
-//! it. Keys between the open run's last and the next key pending elsewhere are known to be pending
-//! nowhere, so a batch's keys are appended and looked up with two comparisons each. A key below
-//! the open run's last starts a new run when the open run has at least
-//! [`MIN_RUN`] entries (another batch begins), and goes into the map otherwise (keys in no
-//! order). Past [`MAX_CLOSED_RUNS`] closed runs they are merged into one, so a read checks a
-//! bounded number of runs.
+//! it. Keys between the open run's last and the next key pending elsewhere are known to be
+//! pending nowhere, so a batch's keys are appended and looked up with two comparisons each. A key
+//! below the open run's last starts a new run when the open run has at least [`MIN_RUN`] entries
+//! (another batch begins), and goes into the map otherwise (keys in no order). Past
+//! [`MAX_CLOSED_RUNS`] closed runs they are merged into one, so a read checks a bounded number
+//! of runs.
 //!
 //! Owns: where a pending write is kept, and the merged order. Does not own: what the writes mean
 //! or how they are read together with a snapshot ([`super::overlay`]).
@@ -360,7 +360,9 @@ where
             let keeps_draining = match (head, rival_head) {
                 (None, _) => false,
                 (Some(_), None) => true,
-                (Some(head), Some(rival)) => self.before(head, rival),
+                // Not `before(head, rival)`: a key in two sources, which the invariant rules
+                // out, must not stop the merge.
+                (Some(head), Some(rival)) => !self.before(rival, head),
             };
             if !keeps_draining {
                 self.draining = None;

@@ -121,3 +121,14 @@ fn keys_in_no_order_go_into_the_map() {
     assert_eq!(pending.map.len(), 5);
     assert_eq!(pending.len(), 7);
 }
+
+/// A key in two sources (which the invariant rules out) does not stop a merge: both come out.
+#[test]
+fn a_merge_ends_even_with_a_key_in_two_sources() {
+    let a: Vec<Entry> = vec![(vec![1], None), (vec![3], None)];
+    let b: Vec<Entry> = vec![(vec![1], Some(vec![9])), (vec![2], None)];
+    let merged: Vec<Vec<u8>> = Merge::new(vec![a.into_iter(), b.into_iter()], false)
+        .map(|(key, _)| key)
+        .collect();
+    assert_eq!(merged, vec![vec![1], vec![1], vec![2], vec![3]]);
+}
