@@ -240,18 +240,8 @@ mod tests {
         ]
     }
 
-    fn in_range(k: &[u8], start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
-        let above = match start {
-            Bound::Included(s) => k >= s.as_slice(),
-            Bound::Excluded(s) => k > s.as_slice(),
-            Bound::Unbounded => true,
-        };
-        let below = match end {
-            Bound::Included(e) => k <= e.as_slice(),
-            Bound::Excluded(e) => k < e.as_slice(),
-            Bound::Unbounded => true,
-        };
-        above && below
+    fn in_range(k: &Vec<u8>, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+        std::ops::RangeBounds::<Vec<u8>>::contains(&(start.as_ref(), end.as_ref()), k)
     }
 
     proptest! {

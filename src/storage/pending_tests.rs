@@ -28,18 +28,9 @@ fn as_slices(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     bound.as_ref().map(Vec::as_slice)
 }
 
-fn within(key: &[u8], start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
-    let above = match start {
-        Bound::Included(s) => key >= s.as_slice(),
-        Bound::Excluded(s) => key > s.as_slice(),
-        Bound::Unbounded => true,
-    };
-    let below = match end {
-        Bound::Included(e) => key <= e.as_slice(),
-        Bound::Excluded(e) => key < e.as_slice(),
-        Bound::Unbounded => true,
-    };
-    above && below
+/// Whether `key` is between the bounds.
+fn within(key: &Vec<u8>, start: &Bound<Vec<u8>>, end: &Bound<Vec<u8>>) -> bool {
+    std::ops::RangeBounds::<Vec<u8>>::contains(&(start.as_ref(), end.as_ref()), key)
 }
 
 proptest! {
