@@ -53,11 +53,10 @@ struct Args {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let budget = args
-        .cache_size_gb
-        .map_or_else(mayfly::config::default_cache_bytes, |gb| {
-            (gb.clamp(0.0, 1e6) * (1u64 << 30) as f64) as u64
-        });
+    let budget = args.cache_size_gb.map_or_else(
+        mayfly::config::default_cache_bytes,
+        mayfly::config::gigabytes,
+    );
     let config = FjallConfig::for_budget(budget);
     println!(
         "mayfly storage bench: fjall, durable commits (fdatasync), {} builder thread(s), \

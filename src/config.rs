@@ -867,15 +867,14 @@ fn read_file(path: &Path) -> Result<FileConfig, ConfigError> {
 
 /// mongod's default WiredTiger cache: half of (memory - 1 GB), at least 256 MB, where memory is
 /// the container's limit when it is below the machine's.
-/// The storage cache budget when `--cacheSizeGB` is not given: half of the memory above 1 GiB
-/// (as mongod's WiredTiger cache), at least 256 MiB.
 pub fn default_cache_bytes() -> u64 {
     const GIB: u64 = 1 << 30;
     let memory = crate::host::memory_limit_bytes().unwrap_or(2 * GIB);
     (memory.saturating_sub(GIB) / 2).max(GIB / 4)
 }
 
-fn gigabytes(gb: f64) -> u64 {
+/// `gb` GiB in bytes (a `--cacheSizeGB` value).
+pub fn gigabytes(gb: f64) -> u64 {
     // Bounded by `CACHE_SIZE_GB_RANGE` when loaded; a value outside it is refused there.
     (gb.clamp(0.0, 1e6) * (1u64 << 30) as f64) as u64
 }
