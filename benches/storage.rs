@@ -3,7 +3,7 @@
 //! ceiling the server's bulk-insert path is measured against.
 //!
 //! `cargo bench --bench storage -- [--seconds 5] [--group 1000,5000] [--builders 1]
-//! [--cache-size-gb G]`
+//! [--cache-size-gb G] [--sync-thread]`
 //!
 //! The storage is configured as the server configures it (`FjallConfig::for_budget`), with the
 //! server's default budget unless `--cache-size-gb` gives one (as `--cacheSizeGB` does): the
@@ -11,11 +11,14 @@
 //!
 //! For each `--group` size (documents per commit), `--builders` threads build batches and one
 //! thread commits them with `Durability::SyncData`, as the server's writer thread commits a
-//! group. A document's entries are exactly what the server writes for the crud bench's
-//! `insert_many` document in a collection without secondary indexes: the record (`_ts`, no own
-//! `ttl`, the ~100-byte BSON body) under its document key, its expiry entry (ordered by `_ts`,
-//! valued with the body size), and one counter entry per commit. Measures only: nothing here
-//! asserts on time.
+//! group. With `--sync-thread` it commits them without a sync (`Durability::Buffered`) and
+//! hands each to a sync thread, which syncs the journal once for every batch committed since
+//! its last sync (`Backend::persist`) and counts them durable then: the ceiling of a writer
+//! that goes on with the next group while the last one syncs. A document's entries are
+//! exactly what the server writes for the crud bench's `insert_many` document in a collection
+//! without secondary indexes: the record (`_ts`, no own `ttl`, the ~100-byte BSON body) under
+//! its document key, its expiry entry (ordered by `_ts`, valued with the body size), and one
+//! counter entry per commit. Measures only: nothing here asserts on time.
 
 use clap::Parser;
 use mayfly::engine::record::Record;
@@ -46,6 +49,9 @@ struct Args {
     /// The storage cache budget in GiB, as the server's `--cacheSizeGB` (default: the server's).
     #[arg(long)]
     cache_size_gb: Option<f64>,
+    /// Sync on a thread of its own, not within each commit.
+    #[arg(long)]
+    sync_thread: bool,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -59,24 +65,34 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let config = FjallConfig::for_budget(budget);
     println!(
-        "mayfly storage bench: fjall, durable commits (fdatasync), {} builder thread(s), \
+        "mayfly storage bench: fjall, durable commits (fdatasync {}), {} builder thread(s), \
          {:.1} s per group size, cache budget {} MiB (memtables {} MiB)",
+        if args.sync_thread {
+            "on a sync thread"
+        } else {
+            "within each commit"
+        },
         args.builders,
         args.seconds,
         budget >> 20,
         config.memtable_bytes >> 20
     );
     println!();
-    println!("| documents per commit |          rate |   commits | p50 commit | p99 commit |");
-    println!("|----------------------|---------------|-----------|------------|------------|");
+    println!("| documents per commit |          rate |   commits | p50 durable | p99 durable |");
+    println!("|----------------------|---------------|-----------|-------------|-------------|");
     for &group in &args.group {
         let dir = tempfile::tempdir()?;
         let backend = FjallBackend::open_with(dir.path(), &config)?;
-        let run = measure(&backend, group.max(1), args.builders.max(1), args.seconds)?;
+        let shape = Shape {
+            group: group.max(1),
+            builders: args.builders.max(1),
+            sync_thread: args.sync_thread,
+        };
+        let run = measure(&backend, &shape, args.seconds)?;
         let mut commits = run.commit_times;
         commits.sort();
         println!(
-            "| {:>20} | {:>8.0} docs/s | {:>9} | {:>7.2} ms | {:>7.2} ms |",
+            "| {:>20} | {:>8.0} docs/s | {:>9} | {:>8.2} ms | {:>8.2} ms |",
             group,
             run.documents as f64 / run.elapsed.as_secs_f64(),
             commits.len(),
@@ -88,22 +104,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 struct Run {
+    /// Documents durable by the end of the run.
     documents: u64,
     elapsed: Duration,
+    /// For each batch, from the start of its commit until it was durable.
     commit_times: Vec<Duration>,
 }
 
-/// Commits batches of `group` documents, built by `builders` threads, for `seconds`.
+/// How a run builds and commits its batches.
+struct Shape {
+    /// Documents a batch.
+    group: usize,
+    /// Threads building batches.
+    builders: usize,
+    /// Whether a sync thread syncs the batches, rather than each commit.
+    sync_thread: bool,
+}
+
+/// Commits batches of `shape.group` documents, built by `shape.builders` threads, for
+/// `seconds`, and counts the documents made durable.
 fn measure(
     backend: &FjallBackend,
-    group: usize,
-    builders: usize,
+    shape: &Shape,
     seconds: f64,
 ) -> Result<Run, Box<dyn std::error::Error>> {
+    let group = shape.group;
     let (send, receive) = mpsc::sync_channel::<WriteBatch>(4);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut threads = Vec::new();
-    for builder in 0..builders {
+    for builder in 0..shape.builders {
         let send = send.clone();
         let stop = std::sync::Arc::clone(&stop);
         // Named, so that a profiler tells the builders' CPU from the committing (main) thread's.
@@ -124,26 +153,62 @@ fn measure(
     drop(send);
     let deadline = Duration::from_secs_f64(seconds);
     let started = Instant::now();
-    let mut documents = 0u64;
-    let mut commit_times = Vec::new();
-    while started.elapsed() < deadline {
-        let batch = receive.recv()?;
-        let commit = Instant::now();
-        backend.commit(batch, Durability::SyncData)?;
-        commit_times.push(commit.elapsed());
-        documents += group as u64;
-    }
-    let elapsed = started.elapsed();
+    let run = std::thread::scope(|scope| -> Result<Run, Box<dyn std::error::Error>> {
+        let (to_sync, committed) = mpsc::channel::<Instant>();
+        let syncer = scope.spawn(move || sync_committed(backend, &committed, group));
+        let mut serial = Run {
+            documents: 0,
+            elapsed: Duration::ZERO,
+            commit_times: Vec::new(),
+        };
+        while started.elapsed() < deadline {
+            let batch = receive.recv()?;
+            let commit = Instant::now();
+            if shape.sync_thread {
+                backend.commit(batch, Durability::Buffered)?;
+                to_sync.send(commit)?;
+            } else {
+                backend.commit(batch, Durability::SyncData)?;
+                serial.commit_times.push(commit.elapsed());
+                serial.documents += group as u64;
+            }
+        }
+        drop(to_sync);
+        let synced = syncer.join().map_err(|_| "the sync thread panicked")??;
+        let mut run = if shape.sync_thread { synced } else { serial };
+        run.elapsed = started.elapsed();
+        Ok(run)
+    });
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     drop(receive);
     for thread in threads {
         let _ = thread.join();
     }
-    Ok(Run {
-        documents,
-        elapsed,
-        commit_times,
-    })
+    run
+}
+
+/// The sync thread: syncs the journal once for every batch committed since its last sync (each
+/// known by when its commit began), until the committing thread stops, and counts the
+/// documents made durable.
+fn sync_committed(
+    backend: &FjallBackend,
+    committed: &mpsc::Receiver<Instant>,
+    group: usize,
+) -> Result<Run, mayfly::storage::StorageError> {
+    let mut run = Run {
+        documents: 0,
+        elapsed: Duration::ZERO,
+        commit_times: Vec::new(),
+    };
+    while let Ok(first) = committed.recv() {
+        let batches: Vec<Instant> = std::iter::once(first).chain(committed.try_iter()).collect();
+        backend.persist(Durability::SyncData)?;
+        for began in batches {
+            run.commit_times.push(began.elapsed());
+            run.documents += group as u64;
+        }
+    }
+    Ok(run)
 }
 
 /// The entries of `group` documents from builder `task`, numbered from `first`, and the
