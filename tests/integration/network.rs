@@ -64,14 +64,16 @@ async fn each_compressor_works_through_the_driver() {
 async fn two_hundred_concurrent_connections() {
     let server = TestServer::start().await;
     let client = server.client_with(|o| o.max_pool_size = Some(200)).await;
-    // Each task holds a pooled connection for a moment, so the pool must open 200 of them.
+    // Each task holds a pooled connection while the others start, so the pool must open 200
+    // of them. The hold is long enough (2 s) that opening the last connection on a loaded
+    // 2-core machine does not outlast the first command, which would let the pool reuse it.
     let tasks: Vec<_> = (0..200)
         .map(|_| {
             let client = client.clone();
             tokio::spawn(async move {
                 client
                     .database("admin")
-                    .run_command(doc! {"sleep": 1, "millis": 300})
+                    .run_command(doc! {"sleep": 1, "millis": 2000})
                     .await
             })
         })
