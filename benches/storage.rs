@@ -103,6 +103,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+#[derive(Default)]
 struct Run {
     /// Documents durable by the end of the run.
     documents: u64,
@@ -155,12 +156,10 @@ fn measure(
     let started = Instant::now();
     let run = std::thread::scope(|scope| -> Result<Run, Box<dyn std::error::Error>> {
         let (to_sync, committed) = mpsc::channel::<Instant>();
-        let syncer = scope.spawn(move || sync_committed(backend, &committed, group));
-        let mut serial = Run {
-            documents: 0,
-            elapsed: Duration::ZERO,
-            commit_times: Vec::new(),
-        };
+        let syncer = shape
+            .sync_thread
+            .then(|| scope.spawn(move || sync_committed(backend, &committed, group)));
+        let mut serial = Run::default();
         while started.elapsed() < deadline {
             let batch = receive.recv()?;
             let commit = Instant::now();
@@ -174,8 +173,10 @@ fn measure(
             }
         }
         drop(to_sync);
-        let synced = syncer.join().map_err(|_| "the sync thread panicked")??;
-        let mut run = if shape.sync_thread { synced } else { serial };
+        let mut run = match syncer {
+            Some(syncer) => syncer.join().map_err(|_| "the sync thread panicked")??,
+            None => serial,
+        };
         run.elapsed = started.elapsed();
         Ok(run)
     });
@@ -195,11 +196,7 @@ fn sync_committed(
     committed: &mpsc::Receiver<Instant>,
     group: usize,
 ) -> Result<Run, mayfly::storage::StorageError> {
-    let mut run = Run {
-        documents: 0,
-        elapsed: Duration::ZERO,
-        commit_times: Vec::new(),
-    };
+    let mut run = Run::default();
     while let Ok(first) = committed.recv() {
         let batches: Vec<Instant> = std::iter::once(first).chain(committed.try_iter()).collect();
         backend.persist(Durability::SyncData)?;
