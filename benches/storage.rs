@@ -46,6 +46,10 @@ struct Args {
     /// Threads building batches while one thread commits.
     #[arg(long, default_value_t = 1)]
     builders: usize,
+    /// Key ranges each builder's batches take turns in, as the crud bench's connections each
+    /// number their `_id`s in a range of their own.
+    #[arg(long, default_value_t = 1)]
+    ranges: usize,
     /// The storage cache budget in GiB, as the server's `--cacheSizeGB` (default: the server's).
     #[arg(long)]
     cache_size_gb: Option<f64>,
@@ -65,14 +69,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let config = FjallConfig::for_budget(budget);
     println!(
-        "mayfly storage bench: fjall, durable commits (fdatasync {}), {} builder thread(s), \
-         {:.1} s per group size, cache budget {} MiB (memtables {} MiB)",
+        "mayfly storage bench: fjall, durable commits (fdatasync {}), {} builder thread(s) \
+         taking turns in {} key range(s), {:.1} s per group size, cache budget {} MiB \
+         (memtables {} MiB)",
         if args.sync_thread {
             "on a sync thread"
         } else {
             "within each commit"
         },
         args.builders,
+        args.ranges,
         args.seconds,
         budget >> 20,
         config.memtable_bytes >> 20
@@ -86,6 +92,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let shape = Shape {
             group: group.max(1),
             builders: args.builders.max(1),
+            ranges: args.ranges.max(1),
             sync_thread: args.sync_thread,
         };
         let run = measure(&backend, &shape, args.seconds)?;
@@ -118,6 +125,8 @@ struct Shape {
     group: usize,
     /// Threads building batches.
     builders: usize,
+    /// Key ranges a builder's batches take turns in.
+    ranges: usize,
     /// Whether a sync thread syncs the batches, rather than each commit.
     sync_thread: bool,
 }
@@ -133,6 +142,7 @@ fn measure(
     let (send, receive) = mpsc::sync_channel::<WriteBatch>(4);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut threads = Vec::new();
+    let ranges = shape.ranges;
     for builder in 0..shape.builders {
         let send = send.clone();
         let stop = std::sync::Arc::clone(&stop);
@@ -140,10 +150,17 @@ fn measure(
         let thread = std::thread::Builder::new()
             .name(format!("builder-{builder}"))
             .spawn(move || {
-                let mut next = 0u64;
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let batch = build(builder, next, group);
-                    next += group as u64;
+                let mut next = vec![0u64; ranges];
+                for turn in 0usize.. {
+                    if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                        break;
+                    }
+                    let range = turn % ranges;
+                    let first = next.get(range).copied().unwrap_or_default();
+                    let batch = build(builder * ranges + range, first, group);
+                    if let Some(next) = next.get_mut(range) {
+                        *next += group as u64;
+                    }
                     if send.send(batch).is_err() {
                         break;
                     }

@@ -48,7 +48,7 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     shared.counters.count(OpKind::Insert, count as u64);
     // Preparing happens before the writer's job, so that the writer thread only checks
     // uniqueness and applies; errors keep their index.
-    let prepared = prepare(shared, req, &coll, count).await?;
+    let mut prepared = prepare(shared, req, &coll, count).await?;
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
     let clock = Arc::clone(shared.engine.clock());
@@ -63,7 +63,7 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             let mut n = 0usize;
             let mut retried = Vec::new();
             let shard_key = shard_keys.key(meta.shard_key());
-            collection::probe_ids(txn, &meta, prepared.iter().flatten())?;
+            collection::probe_ids(txn, &meta, prepared.iter_mut().flatten())?;
             let errors = batch::run_interruptible(prepared, ordered, &interrupt, |i, d| {
                 if let Some(key) = &shard_key {
                     key.check_document(d.document()?.as_ref())?;

@@ -108,22 +108,56 @@ fn check_size(doc: &Document, body_len: usize) -> Result<()> {
     Ok(())
 }
 
-/// Learns at once which of `docs`' `_id`s the collection does not hold yet, ahead of inserting
-/// them one by one ([`Txn::probe_documents`]): a bulk insert's duplicate checks then cost one
-/// ordered walk instead of a point read each.
+/// Computes each of `docs`' keys in `meta` and learns at once which of them the collection
+/// does not hold yet ([`Txn::probe_documents`]), ahead of inserting the documents one by one
+/// in the same group: a bulk insert's duplicate checks then cost one ordered walk instead of
+/// a point read each. Each document keeps what was found ([`NewDocument::set_probed`]).
 pub fn probe_ids<'d>(
-    txn: &mut Txn<'_>,
+    txn: &Txn<'_>,
     meta: &CollectionMeta,
-    docs: impl IntoIterator<Item = &'d NewDocument>,
+    docs: impl IntoIterator<Item = &'d mut NewDocument>,
 ) -> Result<()> {
-    let keys: Vec<Vec<u8>> = docs
-        .into_iter()
-        .map(|new| new.key(meta))
+    let mut docs: Vec<&mut NewDocument> = docs.into_iter().collect();
+    // Each key with the position of its document, in key order (equal keys side by side).
+    let mut keyed: Vec<(Vec<u8>, usize)> = docs
+        .iter()
+        .enumerate()
+        .map(|(at, new)| Ok((new.key(meta)?, at)))
         .collect::<Result<_>>()?;
-    if keys.len() < 2 {
-        return Ok(());
+    keyed.sort_unstable();
+    let mut unheld = vec![false; keyed.len()];
+    // One key alone is read as cheaply as it is probed.
+    if keyed.len() > 1 {
+        let mut distinct: Vec<&[u8]> = keyed.iter().map(|(key, _)| key.as_slice()).collect();
+        distinct.dedup();
+        let mut absent = vec![false; distinct.len()];
+        for position in txn.probe_documents(&distinct)? {
+            if let Some(slot) = absent.get_mut(position) {
+                *slot = true;
+            }
+        }
+        // Each document's key is absent when its distinct key is.
+        let mut position = 0;
+        let mut previous: Option<&[u8]> = None;
+        for (key, at) in &keyed {
+            if previous.is_some_and(|before| before != key.as_slice()) {
+                position += 1;
+            }
+            previous = Some(key);
+            if absent.get(position).copied().unwrap_or(false) {
+                if let Some(slot) = unheld.get_mut(*at) {
+                    *slot = true;
+                }
+            }
+        }
     }
-    txn.probe_documents(keys)
+    for (key, at) in keyed {
+        if let Some(new) = docs.get_mut(at) {
+            let unheld = unheld.get(at).copied().unwrap_or(false);
+            new.set_probed(meta.id, key, unheld);
+        }
+    }
+    Ok(())
 }
 
 /// Inserts `doc` (already prepared) written at `now`.
@@ -152,10 +186,10 @@ pub fn insert_written_at(
     ts: i64,
     now: i64,
 ) -> Result<()> {
-    let key = new.key(meta)?;
+    let (key, unheld) = new.probed_key(meta)?;
     let size = new.body_len();
     let mut replaced = None;
-    if let Some(bytes) = txn.get(Keyspace::Documents, &key)? {
+    if let Some(bytes) = txn.get_unless_unheld(Keyspace::Documents, &key, unheld)? {
         let old = Record::decode(&bytes)?;
         if old.is_visible(meta.ttl(), now) {
             return Err(duplicate_key(
@@ -182,8 +216,10 @@ pub fn insert_written_at(
         own_ttl: new.own_ttl(),
         bytes: new.into_record(ts),
     };
-    if let Err(e) = add_entries(txn, meta, key.clone(), stored, doc.as_ref(), now) {
-        if let Some(old) = replaced {
+    // The key is needed again only to undo an overwrite of an expired record.
+    let undo_key = replaced.map(|old| (key.clone(), old));
+    if let Err(e) = add_entries(txn, meta, key, stored, doc.as_ref(), now) {
+        if let Some((key, old)) = undo_key {
             // Its entries are gone: finish deleting the expired record (as the reaper would)
             // rather than leave a record that no expiry entry leads to.
             txn.delete(Keyspace::Documents, key);

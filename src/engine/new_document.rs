@@ -9,6 +9,10 @@
 //!
 //! Doing this work on the caller's thread keeps the writer thread, which every write of every
 //! connection goes through, to what needs the group's order.
+//!
+//! Within the writer's group, a new document also carries its key and whether the group's
+//! snapshot holds it, as `collection::probe_ids` found them for the whole batch, so that the
+//! insert neither computes the key again nor reads the snapshot for a key known to be free.
 
 use super::catalog::CollectionMeta;
 use super::record;
@@ -32,6 +36,17 @@ pub struct NewDocument {
     own_ttl: Option<i32>,
     /// The decoded document, when it was kept for the writer ([`NewDocument::prepare`]).
     doc: Option<Document>,
+    /// The key and what the writer's group learned about it ([`NewDocument::set_probed`]).
+    probed: Option<Probed>,
+}
+
+/// A new document's key in one collection, and whether the snapshot of the writer's group
+/// that computed it surely does not hold that key: valid only within that group.
+#[derive(Debug, Clone)]
+struct Probed {
+    collection: u64,
+    key: Vec<u8>,
+    unheld: bool,
 }
 
 impl NewDocument {
@@ -158,11 +173,33 @@ impl NewDocument {
             stored,
             own_ttl,
             doc: None,
+            probed: None,
         })
     }
 
     pub fn id(&self) -> &Bson {
         &self.id
+    }
+
+    /// Keeps the document's key in the collection `collection`, and whether the snapshot of
+    /// the writer's group surely does not hold it (`unheld`), for [`NewDocument::probed_key`]
+    /// later in the same group.
+    pub(super) fn set_probed(&mut self, collection: u64, key: Vec<u8>, unheld: bool) {
+        self.probed = Some(Probed {
+            collection,
+            key,
+            unheld,
+        });
+    }
+
+    /// The document's key in the collection `meta` and whether the group's snapshot surely
+    /// does not hold it: as [`NewDocument::set_probed`] kept them, or computed (and not known
+    /// to be unheld) when they were not kept for this collection.
+    pub(super) fn probed_key(&mut self, meta: &CollectionMeta) -> Result<(Vec<u8>, bool)> {
+        match self.probed.take() {
+            Some(probed) if probed.collection == meta.id => Ok((probed.key, probed.unheld)),
+            _ => Ok((self.key(meta)?, false)),
+        }
     }
 
     /// The document's key in the collection `meta` ([`record_key`]).

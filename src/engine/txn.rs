@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::storage::overlay::{Merged, Overlay, Pending};
 use crate::storage::{probe, Keyspace, Snapshot, WriteBatch};
 use bson::{Document, Timestamp};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 pub struct Txn<'a> {
@@ -35,9 +35,6 @@ pub struct Txn<'a> {
     /// A multi-document transaction's statement: the unique index keys it checked (each an
     /// index entry prefix), so the commit can check that no one else took them meanwhile.
     unique_claims: Option<Vec<Vec<u8>>>,
-    /// `Documents` keys the snapshot is known not to hold (the last [`Txn::probe_documents`]),
-    /// so that reading them needs no point read of the snapshot.
-    unheld_documents: HashSet<Vec<u8>>,
 }
 
 /// A multi-document transaction's pending work between its statements: what a [`Txn`] holds,
@@ -74,7 +71,6 @@ impl<'a> Txn<'a> {
             optimes: None,
             deferred_log: None,
             unique_claims: None,
-            unheld_documents: HashSet::new(),
         }
     }
 
@@ -189,32 +185,33 @@ impl<'a> Txn<'a> {
     }
 
     pub fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_unless_unheld(keyspace, key, false)
+    }
+
+    /// [`Txn::get`] of a key that [`Txn::probe_documents`] found the snapshot does not hold
+    /// when `unheld`: only the group's own writes are looked at then.
+    pub fn get_unless_unheld(
+        &self,
+        keyspace: Keyspace,
+        key: &[u8],
+        unheld: bool,
+    ) -> Result<Option<Vec<u8>>> {
         if let Some(pending) = self.overlay.get(keyspace, key) {
             return Ok(pending.clone());
         }
-        if keyspace == Keyspace::Documents && self.unheld_documents.contains(key) {
+        if unheld {
             return Ok(None);
         }
         Ok(self.snapshot.get(keyspace, key)?)
     }
 
-    /// Learns which of `keys` (document keys about to be read, such as a bulk insert's) the
-    /// snapshot does not hold, with one ordered walk ([`probe::absent`]) instead of a point
-    /// read each. Only a hint, replacing the previous one: reads stay correct without it, and
-    /// keys the walk does not decide are read one by one.
-    pub fn probe_documents(&mut self, mut keys: Vec<Vec<u8>>) -> Result<()> {
-        keys.sort_unstable();
-        keys.dedup();
-        // Only the last probe is kept: it is made right before the reads it is for, and
-        // clearing keeps the table's room, so no group grows it again and again.
-        self.unheld_documents.clear();
-        self.unheld_documents.reserve(keys.len());
-        for position in probe::absent(self.snapshot, Keyspace::Documents, &keys)? {
-            if let Some(key) = keys.get_mut(position) {
-                self.unheld_documents.insert(std::mem::take(key));
-            }
-        }
-        Ok(())
+    /// Of `keys` (`Documents` keys about to be read, such as a bulk insert's; ascending and
+    /// distinct), the positions of those the group's snapshot surely does not hold, found with
+    /// one ordered walk ([`probe::absent`]) instead of a point read each. The snapshot never
+    /// changes within a group, so the answer holds for the rest of it; keys the walk does not
+    /// decide are left out, and are read one by one.
+    pub fn probe_documents<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<usize>> {
+        Ok(probe::absent(self.snapshot, Keyspace::Documents, keys)?)
     }
 
     pub fn put(&mut self, keyspace: Keyspace, key: Vec<u8>, value: Vec<u8>) {

@@ -23,7 +23,8 @@ enum Op {
     TakeSnapshot,
     SnapshotRange(usize, usize, Bound<Vec<u8>>, Bound<Vec<u8>>, bool),
     SnapshotGet(usize, usize, Vec<u8>),
-    /// `Txn::probe_documents` of these keys (a hint that must never change what reads give).
+    /// `Txn::probe_documents` of these keys, and a read of each with what it found (a hint
+    /// that must never change what reads give).
     Probe(Vec<Vec<u8>>),
 }
 
@@ -170,7 +171,18 @@ fn check(store: &Store, ops: &[Op]) {
                     );
                     assert_eq!(got, want, "scan_range {a:?}..{b:?}");
                 }
-                Op::Probe(keys) => txn.probe_documents(keys.clone()).unwrap(),
+                Op::Probe(keys) => {
+                    let mut keys = keys.clone();
+                    keys.sort();
+                    keys.dedup();
+                    let absent = txn.probe_documents(&keys).unwrap();
+                    for (at, key) in keys.iter().enumerate() {
+                        let got = txn
+                            .get_unless_unheld(Keyspace::Documents, key, absent.contains(&at))
+                            .unwrap();
+                        assert_eq!(got.as_ref(), pending[0].get(key), "probed get {key:?}");
+                    }
+                }
                 Op::TakeSnapshot => saved.push((store.snapshot(), committed.clone())),
                 Op::SnapshotRange(i, s, a, b, r) => {
                     if let Some((snap, model)) = saved.get(i % saved.len().max(1)) {
@@ -251,8 +263,9 @@ fn long_scans_cross_chunks_while_commits_prune() {
     check(&store, &ops);
 }
 
-/// A probe is a hint about the snapshot only: a probed key the group writes or deletes reads as
-/// the group left it, a held key as held, and an unheld one as absent.
+/// A probe is a hint about the snapshot only: read with what the probe found, a probed key the
+/// group writes or deletes afterwards reads as the group left it, a held key as held, and an
+/// unheld one as absent.
 #[test]
 fn probed_keys_read_as_the_group_left_them() {
     let dir = tempfile::tempdir().unwrap();
@@ -268,11 +281,20 @@ fn probed_keys_read_as_the_group_left_them() {
         let mut catalog = Catalog::default();
         let mut txn = Txn::new(&snapshot, &mut catalog);
         txn.put(Keyspace::Documents, b"early".to_vec(), b"1".to_vec());
-        let probed = ["early", "free", "gone", "held", "later"].map(|k| k.as_bytes().to_vec());
-        txn.probe_documents(probed.to_vec()).unwrap();
+        let probed = ["early", "free", "gone", "held", "later"];
+        let absent = txn.probe_documents(&probed).unwrap();
+        assert_eq!(
+            absent,
+            vec![0, 1, 4],
+            "the snapshot holds only `gone` and `held`"
+        );
         txn.put(Keyspace::Documents, b"later".to_vec(), b"2".to_vec());
         txn.delete(Keyspace::Documents, b"gone".to_vec());
-        let read = |key: &str| txn.get(Keyspace::Documents, key.as_bytes()).unwrap();
+        let read = |key: &str| {
+            let at = probed.iter().position(|k| *k == key).unwrap();
+            txn.get_unless_unheld(Keyspace::Documents, key.as_bytes(), absent.contains(&at))
+                .unwrap()
+        };
         assert_eq!(read("early"), Some(b"1".to_vec()));
         assert_eq!(read("later"), Some(b"2".to_vec()));
         assert_eq!(read("held"), Some(b"old".to_vec()));

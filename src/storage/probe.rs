@@ -19,15 +19,19 @@ use std::ops::Bound;
 /// a large keyspace (random `_id`s in a big collection) cost at most one entry each: the keys
 /// it had not passed then are left out, and the caller reads them one by one. Keys out of
 /// order are left out too (never wrongly reported absent).
-pub fn absent<S: Snapshot>(
+pub fn absent<S: Snapshot, K: AsRef<[u8]>>(
     snapshot: &S,
     keyspace: Keyspace,
-    keys: &[Vec<u8>],
+    keys: &[K],
 ) -> Result<Vec<usize>, StorageError> {
     let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
         return Ok(Vec::new());
     };
-    if !keys.windows(2).all(|pair| matches!(pair, [a, b] if a < b)) {
+    let (first, last) = (first.as_ref(), last.as_ref());
+    if !keys
+        .windows(2)
+        .all(|pair| matches!(pair, [a, b] if a.as_ref() < b.as_ref()))
+    {
         return Ok(Vec::new());
     }
     let mut absent = Vec::with_capacity(keys.len());
@@ -46,11 +50,17 @@ pub fn absent<S: Snapshot>(
         budget -= 1;
         let (held, _) = entry?;
         // Every key below the entry was passed without being met: it is not held.
-        while keys.get(next).is_some_and(|key| *key < held) {
+        while keys
+            .get(next)
+            .is_some_and(|key| key.as_ref() < held.as_slice())
+        {
             absent.push(next);
             next += 1;
         }
-        if keys.get(next).is_some_and(|key| *key == held) {
+        if keys
+            .get(next)
+            .is_some_and(|key| key.as_ref() == held.as_slice())
+        {
             next += 1;
         }
     }

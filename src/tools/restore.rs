@@ -219,7 +219,7 @@ impl Batch {
     /// Writes the waiting records, each with its own `_ts`, in one durable commit.
     fn flush(&mut self, handle: &WriteHandle) -> Result<(), ToolError> {
         self.bytes = 0;
-        let records = std::mem::take(&mut self.records);
+        let mut records = std::mem::take(&mut self.records);
         if records.is_empty() {
             return Ok(());
         }
@@ -233,7 +233,7 @@ impl Batch {
                 let meta = ddl::collection(txn, &db, &name).ok_or_else(|| {
                     Error::internal(format!("{db}.{name} vanished during the restore"))
                 })?;
-                collection::probe_ids(txn, &meta, records.iter().map(|(new, _)| new))?;
+                collection::probe_ids(txn, &meta, records.iter_mut().map(|(new, _)| new))?;
                 for (new, ts) in records {
                     collection::insert_written_at(txn, &meta, new, ts, now)?;
                 }
