@@ -3,7 +3,7 @@
 //! ceiling the server's bulk-insert path is measured against.
 //!
 //! `cargo bench --bench storage -- [--seconds 5] [--group 1000,5000] [--builders 1]
-//! [--cache-size-gb G] [--sync-thread]`
+//! [--ranges 1] [--cache-size-gb G] [--sync-thread]`
 //!
 //! The storage is configured as the server configures it (`FjallConfig::for_budget`), with the
 //! server's default budget unless `--cache-size-gb` gives one (as `--cacheSizeGB` does): the
@@ -18,7 +18,10 @@
 //! exactly what the server writes for the crud bench's `insert_many` document in a collection
 //! without secondary indexes: the record (`_ts`, no own `ttl`, the ~100-byte BSON body) under
 //! its document key, its expiry entry (ordered by `_ts`, valued with the body size), and one
-//! counter entry per commit. Measures only: nothing here asserts on time.
+//! counter entry per commit. The crud bench's connections each number their `_id`s in a range
+//! of their own; with `--ranges N` a builder's batches take turns in N such ranges, so that
+//! `--ranges 8` writes keys in the order the server gets them from 8 connections. Measures
+//! only: nothing here asserts on time.
 
 use clap::Parser;
 use mayfly::engine::record::Record;
