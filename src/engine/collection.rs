@@ -118,12 +118,14 @@ pub fn probe_ids<'d>(
     docs: impl IntoIterator<Item = &'d mut NewDocument>,
 ) -> Result<()> {
     let mut docs: Vec<&mut NewDocument> = docs.into_iter().collect();
-    // Each key with the position of its document, in key order (equal keys side by side).
+    // Each key with the position of its document, in key order (equal keys side by side). A
+    // document without a storable key is left out: its own insert computes the key again and
+    // fails alone, as a statement of the batch.
     let mut keyed: Vec<(Vec<u8>, usize)> = docs
         .iter()
         .enumerate()
-        .map(|(at, new)| Ok((new.key(meta)?, at)))
-        .collect::<Result<_>>()?;
+        .filter_map(|(at, new)| new.key(meta).ok().map(|key| (key, at)))
+        .collect();
     keyed.sort_unstable();
     let mut unheld = vec![false; keyed.len()];
     // One key alone is read as cheaply as it is probed.
