@@ -88,8 +88,19 @@ pub enum Write {
     Update,
 }
 
-/// Checks an encoded document about to be stored: at most [`MAX_STORED_DEPTH`] levels.
+/// The fewest bytes each level of a document takes: its length (4) and terminator (1), and in
+/// the level above it the element that holds it (a type byte and at least a name's NUL, 2);
+/// the innermost non-empty level holds an element of at least those 2 bytes instead. A document
+/// of `n` levels is at least `7 * n` bytes long.
+const MIN_BYTES_PER_LEVEL: usize = 7;
+
+/// Checks an encoded document about to be stored: at most [`MAX_STORED_DEPTH`] levels. The
+/// bytes are well-formed BSON (checked on the wire, or encoded here); one too short to hold
+/// more levels than that ([`MIN_BYTES_PER_LEVEL`]), as most documents are, is not scanned.
 pub fn check_storable(bytes: &[u8], write: Write) -> Result<()> {
+    if bytes.len() < MIN_BYTES_PER_LEVEL * (MAX_STORED_DEPTH + 1) {
+        return Ok(());
+    }
     match scan(bytes, MAX_STORED_DEPTH, Count::NonEmpty) {
         Depth::Within => Ok(()),
         Depth::TooDeep => Err(Error::new(

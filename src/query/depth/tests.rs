@@ -62,6 +62,62 @@ fn scan_is_exact_at_the_limits() {
     assert_eq!(err.message, "Document exceeds maximum nesting depth of 100");
 }
 
+/// The shortest documents of 100 and 101 levels (`{"": {"": ... {"": null}}}`) sit on either
+/// side of the length below which `check_storable` does not scan: the shortcut is exact.
+#[test]
+fn no_document_shorter_than_the_bound_is_too_deep_to_store() {
+    let shortest = |levels: usize| {
+        let mut d = doc! {"": Bson::Null};
+        for _ in 1..levels {
+            d = doc! {"": d};
+        }
+        bytes(&d)
+    };
+    let within = shortest(MAX_STORED_DEPTH);
+    let over = shortest(MAX_STORED_DEPTH + 1);
+    assert_eq!(within.len(), MIN_BYTES_PER_LEVEL * MAX_STORED_DEPTH);
+    assert_eq!(over.len(), MIN_BYTES_PER_LEVEL * (MAX_STORED_DEPTH + 1));
+    assert_eq!(
+        scan(&within, MAX_STORED_DEPTH, Count::NonEmpty),
+        Depth::Within
+    );
+    assert!(check_storable(&within, Write::Insert).is_ok());
+    let err = check_storable(&over, Write::Insert).unwrap_err();
+    assert_eq!(err.code, ErrorCode::Overflow);
+}
+
+proptest::proptest! {
+    /// Against the scan: any chain of nested documents and arrays (names empty or not,
+    /// innermost empty or not) shorter than the bound is within the limit.
+    #[test]
+    fn documents_shorter_than_the_bound_scan_within_the_limit(
+        wrappers in proptest::collection::vec((proptest::bool::ANY, proptest::bool::ANY), 0..130),
+        innermost in 0..3u8,
+    ) {
+        let mut value = match innermost {
+            0 => Bson::Document(Document::new()),
+            1 => Bson::Document(doc! {"": Bson::Null}),
+            _ => Bson::Array(vec![Bson::Int32(1)]),
+        };
+        for (array, named) in wrappers {
+            value = if array {
+                Bson::Array(vec![value])
+            } else if named {
+                Bson::Document(doc! {"name": value})
+            } else {
+                Bson::Document(doc! {"": value})
+            };
+        }
+        let encoded = bytes(&doc! {"": value});
+        if encoded.len() < MIN_BYTES_PER_LEVEL * (MAX_STORED_DEPTH + 1) {
+            proptest::prop_assert_eq!(
+                scan(&encoded, MAX_STORED_DEPTH, Count::NonEmpty),
+                Depth::Within
+            );
+        }
+    }
+}
+
 /// Built by hand, never through the recursive encoder: `levels` nested documents.
 fn deep_bytes(levels: usize) -> Vec<u8> {
     // Each level is [len][0x03 'a' 0][inner][0]; the innermost is {} (5 bytes).
