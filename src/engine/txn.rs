@@ -311,8 +311,9 @@ impl<'a> Txn<'a> {
                 base.apply(delta).encode(),
             );
         }
-        let mut batch = WriteBatch::with_capacity(self.overlay.len());
-        for (keyspace, key, value) in self.overlay.into_entries() {
+        // The overlay holds each key once: the batch needs no order, and no merge of its runs.
+        let mut batch = WriteBatch::with_unique_keys(self.overlay.len());
+        for (keyspace, key, value) in self.overlay.into_unordered_entries() {
             match value {
                 Some(value) => batch.put(keyspace, key, value),
                 None => batch.delete(keyspace, key),

@@ -131,6 +131,8 @@ const OP_OVERHEAD_BYTES: usize = 16;
 pub struct WriteBatch {
     ops: Vec<WriteOp>,
     approximate_size: usize,
+    /// Every (keyspace, key) is written at most once ([`WriteBatch::with_unique_keys`]).
+    unique_keys: bool,
 }
 
 impl WriteBatch {
@@ -143,6 +145,17 @@ impl WriteBatch {
         WriteBatch {
             ops: Vec::with_capacity(ops),
             approximate_size: 0,
+            unique_keys: false,
+        }
+    }
+
+    /// A batch with room for `ops` operations whose builder writes every (keyspace, key) at
+    /// most once, in any order (a group's pending writes, which hold each key once): its
+    /// operations need neither order nor deduplication ([`WriteBatch::into_unique_ops`]).
+    pub fn with_unique_keys(ops: usize) -> Self {
+        WriteBatch {
+            unique_keys: true,
+            ..WriteBatch::with_capacity(ops)
         }
     }
 
@@ -164,6 +177,8 @@ impl WriteBatch {
 
     /// Appends every operation of `other` after this batch's (group commit merges batches).
     pub fn append(&mut self, other: WriteBatch) {
+        // The two may write the same key.
+        self.unique_keys = false;
         self.approximate_size += other.approximate_size;
         self.ops.extend(other.ops);
     }
@@ -194,9 +209,9 @@ impl WriteBatch {
 
     /// The operations with only the last one of each (keyspace, key) kept, in an order that
     /// applies them with the batch's meaning: for a backend that applies a batch as one atomic
-    /// step in which the order of operations is lost. A batch whose keys are increasing within
-    /// each keyspace (a group's batch: built from ordered pending writes) is checked in one
-    /// pass and returned as it is.
+    /// step in which the order of operations is lost. A batch built with unique keys (a
+    /// group's batch) is returned as it is; one whose keys are increasing within each
+    /// keyspace is checked in one pass and returned as it is.
     pub fn into_unique_ops(self) -> Vec<WriteOp> {
         fn key_of(op: &WriteOp) -> (usize, &[u8]) {
             match op {
@@ -204,6 +219,16 @@ impl WriteBatch {
                     (*keyspace as usize, key.as_slice())
                 }
             }
+        }
+        if self.unique_keys {
+            debug_assert!(
+                {
+                    let mut seen = std::collections::HashSet::new();
+                    self.ops.iter().all(|op| seen.insert(key_of(op)))
+                },
+                "a batch built with unique keys writes a key twice"
+            );
+            return self.ops;
         }
         let increasing = self.ops.windows(2).all(|pair| match pair {
             [a, b] => {

@@ -79,6 +79,21 @@ impl Overlay {
             })
     }
 
+    /// Every pending write, consumed, each key once and in no particular order (for a batch
+    /// whose order does not matter: [`super::WriteBatch::with_unique_keys`]).
+    pub fn into_unordered_entries(
+        self,
+    ) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
+        Keyspace::ALL
+            .into_iter()
+            .zip(self.keyspaces)
+            .flat_map(|(keyspace, pending)| {
+                pending
+                    .into_unordered()
+                    .map(move |(key, value)| (keyspace, key, value))
+            })
+    }
+
     /// Bytes of keys and values held, roughly.
     pub fn approximate_size(&self) -> usize {
         self.entries()

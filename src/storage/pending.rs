@@ -207,6 +207,14 @@ impl Pending {
     }
 }
 
+impl Pending {
+    /// Every pending write, consumed, each key once and in no particular order: the map's,
+    /// then each run's, with no merge.
+    pub fn into_unordered(self) -> impl Iterator<Item = Entry> {
+        self.map.into_iter().chain(self.runs.into_iter().flatten())
+    }
+}
+
 impl IntoIterator for Pending {
     type Item = Entry;
     type IntoIter = Merge<Box<dyn Iterator<Item = Entry> + Send>>;
