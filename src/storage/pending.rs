@@ -5,8 +5,8 @@
 //! of the same moment), and a group holds a few such batches side by side. So writes that come
 //! in ascending order are appended to a sorted *run* (a `Vec`), and only writes out of order go
 //! into a `BTreeMap`: appending costs one comparison where a tree insert costs a search and its
-//! node allocations, and the group's batch is read back in order by merging a few runs instead
-//! of walking a tree.
+//! node allocations. Ordered reads merge a few runs instead of walking a tree, and the group's
+//! batch takes the runs and the map as they are ([`Pending::into_unordered`]).
 //!
 //! Invariants: every key is in exactly one place (the map or one run), so a write to a key
 //! already pending replaces it where it is and no source shadows another; each run is strictly
