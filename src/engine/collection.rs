@@ -111,7 +111,7 @@ fn check_size(doc: &Document, body_len: usize) -> Result<()> {
 /// Computes each of `docs`' keys in `meta` and learns at once which of them the collection
 /// does not hold yet ([`Txn::probe_documents`]), ahead of inserting the documents one by one
 /// in the same group: a bulk insert's duplicate checks then cost one ordered walk instead of
-/// a point read each. Each document keeps what was found ([`NewDocument::set_probed`]).
+/// a point read each. Each document keeps what was found (`NewDocument::set_probed`).
 pub fn probe_ids<'d>(
     txn: &Txn<'_>,
     meta: &CollectionMeta,
