@@ -205,9 +205,7 @@ impl Pending {
         ));
         self.runs = vec![merged, open];
     }
-}
 
-impl Pending {
     /// Every pending write, consumed, each key once and in no particular order: the map's,
     /// then each run's, with no merge.
     pub fn into_unordered(self) -> impl Iterator<Item = Entry> {

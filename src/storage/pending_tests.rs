@@ -37,8 +37,9 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     /// Pending writes read as a `BTreeMap` of the same writes does: the last write of a key
-    /// wins, point reads, ranges in both directions and the consumed order agree, whichever
-    /// runs and map the writes were spread over.
+    /// wins, point reads, ranges in both directions and the consumed order agree, and the
+    /// unordered consumption holds the same writes, whichever runs and map the writes were
+    /// spread over.
     #[test]
     fn pending_writes_read_as_a_map_of_them(
         batches in prop::collection::vec(batch(), 1..16),
@@ -77,6 +78,9 @@ proptest! {
             }
             prop_assert_eq!(got, expected);
         }
+        let mut unordered: Vec<_> = pending.clone().into_unordered().collect();
+        unordered.sort();
+        prop_assert_eq!(&unordered, &want, "each key once, with its last write");
         prop_assert_eq!(pending.into_iter().collect::<Vec<_>>(), want);
     }
 }
