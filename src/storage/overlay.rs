@@ -69,14 +69,7 @@ impl Overlay {
 
     /// Every pending write, consumed, keyspace by keyspace, in key order.
     pub fn into_entries(self) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
-        Keyspace::ALL
-            .into_iter()
-            .zip(self.keyspaces)
-            .flat_map(|(keyspace, pending)| {
-                pending
-                    .into_iter()
-                    .map(move |(key, value)| (keyspace, key, value))
-            })
+        self.consume(Pending::into_iter)
     }
 
     /// Every pending write, consumed, each key once and in no particular order (for a batch
@@ -84,13 +77,19 @@ impl Overlay {
     pub fn into_unordered_entries(
         self,
     ) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
+        self.consume(Pending::into_unordered)
+    }
+
+    /// Every pending write, consumed keyspace by keyspace with `entries`.
+    fn consume<I: Iterator<Item = (Vec<u8>, Option<Vec<u8>>)>>(
+        self,
+        entries: fn(Pending) -> I,
+    ) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
         Keyspace::ALL
             .into_iter()
             .zip(self.keyspaces)
-            .flat_map(|(keyspace, pending)| {
-                pending
-                    .into_unordered()
-                    .map(move |(key, value)| (keyspace, key, value))
+            .flat_map(move |(keyspace, pending)| {
+                entries(pending).map(move |(key, value)| (keyspace, key, value))
             })
     }
 
