@@ -251,12 +251,12 @@ fn build(task: usize, first: u64, group: usize) -> WriteBatch {
         };
         let key = keys::document_key(COLLECTION, &Bson::Int64(id));
         if let Some(expiry_key) = expiry::key_for(&key, &record) {
-            expiries.push((expiry_key, expiry::value_for(&record)));
+            expiries.push((expiry_key, Some(expiry::value_for(&record))));
         }
         bytes += record.body.len() as u64;
-        records.push((key, record.encode()));
+        records.push((key, Some(record.encode())));
     }
-    let mut batch = WriteBatch::with_capacity(2 * group + 1);
+    let mut batch = WriteBatch::new();
     let totals = counts::Totals {
         count: first + group as u64,
         size: bytes,
@@ -266,12 +266,8 @@ fn build(task: usize, first: u64, group: usize) -> WriteBatch {
         counts::counter_key(COLLECTION),
         totals.encode(),
     );
-    for (key, value) in records {
-        batch.put(Keyspace::Documents, key, value);
-    }
-    for (key, value) in expiries {
-        batch.put(Keyspace::Expiry, key, value);
-    }
+    batch.add_run(Keyspace::Documents, records);
+    batch.add_run(Keyspace::Expiry, expiries);
     batch
 }
 

@@ -417,14 +417,11 @@ mod tests {
         }
         let (batch, _) = txn.finish().unwrap();
         let counters: Vec<_> = batch
-            .ops()
-            .iter()
-            .filter_map(|op| match op {
-                crate::storage::WriteOp::Put {
-                    keyspace: Keyspace::Catalog,
-                    key,
-                    value,
-                } if key.starts_with(COUNTER_KEY_PREFIX) => Some(Totals::decode(value).unwrap()),
+            .writes()
+            .filter_map(|write| match write {
+                (Keyspace::Catalog, key, Some(value)) if key.starts_with(COUNTER_KEY_PREFIX) => {
+                    Some(Totals::decode(value).unwrap())
+                }
                 _ => None,
             })
             .collect();

@@ -311,15 +311,8 @@ impl<'a> Txn<'a> {
                 base.apply(delta).encode(),
             );
         }
-        // The overlay holds each key once: the batch needs no order, and no merge of its runs.
-        let mut batch = WriteBatch::with_unique_keys(self.overlay.len());
-        for (keyspace, key, value) in self.overlay.into_unordered_entries() {
-            match value {
-                Some(value) => batch.put(keyspace, key, value),
-                None => batch.delete(keyspace, key),
-            }
-        }
-        Ok((batch, self.catalog_changed))
+        // The overlay holds each key once: its runs become the batch's as they are.
+        Ok((self.overlay.into_batch(), self.catalog_changed))
     }
 
     /// A collection's stored totals as of this point in the group: the committed counter plus

@@ -37,7 +37,7 @@
 
 use super::{
     bounds_are_empty, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch,
-    WriteOp, MAX_KEY_LEN,
+    MAX_KEY_LEN,
 };
 use fjall::config::FilterPolicy;
 use fjall::{Database, KeyspaceCreateOptions, PersistMode, Readable};
@@ -241,19 +241,13 @@ impl Backend for FjallBackend {
         // One fjall batch: journaled (and synced) as a whole, then applied to the memtables
         // under one sequence number. Every entry of a batch has the same sequence number, so a
         // key written twice is written once here, as its last operation.
-        let ops = batch.into_unique_ops();
-        let mut writes = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), ops.len())
+        let unique = batch.into_unique();
+        let mut writes = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), unique.len())
             .durability(Some(persist_mode(durability)));
-        for op in ops {
-            match op {
-                WriteOp::Put {
-                    keyspace,
-                    key,
-                    value,
-                } => writes.insert(handle(&self.keyspaces, keyspace), key, value),
-                WriteOp::Delete { keyspace, key } => {
-                    writes.remove(handle(&self.keyspaces, keyspace), key)
-                }
+        for (keyspace, key, write) in unique.into_writes() {
+            match write {
+                Some(value) => writes.insert(handle(&self.keyspaces, keyspace), key, value),
+                None => writes.remove(handle(&self.keyspaces, keyspace), key),
             }
         }
         writes.commit().map_err(journal_failure)

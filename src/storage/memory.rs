@@ -21,7 +21,7 @@
 
 use super::{
     bounds_are_empty, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch,
-    WriteOp, MAX_KEY_LEN,
+    MAX_KEY_LEN,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -197,15 +197,7 @@ impl Backend for MemoryBackend {
         let mut data = self.shared.data.write().map_err(|_| poisoned())?;
         let seqno = self.shared.pins.lock().map_err(|_| poisoned())?.published + 1;
         let mut written: Vec<(Keyspace, Vec<u8>)> = Vec::with_capacity(batch.len());
-        for op in batch.into_ops() {
-            let (keyspace, key, value) = match op {
-                WriteOp::Put {
-                    keyspace,
-                    key,
-                    value,
-                } => (keyspace, key, Some(value)),
-                WriteOp::Delete { keyspace, key } => (keyspace, key, None),
-            };
+        for (keyspace, key, value) in batch.into_writes() {
             let Some(map) = data.maps.get_mut(keyspace as usize) else {
                 continue;
             };

@@ -1,7 +1,7 @@
 //! Storage: ordered key-value keyspaces with consistent snapshots and atomic write batches, behind
 //! a thin trait so the engine above never names the embedded engine.
 //!
-//! Owns: the [`Backend`] and [`Snapshot`] traits, [`WriteBatch`], [`Durability`],
+//! Owns: the [`Backend`] and [`Snapshot`] traits, [`WriteBatch`] ([`batch`]), [`Durability`],
 //! [`StorageError`], the fjall implementation ([`fjall_backend`]), the in-memory one
 //! ([`memory`]), pending writes over a snapshot ([`overlay`]; each keyspace's held in ascending
 //! runs and a map: [`pending`]), many point reads answered by one ordered walk ([`probe`]), the
@@ -31,12 +31,13 @@
 //! transactions (a lock, and a memtable of their own that every write was inserted into before
 //! being inserted again at commit) would only add work. A batch is applied as one
 //! `fjall::WriteBatch` (one journal record, one sequence number, with the last operation of a
-//! key kept: [`WriteBatch::into_unique_ops`]), committed with `PersistMode::SyncData` (fdatasync
+//! key kept: [`WriteBatch::into_unique`]), committed with `PersistMode::SyncData` (fdatasync
 //! of the journal before returning) or `PersistMode::Buffer` (written to the OS, survives a
 //! process crash but not a power loss). Snapshots are sequence numbers, so taking one is O(1).
 
 use std::path::PathBuf;
 
+pub mod batch;
 pub mod faults;
 pub mod fjall_backend;
 pub mod keys;
@@ -47,6 +48,7 @@ pub mod pending;
 pub mod probe;
 pub mod store;
 
+pub use batch::WriteBatch;
 pub use faults::{Faults, FaultyBackend};
 pub use fjall_backend::{FjallBackend, FjallConfig, FjallSnapshot, MemoryUse};
 pub use memory::{MemoryBackend, MemorySnapshot};
@@ -105,161 +107,6 @@ pub enum Durability {
     /// The journal is written to the OS: the write survives a process crash, not a power loss,
     /// until a later `SyncData` commit or [`Backend::persist`].
     Buffered,
-}
-
-/// One operation of a [`WriteBatch`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteOp {
-    Put {
-        keyspace: Keyspace,
-        key: Vec<u8>,
-        value: Vec<u8>,
-    },
-    Delete {
-        keyspace: Keyspace,
-        key: Vec<u8>,
-    },
-}
-
-/// Per-operation overhead counted by [`WriteBatch::approximate_size`] (journal framing,
-/// sequence number, value type).
-const OP_OVERHEAD_BYTES: usize = 16;
-
-/// Ordered puts and deletes across keyspaces, committed atomically by [`Backend::commit`].
-/// A later operation on the same key overrides an earlier one.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WriteBatch {
-    ops: Vec<WriteOp>,
-    approximate_size: usize,
-    /// Every (keyspace, key) is written at most once ([`WriteBatch::with_unique_keys`]).
-    unique_keys: bool,
-}
-
-impl WriteBatch {
-    pub fn new() -> Self {
-        WriteBatch::default()
-    }
-
-    /// A batch with room for `ops` operations.
-    pub fn with_capacity(ops: usize) -> Self {
-        WriteBatch {
-            ops: Vec::with_capacity(ops),
-            approximate_size: 0,
-            unique_keys: false,
-        }
-    }
-
-    /// A batch with room for `ops` operations whose builder writes every (keyspace, key) at
-    /// most once, in any order (a group's pending writes, which hold each key once): its
-    /// operations need neither order nor deduplication ([`WriteBatch::into_unique_ops`]).
-    pub fn with_unique_keys(ops: usize) -> Self {
-        WriteBatch {
-            unique_keys: true,
-            ..WriteBatch::with_capacity(ops)
-        }
-    }
-
-    pub fn put(&mut self, keyspace: Keyspace, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
-        let (key, value) = (key.into(), value.into());
-        self.approximate_size += key.len() + value.len() + OP_OVERHEAD_BYTES;
-        self.ops.push(WriteOp::Put {
-            keyspace,
-            key,
-            value,
-        });
-    }
-
-    pub fn delete(&mut self, keyspace: Keyspace, key: impl Into<Vec<u8>>) {
-        let key = key.into();
-        self.approximate_size += key.len() + OP_OVERHEAD_BYTES;
-        self.ops.push(WriteOp::Delete { keyspace, key });
-    }
-
-    /// Appends every operation of `other` after this batch's (group commit merges batches).
-    pub fn append(&mut self, other: WriteBatch) {
-        // The two may write the same key.
-        self.unique_keys = false;
-        self.approximate_size += other.approximate_size;
-        self.ops.extend(other.ops);
-    }
-
-    /// Number of operations.
-    pub fn len(&self) -> usize {
-        self.ops.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
-    }
-
-    /// Approximate bytes the batch adds to the journal: keys, values and a fixed per-operation
-    /// overhead. For bounding group-commit batches, not for accounting.
-    pub fn approximate_size(&self) -> usize {
-        self.approximate_size
-    }
-
-    /// The operations, in order.
-    pub fn ops(&self) -> &[WriteOp] {
-        &self.ops
-    }
-
-    pub fn into_ops(self) -> Vec<WriteOp> {
-        self.ops
-    }
-
-    /// The operations with only the last one of each (keyspace, key) kept, in an order that
-    /// applies them with the batch's meaning: for a backend that applies a batch as one atomic
-    /// step in which the order of operations is lost. A batch built with unique keys (a
-    /// group's batch) is returned as it is; one whose keys are increasing within each
-    /// keyspace is checked in one pass and returned as it is.
-    pub fn into_unique_ops(self) -> Vec<WriteOp> {
-        fn key_of(op: &WriteOp) -> (usize, &[u8]) {
-            match op {
-                WriteOp::Put { keyspace, key, .. } | WriteOp::Delete { keyspace, key } => {
-                    (*keyspace as usize, key.as_slice())
-                }
-            }
-        }
-        if self.unique_keys {
-            debug_assert!(
-                {
-                    let mut seen = std::collections::HashSet::new();
-                    self.ops.iter().all(|op| seen.insert(key_of(op)))
-                },
-                "a batch built with unique keys writes a key twice"
-            );
-            return self.ops;
-        }
-        let increasing = self.ops.windows(2).all(|pair| match pair {
-            [a, b] => {
-                let ((ka, a), (kb, b)) = (key_of(a), key_of(b));
-                ka != kb || a < b
-            }
-            _ => true,
-        });
-        if increasing {
-            return self.ops;
-        }
-        let mut seen = std::collections::HashSet::with_capacity(self.ops.len());
-        let mut last_first: Vec<WriteOp> = Vec::with_capacity(self.ops.len());
-        for op in self.ops.into_iter().rev() {
-            let (keyspace, key) = key_of(&op);
-            if seen.insert((keyspace, key.to_vec())) {
-                last_first.push(op);
-            }
-        }
-        last_first.reverse();
-        last_first
-    }
-
-    /// Refuses the whole batch if any of its keys is one no backend can store ([`check_key`]),
-    /// before any of it is applied.
-    pub fn check_keys(&self) -> Result<(), StorageError> {
-        self.ops.iter().try_for_each(|op| {
-            let (WriteOp::Put { key, .. } | WriteOp::Delete { key, .. }) = op;
-            check_key(key)
-        })
-    }
 }
 
 /// A key-value pair read from a snapshot.
@@ -411,68 +258,6 @@ mod backend_tests;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn unique_ops_keep_the_last_operation_of_each_key() {
-        let mut ordered = WriteBatch::new();
-        ordered.put(Keyspace::Catalog, b"a", b"1");
-        ordered.put(Keyspace::Documents, b"a", b"1");
-        ordered.put(Keyspace::Documents, b"b", b"1");
-        ordered.delete(Keyspace::Expiry, b"a");
-        let expected = ordered.clone().into_ops();
-        assert_eq!(ordered.into_unique_ops(), expected);
-
-        let mut repeated = WriteBatch::new();
-        repeated.put(Keyspace::Documents, b"d", b"1");
-        repeated.put(Keyspace::Indexes, b"d", b"1");
-        repeated.put(Keyspace::Documents, b"c", b"1");
-        repeated.delete(Keyspace::Documents, b"d");
-        repeated.put(Keyspace::Documents, b"e", b"1");
-        repeated.put(Keyspace::Documents, b"e", b"2");
-        let put = |keyspace, key: &[u8], value: &[u8]| WriteOp::Put {
-            keyspace,
-            key: key.to_vec(),
-            value: value.to_vec(),
-        };
-        assert_eq!(
-            repeated.into_unique_ops(),
-            vec![
-                put(Keyspace::Indexes, b"d", b"1"),
-                put(Keyspace::Documents, b"c", b"1"),
-                WriteOp::Delete {
-                    keyspace: Keyspace::Documents,
-                    key: b"d".to_vec()
-                },
-                put(Keyspace::Documents, b"e", b"2"),
-            ]
-        );
-    }
-
-    #[test]
-    fn write_batch_counts_operations_and_bytes() {
-        let mut batch = WriteBatch::new();
-        assert!(batch.is_empty());
-        batch.put(Keyspace::Documents, b"k1".to_vec(), b"value".to_vec());
-        batch.delete(Keyspace::Indexes, b"k2".to_vec());
-        assert_eq!(batch.len(), 2);
-        assert_eq!(batch.approximate_size(), 2 + 5 + 2 + 2 * OP_OVERHEAD_BYTES);
-
-        let mut other = WriteBatch::with_capacity(1);
-        other.put(Keyspace::Catalog, b"c".to_vec(), b"".to_vec());
-        batch.append(other);
-        assert_eq!(batch.len(), 3);
-        assert_eq!(
-            batch.approximate_size(),
-            2 + 5 + 2 + 1 + 3 * OP_OVERHEAD_BYTES
-        );
-        assert!(matches!(
-            batch.ops().last(),
-            Some(WriteOp::Put {
-                keyspace: Keyspace::Catalog,
-                ..
-            })
-        ));
-    }
 
     #[test]
     fn storage_errors_become_internal_errors() {

@@ -8,7 +8,7 @@
 //! they are committed (the engine's writer).
 
 pub use super::pending::Pending;
-use super::{KeyValue, Keyspace, Snapshot, StorageError};
+use super::{KeyValue, Keyspace, Snapshot, StorageError, WriteBatch};
 use std::iter::Peekable;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -69,28 +69,25 @@ impl Overlay {
 
     /// Every pending write, consumed, keyspace by keyspace, in key order.
     pub fn into_entries(self) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
-        self.consume(Pending::into_iter)
-    }
-
-    /// Every pending write, consumed, each key once and in no particular order (for a batch
-    /// whose order does not matter: [`super::WriteBatch::with_unique_keys`]).
-    pub fn into_unordered_entries(
-        self,
-    ) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
-        self.consume(Pending::into_unordered)
-    }
-
-    /// Every pending write, consumed keyspace by keyspace with `entries`.
-    fn consume<I: Iterator<Item = (Vec<u8>, Option<Vec<u8>>)>>(
-        self,
-        entries: fn(Pending) -> I,
-    ) -> impl Iterator<Item = (Keyspace, Vec<u8>, Option<Vec<u8>>)> {
         Keyspace::ALL
             .into_iter()
             .zip(self.keyspaces)
-            .flat_map(move |(keyspace, pending)| {
-                entries(pending).map(move |(key, value)| (keyspace, key, value))
+            .flat_map(|(keyspace, pending)| {
+                pending
+                    .into_iter()
+                    .map(move |(key, value)| (keyspace, key, value))
             })
+    }
+
+    /// Every pending write, consumed, as a batch that holds each key once: each keyspace's runs
+    /// become the batch's runs as they are, so committing a group moves no write into another
+    /// list ([`super::WriteBatch`]).
+    pub fn into_batch(self) -> WriteBatch {
+        let runs = Keyspace::ALL
+            .into_iter()
+            .zip(self.keyspaces)
+            .flat_map(|(keyspace, pending)| pending.into_runs().map(move |run| (keyspace, run)));
+        WriteBatch::with_unique_keys(runs.collect())
     }
 
     /// Bytes of keys and values held, roughly.

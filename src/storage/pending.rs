@@ -6,7 +6,7 @@
 //! in ascending order are appended to a sorted *run* (a `Vec`), and only writes out of order go
 //! into a `BTreeMap`: appending costs one comparison where a tree insert costs a search and its
 //! node allocations. Ordered reads merge a few runs instead of walking a tree, and the group's
-//! batch takes the runs and the map as they are ([`Pending::into_unordered`]).
+//! batch takes the runs as they are ([`Pending::into_runs`]).
 //!
 //! Invariants: every key is in exactly one place (the map or one run), so a write to a key
 //! already pending replaces it where it is and no source shadows another; each run is strictly
@@ -28,7 +28,8 @@ use std::ops::Bound;
 /// A pending write: `None` is a delete.
 pub type Write = Option<Vec<u8>>;
 
-type Entry = (Vec<u8>, Write);
+/// A key and its pending write.
+pub type Entry = (Vec<u8>, Write);
 
 /// A run shorter than this is not worth closing: a key out of its order goes into the map.
 const MIN_RUN: usize = 32;
@@ -206,10 +207,12 @@ impl Pending {
         self.runs = vec![merged, open];
     }
 
-    /// Every pending write, consumed, each key once and in no particular order: the map's,
-    /// then each run's, with no merge.
-    pub fn into_unordered(self) -> impl Iterator<Item = Entry> {
-        self.map.into_iter().chain(self.runs.into_iter().flatten())
+    /// Every pending write, consumed, each key once, as ascending runs in no particular order
+    /// to one another: the map's writes, then each run as it is (no merge, no copy).
+    pub fn into_runs(self) -> impl Iterator<Item = Vec<Entry>> {
+        let map = (!self.map.is_empty()).then(|| self.map.into_iter().collect());
+        map.into_iter()
+            .chain(self.runs.into_iter().filter(|run| !run.is_empty()))
     }
 }
 

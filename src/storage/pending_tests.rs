@@ -78,7 +78,11 @@ proptest! {
             }
             prop_assert_eq!(got, expected);
         }
-        let mut unordered: Vec<_> = pending.clone().into_unordered().collect();
+        let runs: Vec<Vec<_>> = pending.clone().into_runs().collect();
+        for run in &runs {
+            prop_assert!(run.windows(2).all(|pair| pair[0].0 < pair[1].0), "a run ascends");
+        }
+        let mut unordered: Vec<_> = runs.into_iter().flatten().collect();
         unordered.sort();
         prop_assert_eq!(&unordered, &want, "each key once, with its last write");
         prop_assert_eq!(pending.into_iter().collect::<Vec<_>>(), want);
