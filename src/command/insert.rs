@@ -63,6 +63,7 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             let mut n = 0usize;
             let mut retried = Vec::new();
             let shard_key = shard_keys.key(meta.shard_key());
+            collection::expect_inserts(txn, prepared.len());
             collection::probe_ids(txn, &meta, prepared.iter_mut().flatten())?;
             let errors = batch::run_interruptible(prepared, ordered, &interrupt, |i, d| {
                 if let Some(key) = &shard_key {

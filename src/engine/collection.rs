@@ -162,6 +162,14 @@ pub fn probe_ids<'d>(
     Ok(())
 }
 
+/// Announces the insert of `docs` documents into `meta` in the same group, in `_id` order as a
+/// driver numbers them: their records and expiry entries then go into room made for them at
+/// once ([`Txn::reserve`]), not into lists that grow as they come.
+pub fn expect_inserts(txn: &mut Txn<'_>, docs: usize) {
+    txn.reserve(Keyspace::Documents, docs);
+    txn.reserve(Keyspace::Expiry, docs);
+}
+
 /// Inserts `doc` (already prepared) written at `now`.
 pub fn insert(txn: &mut Txn<'_>, meta: &CollectionMeta, doc: &Document, now: i64) -> Result<()> {
     insert_new(txn, meta, NewDocument::prepare(doc, true)?, now)

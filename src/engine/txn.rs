@@ -214,6 +214,12 @@ impl<'a> Txn<'a> {
         Ok(probe::absent(self.snapshot, Keyspace::Documents, keys)?)
     }
 
+    /// Announces `writes` writes to `keyspace` in ascending key order, so that the pending
+    /// writes make room for them at once ([`Overlay::reserve`]).
+    pub fn reserve(&mut self, keyspace: Keyspace, writes: usize) {
+        self.overlay.reserve(keyspace, writes);
+    }
+
     pub fn put(&mut self, keyspace: Keyspace, key: Vec<u8>, value: Vec<u8>) {
         self.pending_bytes += key.len() + value.len() + PER_WRITE_BYTES;
         self.overlay.put(keyspace, key, value);

@@ -49,6 +49,13 @@ impl Overlay {
         }
     }
 
+    /// Announces `writes` writes to `keyspace` in ascending order ([`Pending::reserve`]).
+    pub fn reserve(&mut self, keyspace: Keyspace, writes: usize) {
+        if let Some(pending) = self.of_mut(keyspace) {
+            pending.reserve(writes);
+        }
+    }
+
     /// Number of pending writes, every keyspace together.
     pub fn len(&self) -> usize {
         self.keyspaces.iter().map(Pending::len).sum()

@@ -6,7 +6,9 @@
 //! in ascending order are appended to a sorted *run* (a `Vec`), and only writes out of order go
 //! into a `BTreeMap`: appending costs one comparison where a tree insert costs a search and its
 //! node allocations. Ordered reads merge a few runs instead of walking a tree, and the group's
-//! batch takes the runs as they are ([`Pending::into_runs`]).
+//! batch takes the runs as they are ([`Pending::into_runs`]). A bulk insert announces how many
+//! ascending writes it brings ([`Pending::reserve`]), and the run they go to is given room for
+//! them at once instead of growing, and being copied, as they come.
 //!
 //! Invariants: every key is in exactly one place (the map or one run), so a write to a key
 //! already pending replaces it where it is and no source shadows another; each run is strictly
@@ -47,6 +49,8 @@ pub struct Pending {
     /// other check, so each later key of a batch costs two comparisons.
     above_open: Option<Vec<u8>>,
     len: usize,
+    /// Room to make for the writes [`Pending::reserve`] announced, where the next write lands.
+    announced: usize,
 }
 
 impl Pending {
@@ -56,7 +60,14 @@ impl Pending {
             runs: Vec::new(),
             above_open: None,
             len: 0,
+            announced: 0,
         }
+    }
+
+    /// Announces `writes` writes in ascending order to come (a bulk insert's keys): the run the
+    /// next write goes to is given room for them at once, instead of growing as they come.
+    pub fn reserve(&mut self, writes: usize) {
+        self.announced = writes;
     }
 
     /// Whether `key` lies between the open run's last key and [`Pending::above_open`], where
@@ -88,10 +99,12 @@ impl Pending {
         in_map.into_iter().chain(in_runs).min().cloned()
     }
 
-    /// Starts a new open run with `key`, pending nowhere yet.
-    fn open_run(&mut self, key: Vec<u8>, write: Write) {
+    /// Starts a new open run with `key`, pending nowhere yet, with room for `room` writes.
+    fn open_run(&mut self, key: Vec<u8>, write: Write, room: usize) {
         self.above_open = self.least_above(&key);
-        self.runs.push(vec![(key, write)]);
+        let mut run = Vec::with_capacity(room.max(1));
+        run.push((key, write));
+        self.runs.push(run);
     }
 
     /// The pending write of `key`: `Some(None)` when it is deleted, `None` when untouched.
@@ -110,8 +123,10 @@ impl Pending {
 
     /// Records `write` for `key`, replacing what was pending for it.
     pub fn insert(&mut self, key: Vec<u8>, write: Write) {
+        let announced = std::mem::take(&mut self.announced);
         if self.in_open_gap(&key) {
             if let Some(run) = self.runs.last_mut() {
+                run.reserve(announced);
                 run.push((key, write));
                 self.len += 1;
                 return;
@@ -136,12 +151,13 @@ impl Pending {
             Some(true) => {
                 self.above_open = self.least_above(&key);
                 if let Some(run) = self.runs.last_mut() {
+                    run.reserve(announced);
                     run.push((key, write));
                 }
             }
-            None => self.open_run(key, write),
+            None => self.open_run(key, write, announced),
             Some(false) if open_len >= MIN_RUN => {
-                self.open_run(key, write);
+                self.open_run(key, write, announced);
                 if self.runs.len() > MAX_CLOSED_RUNS + 1 {
                     self.merge_closed_runs();
                 }
