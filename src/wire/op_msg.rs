@@ -7,6 +7,7 @@
 use super::{Reader, WireError, HEADER_LEN, MAX_COMMAND_SIZE, MAX_MESSAGE_SIZE};
 use crate::error::{Error, ErrorCode};
 use crate::protocol::RawDocuments;
+use crate::query::depth::{self, MAX_BSON_DEPTH};
 use bson::{Bson, Document, RawBsonRef, RawDocument};
 use std::sync::Arc;
 
@@ -231,12 +232,15 @@ fn check_body_batch(body: &[u8]) -> Result<(), Error> {
 }
 
 /// Checks one framed BSON document as [`parse_document`] does, without decoding it: its size,
-/// its depth, and every element, nested ones included (walked with an explicit stack).
+/// and in one walk (an explicit stack, no recursion) every element, nested ones included, and
+/// the depth, which may be at most [`MAX_BSON_DEPTH`] levels below the document (as
+/// [`depth::check_request`] counts them). Like mongod's validation, the walk reports the first
+/// fault in document order.
 fn validate_document(bytes: &[u8], limit: usize) -> Result<(), Error> {
     check_size(bytes, limit)?;
-    crate::query::depth::check_request(bytes)?;
     let invalid = Error::invalid_bson;
-    let mut stack = vec![RawDocument::from_bytes(bytes).map_err(invalid)?.iter()];
+    let mut stack = Vec::with_capacity(4);
+    stack.push(RawDocument::from_bytes(bytes).map_err(invalid)?.iter());
     while let Some(top) = stack.last_mut() {
         let Some(element) = top.next() else {
             stack.pop();
@@ -250,6 +254,10 @@ fn validate_document(bytes: &[u8], limit: usize) -> Result<(), Error> {
             RawBsonRef::JavaScriptCodeWithScope(code) => code.scope,
             _ => continue,
         };
+        // The stack holds the document and the levels open below it.
+        if stack.len() > MAX_BSON_DEPTH {
+            return Err(depth::too_deep_on_the_wire());
+        }
         stack.push(nested.iter());
     }
     Ok(())

@@ -72,26 +72,70 @@ fn an_inserts_document_sequence_is_kept_as_bytes() {
     assert_eq!(kept, sent);
 }
 
-#[test]
-fn a_kept_document_is_validated_as_a_decoded_one_would_be() {
+/// An insert whose document sequence holds `doc`'s bytes as they are, decoded.
+fn insert_of_bytes(doc: &[u8]) -> op_msg::OpMsg {
     let body = doc! {"insert": "c", "$db": "test"};
-    // A string whose bytes are not UTF-8, deep inside an array.
-    let mut bad = bson::to_vec(&doc! {"a": [{"s": "xy"}]}).unwrap();
-    let at = bad.windows(2).position(|w| w == b"xy").unwrap();
-    bad[at] = 0xff;
     let mut bytes = client::op_msg(1, &body, &MsgOptions::default()).unwrap();
-    // Append a kind-1 section holding `bad`, and fix the message length.
+    // Append a kind-1 section holding `doc`, and fix the message length.
     let mut section = vec![1u8];
-    let size = 4 + "documents".len() + 1 + bad.len();
+    let size = 4 + "documents".len() + 1 + doc.len();
     section.extend_from_slice(&(size as i32).to_le_bytes());
     section.extend_from_slice(b"documents\0");
-    section.extend_from_slice(&bad);
+    section.extend_from_slice(doc);
     bytes.extend_from_slice(&section);
     let total = bytes.len() as i32;
     bytes[..4].copy_from_slice(&total.to_le_bytes());
     let Request::Msg(msg) = decode_all(&bytes).unwrap().unwrap().request else {
         panic!("not an OP_MSG");
     };
+    msg
+}
+
+/// A document with `levels` levels below it, each an embedded document, an array or a
+/// code-with-scope's scope in turn, encoded by hand (no recursion).
+fn nested_levels(levels: usize) -> Vec<u8> {
+    let mut inner = vec![5u8, 0, 0, 0, 0];
+    for level in (0..levels).rev() {
+        let value = match level % 3 {
+            0 => [&[0x03u8, b'a', 0][..], &inner].concat(),
+            1 => [&[0x04u8, b'0', 0][..], &inner].concat(),
+            _ => {
+                // Code with scope: total length, the code string, the scope.
+                let code = [&2i32.to_le_bytes()[..], b"f\0"].concat();
+                let total = (4 + code.len() + inner.len()) as i32;
+                [&[0x0fu8, b'c', 0][..], &total.to_le_bytes(), &code, &inner].concat()
+            }
+        };
+        let len = (4 + value.len() + 1) as i32;
+        inner = [&len.to_le_bytes()[..], &value, &[0]].concat();
+    }
+    inner
+}
+
+/// A kept document's depth is checked in the walk that validates it, and counted as
+/// `depth::check_request` counts a request's: up to 200 levels below it, of every kind.
+#[test]
+fn a_kept_document_may_be_nested_200_levels_below_it() {
+    for levels in [0, 1, 2, 3, 199, 200, 201, 202, 1_000] {
+        let doc = nested_levels(levels);
+        let reference = crate::query::depth::check_request(&doc).map_err(|e| e.code);
+        let msg = insert_of_bytes(&doc);
+        let got = msg.body.map(|_| ()).map_err(|e| e.code);
+        assert_eq!(got, reference, "{levels} levels");
+        assert_eq!(got.is_ok(), levels <= 200, "{levels} levels");
+        if levels > 200 {
+            assert_eq!(got, Err(crate::error::ErrorCode::Overflow));
+        }
+    }
+}
+
+#[test]
+fn a_kept_document_is_validated_as_a_decoded_one_would_be() {
+    // A string whose bytes are not UTF-8, deep inside an array.
+    let mut bad = bson::to_vec(&doc! {"a": [{"s": "xy"}]}).unwrap();
+    let at = bad.windows(2).position(|w| w == b"xy").unwrap();
+    bad[at] = 0xff;
+    let msg = insert_of_bytes(&bad);
     let error = msg.body.unwrap_err();
     assert_eq!(
         error.code,
