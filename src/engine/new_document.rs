@@ -68,7 +68,8 @@ impl NewDocument {
         }
         let (id, generated) = id_or_new(doc.get("_id").cloned());
         let own_ttl = crate::ttl::document_ttl(doc);
-        let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
+        // The encoding's length is not known before it is written; most documents are small.
+        let mut new = NewDocument::checked(id, generated, own_ttl, 128, |stored| {
             doc.to_writer(stored)
                 .map_err(|e| Error::internal(format!("cannot encode document: {e}")))
         })?;
@@ -117,7 +118,7 @@ impl NewDocument {
         }
         let (id, generated) = id_or_new(given);
         let own_ttl = ttl.as_ref().and_then(crate::ttl::own_ttl_of);
-        let mut new = NewDocument::checked(id, generated, own_ttl, |stored| {
+        let mut new = NewDocument::checked(id, generated, own_ttl, bytes.len(), |stored| {
             let part = |range: std::ops::Range<usize>| bytes.get(range).unwrap_or_default();
             match id_span {
                 Some(span) if span.start > 4 => {
@@ -137,13 +138,14 @@ impl NewDocument {
         Ok(new)
     }
 
-    /// Checks `id`, builds the record's bytes — `write_body` appends the document's encoding,
-    /// after an `_id` element for `generated` when there is one — and checks their size and
-    /// nesting.
+    /// Checks `id`, builds the record's bytes — `write_body` appends the document's encoding
+    /// (`body_len` bytes, or about), after an `_id` element for `generated` when there is one —
+    /// and checks their size and nesting.
     fn checked(
         id: Bson,
         generated: Option<ObjectId>,
         own_ttl: Option<i32>,
+        body_len: usize,
         write_body: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     ) -> Result<NewDocument> {
         check_id(&id)?;
@@ -155,7 +157,7 @@ impl NewDocument {
                 "_id is too large to be stored",
             ));
         }
-        let stored = encode(generated, write_body)?;
+        let stored = encode(generated, body_len, write_body)?;
         let body = stored.get(record::HEADER_LEN..).unwrap_or_default();
         if body.len() > MAX_BSON_OBJECT_SIZE {
             return Err(Error::new(
@@ -259,13 +261,21 @@ fn id_or_new(given: Option<Bson>) -> (Bson, Option<ObjectId>) {
     }
 }
 
-/// The record bytes of the document `write_body` appends, with the header left to stamp; with
-/// `generated` as an `_id` field placed first.
+/// Bytes a generated `_id` element adds to a document: type, `_id\0`, the ObjectId.
+const GENERATED_ID_LEN: usize = 1 + 4 + 12;
+
+/// The record bytes of the document `write_body` appends (`body_len` bytes, or about), with the
+/// header left to stamp; with `generated` as an `_id` field placed first.
 fn encode(
     generated: Option<ObjectId>,
+    body_len: usize,
     write_body: impl FnOnce(&mut Vec<u8>) -> Result<()>,
 ) -> Result<Vec<u8>> {
-    let mut stored = record::unstamped(128);
+    let mut stored = record::unstamped(match generated {
+        // The document's own length prefix is written, then removed.
+        Some(_) => body_len + GENERATED_ID_LEN + 4,
+        None => body_len,
+    });
     let Some(oid) = generated else {
         write_body(&mut stored)?;
         return Ok(stored);

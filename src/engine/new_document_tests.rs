@@ -155,3 +155,20 @@ fn a_second_id_field_is_refused() {
         "can't have multiple _id fields in one document"
     );
 }
+
+/// A document that comes as bytes is stored in one buffer of its record's size, allocated
+/// once: the header, the document and a generated `_id` (built with the document's own length
+/// prefix, which is then removed).
+#[test]
+fn a_raw_documents_record_is_allocated_once_at_its_size() {
+    let long = "x".repeat(300);
+    for (doc, spare) in [
+        (doc! {"_id": 1, "a": long.as_str()}, 0),
+        (doc! {"a": long.as_str()}, 4),
+        (doc! {}, 4),
+    ] {
+        let bytes = bson::to_vec(&doc).unwrap();
+        let new = NewDocument::prepare_raw(&bytes, false).unwrap();
+        assert_eq!(new.stored.capacity(), new.stored.len() + spare, "{doc}");
+    }
+}
