@@ -6,7 +6,7 @@
 use super::args::{check_fields, documents_of, durable, optional_bool};
 use super::retryable::{self, History, RetryableWrite};
 use super::{batch, Request, Shared};
-use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::new_document::NewDocument;
 use crate::engine::{collection, ddl};
 use crate::error::{Error, Result};
@@ -103,11 +103,17 @@ async fn prepare(
     coll: &str,
     count: usize,
 ) -> Result<Vec<Result<NewDocument>>> {
-    let keep = keeps_documents(shared, req.db, coll);
+    let existing = shared.engine.catalog().get(req.db, coll).cloned();
+    let keep = keeps_documents(shared, existing.as_deref());
     let limit = shared.config.profile.document_limit();
+    // Each document's key is computed here, off the writer's thread, for the collection as it
+    // is now; the writer's group uses it if the collection is the same then.
     let sized = move |new: Result<NewDocument>| {
-        new.and_then(|new| {
+        new.and_then(|mut new| {
             limit.check(new.body_len())?;
+            if let Some(meta) = &existing {
+                new.key_ahead(meta);
+            }
             Ok(new)
         })
     };
@@ -137,11 +143,7 @@ async fn prepare(
 /// Whether the writer will need the inserted documents decoded: for the operation log, or for
 /// a secondary index's keys. Should the collection get a secondary index meanwhile, the writer
 /// decodes them again from their bodies.
-fn keeps_documents(shared: &Shared, db: &str, coll: &str) -> bool {
+fn keeps_documents(shared: &Shared, existing: Option<&CollectionMeta>) -> bool {
     shared.engine.oplog().is_enabled()
-        || shared
-            .engine
-            .catalog()
-            .get(db, coll)
-            .is_some_and(|meta| meta.stored_indexes().next().is_some())
+        || existing.is_some_and(|meta| meta.stored_indexes().next().is_some())
 }

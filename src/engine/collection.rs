@@ -108,7 +108,7 @@ fn check_size(doc: &Document, body_len: usize) -> Result<()> {
     Ok(())
 }
 
-/// Computes each of `docs`' keys in `meta` and learns at once which of them the collection
+/// Takes each of `docs`' keys in `meta` (computed ahead, or now) and learns at once which of them the collection
 /// does not hold yet ([`Txn::probe_documents`]), ahead of inserting the documents one by one
 /// in the same group: a bulk insert's duplicate checks then cost one ordered walk instead of
 /// a point read each. Each document keeps what was found (`NewDocument::set_probed`).
@@ -122,9 +122,9 @@ pub fn probe_ids<'d>(
     // document without a storable key is left out: its own insert computes the key again and
     // fails alone, as a statement of the batch.
     let mut keyed: Vec<(Vec<u8>, usize)> = docs
-        .iter()
+        .iter_mut()
         .enumerate()
-        .filter_map(|(at, new)| new.key(meta).ok().map(|key| (key, at)))
+        .filter_map(|(at, new)| new.take_key(meta).ok().map(|key| (key, at)))
         .collect();
     keyed.sort_unstable();
     let mut unheld = vec![false; keyed.len()];

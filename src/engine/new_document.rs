@@ -36,17 +36,28 @@ pub struct NewDocument {
     own_ttl: Option<i32>,
     /// The decoded document, when it was kept for the writer ([`NewDocument::prepare`]).
     doc: Option<Document>,
-    /// The key and what the writer's group learned about it ([`NewDocument::set_probed`]).
+    /// The key, computed ahead of the writer's group ([`NewDocument::key_ahead`]) or by it, and
+    /// what the group learned about it ([`NewDocument::set_probed`]).
     probed: Option<Probed>,
 }
 
 /// A new document's key in one collection, and whether the snapshot of the writer's group
-/// that computed it surely does not hold that key: valid only within that group.
+/// that probed it surely does not hold that key: valid only within that group.
 #[derive(Debug, Clone)]
 struct Probed {
     collection: u64,
     key: Vec<u8>,
     unheld: bool,
+    /// Computed before the group, from the catalog as it was then: it holds for the group's
+    /// collection of the same id only while that is not partitioned (a shard key given to the
+    /// collection meanwhile changes its keys).
+    ahead: bool,
+}
+
+impl Probed {
+    fn holds_for(&self, meta: &CollectionMeta) -> bool {
+        self.collection == meta.id && (!self.ahead || meta.partition_path().is_none())
+    }
 }
 
 impl NewDocument {
@@ -191,7 +202,35 @@ impl NewDocument {
             collection,
             key,
             unheld,
+            ahead: false,
         });
+    }
+
+    /// Computes the document's key in the collection `meta` before the writer's group runs (on
+    /// the thread that prepares the insert, not on the writer's), for the group to use if the
+    /// collection is still the same one, unpartitioned. A partitioned collection's keys, and a
+    /// key that cannot be stored, are left to the group.
+    pub fn key_ahead(&mut self, meta: &CollectionMeta) {
+        if meta.partition_path().is_some() {
+            return;
+        }
+        if let Ok(key) = self.key(meta) {
+            self.probed = Some(Probed {
+                collection: meta.id,
+                key,
+                unheld: false,
+                ahead: true,
+            });
+        }
+    }
+
+    /// The document's key in the collection `meta`: the one computed ahead when it holds for
+    /// `meta`, else computed now.
+    pub(super) fn take_key(&mut self, meta: &CollectionMeta) -> Result<Vec<u8>> {
+        match self.probed.take() {
+            Some(probed) if probed.holds_for(meta) => Ok(probed.key),
+            _ => self.key(meta),
+        }
     }
 
     /// The document's key in the collection `meta` and whether the group's snapshot surely
@@ -199,7 +238,7 @@ impl NewDocument {
     /// to be unheld) when they were not kept for this collection.
     pub(super) fn probed_key(&mut self, meta: &CollectionMeta) -> Result<(Vec<u8>, bool)> {
         match self.probed.take() {
-            Some(probed) if probed.collection == meta.id => Ok((probed.key, probed.unheld)),
+            Some(probed) if probed.holds_for(meta) => Ok((probed.key, probed.unheld)),
             _ => Ok((self.key(meta)?, false)),
         }
     }

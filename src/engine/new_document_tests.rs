@@ -172,3 +172,38 @@ fn a_raw_documents_record_is_allocated_once_at_its_size() {
         assert_eq!(new.stored.capacity(), new.stored.len() + spare, "{doc}");
     }
 }
+
+/// A key computed before the writer's group is used by it only for the same collection, and
+/// only while that is not partitioned: a shard key given meanwhile, or a collection dropped
+/// and created again, makes the group compute the key itself.
+#[test]
+fn a_key_computed_ahead_is_used_only_where_it_still_holds() {
+    let plain = Catalog::default().new_collection("db", "c", doc! {});
+    let mut partitioned = plain.clone();
+    partitioned.cosmos = Some(crate::profile::account::CollectionSettings {
+        shard_key: Some("p".to_owned()),
+        throughput: None,
+    });
+    partitioned.partitioned = true;
+    let mut recreated = plain.clone();
+    recreated.id += 1;
+    let doc = doc! {"_id": 7, "p": "west"};
+    for group in [&plain, &partitioned, &recreated] {
+        let mut new = NewDocument::prepare(&doc, false).unwrap();
+        new.key_ahead(&plain);
+        let expected = new.key(group).unwrap();
+        assert_eq!(new.take_key(group).unwrap(), expected);
+        new.key_ahead(&plain);
+        assert_eq!(new.probed_key(group).unwrap(), (expected, false));
+    }
+    assert_ne!(plain_key(&plain, &doc), plain_key(&partitioned, &doc));
+
+    // A partitioned collection's keys are never computed ahead.
+    let mut new = NewDocument::prepare(&doc, false).unwrap();
+    new.key_ahead(&partitioned);
+    assert!(new.probed.is_none());
+}
+
+fn plain_key(meta: &CollectionMeta, doc: &Document) -> Vec<u8> {
+    NewDocument::prepare(doc, false).unwrap().key(meta).unwrap()
+}
