@@ -108,8 +108,8 @@ fn check_size(doc: &Document, body_len: usize) -> Result<()> {
     Ok(())
 }
 
-/// Takes each of `docs`' keys in `meta` (computed ahead, or now) and learns at once which of them the collection
-/// does not hold yet ([`Txn::probe_documents`]), ahead of inserting the documents one by one
+/// Takes each of `docs`' keys in `meta` (computed ahead, or now) and learns at once which of
+/// them the collection does not hold yet ([`Txn::probe_documents`]), ahead of inserting the documents one by one
 /// in the same group: a bulk insert's duplicate checks then cost one ordered walk instead of
 /// a point read each. Each document keeps what was found (`NewDocument::set_probed`).
 pub fn probe_ids<'d>(
@@ -162,9 +162,9 @@ pub fn probe_ids<'d>(
     Ok(())
 }
 
-/// Announces the insert of `docs` documents into `meta` in the same group, in `_id` order as a
-/// driver numbers them: their records and expiry entries then go into room made for them at
-/// once ([`Txn::reserve`]), not into lists that grow as they come.
+/// Announces the insert of `docs` documents into one collection in this group, in `_id` order
+/// as a driver numbers them: their records and expiry entries then go into room made for them
+/// at once ([`Txn::reserve`]), not into lists that grow as they come.
 pub fn expect_inserts(txn: &mut Txn<'_>, docs: usize) {
     txn.reserve(Keyspace::Documents, docs);
     txn.reserve(Keyspace::Expiry, docs);

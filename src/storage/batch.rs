@@ -133,11 +133,14 @@ impl WriteBatch {
             );
             return self;
         }
-        let mut previous: Option<(Keyspace, &[u8])> = None;
+        // The last key written to each keyspace: a keyspace's writes may be apart.
+        let mut last: [Option<&[u8]>; Keyspace::ALL.len()] = Default::default();
         let increasing = self.writes().all(|(keyspace, key, _)| {
-            let ascending = previous.is_none_or(|(ks, before)| ks != keyspace || before < key);
-            previous = Some((keyspace, key));
-            ascending
+            last.get_mut(keyspace as usize).is_some_and(|before| {
+                let ascending = before.is_none_or(|before| before < key);
+                *before = Some(key);
+                ascending
+            })
         });
         if increasing {
             return self;
@@ -198,6 +201,20 @@ mod tests {
         repeated.put(Keyspace::Documents, b"e", b"2");
         let unique = repeated.into_unique();
         assert_eq!(unique.len(), 4);
+        // A key written again after writes to another keyspace.
+        let mut apart = WriteBatch::new();
+        apart.put(Keyspace::Documents, b"b", b"1");
+        apart.put(Keyspace::Expiry, b"x", b"1");
+        apart.put(Keyspace::Documents, b"a", b"1");
+        apart.put(Keyspace::Documents, b"b", b"2");
+        assert_eq!(
+            owned(apart.into_unique().into_writes()),
+            vec![
+                (Keyspace::Expiry, b"x".to_vec(), Some(b"1".to_vec())),
+                (Keyspace::Documents, b"a".to_vec(), Some(b"1".to_vec())),
+                (Keyspace::Documents, b"b".to_vec(), Some(b"2".to_vec())),
+            ]
+        );
         assert_eq!(
             owned(unique.into_writes()),
             vec![
