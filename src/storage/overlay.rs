@@ -56,11 +56,6 @@ impl Overlay {
         }
     }
 
-    /// Number of pending writes, every keyspace together.
-    pub fn len(&self) -> usize {
-        self.keyspaces.iter().map(Pending::len).sum()
-    }
-
     pub fn is_empty(&self) -> bool {
         self.keyspaces.iter().all(Pending::is_empty)
     }
@@ -95,13 +90,6 @@ impl Overlay {
             .zip(self.keyspaces)
             .flat_map(|(keyspace, pending)| pending.into_runs().map(move |run| (keyspace, run)));
         WriteBatch::with_unique_keys(runs.collect())
-    }
-
-    /// Bytes of keys and values held, roughly.
-    pub fn approximate_size(&self) -> usize {
-        self.entries()
-            .map(|(_, key, value)| key.len() + value.as_ref().map_or(0, Vec::len))
-            .sum()
     }
 }
 
