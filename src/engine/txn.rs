@@ -305,7 +305,15 @@ impl<'a> Txn<'a> {
 
     /// The group's batch, with each changed counter written once, and whether the catalog
     /// changed.
-    pub(super) fn finish(mut self) -> Result<(WriteBatch, bool)> {
+    pub(super) fn finish(self) -> Result<(WriteBatch, bool)> {
+        // The overlay holds each key once: its runs become the batch's as they are.
+        let (writes, changed) = self.finish_writes()?;
+        Ok((writes.into_batch(), changed))
+    }
+
+    /// The group's pending writes, with each changed counter written once, and whether the
+    /// catalog changed.
+    pub(super) fn finish_writes(mut self) -> Result<(Overlay, bool)> {
         for (collection_id, delta) in std::mem::take(&mut self.counts) {
             if delta.is_zero() {
                 continue;
@@ -317,8 +325,7 @@ impl<'a> Txn<'a> {
                 base.apply(delta).encode(),
             );
         }
-        // The overlay holds each key once: its runs become the batch's as they are.
-        Ok((self.overlay.into_batch(), self.catalog_changed))
+        Ok((self.overlay, self.catalog_changed))
     }
 
     /// A collection's stored totals as of this point in the group: the committed counter plus

@@ -1,30 +1,47 @@
 //! The group-commit writer: one thread through which every write of every connection goes.
 //!
 //! It takes the first queued job, drains whatever else is queued (bounded by count and bytes),
-//! runs the jobs one after another in one [`Txn`] and commits the group atomically — synced to
-//! disk (fdatasync) within the commit when any job asked for durability, so the group becomes
-//! visible only once it is durable — then acknowledges every job. Many concurrent clients thus
-//! share one sync: durability and throughput together.
+//! runs the jobs one after another in one [`Txn`], and hands the group to the committer thread,
+//! which commits it atomically — synced to disk (fdatasync) within the commit when any job asked
+//! for durability, so the group becomes visible only once it is durable — publishes its catalog
+//! and operation times, and acknowledges every job. Many concurrent clients thus share one sync:
+//! durability and throughput together.
+//!
+//! # Two groups at once
+//!
+//! While the committer commits a group, the writer runs the next one's jobs, so the core has work
+//! while the sync waits for the disk. The next group reads the snapshot with the writes of the
+//! group being committed laid over it ([`crate::storage::StoreSnapshot::overlaid`]): it sees what
+//! it would see had the group before it been committed already, and no other reader sees either
+//! group before it is committed. The next group stays open, taking queued jobs, until the committer
+//! has the outcome, and is handed over only then: one group commits at a time, in order, and one is
+//! prepared beside it. A group whose earlier group failed to commit fails with the same error (it
+//! read writes that do not exist), and the catalog goes back to before the failed group. The
+//! operation log's size bound is checked against the committed groups' size, so the log may pass it
+//! by the writes of the group in flight until the next group truncates it.
 //!
 //! # Storage failures
 //!
 //! A commit refused before anything of it was applied (a full disk, an I/O error) fails every
-//! job of its group and rolls back its catalog changes; nothing of it is visible, and the next
-//! group tries again. A failure after which the group's fate is unknown (the journal write or
-//! sync failed: the batch may be durable, or visible) puts the writer in read-only mode, as
+//! job of its group, and of the group prepared on it, and rolls back their catalog changes;
+//! nothing of either is visible, and the next group tries again. A failure after which the
+//! group's fate is unknown (the journal write or sync failed: the batch may be durable, or
+//! visible) puts the writer in read-only mode, as
 //! PostgreSQL stops after a failed fsync: the group's jobs get an error saying their outcome is
 //! unknown, every later write is refused with `IllegalOperation` until a restart (which
 //! recovers from the journal), and reads keep working. Both are logged at error level and
 //! counted in [`WriterStats`] (`serverStatus.writer`).
 
 use super::catalog::Catalog;
-use super::oplog::{self, OplogState};
+use super::oplog::{self, GroupLog, OplogState};
 use super::optime::OpClock;
 use super::txn::Txn;
 use super::Db;
 use crate::clock::{Clock, Stopwatch};
 use crate::error::{Error, ErrorCode, Result};
-use crate::storage::{Backend, Durability, StorageError};
+use crate::storage::overlay::Overlay;
+use crate::storage::{Backend, Durability, StorageError, WriteBatch};
+use bson::Timestamp;
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{mpsc, oneshot};
 
@@ -190,9 +207,31 @@ fn run(
     mut receiver: mpsc::Receiver<Submission>,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
+    let (handoffs, outcomes, committer) =
+        match Committer::start(Arc::clone(&backend), published, Arc::clone(&stats), &clocks) {
+            Ok(started) => started,
+            Err(error) => {
+                tracing::error!(error = %error, "cannot start the committer; refusing writes");
+                stats.enter_read_only(error.to_string());
+                return;
+            }
+        };
+    // The group being committed while the next one runs, reading its writes.
+    let mut in_flight: Option<InFlight> = None;
     while let Some(first) = receiver.blocking_recv() {
+        if in_flight.is_some() {
+            if let Ok(outcome) = outcomes.try_recv() {
+                // Its jobs have their answer from the committer.
+                let _ = settle(&mut in_flight, outcome, &mut catalog);
+            }
+        }
         let before = catalog.clone();
-        let snapshot = backend.snapshot();
+        let snapshot = match &in_flight {
+            // Until its commit returns, the snapshot may or may not hold the group being
+            // committed; with its writes over it, it reads the same either way.
+            Some(earlier) => backend.snapshot().overlaid(Arc::clone(&earlier.writes)),
+            None => backend.snapshot(),
+        };
         let wall_millis = clocks.wall.now_millis();
         let mut txn = Txn::new(&snapshot, &mut catalog).with_op_clock(
             &clocks.optimes,
@@ -201,6 +240,8 @@ fn run(
         );
         let mut durable_acks = Vec::new();
         let mut quick_acks = Vec::new();
+        // The earlier group's outcome, once this group has waited for it.
+        let mut earlier_outcome = None;
         let mut next = Some(first);
         while let Some(submission) = next.take() {
             let completion = (submission.job)(&mut txn);
@@ -209,9 +250,16 @@ fn run(
             } else {
                 quick_acks.push(completion);
             }
-            if durable_acks.len() + quick_acks.len() < MAX_GROUP_JOBS
-                && txn.pending_bytes() < MAX_GROUP_BYTES
+            if durable_acks.len() + quick_acks.len() >= MAX_GROUP_JOBS
+                || txn.pending_bytes() >= MAX_GROUP_BYTES
             {
+                break;
+            }
+            next = receiver.try_recv().ok();
+            if next.is_none() && in_flight.is_some() && earlier_outcome.is_none() {
+                // Nothing queued: the group stays open until the committer is free, taking
+                // what arrived while it waited.
+                earlier_outcome = Some(outcomes.recv().unwrap_or_else(|_| Err(committer_gone())));
                 next = receiver.try_recv().ok();
             }
         }
@@ -222,60 +270,203 @@ fn run(
         };
         logged = txn.logged();
         let mut optime = txn.last_optime();
-        let finished = truncated.and_then(|()| txn.finish());
+        let finished = truncated.and_then(|()| txn.finish_writes());
         stats.groups.fetch_add(1, Relaxed);
         stats
             .jobs
             .fetch_add((durable_acks.len() + quick_acks.len()) as u64, Relaxed);
-        // A durable group is synced within its commit, so it is visible only once durable.
-        let durability = if durable_acks.is_empty() {
-            Durability::Buffered
-        } else {
-            Durability::SyncData
-        };
-        let mut catalog_changed = false;
-        let committed = finished.and_then(|(batch, changed)| {
-            catalog_changed = changed;
-            if optime.is_none() && !batch.is_empty() {
-                // A change the operation log does not describe still moves the clock on.
-                optime = Some(clocks.optimes.issue(wall_millis.div_euclid(1000)));
-            }
-            if let Some(reason) = stats.read_only_reason() {
-                return Err(read_only_error(&reason));
-            }
-            if durability == Durability::SyncData {
-                stats.syncs.fetch_add(1, Relaxed);
-            }
-            let started = Stopwatch::start();
-            let result = if batch.is_empty() {
-                // Nothing new, but an earlier buffered group may not be on disk yet.
-                match durability {
-                    Durability::SyncData => backend.persist(durability),
-                    Durability::Buffered => Ok(()),
-                }
-            } else {
-                backend.commit(batch, durability)
+        // This group read the earlier group's writes: it stands or falls with them.
+        if in_flight.is_some() {
+            let outcome = match earlier_outcome {
+                Some(outcome) => outcome,
+                None => outcomes.recv().unwrap_or_else(|_| Err(committer_gone())),
             };
-            if durability == Durability::SyncData {
-                stats.sync_latency.observe(started.elapsed());
-            }
-            result.map_err(|e| stats.commit_failed(e))
-        });
-        if committed.is_ok() {
-            clocks.oplog.committed(&logged);
-            if let Some(time) = optime {
-                clocks.optimes.publish(time, wall_millis);
+            if let Err(error) = settle(&mut in_flight, outcome, &mut catalog) {
+                for ack in quick_acks.into_iter().chain(durable_acks) {
+                    ack(Err(error.clone()));
+                }
+                continue;
             }
         }
-        if committed.is_err() {
+        let (writes, catalog_changed) = match finished {
+            Ok(finished) => finished,
+            Err(error) => {
+                catalog = before;
+                for ack in quick_acks.into_iter().chain(durable_acks) {
+                    ack(Err(error.clone()));
+                }
+                continue;
+            }
+        };
+        if optime.is_none() && !writes.is_empty() {
+            // A change the operation log does not describe still moves the clock on.
+            optime = Some(clocks.optimes.issue(wall_millis.div_euclid(1000)));
+        }
+        let writes = Arc::new(writes);
+        let group = Group {
+            batch: WriteBatch::of_group(Arc::clone(&writes)),
+            // A durable group is synced within its commit, so it is visible only once durable.
+            durability: if durable_acks.is_empty() {
+                Durability::Buffered
+            } else {
+                Durability::SyncData
+            },
+            logged,
+            optime: optime.map(|time| (time, wall_millis)),
+            catalog: catalog_changed.then(|| Arc::new(catalog.clone())),
+            acks: quick_acks.into_iter().chain(durable_acks).collect(),
+        };
+        if let Err(unsent) = handoffs.send(group) {
             catalog = before;
-        } else if catalog_changed {
-            if let Ok(mut slot) = published.write() {
-                *slot = Arc::new(catalog.clone());
+            for ack in unsent.0.acks {
+                ack(Err(committer_gone()));
             }
+            continue;
         }
-        for ack in quick_acks.into_iter().chain(durable_acks) {
-            ack(committed.clone());
-        }
+        in_flight = Some(InFlight { writes, before });
+    }
+    // The queue is closed: let the committer finish the last group, then stop it.
+    drop(handoffs);
+    if committer.join().is_err() {
+        tracing::error!("the committer thread panicked");
     }
 }
+
+/// A group handed to the committer, and its catalog before it, to go back to if it fails.
+struct InFlight {
+    writes: Arc<Overlay>,
+    before: Catalog,
+}
+
+/// Takes in the outcome of the group in flight: a failed group's catalog changes are rolled
+/// back (and with them those of the group that read it, which then fails too).
+fn settle(
+    in_flight: &mut Option<InFlight>,
+    outcome: Result<()>,
+    catalog: &mut Catalog,
+) -> Result<()> {
+    let earlier = in_flight.take();
+    if outcome.is_err() {
+        if let Some(earlier) = earlier {
+            *catalog = earlier.before;
+        }
+    }
+    outcome
+}
+
+fn committer_gone() -> Error {
+    Error::internal("the storage engine's committer stopped")
+}
+
+/// A finished group on its way to the committer: its writes and what follows their commit.
+struct Group {
+    batch: WriteBatch,
+    durability: Durability,
+    logged: GroupLog,
+    /// The group's last operation time and its wall time, published once it is committed.
+    optime: Option<(Timestamp, i64)>,
+    /// The catalog as this group left it, when it changed it.
+    catalog: Option<Arc<Catalog>>,
+    acks: Vec<Completion>,
+}
+
+/// The committer thread: commits each group the writer hands it (syncing it when durable),
+/// publishes what it changed, acknowledges its jobs, and tells the writer the outcome. While it
+/// commits one group, the writer runs the next group's jobs.
+struct Committer {
+    backend: Arc<Db>,
+    published: Arc<RwLock<Arc<Catalog>>>,
+    stats: Arc<WriterStats>,
+    optimes: Arc<OpClock>,
+    oplog: Arc<OplogState>,
+}
+
+type Started = (
+    std::sync::mpsc::SyncSender<Group>,
+    std::sync::mpsc::Receiver<Result<()>>,
+    std::thread::JoinHandle<()>,
+);
+
+impl Committer {
+    fn start(
+        backend: Arc<Db>,
+        published: Arc<RwLock<Arc<Catalog>>>,
+        stats: Arc<WriterStats>,
+        clocks: &Clocks,
+    ) -> Result<Started> {
+        let committer = Committer {
+            backend,
+            published,
+            stats,
+            optimes: Arc::clone(&clocks.optimes),
+            oplog: Arc::clone(&clocks.oplog),
+        };
+        // The writer hands over a group only once the one before it is settled.
+        let (handoffs, groups) = std::sync::mpsc::sync_channel::<Group>(1);
+        let (outcomes, settled) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("mayfly-commit".into())
+            .spawn(move || {
+                for group in groups {
+                    let (outcome, acks) = committer.commit(group);
+                    // The writer learns the outcome first: it waits for it to hand over the
+                    // next group.
+                    let told = outcomes.send(outcome.clone());
+                    for ack in acks {
+                        ack(outcome.clone());
+                    }
+                    if told.is_err() {
+                        break;
+                    }
+                }
+            })
+            .map_err(|e| Error::internal(format!("cannot start the committer thread: {e}")))?;
+        Ok((handoffs, settled, thread))
+    }
+
+    /// Commits `group` and publishes what it changed; returns the outcome and the jobs to
+    /// acknowledge with it.
+    fn commit(&self, group: Group) -> (Result<()>, Vec<Completion>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let stats = &self.stats;
+        let committed = match stats.read_only_reason() {
+            Some(reason) => Err(read_only_error(&reason)),
+            None => {
+                let durability = group.durability;
+                if durability == Durability::SyncData {
+                    stats.syncs.fetch_add(1, Relaxed);
+                }
+                let started = Stopwatch::start();
+                let result = if group.batch.is_empty() {
+                    // Nothing new, but an earlier buffered group may not be on disk yet.
+                    match durability {
+                        Durability::SyncData => self.backend.persist(durability),
+                        Durability::Buffered => Ok(()),
+                    }
+                } else {
+                    self.backend.commit(group.batch, durability)
+                };
+                if durability == Durability::SyncData {
+                    stats.sync_latency.observe(started.elapsed());
+                }
+                result.map_err(|e| stats.commit_failed(e))
+            }
+        };
+        if committed.is_ok() {
+            self.oplog.committed(&group.logged);
+            if let Some((time, wall_millis)) = group.optime {
+                self.optimes.publish(time, wall_millis);
+            }
+            if let Some(catalog) = group.catalog {
+                if let Ok(mut slot) = self.published.write() {
+                    *slot = catalog;
+                }
+            }
+        }
+        (committed, group.acks)
+    }
+}
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;

@@ -4,13 +4,17 @@
 //! A batch holds its writes in *runs*, each a `Vec` of writes to one keyspace: writes pushed one
 //! by one extend the last run while they go to its keyspace, and a group's pending writes become
 //! a batch with their runs taken as they are ([`super::overlay::Overlay::into_batch`]), so a
-//! group holds each write once, and committing it moves no write into another list.
+//! group holds each write once, and committing it moves no write into another list. A batch can
+//! also share a group's pending writes instead of taking them ([`WriteBatch::of_group`]), so the
+//! next group can read them while this one is committed.
 //!
 //! Owns: the order of a batch's writes, which of them a backend applies when a key is written
 //! twice, and the batch's size. Does not own: how a backend applies them.
 
+use super::overlay::Overlay;
 use super::pending::{Entry, Write};
 use super::{check_key, Keyspace, StorageError};
+use std::sync::Arc;
 
 /// Per-write overhead counted by [`WriteBatch::approximate_size`] (journal framing, sequence
 /// number, value type).
@@ -22,6 +26,8 @@ const OP_OVERHEAD_BYTES: usize = 16;
 pub struct WriteBatch {
     /// The writes in order, in runs of writes to one keyspace each (`None` deletes).
     runs: Vec<(Keyspace, Vec<Entry>)>,
+    /// A group's pending writes, shared, before `runs` ([`WriteBatch::of_group`]).
+    group: Option<Arc<Overlay>>,
     len: usize,
     approximate_size: usize,
     /// Every (keyspace, key) is written at most once ([`WriteBatch::with_unique_keys`]).
@@ -45,6 +51,36 @@ impl WriteBatch {
         batch
     }
 
+    /// A batch of a group's pending writes, shared rather than taken, so the group after it can
+    /// read them while this batch is committed. Each key is written once (an overlay holds each
+    /// key once), so a backend applies them with no order and no deduplication.
+    pub fn of_group(writes: Arc<Overlay>) -> Self {
+        let (mut len, mut approximate_size) = (0, 0);
+        for (_, key, write) in writes.unordered() {
+            len += 1;
+            approximate_size += size_of(key, write);
+        }
+        WriteBatch {
+            runs: Vec::new(),
+            group: Some(writes),
+            len,
+            approximate_size,
+            unique_keys: true,
+        }
+    }
+
+    /// Takes a shared group's writes into the batch's own runs (copying them while the group
+    /// is still read elsewhere), so writes can be added after them.
+    fn own_group(&mut self) {
+        let Some(group) = self.group.take() else {
+            return;
+        };
+        let overlay = Arc::try_unwrap(group).unwrap_or_else(|shared| (*shared).clone());
+        let mut runs = overlay.into_batch().runs;
+        runs.append(&mut self.runs);
+        self.runs = runs;
+    }
+
     pub fn put(&mut self, keyspace: Keyspace, key: impl Into<Vec<u8>>, value: impl Into<Vec<u8>>) {
         self.push(keyspace, key.into(), Some(value.into()));
     }
@@ -54,8 +90,11 @@ impl WriteBatch {
     }
 
     fn push(&mut self, keyspace: Keyspace, key: Vec<u8>, write: Write) {
+        self.own_group();
+        // It may write a key already written.
+        self.unique_keys = false;
         self.len += 1;
-        self.approximate_size += size_of(&key, &write);
+        self.approximate_size += size_of(&key, write.as_deref());
         match self.runs.last_mut() {
             Some((last, run)) if *last == keyspace => run.push((key, write)),
             _ => self.runs.push((keyspace, vec![(key, write)])),
@@ -67,17 +106,20 @@ impl WriteBatch {
         if writes.is_empty() {
             return;
         }
+        self.own_group();
         self.unique_keys = false;
         self.len += writes.len();
         self.approximate_size += writes
             .iter()
-            .map(|(key, write)| size_of(key, write))
+            .map(|(key, write)| size_of(key, write.as_deref()))
             .sum::<usize>();
         self.runs.push((keyspace, writes));
     }
 
     /// Appends every write of `other` after this batch's (group commit merges batches).
-    pub fn append(&mut self, other: WriteBatch) {
+    pub fn append(&mut self, mut other: WriteBatch) {
+        self.own_group();
+        other.own_group();
         // The two may write the same key.
         self.unique_keys = false;
         self.len += other.len;
@@ -102,14 +144,16 @@ impl WriteBatch {
 
     /// The writes, in order: `None` deletes.
     pub fn writes(&self) -> impl Iterator<Item = (Keyspace, &[u8], Option<&[u8]>)> {
-        self.runs.iter().flat_map(|(keyspace, run)| {
+        let group = self.group.iter().flat_map(|group| group.unordered());
+        group.chain(self.runs.iter().flat_map(|(keyspace, run)| {
             run.iter()
                 .map(|(key, write)| (*keyspace, key.as_slice(), write.as_deref()))
-        })
+        }))
     }
 
-    /// The writes, consumed, in order: `None` deletes.
-    pub fn into_writes(self) -> impl Iterator<Item = (Keyspace, Vec<u8>, Write)> {
+    /// The writes, consumed, in order: `None` deletes. A shared group's writes are copied.
+    pub fn into_writes(mut self) -> impl Iterator<Item = (Keyspace, Vec<u8>, Write)> {
+        self.own_group();
         self.runs.into_iter().flat_map(|(keyspace, run)| {
             run.into_iter()
                 .map(move |(key, write)| (keyspace, key, write))
@@ -168,8 +212,8 @@ impl WriteBatch {
     }
 }
 
-fn size_of(key: &[u8], write: &Write) -> usize {
-    key.len() + write.as_ref().map_or(0, Vec::len) + OP_OVERHEAD_BYTES
+fn size_of(key: &[u8], write: Option<&[u8]>) -> usize {
+    key.len() + write.map_or(0, <[u8]>::len) + OP_OVERHEAD_BYTES
 }
 
 #[cfg(test)]
@@ -258,6 +302,54 @@ mod tests {
                 Keyspace::Expiry,
                 Keyspace::Expiry
             ]
+        );
+    }
+
+    /// A batch sharing a group's writes holds what the batch taking them holds, reads them in
+    /// place while the group is still read elsewhere, and takes its own copy to add to them.
+    #[test]
+    fn a_batch_of_a_shared_group_holds_the_groups_writes() {
+        let mut overlay = Overlay::default();
+        for key in [b"b", b"a", b"c"] {
+            overlay.put(Keyspace::Documents, key.to_vec(), b"12".to_vec());
+        }
+        overlay.delete(Keyspace::Expiry, b"x".to_vec());
+        overlay.put(Keyspace::Catalog, b"k".to_vec(), b"v".to_vec());
+        let taken = overlay.clone().into_batch();
+        let shared = Arc::new(overlay);
+        let batch = WriteBatch::of_group(Arc::clone(&shared));
+        assert_eq!(
+            (batch.len(), batch.approximate_size()),
+            (5, taken.approximate_size())
+        );
+        let sorted = |batch: &WriteBatch| {
+            let mut writes: Vec<_> = batch
+                .writes()
+                .map(|(keyspace, key, write)| {
+                    (keyspace as usize, key.to_vec(), write.map(<[u8]>::to_vec))
+                })
+                .collect();
+            writes.sort();
+            writes
+        };
+        assert_eq!(sorted(&batch), sorted(&taken));
+        let unique = batch.clone().into_unique();
+        assert_eq!(sorted(&unique), sorted(&taken));
+        // Writes added after the group's come after them, and the group is left as it was.
+        let mut extended = batch;
+        extended.put(Keyspace::Documents, b"a", b"later");
+        assert_eq!(extended.len(), 6);
+        let last = extended.clone().into_writes().last();
+        assert_eq!(
+            last,
+            Some((Keyspace::Documents, b"a".to_vec(), Some(b"later".to_vec())))
+        );
+        let unique = owned(extended.into_unique().into_writes());
+        assert!(unique.contains(&(Keyspace::Documents, b"a".to_vec(), Some(b"later".to_vec()))));
+        assert_eq!(unique.len(), 5);
+        assert_eq!(
+            shared.get(Keyspace::Documents, b"a"),
+            Some(&Some(b"12".to_vec()))
         );
     }
 

@@ -1,6 +1,7 @@
 //! A fault-injecting wrapper around any [`Backend`], for tests of how the engine takes storage
 //! failures: fail the next commits cleanly (nothing applied), make the next syncs fail after the
-//! batch was applied (its durability unknown), or report a full disk until told otherwise.
+//! batch was applied (its durability unknown), report a full disk until told otherwise, or hold
+//! commits until released (to run work beside a commit that is under way).
 //!
 //! Owns: the switches ([`Faults`]) and where in a commit each one strikes. Does not own: what
 //! the engine does about a failure (`engine::writer`). With every switch off (the default) the
@@ -8,7 +9,7 @@
 
 use super::{Backend, Durability, StorageError, WriteBatch};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 
 /// The switches of a [`FaultyBackend`]; shared, so a test flips them while the server runs.
 #[derive(Debug, Default)]
@@ -16,6 +17,11 @@ pub struct Faults {
     failing_commits: AtomicU64,
     failing_syncs: AtomicU64,
     disk_full: AtomicBool,
+    /// While true, commits wait at their start.
+    held: Mutex<bool>,
+    released: Condvar,
+    /// Commits waiting while held.
+    waiting: AtomicU64,
 }
 
 impl Faults {
@@ -33,6 +39,34 @@ impl Faults {
     /// While on, every commit fails with ENOSPC before anything of it is applied.
     pub fn set_disk_full(&self, full: bool) {
         self.disk_full.store(full, Ordering::SeqCst);
+    }
+
+    /// While on, every commit waits at its start, before anything of it is applied (and before
+    /// the other switches are read), until this is turned off.
+    pub fn hold_commits(&self, held: bool) {
+        if let Ok(mut slot) = self.held.lock() {
+            *slot = held;
+        }
+        self.released.notify_all();
+    }
+
+    /// How many commits are waiting because commits are held.
+    pub fn commits_waiting(&self) -> u64 {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    fn wait_while_held(&self) {
+        let Ok(mut held) = self.held.lock() else {
+            return;
+        };
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        while *held {
+            held = match self.released.wait(held) {
+                Ok(held) => held,
+                Err(_) => break,
+            };
+        }
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
     }
 
     /// Takes one from `counter` if it is not zero; whether it did.
@@ -81,6 +115,7 @@ impl<B: Backend> Backend for FaultyBackend<B> {
         if batch.is_empty() {
             return Ok(());
         }
+        self.faults.wait_while_held();
         if self.faults.disk_full.load(Ordering::SeqCst) {
             return Err(StorageError::Io(injected(
                 std::io::ErrorKind::StorageFull,

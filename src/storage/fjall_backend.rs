@@ -240,11 +240,13 @@ impl Backend for FjallBackend {
         self.check_space(&batch)?;
         // One fjall batch: journaled (and synced) as a whole, then applied to the memtables
         // under one sequence number. Every entry of a batch has the same sequence number, so a
-        // key written twice is written once here, as its last operation.
+        // key written twice is written once here, as its last operation. fjall copies every key
+        // and value into its own buffers, so they are read in place (a group's shared writes
+        // too: [`WriteBatch::of_group`]).
         let unique = batch.into_unique();
         let mut writes = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), unique.len())
             .durability(Some(persist_mode(durability)));
-        for (keyspace, key, write) in unique.into_writes() {
+        for (keyspace, key, write) in unique.writes() {
             match write {
                 Some(value) => writes.insert(handle(&self.keyspaces, keyspace), key, value),
                 None => writes.remove(handle(&self.keyspaces, keyspace), key),

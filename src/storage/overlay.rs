@@ -81,6 +81,16 @@ impl Overlay {
             })
     }
 
+    /// Every pending write, each key once, keyspace by keyspace in no particular order within
+    /// one ([`Pending::unordered`]).
+    pub fn unordered(&self) -> impl Iterator<Item = (Keyspace, &[u8], Option<&[u8]>)> {
+        Keyspace::ALL.into_iter().flat_map(move |keyspace| {
+            self.of(keyspace)
+                .unordered()
+                .map(move |(key, write)| (keyspace, key, write))
+        })
+    }
+
     /// Every pending write, consumed, as a batch that holds each key once: each keyspace's runs
     /// become the batch's runs as they are, so committing a group moves no write into another
     /// list ([`super::WriteBatch`]).

@@ -223,6 +223,15 @@ impl Pending {
         self.runs = vec![merged, open];
     }
 
+    /// Every pending write, each key once, in no particular order: the map's writes, then each
+    /// run's (no merge). For a batch that shares a group's writes ([`super::WriteBatch`]).
+    pub fn unordered(&self) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+        self.map
+            .iter()
+            .chain(self.runs.iter().flatten().map(|(key, write)| (key, write)))
+            .map(|(key, write)| (key.as_slice(), write.as_deref()))
+    }
+
     /// Every pending write, consumed, each key once, as ascending runs in no particular order
     /// to one another: the map's writes, then each run as it is (no merge, no copy).
     pub fn into_runs(self) -> impl Iterator<Item = Vec<Entry>> {
