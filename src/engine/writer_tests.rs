@@ -124,6 +124,19 @@ async fn the_next_group_reads_a_group_being_committed_which_no_reader_sees_yet()
         "the second group read the first"
     );
     assert!(visible(&engine, "c", 1) && visible(&engine, "c", 2));
+    // The second group's counter started from the first group's.
+    assert_eq!(count(&engine, "c").await, 3);
+}
+
+/// The stored document count of `db.name`, as the writer's next group reads it.
+async fn count(engine: &Engine, name: &'static str) -> u64 {
+    engine
+        .write(false, move |txn, _| {
+            let meta = ddl::collection(txn, "db", name).unwrap();
+            txn.totals(meta.id).unwrap().count
+        })
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,6 +160,7 @@ async fn a_group_that_read_a_failed_commit_fails_with_it_and_the_catalog_goes_ba
     assert!(!third.await.unwrap().unwrap().unwrap());
     assert!(visible(&engine, "new", 3));
     assert!(!visible(&engine, "new", 1) && !visible(&engine, "new", 2));
+    assert_eq!(count(&engine, "new").await, 1);
     assert!(visible(&engine, "c", 0));
 }
 

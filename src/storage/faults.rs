@@ -17,8 +17,10 @@ pub struct Faults {
     failing_commits: AtomicU64,
     failing_syncs: AtomicU64,
     disk_full: AtomicBool,
-    /// While true, commits wait at their start.
-    held: Mutex<bool>,
+    /// While true, commits wait at their start; changed under `gate`, so a commit that saw it
+    /// true waits for the change.
+    held: AtomicBool,
+    gate: Mutex<()>,
     released: Condvar,
     /// Commits waiting while held.
     waiting: AtomicU64,
@@ -44,8 +46,8 @@ impl Faults {
     /// While on, every commit waits at its start, before anything of it is applied (and before
     /// the other switches are read), until this is turned off.
     pub fn hold_commits(&self, held: bool) {
-        if let Ok(mut slot) = self.held.lock() {
-            *slot = held;
+        if let Ok(_gate) = self.gate.lock() {
+            self.held.store(held, Ordering::SeqCst);
         }
         self.released.notify_all();
     }
@@ -56,13 +58,16 @@ impl Faults {
     }
 
     fn wait_while_held(&self) {
-        let Ok(mut held) = self.held.lock() else {
+        if !self.held.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(mut gate) = self.gate.lock() else {
             return;
         };
         self.waiting.fetch_add(1, Ordering::SeqCst);
-        while *held {
-            held = match self.released.wait(held) {
-                Ok(held) => held,
+        while self.held.load(Ordering::SeqCst) {
+            gate = match self.released.wait(gate) {
+                Ok(gate) => gate,
                 Err(_) => break,
             };
         }
