@@ -16,9 +16,10 @@
 //! group before it is committed. The next group stays open, taking queued jobs, until the committer
 //! has the outcome, and is handed over only then: one group commits at a time, in order, and one is
 //! prepared beside it. A group whose earlier group failed to commit fails with the same error (it
-//! read writes that do not exist), and the catalog goes back to before the failed group. The
-//! operation log's size bound is checked against the committed groups' size, so the log may pass it
-//! by the writes of the group in flight until the next group truncates it.
+//! read writes that do not exist; after a failure that left the earlier group's fate unknown, with
+//! the read-only error, as it was surely not applied), and the catalog goes back to before the
+//! failed group. The operation log's size bound is checked against the committed groups' size, so
+//! the log may pass it by the writes of the group in flight until the next group truncates it.
 //!
 //! # Storage failures
 //!
@@ -282,6 +283,12 @@ fn run(
                 None => outcomes.recv().unwrap_or_else(|_| Err(committer_gone())),
             };
             if let Err(error) = settle(&mut in_flight, outcome, &mut catalog) {
+                // Not applied, whatever became of the earlier group: after a failure that
+                // left that group's fate unknown, the server is read-only, and says so.
+                let error = match stats.read_only_reason() {
+                    Some(reason) => read_only_error(&reason),
+                    None => error,
+                };
                 for ack in quick_acks.into_iter().chain(durable_acks) {
                     ack(Err(error.clone()));
                 }

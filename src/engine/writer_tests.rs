@@ -3,7 +3,7 @@
 
 use crate::clock::ManualClock;
 use crate::engine::{collection, ddl, Engine};
-use crate::error::Result;
+use crate::error::{ErrorCode, Result};
 use bson::{doc, Bson};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -177,4 +177,29 @@ async fn a_group_that_did_not_read_a_failed_commit_prepared_beside_it_still_fail
     // Commits go on once the failure has passed.
     insert(&engine, "c", 1).await.unwrap();
     assert!(visible(&engine, "c", 1) && !visible(&engine, "other", 2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_prepared_beside_a_commit_of_unknown_fate_is_refused_as_read_only() {
+    let (_dir, engine) = engine_with_a_document().await;
+    let faults = engine.storage_faults();
+    faults.fail_next_syncs(1);
+    let first = a_held_commit(&engine, "c", 1, false).await;
+    let (second, has_run) = insert_after_reading(&engine, "c", 1, 2);
+    has_run.recv_timeout(Duration::from_secs(10)).unwrap();
+    faults.hold_commits(false);
+    let first = first.await.unwrap().unwrap_err();
+    assert!(
+        first
+            .to_string()
+            .contains("may or may not have been applied"),
+        "{first}"
+    );
+    // The second group was surely not applied: it is refused as every write now is.
+    let second = second.await.unwrap().unwrap_err();
+    assert_eq!(second.code, ErrorCode::IllegalOperation, "{second}");
+    assert!(second.to_string().contains("read-only"), "{second}");
+    assert!(!visible(&engine, "c", 2));
+    let third = insert(&engine, "c", 3).await.unwrap_err();
+    assert_eq!(third.code, ErrorCode::IllegalOperation);
 }
