@@ -23,15 +23,14 @@
 //!
 //! # Storage failures
 //!
-//! A commit refused before anything of it was applied (a full disk, an I/O error) fails every
-//! job of its group, and of the group prepared on it, and rolls back their catalog changes;
-//! nothing of either is visible, and the next group tries again. A failure after which the
-//! group's fate is unknown (the journal write or sync failed: the batch may be durable, or
-//! visible) puts the writer in read-only mode, as
-//! PostgreSQL stops after a failed fsync: the group's jobs get an error saying their outcome is
-//! unknown, every later write is refused with `IllegalOperation` until a restart (which
-//! recovers from the journal), and reads keep working. Both are logged at error level and
-//! counted in [`WriterStats`] (`serverStatus.writer`).
+//! A commit refused before anything of it was applied (a full disk, an I/O error) fails every job
+//! of its group, and of the group prepared on it, and rolls back their catalog changes; nothing of
+//! either is visible, and the next group tries again. A failure after which the group's fate is
+//! unknown (the journal write or sync failed: the batch may be durable, or visible) puts the writer
+//! in read-only mode, as PostgreSQL stops after a failed fsync: the group's jobs get an error
+//! saying their outcome is unknown, every later write is refused with `IllegalOperation` until a
+//! restart (which recovers from the journal), and reads keep working. Both are logged at error
+//! level and counted in [`WriterStats`] (`serverStatus.writer`).
 
 use super::catalog::Catalog;
 use super::oplog::{self, GroupLog, OplogState};
