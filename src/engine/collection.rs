@@ -111,7 +111,8 @@ fn check_size(doc: &Document, body_len: usize) -> Result<()> {
 /// Takes each of `docs`' keys in `meta` (computed ahead, or now) and learns at once which of
 /// them the collection does not hold yet ([`Txn::probe_documents`]), ahead of inserting the
 /// documents one by one in the same group: a bulk insert's duplicate checks then cost one
-/// ordered walk instead of a point read each. Each document keeps what was found (`NewDocument::set_probed`).
+/// ordered walk instead of a point read each. Each document keeps what was found
+/// (`NewDocument::set_probed`).
 pub fn probe_ids<'d>(
     txn: &Txn<'_>,
     meta: &CollectionMeta,

@@ -227,10 +227,7 @@ impl NewDocument {
     /// The document's key in the collection `meta`: the one computed ahead when it holds for
     /// `meta`, else computed now.
     pub(super) fn take_key(&mut self, meta: &CollectionMeta) -> Result<Vec<u8>> {
-        match self.probed.take() {
-            Some(probed) if probed.holds_for(meta) => Ok(probed.key),
-            _ => self.key(meta),
-        }
+        self.probed_key(meta).map(|(key, _)| key)
     }
 
     /// The document's key in the collection `meta` and whether the group's snapshot surely

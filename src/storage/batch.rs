@@ -116,17 +116,6 @@ impl WriteBatch {
         self.runs.push((keyspace, writes));
     }
 
-    /// Appends every write of `other` after this batch's (group commit merges batches).
-    pub fn append(&mut self, mut other: WriteBatch) {
-        self.own_group();
-        other.own_group();
-        // The two may write the same key.
-        self.unique_keys = false;
-        self.len += other.len;
-        self.approximate_size += other.approximate_size;
-        self.runs.extend(other.runs);
-    }
-
     /// Number of writes.
     pub fn len(&self) -> usize {
         self.len
@@ -279,9 +268,7 @@ mod tests {
         assert_eq!(batch.len(), 2);
         assert_eq!(batch.approximate_size(), 2 + 5 + 2 + 2 * OP_OVERHEAD_BYTES);
 
-        let mut other = WriteBatch::new();
-        other.put(Keyspace::Catalog, b"c".to_vec(), b"".to_vec());
-        batch.append(other);
+        batch.put(Keyspace::Catalog, b"c".to_vec(), b"".to_vec());
         batch.add_run(
             Keyspace::Expiry,
             vec![(b"x".to_vec(), Some(b"12".to_vec())), (b"y".to_vec(), None)],
