@@ -354,4 +354,36 @@ fn main() {
         "s": "a", "s0": "a\u{0}b", "sym": Bson::Symbol("a".into()), "dec": Decimal128::from_bytes([0; 16]),
         "ninf": f64::NEG_INFINITY, "nan": f64::NAN, "u": Bson::Undefined, "null": Bson::Null}]);
     seeds("key_order", &key_inputs);
+    bson_check(&docs);
+}
+
+/// Seeds for `bson_check`: each document as it is (first byte 6: depth limit 200), and one with
+/// an element of every type, code with scope and old-style binary included (a DBPointer,
+/// which `bson` builds only by decoding, is appended as bytes).
+fn bson_check(docs: &[Document]) {
+    let every_type = doc! {
+        "d": 1.5, "s": "x", "o": {"a": 1}, "a": [1, "b"],
+        "bin": bson::Binary {subtype: bson::spec::BinarySubtype::Generic, bytes: vec![1, 2]},
+        "old": bson::Binary {subtype: bson::spec::BinarySubtype::BinaryOld, bytes: vec![3]},
+        "u": Bson::Undefined, "oid": ObjectId::from_bytes([1; 12]), "t": true,
+        "dt": bson::DateTime::from_millis(0), "n": Bson::Null,
+        "re": Regex {pattern: "a".into(), options: "i".into()},
+        "js": Bson::JavaScriptCode("f()".into()), "sym": Bson::Symbol("y".into()),
+        "jss": bson::JavaScriptCodeWithScope {code: "g()".into(), scope: doc! {"v": [1]}},
+        "i": 1, "ts": Timestamp {time: 1, increment: 2}, "l": 2_i64,
+        "dec": Decimal128::from_bytes([0; 16]), "max": Bson::MaxKey, "min": Bson::MinKey,
+    };
+    for doc in docs {
+        let mut input = vec![6u8];
+        doc.to_writer(&mut input).unwrap();
+        write("bson_check", &input);
+    }
+    let mut bytes = bson::to_vec(&every_type).unwrap();
+    bytes.pop();
+    bytes.extend_from_slice(&[0x0c, b'p', 0, 2, 0, 0, 0, b'n', 0]);
+    bytes.extend_from_slice(&[9; 12]);
+    bytes.push(0);
+    let len = bytes.len() as i32;
+    bytes[..4].copy_from_slice(&len.to_le_bytes());
+    write("bson_check", &[&[6u8][..], &bytes].concat());
 }

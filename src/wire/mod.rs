@@ -9,6 +9,7 @@
 //! decoded, to refuse more than `maxWriteBatchSize` statements without decoding them. Their nesting depth is checked over the raw bytes
 //! (`query::depth`) before the recursive decoder sees them.
 
+pub mod bson_check;
 pub mod client;
 mod codec;
 mod compression;

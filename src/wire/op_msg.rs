@@ -4,11 +4,10 @@
 //! because they go to storage as they are; decoding them only to encode them again was a
 //! quarter of a bulk insert's server CPU.
 
-use super::{Reader, WireError, HEADER_LEN, MAX_COMMAND_SIZE, MAX_MESSAGE_SIZE};
+use super::{bson_check, Reader, WireError, HEADER_LEN, MAX_COMMAND_SIZE, MAX_MESSAGE_SIZE};
 use crate::error::{Error, ErrorCode};
 use crate::protocol::RawDocuments;
-use crate::query::depth::{self, MAX_BSON_DEPTH};
-use bson::{Bson, Document, RawBsonRef, RawDocument};
+use bson::{Bson, Document};
 use std::sync::Arc;
 
 /// OP_MSG flag bits.
@@ -231,36 +230,11 @@ fn check_body_batch(body: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Checks one framed BSON document as [`parse_document`] does, without decoding it: its size,
-/// and in one walk (an explicit stack, no recursion) every element, nested ones included, and
-/// the depth, which may be at most [`MAX_BSON_DEPTH`] levels below the document (as
-/// [`depth::check_request`] counts them). Like mongod's validation, the walk reports the first
-/// fault in document order.
+/// Checks one framed BSON document as [`parse_document`] does, without decoding it
+/// ([`bson_check`]).
 fn validate_document(bytes: &[u8], limit: usize) -> Result<(), Error> {
     check_size(bytes, limit)?;
-    let invalid = Error::invalid_bson;
-    let mut stack = Vec::with_capacity(4);
-    stack.push(RawDocument::from_bytes(bytes).map_err(invalid)?.iter());
-    while let Some(top) = stack.last_mut() {
-        let Some(element) = top.next() else {
-            stack.pop();
-            continue;
-        };
-        let nested = match element.map_err(invalid)?.1 {
-            RawBsonRef::Document(doc) => doc,
-            RawBsonRef::Array(array) => {
-                RawDocument::from_bytes(array.as_bytes()).map_err(invalid)?
-            }
-            RawBsonRef::JavaScriptCodeWithScope(code) => code.scope,
-            _ => continue,
-        };
-        // The stack holds the document and the levels open below it.
-        if stack.len() > MAX_BSON_DEPTH {
-            return Err(depth::too_deep_on_the_wire());
-        }
-        stack.push(nested.iter());
-    }
-    Ok(())
+    bson_check::check(bytes)
 }
 
 fn check_size(bytes: &[u8], limit: usize) -> Result<(), Error> {
