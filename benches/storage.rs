@@ -66,6 +66,8 @@ struct Args {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
+    // As the server binary does at start, so that both measure the same memory.
+    mayfly::host::disable_transparent_huge_pages()?;
     let budget = args.cache_size_gb.map_or_else(
         mayfly::config::default_cache_bytes,
         mayfly::config::gigabytes,

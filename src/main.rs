@@ -50,6 +50,9 @@ fn main() -> ExitCode {
         eprintln!("mayfly: {e}");
         return ExitCode::from(2);
     }
+    if let Err(e) = mayfly::host::disable_transparent_huge_pages() {
+        tracing::warn!(error = %e, "cannot turn transparent huge pages off for this process");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .max_blocking_threads(blocking_threads())

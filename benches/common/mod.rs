@@ -58,6 +58,8 @@ impl Target {
         let (server, dir, uri) = match uri {
             Some(uri) => (None, None, uri.to_owned()),
             None => {
+                // As the server binary does at start.
+                mayfly::host::disable_transparent_huge_pages()?;
                 let dir = tempfile::tempdir()?;
                 let mut config = Config::for_tests(dir.path());
                 adjust(&mut config);
