@@ -34,8 +34,9 @@ pub struct NewDocument {
     /// The record's stored bytes with the header left to stamp ([`record::unstamped`]).
     stored: Vec<u8>,
     own_ttl: Option<i32>,
-    /// The decoded document, when it was kept for the writer ([`NewDocument::prepare`]).
-    doc: Option<Document>,
+    /// The decoded document, when it was kept for the writer ([`NewDocument::prepare`]); boxed,
+    /// since most inserts keep none and every document of a batch is moved a few times.
+    doc: Option<Box<Document>>,
     /// The key, computed ahead of the writer's group ([`NewDocument::key_ahead`]) or by it, and
     /// what the group learned about it ([`NewDocument::set_probed`]).
     probed: Option<Probed>,
@@ -84,13 +85,15 @@ impl NewDocument {
             doc.to_writer(stored)
                 .map_err(|e| Error::internal(format!("cannot encode document: {e}")))
         })?;
-        new.doc = keep.then(|| match generated {
-            Some(oid) => {
-                let mut with_id = doc! {"_id": oid};
-                with_id.extend(doc.clone());
-                with_id
-            }
-            None => doc.clone(),
+        new.doc = keep.then(|| {
+            Box::new(match generated {
+                Some(oid) => {
+                    let mut with_id = doc! {"_id": oid};
+                    with_id.extend(doc.clone());
+                    with_id
+                }
+                None => doc.clone(),
+            })
         });
         Ok(new)
     }
@@ -144,7 +147,7 @@ impl NewDocument {
             Ok(())
         })?;
         if keep {
-            new.doc = Some(new.document()?.into_owned());
+            new.doc = Some(Box::new(new.document()?.into_owned()));
         }
         Ok(new)
     }
@@ -274,7 +277,7 @@ impl NewDocument {
     /// The document, taken out (decoded from its body when it was not kept).
     pub fn take_document(&mut self) -> Result<Document> {
         match self.doc.take() {
-            Some(doc) => Ok(doc),
+            Some(doc) => Ok(*doc),
             None => self.document().map(Cow::into_owned),
         }
     }
