@@ -23,7 +23,7 @@ pub fn hostname() -> String {
 /// The allocator asks for huge pages on the memory it maps (`madvise(MADV_HUGEPAGE)`), so the
 /// first touch of any part of a 2 MiB region made the kernel zero all of it. Under a bulk load,
 /// whose request buffers and records are allocated on one thread and freed on another, that
-/// zeroing took 6–13% of the server's samples, and loads ran about 15% faster without it
+/// zeroing took 6–13% of the server's samples, and loads ran about 17% faster without it
 /// (docs/benchmarks.md, "Transparent huge pages off").
 pub fn disable_transparent_huge_pages() -> std::io::Result<bool> {
     #[cfg(target_os = "linux")]
