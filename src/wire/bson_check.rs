@@ -113,15 +113,13 @@ fn walk(bytes: &[u8], max_nested: usize) -> Option<()> {
     let mut pos = 4;
     loop {
         if pos == last {
-            // The terminator, a NUL as `document_len` checked.
+            // The terminator, a NUL as `document_len` checked. The element that holds this
+            // document ends before `outer`, as checked when the document was opened.
             let Some(outer) = open.pop() else {
                 return Some(());
             };
             pos = last + 1;
             last = outer;
-            if pos > last {
-                return None;
-            }
             continue;
         }
         let tag = *bytes.get(pos)?;
