@@ -6,8 +6,9 @@
 //! Owns: the limits and the raw-bytes depth scan. Does not own: where each check is applied
 //! (the wire decoder for requests, the engine for stored and read documents, each parser for
 //! its paths), nor the full validation of BSON (the `bson` crate does that afterwards). The
-//! wire decoder's walk of an insert's kept documents validates them and counts their levels
-//! against [`MAX_BSON_DEPTH`] in one pass, as [`check_request`] counts them.
+//! wire decoder's walk of an insert's kept documents (`wire::bson_check`) validates them and
+//! counts their levels against [`MAX_BSON_DEPTH`] in one pass, as [`check_request`] counts
+//! them.
 
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Bson, Document};
