@@ -3,7 +3,9 @@
 
 use crate::engine::Interrupt;
 use crate::error::{Error, Result};
+use crate::query::guard;
 use bson::{Bson, Document};
+use std::sync::Arc;
 
 /// Runs `apply` on each statement in order. A statement that failed to parse, or whose `apply`
 /// fails, becomes a write error at its index; with `ordered` the batch stops there.
@@ -24,21 +26,29 @@ pub fn run<T>(
     errors
 }
 
-/// [`run`], checking `interrupt` before each statement. An interruption (`maxTimeMS`, `killOp`,
-/// a closed connection) is not a write error: it ends the batch and fails the whole command, as
-/// in mongod, after the statements before it were applied.
+/// [`run`], checking `interrupt` before each statement, with it installed as the thread's
+/// current operation so that the statements' expressions and loops check it too
+/// ([`guard`]). An interruption (`maxTimeMS`, `killOp`, a closed connection) is not a write
+/// error: it ends the batch and fails the whole command, as in mongod, after the statements
+/// before it were applied.
 pub fn run_interruptible<T>(
     statements: impl IntoIterator<Item = Result<T>>,
     ordered: bool,
-    interrupt: &Interrupt,
+    interrupt: &Arc<Interrupt>,
     mut apply: impl FnMut(usize, T) -> Result<()>,
 ) -> std::result::Result<Vec<(usize, Error)>, Error> {
+    let _current = guard::install(Arc::clone(interrupt) as Arc<dyn guard::Checkpoint>);
     let mut stopped = None;
-    let errors = run(statements, ordered, |i, s| match interrupt.check() {
-        Ok(()) => apply(i, s),
-        Err(e) => {
-            stopped = Some(e.clone());
-            Err(e)
+    let errors = run(statements, ordered, |i, s| {
+        let outcome = interrupt.check().and_then(|()| apply(i, s));
+        match (outcome, interrupt.check()) {
+            // Stopped before or during the statement: the operation's error, not the
+            // statement's.
+            (Err(_), Err(e)) => {
+                stopped = Some(e.clone());
+                Err(e)
+            }
+            (outcome, _) => outcome,
         }
     });
     match stopped {

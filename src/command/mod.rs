@@ -70,6 +70,7 @@ use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::RawDocuments;
 pub use crate::protocol::Reply;
+use crate::query::guard;
 use crate::status::OpKind;
 use bson::{Bson, Document};
 use std::future::Future;
@@ -357,6 +358,8 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
     let session = req.session;
     let transaction = req.transaction.clone();
     tokio::task::spawn_blocking(move || {
+        // The command's expressions and loops check its interrupt from here on.
+        let _current = guard::install(Arc::clone(&interrupt) as Arc<dyn guard::Checkpoint>);
         let req = Request {
             name,
             db: &db,

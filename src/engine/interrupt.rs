@@ -162,6 +162,13 @@ impl Interrupt {
     }
 }
 
+/// Pure code's loops ([`crate::query::guard::tick`]) reach the operation through this.
+impl crate::query::guard::Checkpoint for Interrupt {
+    fn check(&self) -> Result<()> {
+        Interrupt::check(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

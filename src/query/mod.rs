@@ -14,6 +14,8 @@
 //! - [`expr`]: the expression language: `Expression::compile` once, `eval` per document.
 //! - [`regex`]: PCRE2 with mongod's options, limits and errors, for `$regex` and the regex
 //!   expressions.
+//! - [`guard`]: the thread's current operation as pure code sees it: interrupt checks at
+//!   bounded intervals, and the size limit of computed values.
 //! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
 //! - [`update`]: `Update::parse`, `apply` with an `UpdateContext`; `upsert_seed`.
 //! - [`projection`]: `Projection::compile`, `apply`.
@@ -26,6 +28,7 @@ pub mod depth;
 pub mod diff;
 pub mod expr;
 pub mod filter;
+pub mod guard;
 pub mod path;
 pub mod projection;
 pub mod regex;
