@@ -308,6 +308,7 @@ error_codes! {
     Location16007 = 16007,
     Location16034 = 16034,
     Location16035 = 16035,
+    Location16493 = 16493,
     Location16702 = 16702,
     Location17040 = 17040,
     Location17041 = 17041,

@@ -1,9 +1,12 @@
 //! The encoded BSON size of a decoded document or value, computed without encoding it and
 //! without recursion (a value may be as deep as any request).
 //!
-//! Owns: the size arithmetic of the BSON encoding. Does not own: what the sizes are used for
-//! (stage memory budgets, `collStats`-style reports, reply bounds).
+//! Owns: the size arithmetic of the BSON encoding, and [`SizeTally`], the size of a value
+//! being built. Does not own: what the sizes are used for (stage memory budgets,
+//! `collStats`-style reports, reply bounds).
 
+use super::guard;
+use crate::error::Result;
 use bson::{Bson, Document};
 
 /// The encoded size of `doc`: what `bson::to_vec(doc).len()` would be.
@@ -59,6 +62,54 @@ fn drain(total: &mut usize, pending: &mut Vec<&Bson>) {
 /// the key and its NUL, and the trailing NUL.
 fn document_overhead(doc: &Document) -> usize {
     4 + doc.keys().map(|k| 2 + k.len()).sum::<usize>() + 1
+}
+
+/// The encoded size of an array or document being built one element at a time, refused once
+/// past the size any computed value may reach ([`guard::MAX_VALUE_BYTES`]); each element is
+/// also a unit of work for the operation's interrupt.
+#[derive(Debug)]
+pub struct SizeTally {
+    bytes: usize,
+    elements: usize,
+}
+
+impl SizeTally {
+    /// An empty array: its length and terminator.
+    pub fn array() -> SizeTally {
+        SizeTally {
+            bytes: 5,
+            elements: 0,
+        }
+    }
+
+    /// An empty document.
+    pub fn document() -> SizeTally {
+        SizeTally::array()
+    }
+
+    /// Counts the next array element, `value`.
+    pub fn add_element(&mut self, value: &Bson) -> Result<()> {
+        let key = decimal_len(self.elements);
+        self.add(key, value)
+    }
+
+    /// Counts a document field named with `key_len` bytes holding `value`.
+    pub fn add(&mut self, key_len: usize, value: &Bson) -> Result<()> {
+        self.elements += 1;
+        self.add_bytes(2 + key_len + value_size(value))
+    }
+
+    /// Counts `bytes` more (of a string being built).
+    pub fn add_bytes(&mut self, bytes: usize) -> Result<()> {
+        self.bytes = self.bytes.saturating_add(bytes);
+        guard::check_value_bytes(self.bytes)?;
+        guard::tick_n(guard::units_for_bytes(bytes))
+    }
+
+    /// The size counted so far.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 fn decimal_len(mut n: usize) -> usize {

@@ -18,6 +18,13 @@
 //! already bounds (200 levels); [`compile::MAX_EXPRESSION_DEPTH`] bounds it again for
 //! expressions built in memory. Evaluation recurses along the compiled tree only. Values
 //! built by iteration (`$reduce`) are checked against the BSON nesting limit as they grow.
+//!
+//! Cost: every operator's evaluation is a unit of work for the operation's interrupt
+//! ([`guard::tick`]), and so is every iteration of an operator's loop; every value an operator
+//! computes is refused past [`guard::MAX_VALUE_BYTES`] (10334), and operators whose output
+//! can grow far past their inputs (`$concat`, `$concatArrays`, `$map`, `$split`,
+//! `$replaceAll`, the regex functions, literal arrays and documents) check the size as they
+//! build, so no value is ever built much past the limit.
 
 mod compile;
 mod field;
@@ -31,12 +38,27 @@ pub use field::field_path;
 pub(crate) use ops::{format_g, format_g_digits};
 
 use crate::error::Result;
+use crate::query::guard;
+pub use crate::query::size::SizeTally;
 use bson::{Bson, Document};
 use std::fmt::Debug;
 use std::sync::Arc;
 
 /// A value or its absence ("missing" in mongod's terms, distinct from `null`).
 pub type Value = Option<Bson>;
+
+/// `Err` when `value`, computed by an operator, is past the size any value may reach: a
+/// string of 16 MiB (16493), an array or document past [`guard::MAX_VALUE_BYTES`] (10334). Strings are measured at once; arrays and documents by a walk,
+/// which costs no more than building them did.
+pub fn check_value_size(value: &Bson) -> Result<()> {
+    match value {
+        Bson::String(s) => guard::check_string_bytes(s.len()),
+        Bson::Array(_) | Bson::Document(_) | Bson::Binary(_) | Bson::JavaScriptCodeWithScope(_) => {
+            guard::check_value_bytes(crate::query::size::value_size(value))
+        }
+        _ => Ok(()),
+    }
+}
 
 /// A compiled expression.
 #[derive(Debug, Clone)]
@@ -121,8 +143,10 @@ impl Node {
                 .and_then(|value| field::get_in_value(value, path))),
             Node::Doc(fields) => {
                 let mut out = Document::new();
+                let mut size = SizeTally::document();
                 for (k, e) in fields {
                     if let Some(v) = e.eval(cx)? {
+                        size.add(k.len(), &v)?;
                         out.insert(k.clone(), v);
                     }
                 }
@@ -130,12 +154,22 @@ impl Node {
             }
             Node::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
+                let mut size = SizeTally::array();
                 for e in items {
-                    out.push(e.eval(cx)?.unwrap_or(Bson::Null));
+                    let v = e.eval(cx)?.unwrap_or(Bson::Null);
+                    size.add_element(&v)?;
+                    out.push(v);
                 }
                 Ok(Some(Bson::Array(out)))
             }
-            Node::Op(op) => op.eval(cx),
+            Node::Op(op) => {
+                guard::tick()?;
+                let value = op.eval(cx)?;
+                if let Some(v) = &value {
+                    check_value_size(v)?;
+                }
+                Ok(value)
+            }
         }
     }
 

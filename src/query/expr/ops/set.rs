@@ -12,6 +12,7 @@ use super::super::{Compiler, Node, Value};
 use super::array::{compared, take};
 use super::{apply, Arity};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::guard;
 use bson::Bson;
 use std::cmp::Ordering;
 
@@ -153,6 +154,10 @@ fn difference(_: &'static str, cmp: &Comparator, v: Vec<Value>) -> Result<Value>
     let mut seen = to_set(cmp, rhs);
     let mut out = Vec::new();
     for item in lhs {
+        // An insertion moves the larger half of `seen`: work in proportion to its length.
+        guard::tick_n(guard::units_for_bytes(
+            seen.len() * std::mem::size_of::<Bson>(),
+        ))?;
         if let Err(at) = seen.binary_search_by(|probe| cmp.compare(probe, &item)) {
             seen.insert(at, item.clone());
             out.push(item);

@@ -1,9 +1,10 @@
 //! Operators that bind variables: `$let`, `$map`, `$filter`, `$reduce`; and `$literal`.
 
 use super::super::value::truthy;
-use super::super::{Compiler, Context, Node, Operator, Value};
+use super::super::{Compiler, Context, Node, Operator, SizeTally, Value};
 use super::op;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::guard;
 use crate::query::path::{render, type_name};
 use bson::{Bson, Document};
 
@@ -183,9 +184,12 @@ impl Operator for Map {
             return Ok(Some(Bson::Null));
         };
         let mut out = Vec::with_capacity(items.len());
+        let mut size = SizeTally::array();
         for item in items {
             cx.bind(self.slot, Some(item));
-            out.push(self.body.eval(cx)?.unwrap_or(Bson::Null));
+            let value = self.body.eval(cx)?.unwrap_or(Bson::Null);
+            size.add_element(&value)?;
+            out.push(value);
         }
         Ok(Some(Bson::Array(out)))
     }
@@ -281,6 +285,7 @@ impl Operator for Filter {
             if out.len() >= limit {
                 break;
             }
+            guard::tick()?;
             cx.bind(self.slot, Some(item.clone()));
             if truthy(&self.cond.eval(cx)?) {
                 out.push(item);
@@ -356,6 +361,7 @@ impl Operator for Reduce {
         };
         let mut acc = self.initial.eval(cx)?;
         for item in items {
+            guard::tick()?;
             cx.bind(self.this, Some(item));
             cx.bind(self.value, acc);
             acc = self.body.eval(cx)?;

@@ -14,7 +14,7 @@ mod sort;
 mod tests;
 
 use super::super::value::{integral_i32, nullish, render, type_name, Comparator};
-use super::super::{Compiler, Context, Node, Operator, Value};
+use super::super::{Compiler, Context, Node, Operator, SizeTally, Value};
 use super::{apply, op, operands, Arity};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::{is_number, Dec};
@@ -309,10 +309,16 @@ fn slice(_: &'static str, v: Vec<Value>) -> Result<Value> {
 
 fn concat_arrays(_: &'static str, v: Vec<Value>) -> Result<Value> {
     let mut out = Vec::new();
+    let mut size = SizeTally::array();
     for value in v {
         match value {
             None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-            Some(Bson::Array(items)) => out.extend(items),
+            Some(Bson::Array(items)) => {
+                for item in items {
+                    size.add_element(&item)?;
+                    out.push(item);
+                }
+            }
             other => {
                 return Err(Error::new(
                     ErrorCode::Location28664,

@@ -1,7 +1,7 @@
 //! Operators that reshape values: `$objectToArray`, `$arrayToObject`, `$range`, `$zip`.
 
 use super::super::super::value::{integral_i32, nullish, render, type_name};
-use super::super::super::{Compiler, Context, Node, Operator, Value};
+use super::super::super::{Compiler, Context, Node, Operator, SizeTally, Value};
 use super::super::op;
 use super::take;
 use crate::error::{Error, ErrorCode, Result};
@@ -381,13 +381,19 @@ impl Operator for Zip {
         }
         let rows = if self.longest { max } else { min };
         let mut out = Vec::with_capacity(rows);
+        // Defaults repeat on every row past a short input: the result can far outgrow the
+        // inputs, so its size is counted as it is built.
+        let mut size = SizeTally::array();
         for row in 0..rows {
-            let tuple = columns
-                .iter()
-                .zip(&defaults)
-                .map(|(column, default)| column.get(row).unwrap_or(default).clone())
-                .collect();
-            out.push(Bson::Array(tuple));
+            let tuple = Bson::Array(
+                columns
+                    .iter()
+                    .zip(&defaults)
+                    .map(|(column, default)| column.get(row).unwrap_or(default).clone())
+                    .collect(),
+            );
+            size.add_element(&tuple)?;
+            out.push(tuple);
         }
         Ok(Some(Bson::Array(out)))
     }

@@ -14,10 +14,11 @@ mod tests;
 mod trim;
 
 use super::super::value::{iso_date_string, nullish, render, type_name};
-use super::super::{Compiler, Context, Node, Operator, Value};
+use super::super::{Compiler, Context, Node, Operator, SizeTally, Value};
 use super::array::{fmt_g, take};
 use super::{apply, op, Arity};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::guard;
 use bson::Bson;
 use std::cmp::Ordering;
 
@@ -129,7 +130,10 @@ fn concat(_: &'static str, v: Vec<Value>) -> Result<Value> {
     for value in v {
         match value {
             None | Some(Bson::Null | Bson::Undefined) => return Ok(Some(Bson::Null)),
-            Some(Bson::String(s)) => out.push_str(&s),
+            Some(Bson::String(s)) => {
+                guard::check_string_bytes(out.len().saturating_add(s.len()))?;
+                out.push_str(&s);
+            }
             other => {
                 return Err(Error::new(
                     ErrorCode::Location16702,
@@ -172,12 +176,14 @@ fn split(_: &'static str, v: Vec<Value>) -> Result<Value> {
             "$split requires a non-empty separator",
         ));
     }
-    Ok(Some(Bson::Array(
-        input
-            .split(separator.as_str())
-            .map(|part| Bson::String(part.to_owned()))
-            .collect(),
-    )))
+    let mut size = SizeTally::array();
+    let mut parts = Vec::new();
+    for part in input.split(separator.as_str()) {
+        let part = Bson::String(part.to_owned());
+        size.add_element(&part)?;
+        parts.push(part);
+    }
+    Ok(Some(Bson::Array(parts)))
 }
 
 #[derive(Debug)]
@@ -259,6 +265,16 @@ impl Operator for Replace {
         else {
             return Ok(Some(Bson::Null));
         };
+        // The result's length is known before it is built: refuse one too long to hold.
+        let replaced = match (self.all, find.is_empty()) {
+            (false, _) => usize::from(input.contains(find.as_str())),
+            (true, true) => input.chars().count() + 1,
+            (true, false) => input.matches(find.as_str()).count(),
+        };
+        let length = (input.len().saturating_sub(replaced * find.len()))
+            .saturating_add(replaced.saturating_mul(with.len()));
+        guard::check_string_bytes(length)?;
+        guard::tick_n(guard::units_for_bytes(length))?;
         let out = match (self.all, find.is_empty()) {
             (false, _) => input.replacen(find.as_str(), &with, 1),
             // An empty `find` matches before every code point and at the end (mongod inserts

@@ -2,10 +2,14 @@
 //! string or a BSON regular expression (whose own flags conflict with `options`: 51107).
 //! A match is `{match, idx, captures}`, `idx` counted in code points, an unset group `null`.
 //!
+//! `$regexFindAll` reads its input once (each match's `idx` counts on from the previous one),
+//! and its matches are units of work for the operation's interrupt and count towards the size
+//! of the array they build.
+//!
 //! A constant `regex`/`options` pair is compiled once, when the expression is compiled (as
 //! mongod does when it optimizes the pipeline), so a bad pattern fails before any document.
 
-use super::super::super::{Compiler, Context, Node, Operator, Value};
+use super::super::super::{Compiler, Context, Node, Operator, SizeTally, Value};
 use super::super::op;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::regex::Regex;
@@ -179,11 +183,9 @@ fn in_operator(name: &str, e: Error) -> Error {
     }
 }
 
-fn match_document(text: &str, found: &Found) -> Bson {
+/// The match document of `found`, whose start is code point `idx` of `text`.
+fn match_document(text: &str, found: &Found, idx: usize) -> Bson {
     let slice = |(s, e): (usize, usize)| text.get(s..e).unwrap_or_default().to_owned();
-    let idx = text
-        .get(..found.start)
-        .map_or(0, |before| before.chars().count());
     let captures: Vec<Bson> = found
         .captures
         .iter()
@@ -199,12 +201,20 @@ fn match_document(text: &str, found: &Found) -> Bson {
 impl RegexOp {
     fn find_all(&self, regex: &Regex, text: &str) -> Result<Value> {
         let mut out = Vec::new();
+        let mut built = SizeTally::array();
         let mut total = 0usize;
         let mut at = 0usize;
+        // Code points before byte `counted`: each match's `idx` counts on from the last one,
+        // so the whole call reads the text once.
+        let (mut counted, mut idx) = (0usize, 0usize);
         loop {
             let Some(found) = find_at(regex, text, at, self.name)? else {
                 break;
             };
+            idx += text
+                .get(counted..found.start)
+                .map_or(0, |between| between.chars().count());
+            counted = found.start;
             let size = 64
                 + (found.end - found.start)
                 + found
@@ -222,7 +232,9 @@ impl RegexOp {
                     ),
                 ));
             }
-            out.push(match_document(text, &found));
+            let document = match_document(text, &found, idx);
+            built.add_element(&document)?;
+            out.push(document);
             // An empty match moves on one code point; otherwise matches never overlap.
             at = if found.end == found.start {
                 found.end
@@ -277,10 +289,13 @@ impl Operator for RegexOp {
                 .is_match(text)
                 .map(|m| Some(Bson::Boolean(m)))
                 .map_err(|e| in_operator(self.name, e)),
-            Mode::Find => Ok(Some(
-                find_at(&regex, text, 0, self.name)?
-                    .map_or(Bson::Null, |found| match_document(text, &found)),
-            )),
+            Mode::Find => Ok(Some(find_at(&regex, text, 0, self.name)?.map_or(
+                Bson::Null,
+                |found| {
+                    let idx = text.get(..found.start).map_or(0, |b| b.chars().count());
+                    match_document(text, &found, idx)
+                },
+            ))),
             Mode::FindAll => self.find_all(&regex, text),
         }
     }
