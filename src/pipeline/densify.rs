@@ -208,22 +208,22 @@ impl Densify {
                 if !exists {
                     generated += 1;
                     if generated > MAX_GENERATED {
-                        return Err(Error::new(
-                            ErrorCode::Location5897900,
-                            format!(
-                                "Generated {generated} documents in $densify, which is over the \
-                                 limit of {MAX_GENERATED}. Increase the \
-                                 'internalQueryMaxAllowedDensifyDocs' parameter to allow more \
-                                 generated documents"
-                            ),
-                        ));
+                        return Err(too_many(generated));
                     }
                     let doc = self.generated(key, current.clone())?;
                     let size = document_size(&doc);
                     memory.charge(size)?;
                     all.push((key.clone(), Some(current.clone()), size, Row::computed(doc)));
                 }
-                current = self.next(&current)?;
+                crate::query::guard::tick()?;
+                let next = self.next(&current)?;
+                if compare_values(&next, &current) != Ordering::Greater {
+                    // A step below the precision of a double near `current` (1.0 at 1e17):
+                    // mongod generates the same value again until it passes its cap, so the
+                    // answer is the cap's error, given at once.
+                    return Err(too_many(MAX_GENERATED + 1));
+                }
+                current = next;
             }
         }
         let full = self.bounds == Bounds::Full;
@@ -311,6 +311,18 @@ impl Densify {
             _ => Bson::Double(as_f64(v) + as_f64(&self.step)),
         })
     }
+}
+
+/// mongod's error once more than [`MAX_GENERATED`] documents were generated.
+fn too_many(generated: usize) -> Error {
+    Error::new(
+        ErrorCode::Location5897900,
+        format!(
+            "Generated {generated} documents in $densify, which is over the limit of \
+             {MAX_GENERATED}. Increase the 'internalQueryMaxAllowedDensifyDocs' parameter to \
+             allow more generated documents"
+        ),
+    )
 }
 
 fn as_i64(v: &Bson) -> i64 {

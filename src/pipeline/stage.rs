@@ -284,8 +284,8 @@ impl Stage {
                 })
             })),
             Stage::Unwind(u) => Box::new(rows.flat_map(move |r| match r {
-                Ok(row) => u.apply(row).into_iter().map(Ok).collect::<Vec<_>>(),
-                Err(e) => vec![Err(e)],
+                Ok(row) => u.apply(row),
+                Err(e) => Box::new(std::iter::once(Err(e))),
             })),
             Stage::Group(g) => {
                 let mut memory = limits.budget(Blocking::Group);

@@ -4,6 +4,7 @@
 use super::Row;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::field_path;
+
 use crate::query::path::type_name;
 use bson::{Bson, Document};
 
@@ -69,45 +70,60 @@ impl Unwind {
         })
     }
 
-    pub fn apply(&self, row: Row) -> Vec<Row> {
-        let value = doc_path_get(&row.doc, &self.path).cloned();
-        let with_index = |doc: &mut Document, index: Bson| {
-            if let Some(field) = &self.index_field {
-                doc_path_set(doc, &path_parts(field), index);
+    /// The rows `row` unwinds to, made one at a time as they are pulled: each is a copy of
+    /// the document without the array, with one element put back, so unwinding `n` elements
+    /// copies the rest of the document `n` times and the array once, and never holds more
+    /// than the row being made. Each row is a unit of work for the operation's interrupt.
+    pub fn apply(&self, mut row: Row) -> Box<dyn Iterator<Item = Result<Row>> + Send> {
+        let index_field = self.index_field.as_deref().map(path_parts);
+        let with_index = move |doc: &mut Document, index: Bson| {
+            if let Some(field) = &index_field {
+                doc_path_set(doc, field, index);
             }
         };
+        let value = doc_path_get_mut(&mut row.doc, &self.path).map(std::mem::take);
         match value {
-            Some(Bson::Array(items)) if !items.is_empty() => items
-                .into_iter()
-                .enumerate()
-                .map(|(i, item)| {
+            Some(Bson::Array(items)) if !items.is_empty() => {
+                let path = self.path.clone();
+                let rest = crate::query::size::document_size(&row.doc);
+                let units = crate::query::guard::units_for_bytes(rest);
+                Box::new(items.into_iter().enumerate().map(move |(i, item)| {
+                    crate::query::guard::tick_n(units)?;
                     let mut doc = row.doc.clone();
-                    doc_path_set(&mut doc, &self.path, item);
+                    doc_path_set(&mut doc, &path, item);
                     with_index(&mut doc, Bson::Int64(i as i64));
-                    row.derived(doc)
-                })
-                .collect(),
+                    Ok(row.derived(doc))
+                }))
+            }
             Some(Bson::Array(_)) | Some(Bson::Null) | None => {
                 if !self.preserve {
-                    return Vec::new();
+                    return Box::new(std::iter::empty());
                 }
-                let mut doc = row.doc.clone();
+                let mut doc = row.doc;
+                // A preserved empty array leaves the field out, as mongod does; a null taken
+                // out left a null in its place.
                 if matches!(value, Some(Bson::Array(_))) {
-                    // A preserved empty array leaves the field out, as mongod does.
                     doc_path_remove(&mut doc, &self.path);
                 }
                 with_index(&mut doc, Bson::Null);
-                vec![row.derived(doc)]
+                let row = Row {
+                    doc,
+                    size: None,
+                    expires_at: row.expires_at,
+                };
+                Box::new(std::iter::once(Ok(row)))
             }
             // A non-array value unwinds to itself.
-            Some(_) => {
-                let mut doc = row.doc.clone();
+            Some(other) => {
+                let mut doc = row.doc;
+                doc_path_set(&mut doc, &self.path, other);
                 with_index(&mut doc, Bson::Null);
-                vec![Row {
+                let row = Row {
                     doc,
                     size: row.size.filter(|_| self.index_field.is_none()),
                     expires_at: row.expires_at,
-                }]
+                };
+                Box::new(std::iter::once(Ok(row)))
             }
         }
     }
@@ -118,12 +134,12 @@ fn path_parts(field: &str) -> Vec<String> {
 }
 
 /// The value at a path through documents only (no array traversal, as `$unwind` reads it).
-fn doc_path_get<'a>(doc: &'a Document, path: &[String]) -> Option<&'a Bson> {
+fn doc_path_get_mut<'a>(doc: &'a mut Document, path: &[String]) -> Option<&'a mut Bson> {
     let (first, rest) = path.split_first()?;
-    let mut current = doc.get(first)?;
+    let mut current = doc.get_mut(first)?;
     for part in rest {
         current = match current {
-            Bson::Document(d) => d.get(part)?,
+            Bson::Document(d) => d.get_mut(part)?,
             _ => return None,
         };
     }
