@@ -30,6 +30,7 @@ use crate::query::regex::Regex;
 use bson::{Bson, Document, RawDocument};
 pub(crate) use in_set::InSet;
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 pub use compile::equality_fields;
 pub(crate) use compile::integral as integral_value;
@@ -37,7 +38,9 @@ pub(crate) use compile::integral as integral_value;
 /// A compiled query filter.
 #[derive(Debug, Clone)]
 pub struct Filter {
-    root: Expr,
+    /// Shared: every leaf of a plan holds the filter, and a `$or` plan has a leaf per branch,
+    /// so a copy per leaf would cost the square of the branches.
+    root: Arc<Expr>,
     /// The top-level fields the filter looks at: matching depends on nothing else (`None`: it
     /// may look at any, through `$expr`).
     fields: Option<Vec<String>>,
@@ -72,7 +75,7 @@ impl Filter {
         }
         let fields = top_level_fields(&root);
         Ok(Filter {
-            root,
+            root: Arc::new(root),
             fields,
             collation: collation.cloned(),
         })
@@ -136,7 +139,7 @@ impl Filter {
 
     /// Whether the filter is empty (matches everything without looking).
     pub fn is_empty(&self) -> bool {
-        matches!(&self.root, Expr::And(children) if children.is_empty())
+        matches!(&*self.root, Expr::And(children) if children.is_empty())
     }
 }
 
