@@ -207,7 +207,7 @@ pub fn redact_argv(argv: Vec<String>) -> Vec<String> {
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
     /// log_format, log_level, slow_ms, profile, enable_test_commands, clock, storage,
-    /// cursor_memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
+    /// cursor_memory_limit_mb, memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
     /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr, compat, cosmos_version,
@@ -284,6 +284,16 @@ pub struct Cli {
         value_name = "MB"
     )]
     pub cursor_memory_limit_mb: Option<u64>,
+
+    /// Megabytes of heap the server may hold; past it, the operations that are growing it are
+    /// stopped with error 146 instead of the process being killed for memory. [default: 90% of
+    /// the machine's memory, or of the container's limit when lower]
+    #[arg(
+        long = "memoryLimitMB",
+        env = "MAYFLY_MEMORY_LIMIT_MB",
+        value_name = "MB"
+    )]
+    pub memory_limit_mb: Option<u64>,
 
     /// Most open `noCursorTimeout` cursors; opening one more fails with error 96. [default: 1000]
     #[arg(
@@ -492,6 +502,7 @@ pub struct FileConfig {
     pub clock: Option<ClockKind>,
     pub storage: Option<StorageKind>,
     pub cursor_memory_limit_mb: Option<u64>,
+    pub memory_limit_mb: Option<u64>,
     pub max_no_timeout_cursors: Option<u64>,
     pub auth: Option<bool>,
     pub cosmos_account: Option<String>,
@@ -540,6 +551,8 @@ pub struct Config {
     pub argv: Vec<String>,
     /// Bytes of sorted or grouped results open cursors may hold together.
     pub cursor_memory_limit_bytes: usize,
+    /// Bytes of heap the server may hold before growing operations are stopped (146).
+    pub memory_limit_bytes: u64,
     /// Most open `noCursorTimeout` cursors.
     pub max_no_timeout_cursors: usize,
     /// Authentication required and roles enforced.
@@ -737,6 +750,12 @@ impl Config {
                 .map_or_else(default_cache_bytes, gigabytes),
             argv: redact_argv(argv),
             metrics_addr: cli.metrics_addr.or(file.metrics_addr),
+            memory_limit_bytes: cli
+                .memory_limit_mb
+                .or(file.memory_limit_mb)
+                .map_or_else(default_memory_limit_bytes, |mb| {
+                    mb.saturating_mul(1024 * 1024)
+                }),
             cursor_memory_limit_bytes: cli
                 .cursor_memory_limit_mb
                 .or(file.cursor_memory_limit_mb)
@@ -871,6 +890,13 @@ pub fn default_cache_bytes() -> u64 {
     const GIB: u64 = 1 << 30;
     let memory = crate::host::memory_limit_bytes().unwrap_or(2 * GIB);
     (memory.saturating_sub(GIB) / 2).max(GIB / 4)
+}
+
+/// The heap the server may hold by default: 90% of the memory the process may use (the
+/// machine's, or the container's limit when lower), leaving the rest to the kernel's page
+/// cache, stacks and the allocator's own overhead; 2 GiB when the OS does not say.
+pub fn default_memory_limit_bytes() -> u64 {
+    crate::host::memory_limit_bytes().map_or(2 << 30, |bytes| bytes / 10 * 9)
 }
 
 /// `gb` GiB in bytes (a `--cacheSizeGB` value).

@@ -21,6 +21,7 @@
 //!                ttl (the Cosmos TTL rules: pure)
 //!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),
+//!                allocation (the counting global allocator and the process's memory limit),
 //!                protocol (limits and compressor names every layer shares), status (counters),
 //!                latency (the histograms commands and syncs are timed into)
 //! ```
@@ -42,6 +43,7 @@
     )
 )]
 
+pub mod allocation;
 pub mod auth;
 pub mod clock;
 pub mod command;

@@ -13,8 +13,11 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
+/// mimalloc, counted: what the process holds is what `--memoryLimitMB` is checked against
+/// (`mayfly::allocation`).
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mayfly::allocation::Metered<mimalloc::MiMalloc> =
+    mayfly::allocation::Metered(mimalloc::MiMalloc);
 
 /// mayfly: a MongoDB wire-protocol compatible server with Azure Cosmos DB TTL semantics.
 ///
@@ -34,6 +37,7 @@ struct Command {
 }
 
 fn main() -> ExitCode {
+    mayfly::allocation::enable();
     let argv: Vec<String> = std::env::args().collect();
     let command = Command::parse();
     if let Some(tool) = command.tool {

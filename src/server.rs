@@ -76,6 +76,8 @@ impl Server {
             config.cursor_memory_limit_bytes,
             config.max_no_timeout_cursors,
         );
+        // Process-wide: the heap counted by `allocation::Metered`, where the binary installs it.
+        crate::allocation::set_limit(config.memory_limit_bytes);
         let mut shared = Shared::open(config, clock)
             .map_err(|e| io::Error::other(format!("cannot open the data directory: {e}")))?;
         shared.replica_set = replica_set(&shared, &listeners);
