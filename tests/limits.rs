@@ -5,6 +5,11 @@
 
 mod common;
 
+/// The server's heap is counted as the binary counts it, so `--memoryLimitMB` applies here.
+#[global_allocator]
+static ALLOCATOR: mayfly::allocation::Metered<std::alloc::System> =
+    mayfly::allocation::Metered(std::alloc::System);
+
 use common::bson::{doc, Document};
 use common::TestServer;
 
@@ -328,4 +333,144 @@ async fn a_million_empty_documents_in_the_command_body_are_counted_not_decoded()
         .await
         .document;
     assert_eq!(ok.get_f64("ok"), Ok(1.0));
+}
+
+/// The peak RSS growth while `run` runs, with its result.
+async fn peak_growth<T>(run: impl std::future::Future<Output = T>) -> (usize, T) {
+    reset_peak_rss();
+    let before = current_rss();
+    let out = run.await;
+    (peak_rss().saturating_sub(before), out)
+}
+
+#[tokio::test]
+async fn small_hostile_requests_stay_within_bounded_memory() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start().await;
+    let db = server.client().await.database("limits");
+    let coll = db.collection::<Document>("hostile");
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .unwrap();
+
+    // A $or of 8,000 equality clauses on an indexed field (mongod plans it in a few MB; each
+    // leaf of the plan once held a copy of the whole filter).
+    let clauses: Vec<Document> = (0..8_000).map(|i| doc! {"a": i}).collect();
+    let (grown, found) = peak_growth(async {
+        let mut raw = server.raw().await;
+        raw.command(
+            1,
+            &doc! {"find": "hostile", "filter": {"$or": clauses}, "$db": "limits"},
+        )
+        .await
+        .document
+    })
+    .await;
+    assert_eq!(found.get_f64("ok"), Ok(1.0), "{found}");
+    assert!(grown < 256 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+
+    // $unwind of a 10,000-element array in a document with a 1 MB field: rows are made as
+    // the cursor pulls them, never all at once.
+    let big = "x".repeat(1024 * 1024);
+    let items: Vec<i32> = (0..10_000).collect();
+    coll.insert_one(doc! {"_id": 1, "big": big, "xs": items})
+        .await
+        .unwrap();
+    let (grown, reply) = peak_growth(async {
+        let mut raw = server.raw().await;
+        raw.command(
+            1,
+            &doc! {
+                "aggregate": "hostile",
+                "pipeline": [{"$unwind": "$xs"}, {"$match": {"xs": {"$gte": 9_990}}}, {"$project": {"xs": 1}}],
+                "cursor": {}, "$db": "limits",
+            },
+        )
+        .await
+        .document
+    })
+    .await;
+    let batch = reply
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap_or_else(|_| panic!("{reply}"));
+    assert_eq!(batch.len(), 10);
+    assert!(grown < 256 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+
+    // A value doubled 64 times by $reduce: refused at 16 MB.
+    let (grown, reply) = peak_growth(async {
+        let mut raw = server.raw().await;
+        raw.command(
+            1,
+            &doc! {
+                "aggregate": "hostile",
+                "pipeline": [{"$project": {"v": {"$reduce": {
+                    "input": {"$range": [0, 64]}, "initialValue": "ab",
+                    "in": {"$concat": ["$$value", "$$value"]},
+                }}}}],
+                "cursor": {}, "$db": "limits",
+            },
+        )
+        .await
+        .document
+    })
+    .await;
+    assert_error(&reply, 16493);
+    assert!(grown < 256 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+}
+
+#[tokio::test]
+async fn concurrent_growing_requests_are_stopped_at_the_memory_limit_not_killed() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    mayfly::allocation::enable();
+    // The limit sits 768 MiB above what the process holds now.
+    let limit = u64::try_from(mayfly::allocation::live_bytes()).unwrap() + (768 << 20);
+    let server = TestServer::start_with(|c| c.memory_limit_bytes = limit).await;
+    let client = server.client().await;
+    let coll = client.database("limits").collection::<Document>("growing");
+    coll.insert_one(doc! {"_id": 1, "x": [1, 2, 3, 4]})
+        .await
+        .unwrap();
+    // Each request builds arrays of about a million elements, several copies at once: alone
+    // it stays under the value limit's 16 MB of BSON, but decoded it holds hundreds of MB.
+    let request = || {
+        let coll = coll.clone();
+        async move {
+            let pipeline = vec![doc! {"$project": {"n": {"$size": {"$reduce": {
+                "input": {"$range": [0, 18]},
+                "initialValue": "$x",
+                "in": {"$concatArrays": ["$$value", "$$value"]},
+            }}}}}];
+            match coll.aggregate(pipeline).await {
+                Ok(cursor) => {
+                    use futures::TryStreamExt;
+                    cursor.try_collect::<Vec<_>>().await.map(|_| 0)
+                }
+                Err(e) => Err(e),
+            }
+            .map_err(|e| common::error_code(&e))
+        }
+    };
+    reset_peak_rss();
+    let before = current_rss();
+    let outcomes = futures::future::join_all((0..12).map(|_| request())).await;
+    let grown = peak_rss().saturating_sub(before);
+    mayfly::allocation::set_limit(0);
+    for outcome in &outcomes {
+        assert!(
+            matches!(outcome, Ok(_) | Err(Some(146))),
+            "each request succeeds or is stopped with 146: {outcomes:?}"
+        );
+    }
+    assert!(
+        outcomes.contains(&Err(Some(146))),
+        "together they pass the limit: {outcomes:?}"
+    );
+    assert!(
+        grown < 1536 << 20,
+        "peak RSS grew by {grown} bytes, the limit being 768 MiB above the start"
+    );
+    // The server serves on, and a request of ordinary size succeeds.
+    let n = coll.count_documents(doc! {}).await.unwrap();
+    assert_eq!(n, 1);
 }

@@ -45,6 +45,7 @@ mod profiler;
 mod query_operations;
 mod regex;
 mod replica_set;
+mod resource_governance;
 mod retryable_writes;
 mod sessions;
 mod sort_spill;
