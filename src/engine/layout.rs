@@ -117,6 +117,12 @@ pub fn is_current<S: Snapshot>(snapshot: &S) -> Result<bool> {
     }
 }
 
+/// Whether the catalog holds the layout record, which the first start writes: a directory
+/// marked initialised without it has lost its catalog's records.
+pub fn has_record<S: Snapshot>(snapshot: &S) -> Result<bool> {
+    Ok(recorded(snapshot)?.is_some())
+}
+
 /// The recorded layout; `None` for a directory without the record.
 fn recorded<S: Snapshot>(snapshot: &S) -> Result<Option<u32>> {
     let Some(value) = snapshot.get(Keyspace::Catalog, LAYOUT_KEY)? else {
