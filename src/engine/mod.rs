@@ -120,15 +120,7 @@ impl Engine {
         storage: &crate::storage::FjallConfig,
     ) -> Result<Engine> {
         let fjall = FjallBackend::open_with(dir, storage)?;
-        if fjall.preflight().marked && !layout::has_record(&fjall.snapshot())? {
-            return Err(crate::storage::StorageError::Damaged {
-                path: dir.join("keyspaces"),
-                detail: "the catalog has lost its records (the layout record every initialised \
-                         directory has): its collections would be forgotten"
-                    .to_owned(),
-            }
-            .into());
-        }
+        layout::check_catalog(&fjall, dir)?;
         let spill = exec::spill::SpillDir::open(dir)?;
         let engine = Engine::start(Store::Fjall(fjall), spill, None, clock)?;
         // Everything the first start writes is durable now: later opens check strictly.

@@ -134,10 +134,10 @@ impl FjallBackend {
         FjallBackend::open_with(path, &FjallConfig::default())
     }
 
-    /// Whether `path` holds a database (fjall's version marker), so a tool that must not
+    /// Whether `path` holds a database (fjall's version marker, or mayfly's), so a tool that must not
     /// create one can tell a data directory from an empty or mistyped one before opening it.
     pub fn holds_database(path: &Path) -> bool {
-        path.join("version").is_file()
+        path.join("version").is_file() || path.join(integrity::MARKER).is_file()
     }
 
     /// Opens the database in `path` after checking its files ([`integrity::check`]): a
