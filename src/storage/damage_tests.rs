@@ -182,7 +182,8 @@ fn a_corrupted_length_that_runs_past_the_end_is_not_taken_for_a_torn_tail() {
 
 #[test]
 fn missing_metadata_refuses_to_open_instead_of_starting_empty() {
-    let cases: [(&str, fn(&Path) -> PathBuf); 4] = [
+    type FileOf = fn(&Path) -> PathBuf;
+    let cases: [(&str, FileOf); 4] = [
         ("fjall's keyspace catalog pointer", |d| {
             d.join("keyspaces/0/current")
         }),
