@@ -117,6 +117,22 @@ pub fn is_current<S: Snapshot>(snapshot: &S) -> Result<bool> {
     }
 }
 
+/// Refuses a directory marked initialised (`storage::integrity`) whose catalog lacks the
+/// layout record every first start writes: its catalog's records are lost, and opening it
+/// would forget its collections.
+pub fn check_catalog(backend: &crate::storage::FjallBackend, dir: &std::path::Path) -> Result<()> {
+    if backend.preflight().marked && recorded(&backend.snapshot())?.is_none() {
+        return Err(crate::storage::StorageError::Damaged {
+            path: dir.join("keyspaces"),
+            detail: "the catalog has lost its records (the layout record every initialised \
+                     directory has): its collections would be forgotten"
+                .to_owned(),
+        }
+        .into());
+    }
+    Ok(())
+}
+
 /// The recorded layout; `None` for a directory without the record.
 fn recorded<S: Snapshot>(snapshot: &S) -> Result<Option<u32>> {
     let Some(value) = snapshot.get(Keyspace::Catalog, LAYOUT_KEY)? else {

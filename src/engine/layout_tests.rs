@@ -199,6 +199,8 @@ async fn a_directory_in_the_earlier_layout_opens_and_reads_as_before() {
         batch.delete(Keyspace::Catalog, LAYOUT_KEY);
         backend.commit(batch, Durability::SyncData).unwrap();
     }
+    // A layout-1 directory predates the marker of an initialised directory.
+    std::fs::remove_file(dir.path().join(crate::storage::integrity::MARKER)).unwrap();
     let engine = open();
     let after: Vec<Vec<KeyValue>> = REWRITTEN
         .iter()
@@ -210,4 +212,25 @@ async fn a_directory_in_the_earlier_layout_opens_and_reads_as_before() {
         .unwrap()
         .is_consistent());
     assert_eq!(engine.index_entry_count("db", "c").unwrap(), 300);
+}
+
+/// A directory marked initialised whose catalog lost the layout record is refused, not opened
+/// as a new one with its collections forgotten.
+#[test]
+fn a_marked_directory_without_its_layout_record_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Engine::open(dir.path(), Arc::new(ManualClock::starting_at_secs(1_000)));
+    drop(open().unwrap());
+    {
+        let backend = FjallBackend::open(dir.path()).unwrap();
+        let mut batch = WriteBatch::new();
+        batch.delete(Keyspace::Catalog, LAYOUT_KEY);
+        backend.commit(batch, Durability::SyncData).unwrap();
+    }
+    let refused = open().err().expect("refused");
+    assert!(
+        refused.message.contains("catalog has lost its records"),
+        "{}",
+        refused.message
+    );
 }

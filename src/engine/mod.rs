@@ -119,9 +119,15 @@ impl Engine {
         clock: Arc<dyn Clock>,
         storage: &crate::storage::FjallConfig,
     ) -> Result<Engine> {
-        let store = Store::Fjall(FjallBackend::open_with(dir, storage)?);
+        let fjall = FjallBackend::open_with(dir, storage)?;
+        layout::check_catalog(&fjall, dir)?;
         let spill = exec::spill::SpillDir::open(dir)?;
-        Engine::start(store, spill, None, clock)
+        let engine = Engine::start(Store::Fjall(fjall), spill, None, clock)?;
+        // Everything the first start writes is durable now: later opens check strictly.
+        if let Store::Fjall(fjall) = engine.backend.inner() {
+            fjall.mark_initialised()?;
+        }
+        Ok(engine)
     }
 
     /// Starts an empty engine that keeps everything in memory: nothing is written to disk but

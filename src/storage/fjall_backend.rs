@@ -24,6 +24,15 @@
 //!   filters. Block size, compression (LZ4) and compaction (leveled) are fjall's defaults.
 //! - Background workers: fjall's default, min(cores, 4).
 //!
+//! # Opening a damaged directory
+//!
+//! fjall 3.1 offers no choice of journal recovery (its `RecoveryMode` has one variant, not
+//! wired to any setting), and what it does is not strict: an undecodable entry anywhere in a
+//! journal ends the replay there and truncates the file, and a missing `current` file or
+//! journal makes it start empty. So [`FjallBackend::open_with`] first checks the directory
+//! itself ([`integrity`]): it refuses a damaged one (naming the file) before fjall touches it,
+//! lets fjall drop only a genuinely torn journal tail, and logs that drop.
+//!
 //! # Failures
 //!
 //! fjall poisons itself on any failed journal write or sync and refuses every later write until
@@ -35,6 +44,7 @@
 //! (`statvfs`) and refuses the batch with [`StorageError::OutOfSpace`], touching nothing, when
 //! less than twice its size plus [`FjallConfig::reserve_bytes`] is free.
 
+use super::integrity::{self, Preflight};
 use super::{
     bounds_are_empty, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch,
     MAX_KEY_LEN,
@@ -112,6 +122,8 @@ pub struct FjallBackend {
     reserve_bytes: u64,
     budget_bytes: u64,
     memtable_bytes: u64,
+    /// What the checks before opening found (a torn journal tail fjall dropped).
+    preflight: Preflight,
     /// Declared last, so the directory stays locked until every handle is closed.
     _lock: super::lock::DirLock,
 }
@@ -122,19 +134,46 @@ impl FjallBackend {
         FjallBackend::open_with(path, &FjallConfig::default())
     }
 
-    /// Whether `path` holds a database (fjall's version marker), so a tool that must not
+    /// Whether `path` holds a database (fjall's version marker, or mayfly's), so a tool that must not
     /// create one can tell a data directory from an empty or mistyped one before opening it.
     pub fn holds_database(path: &Path) -> bool {
-        path.join("version").is_file()
+        path.join("version").is_file() || path.join(integrity::MARKER).is_file()
     }
 
+    /// Opens the database in `path` after checking its files ([`integrity::check`]): a
+    /// damaged directory is refused before fjall touches it, and a torn journal tail (which
+    /// fjall's replay drops) is logged.
     pub fn open_with(path: &Path, config: &FjallConfig) -> Result<Self, StorageError> {
         std::fs::create_dir_all(path)?;
         let lock = super::lock::DirLock::acquire(path)?;
+        let preflight = integrity::check(path)?;
+        if let Some((file, tail)) = &preflight.torn {
+            tracing::warn!(
+                file = %file.display(),
+                offset = tail.offset,
+                bytes = tail.bytes,
+                seqno = ?tail.seqno,
+                "dropping the journal's torn last batch: the write was cut short by a crash and \
+                 never acknowledged as durable"
+            );
+        }
         let db = Database::builder(path)
             .cache_size(config.cache_bytes)
             .manual_journal_persist(true)
             .open()?;
+        if preflight.marked {
+            // fjall would create a keyspace whose files are gone as a new, empty one.
+            let present = db.list_keyspace_names();
+            if let Some(missing) = Keyspace::ALL
+                .iter()
+                .find(|k| !present.iter().any(|name| &**name == k.name()))
+            {
+                return Err(StorageError::Damaged {
+                    path: path.join("keyspaces"),
+                    detail: format!("the `{}` keyspace is missing", missing.name()),
+                });
+            }
+        }
         let open = |keyspace: Keyspace| {
             db.keyspace(keyspace.name(), || {
                 keyspace_options(keyspace).max_memtable_size(config.memtable_bytes)
@@ -155,7 +194,19 @@ impl FjallBackend {
             reserve_bytes: config.reserve_bytes,
             budget_bytes: config.budget_bytes,
             memtable_bytes: config.memtable_bytes,
+            preflight,
         })
+    }
+
+    /// What the checks before opening found.
+    pub fn preflight(&self) -> &Preflight {
+        &self.preflight
+    }
+
+    /// Records that the directory is initialised ([`integrity::MARKER`]); the engine calls it
+    /// once its own records are durable, so a later open checks strictly.
+    pub fn mark_initialised(&self) -> Result<(), StorageError> {
+        integrity::mark(&self.path)
     }
 
     /// Refuses `batch` when the file system lacks room for it and the reserve. A file system

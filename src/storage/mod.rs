@@ -5,8 +5,10 @@
 //! [`StorageError`], the fjall implementation ([`fjall_backend`]), the in-memory one
 //! ([`memory`]), pending writes over a snapshot ([`overlay`]; each keyspace's held in ascending
 //! runs and a map: [`pending`]), many point reads answered by one ordered walk ([`probe`]), the
-//! runtime choice between them ([`store`]), the fault-injecting wrapper tests use ([`faults`])
-//! and the order-preserving key encoding ([`keys`]). Does not own: BSON query semantics, the
+//! runtime choice between them ([`store`]), the fault-injecting wrapper tests use ([`faults`]),
+//! the order-preserving key encoding ([`keys`]), and the checks of fjall's files before it opens
+//! them ([`integrity`], reading the journal with [`journal`] and the trees' metadata with
+//! [`tree_files`]). Does not own: BSON query semantics, the
 //! catalog format, TTL, time, or group commit — the engine's writer thread decides what goes
 //! into a batch and when to commit.
 //! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
@@ -40,6 +42,8 @@ use std::path::PathBuf;
 pub mod batch;
 pub mod faults;
 pub mod fjall_backend;
+pub mod integrity;
+pub mod journal;
 pub mod keys;
 pub mod lock;
 pub mod memory;
@@ -47,6 +51,7 @@ pub mod overlay;
 pub mod pending;
 pub mod probe;
 pub mod store;
+pub mod tree_files;
 
 pub use batch::WriteBatch;
 pub use faults::{Faults, FaultyBackend};
@@ -219,6 +224,15 @@ pub enum StorageError {
         dir.display()
     )]
     Locked { dir: PathBuf, holder: String },
+    /// A file of the data directory is missing or fails its check: the directory is refused
+    /// rather than opened with what is left.
+    #[error(
+        "the data directory is damaged: {}: {detail}. Nothing was changed; copy the data \
+         directory somewhere safe, then run `mayfly repair --dbpath <dir>` to salvage what is \
+         readable",
+        path.display()
+    )]
+    Damaged { path: PathBuf, detail: String },
 }
 
 impl StorageError {
@@ -254,6 +268,8 @@ impl From<StorageError> for crate::error::Error {
 
 #[cfg(test)]
 mod backend_tests;
+#[cfg(test)]
+mod damage_tests;
 
 #[cfg(test)]
 mod tests {

@@ -1,16 +1,18 @@
-//! `mayfly check`: the `validate` structure check (`engine::validate`) of every collection of
-//! every database of a stopped data directory, read from one storage snapshot as stored:
-//! nothing is repaired, discarded or counted first, as a server's start would.
+//! `mayfly check`: every journal and table of a stopped data directory read against its
+//! checksums (`files`), then the `validate` structure check (`engine::validate`) of every
+//! collection of every database, read from one storage snapshot as stored: nothing is
+//! repaired, discarded or counted first, as a server's start would.
 //!
-//! Prints one line per collection, valid or with its errors, then a total; succeeds only when
-//! every collection is valid.
+//! Prints one line per journal, per keyspace's tables and per collection, valid or with its
+//! errors, then a total; succeeds only when all are valid. A directory whose files are damaged
+//! is not opened (opening would replay the journal): the collections are not checked.
 
 use super::ToolError;
 use crate::engine::validate::{validate, Findings};
 use crate::engine::{Catalog, Interrupt};
 use crate::storage::Snapshot;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
@@ -21,9 +23,30 @@ pub struct CheckArgs {
 
 /// Checks the directory, printing to standard output; `Ok(false)` when a collection is invalid.
 pub fn run(args: &CheckArgs) -> Result<bool, ToolError> {
-    let backend = super::open_existing(&args.dbpath)?;
+    check_directory(&args.dbpath, &mut std::io::stdout().lock())
+}
+
+/// Checks the files of `dbpath`, then, when they are sound, every collection.
+pub fn check_directory(dbpath: &Path, out: &mut impl Write) -> Result<bool, ToolError> {
+    if !crate::storage::FjallBackend::holds_database(dbpath) {
+        return Err(ToolError::Refused(format!(
+            "{} is not a mayfly data directory",
+            dbpath.display()
+        )));
+    }
+    let lock = crate::storage::lock::DirLock::acquire(dbpath)?;
+    let files_sound = super::files::check_files(dbpath, out)?;
+    drop(lock);
+    if !files_sound {
+        print(
+            out,
+            "storage files damaged: collections not checked; see `mayfly repair`",
+        )?;
+        return Ok(false);
+    }
+    let backend = super::open_existing(dbpath)?;
     let snapshot = crate::storage::Backend::snapshot(&backend);
-    check(&snapshot, &mut std::io::stdout().lock())
+    check(&snapshot, out)
 }
 
 /// Checks every collection of `snapshot`, a line each to `out`; whether all are valid.

@@ -1,6 +1,7 @@
 //! The offline tools, subcommands of the `mayfly` binary that work on a stopped data directory:
-//! `dump` (an archive of its databases), `restore` (an archive back into a directory) and
-//! `check` (the `validate` structure check of every collection).
+//! `dump` (an archive of its databases), `restore` (an archive back into a directory),
+//! `check` (every journal and table against its checksums, then the `validate` structure check
+//! of every collection) and `repair` (salvage what is readable of a damaged directory).
 //!
 //! Each takes the data directory's lock, as a server does, so none runs beside a server on the
 //! same directory. Owns: the subcommands' arguments, the archive format (`archive`), and the
@@ -10,8 +11,12 @@
 pub mod archive;
 pub mod check;
 pub mod dump;
+pub mod files;
+pub mod repair;
 pub mod restore;
 
+#[cfg(test)]
+mod repair_tests;
 #[cfg(test)]
 mod round_trip_tests;
 
@@ -33,10 +38,18 @@ pub enum Tool {
     /// The directory is created if missing. Collections and users it already has are refused
     /// unless `--drop`.
     Restore(restore::RestoreArgs),
-    /// Check every collection of a stopped data directory as `validate` does.
+    /// Check a stopped data directory: every journal and table against its checksums, then
+    /// every collection as `validate` does.
     ///
-    /// Prints a line per collection; exits 1 when one is not valid.
+    /// Prints a line per journal, keyspace and collection; exits 1 when one is not valid.
     Check(check::CheckArgs),
+    /// Salvage what is readable of a damaged, stopped data directory, as `mongod --repair`.
+    ///
+    /// Keeps every valid journal batch, drops the rest (moving the original files to
+    /// `repair-backup/`), restores lost version pointers, prints what was lost, then checks
+    /// the directory as `check` does; exits 1 when it is still not valid. Copy the directory
+    /// somewhere safe first.
+    Repair(repair::RepairArgs),
 }
 
 /// Why a tool failed.
@@ -64,6 +77,7 @@ pub fn run(tool: Tool) -> ExitCode {
         Tool::Dump(args) => dump::run(&args).map(|()| true),
         Tool::Restore(args) => restore::run(&args).map(|()| true),
         Tool::Check(args) => check::run(&args),
+        Tool::Repair(args) => repair::run(&args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
@@ -86,6 +100,7 @@ pub fn open_existing(dbpath: &Path) -> Result<FjallBackend, ToolError> {
         )));
     }
     let backend = FjallBackend::open_with(dbpath, &FjallConfig::default())?;
+    crate::engine::layout::check_catalog(&backend, dbpath)?;
     if !crate::engine::layout::is_current(&crate::storage::Backend::snapshot(&backend))? {
         return Err(ToolError::Refused(format!(
             "{} was written by an earlier mayfly, whose keys a start of the server rewrites: \
