@@ -546,6 +546,12 @@ async fn protocol_errors_get_mongods_codes() {
             "Authentication failed.",
         ),
         (
+            // RFC 5802 §5.1: a reserved m= attribute fails the authentication.
+            doc! {"saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": bin(b"n,,n=alice,r=abcdefgh,m=ext")},
+            18,
+            "Authentication failed.",
+        ),
+        (
             doc! {"authenticate": 1, "mechanism": "MONGODB-X509"},
             18,
             "Authentication failed.",
