@@ -42,6 +42,7 @@ pub mod replset;
 pub mod request_units;
 mod retryable;
 mod sasl;
+pub mod secrets;
 mod session_id;
 mod session_registry;
 mod sessions;

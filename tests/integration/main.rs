@@ -46,6 +46,7 @@ mod query_operations;
 mod regex;
 mod replica_set;
 mod retryable_writes;
+mod secrets;
 mod sessions;
 mod sort_spill;
 mod storage_cache;
