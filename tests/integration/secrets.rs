@@ -235,7 +235,8 @@ fn start_binary() -> (std::process::Child, u16) {
 }
 
 /// The slow-query lines (`--slow-ms 0`: every command) and the "command failed" lines that
-/// `getLog: "global"` returns hold no password and no SASL payload.
+/// `getLog: "global"` returns hold no password and no SASL payload; the failed authentication
+/// is mongod's line 20249 with who and how.
 #[tokio::test]
 async fn slow_query_lines_and_get_log_keep_no_secret() {
     let (mut child, port) = start_binary();
@@ -315,5 +316,21 @@ async fn slow_query_lines_and_get_log_keep_no_secret() {
             "not authorized on admin to execute command { createUser: \\\"x\\\", pwd: \\\"xxx\\\""
         ),
         "the Unauthorized message is logged with the password hidden"
+    );
+    let failed = lines
+        .iter()
+        .find(|l| l["id"] == 20249 && l["attr"]["principalName"] == "bob")
+        .expect("the failed authentication is logged");
+    assert_eq!(failed["msg"], "Authentication failed");
+    assert_eq!(failed["s"], "W");
+    assert_eq!(failed["c"], "ACCESS");
+    let attr = &failed["attr"];
+    assert_eq!(attr["authenticationDatabase"], "admin");
+    assert_eq!(attr["mechanism"], "SCRAM-SHA-256");
+    assert!(attr["remote"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert_eq!(attr["extraInfo"], serde_json::json!({}));
+    assert_eq!(
+        attr["error"],
+        "AuthenticationFailed: SCRAM authentication failed, storedKey mismatch"
     );
 }
