@@ -42,36 +42,55 @@ const SECRET_IN_EVERY_COMMAND: &[&str] = &["pwd"];
 
 /// Whether `field` of command `command` holds a secret.
 pub fn is_secret(command: &str, field: &str) -> bool {
-    SECRET_IN_EVERY_COMMAND.contains(&field)
-        || SECRET_FIELDS
-            .iter()
-            .any(|(name, fields)| *name == command && fields.contains(&field))
+    is_secret_of(secret_fields(command), field)
+}
+
+/// The secret fields of `command` beside [`SECRET_IN_EVERY_COMMAND`].
+fn secret_fields(command: &str) -> &'static [&'static str] {
+    SECRET_FIELDS
+        .iter()
+        .find(|(name, _)| *name == command)
+        .map_or(&[], |(_, fields)| fields)
+}
+
+fn is_secret_of(fields: &[&str], field: &str) -> bool {
+    SECRET_IN_EVERY_COMMAND.contains(&field) || fields.contains(&field)
 }
 
 /// `body` with every secret's value replaced by `"xxx"`; borrowed when it holds none (most
-/// commands: recording them costs no copy).
+/// commands: recording them costs no copy). An `explain`'s command is looked into once, not
+/// recursively: an explained `explain` is no command, and client input may nest deep.
 pub fn for_logging(body: &Document) -> Cow<'_, Document> {
-    let command = body.keys().next().map_or("", String::as_str);
-    let explained = match (command, body.get(command)) {
-        ("explain", Some(Bson::Document(inner))) => match for_logging(inner) {
-            Cow::Owned(inner) => Some(inner),
-            Cow::Borrowed(_) => None,
-        },
-        _ => None,
-    };
-    if explained.is_none() && !body.keys().any(|field| is_secret(command, field)) {
-        return Cow::Borrowed(body);
+    let mut redacted = redacted_fields(body);
+    if let Some((_, Bson::Document(explained))) =
+        body.iter().next().filter(|(c, _)| *c == "explain")
+    {
+        if let Some(explained) = redacted_fields(explained) {
+            redacted
+                .get_or_insert_with(|| body.clone())
+                .insert("explain", explained);
+        }
+    }
+    match redacted {
+        Some(copy) => Cow::Owned(copy),
+        None => Cow::Borrowed(body),
+    }
+}
+
+/// `body` with its own secrets replaced (its top level only, as mongod's `snipForLogging`), or
+/// `None` when it has none.
+fn redacted_fields(body: &Document) -> Option<Document> {
+    let fields = secret_fields(body.keys().next().map_or("", String::as_str));
+    if !body.keys().any(|field| is_secret_of(fields, field)) {
+        return None;
     }
     let mut copy = body.clone();
     for (field, value) in copy.iter_mut() {
-        if is_secret(command, field) {
+        if is_secret_of(fields, field) {
             *value = Bson::String(REDACTED.to_owned());
         }
     }
-    if let Some(inner) = explained {
-        copy.insert("explain", inner);
-    }
-    Cow::Owned(copy)
+    Some(copy)
 }
 
 #[cfg(test)]
@@ -121,6 +140,10 @@ mod tests {
             (
                 doc! {"explain": {"updateUser": "u", "pwd": "inner"}, "verbosity": "queryPlanner"},
                 doc! {"explain": {"updateUser": "u", "pwd": "xxx"}, "verbosity": "queryPlanner"},
+            ),
+            (
+                doc! {"explain": {"createUser": "u", "pwd": "inner"}, "pwd": "outer"},
+                doc! {"explain": {"createUser": "u", "pwd": "xxx"}, "pwd": "xxx"},
             ),
         ] {
             assert_eq!(for_logging(&body).into_owned(), expected, "{body}");
