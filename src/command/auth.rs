@@ -116,5 +116,5 @@ pub async fn authenticate(
     };
     let reason = Error::bad_value(format!("Unsupported mechanism: {mechanism}"));
     let delay = shared.auth_failures.record(&attempt, &reason);
-    Err(Refusal::Failed(delay).into_error().await)
+    Err(Refusal::Failed(delay).into_error(req).await)
 }

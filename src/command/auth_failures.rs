@@ -9,6 +9,7 @@
 
 use crate::auth::backoff::{FailureTable, Policy};
 use crate::clock::Stopwatch;
+use crate::engine::Interrupt;
 use crate::error::Error;
 use bson::{doc, Document};
 use std::net::SocketAddr;
@@ -110,10 +111,13 @@ impl AuthFailures {
     }
 }
 
-/// Waits out a failure's delay on this connection's task.
-pub async fn wait(delay: Option<Duration>) {
-    if let Some(delay) = delay {
-        tokio::time::sleep(delay).await;
+/// Waits out a failure's delay on this connection's task, or until the operation is
+/// interrupted (`killOp`, the client gone): then its error, else none.
+pub async fn wait(delay: Option<Duration>, interrupt: &Interrupt) -> Option<Error> {
+    let delay = delay?;
+    tokio::select! {
+        () = tokio::time::sleep(delay) => None,
+        err = interrupt.interrupted() => Some(err),
     }
 }
 
@@ -142,6 +146,18 @@ mod tests {
         assert_eq!(
             failures.record(&attempt(false), &reason),
             Some(Duration::from_millis(5))
+        );
+        let interrupt = Interrupt::default();
+        interrupt.kill(crate::engine::KillReason::Killed);
+        let stopped = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(wait(Some(Duration::from_secs(3600)), &interrupt));
+        assert_eq!(
+            stopped.map(|e| e.code),
+            Some(ErrorCode::Interrupted),
+            "an interrupted operation stops waiting"
         );
         assert_eq!(
             failures.server_status(),

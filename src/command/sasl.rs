@@ -47,14 +47,14 @@ impl From<Error> for Refusal {
 }
 
 impl Refusal {
-    /// The error the client gets, after the failure's delay.
-    pub async fn into_error(self) -> Error {
+    /// The error the client gets, after the failure's delay (cut short by an interruption,
+    /// whose error it then is).
+    pub async fn into_error(self, req: &Request<'_>) -> Error {
         match self {
             Refusal::Command(err) => err,
-            Refusal::Failed(delay) => {
-                auth_failures::wait(delay).await;
-                authentication_failed()
-            }
+            Refusal::Failed(delay) => auth_failures::wait(delay, &req.interrupt)
+                .await
+                .unwrap_or_else(authentication_failed),
         }
     }
 }
@@ -67,7 +67,7 @@ pub async fn sasl_start(
 ) -> Result<Document> {
     match start(shared, conn, req.db, req.body, false) {
         Ok(reply) => Ok(with_ok(reply)),
-        Err(refusal) => Err(refusal.into_error().await),
+        Err(refusal) => Err(refusal.into_error(req).await),
     }
 }
 
@@ -79,7 +79,7 @@ pub async fn sasl_continue(
 ) -> Result<Document> {
     match next_step(shared, conn, req) {
         Ok(reply) => Ok(with_ok(reply)),
-        Err(refusal) => Err(refusal.into_error().await),
+        Err(refusal) => Err(refusal.into_error(req).await),
     }
 }
 
