@@ -19,6 +19,12 @@ pub const DEFAULT_SLOW_MS: u64 = 100;
 pub const DEFAULT_OPLOG_SIZE_MB: u64 = 1024;
 /// The range mongod allows for `--wiredTigerCacheSizeGB`.
 pub const CACHE_SIZE_GB_RANGE: std::ops::RangeInclusive<f64> = 0.25..=10_000.0;
+/// Failed authentications a source address is allowed before its failures are delayed.
+pub const DEFAULT_AUTH_FAILURES_BEFORE_DELAY: u32 = 5;
+/// How long each failure past the allowance waits before its reply, in milliseconds.
+pub const DEFAULT_AUTH_FAILURE_DELAY_MS: u64 = 1000;
+/// The longest `--auth-failure-delay-ms` (mongod's `authFailedDelayMs` allows the same).
+pub const MAX_AUTH_FAILURE_DELAY_MS: u64 = 5000;
 /// mongod's default `transactionLifetimeLimitSeconds`.
 pub const DEFAULT_TRANSACTION_LIFETIME_LIMIT_SECS: u64 = 60;
 /// The Azure Cosmos DB emulator's account name.
@@ -207,7 +213,8 @@ pub fn redact_argv(argv: Vec<String>) -> Vec<String> {
 pub struct Cli {
     /// TOML file with any of the settings below (keys: port, bind_ip, dbpath, max_conns,
     /// log_format, log_level, slow_ms, profile, enable_test_commands, clock, storage,
-    /// cursor_memory_limit_mb, memory_limit_mb, max_no_timeout_cursors, auth, cosmos_account, cosmos_key,
+    /// cursor_memory_limit_mb, memory_limit_mb, max_no_timeout_cursors, auth,
+    /// auth_failures_before_delay, auth_failure_delay_ms, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
     /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr, compat, cosmos_version,
@@ -307,6 +314,26 @@ pub struct Cli {
     /// every client may run every command.
     #[arg(long, env = "MAYFLY_AUTH")]
     pub auth: bool,
+
+    /// Failed authentications one client address is allowed before each further failure's
+    /// reply is delayed by --auth-failure-delay-ms. A quiet minute forgets the count.
+    /// [default: 5]
+    #[arg(
+        long = "auth-failures-before-delay",
+        env = "MAYFLY_AUTH_FAILURES_BEFORE_DELAY",
+        value_name = "N"
+    )]
+    pub auth_failures_before_delay: Option<u32>,
+
+    /// Milliseconds a failed authentication past the allowance waits before its reply (only
+    /// that connection waits); 0 turns the delay off. At most 5000. [default: 1000]
+    #[arg(
+        long = "auth-failure-delay-ms",
+        env = "MAYFLY_AUTH_FAILURE_DELAY_MS",
+        value_name = "MS",
+        value_parser = clap::value_parser!(u64).range(0..=5000)
+    )]
+    pub auth_failure_delay_ms: Option<u64>,
 
     /// The Cosmos DB account: at start a user of this name in `admin` with role `root` and the
     /// account key as password is created or updated, as Cosmos DB's connection strings
@@ -505,6 +532,8 @@ pub struct FileConfig {
     pub memory_limit_mb: Option<u64>,
     pub max_no_timeout_cursors: Option<u64>,
     pub auth: Option<bool>,
+    pub auth_failures_before_delay: Option<u32>,
+    pub auth_failure_delay_ms: Option<u64>,
     pub cosmos_account: Option<String>,
     pub cosmos_key: Option<String>,
     // TLS: keep these together.
@@ -557,6 +586,10 @@ pub struct Config {
     pub max_no_timeout_cursors: usize,
     /// Authentication required and roles enforced.
     pub auth: bool,
+    /// Failed authentications a source address is allowed before they are delayed.
+    pub auth_failures_before_delay: u32,
+    /// How long each failed authentication past the allowance waits; zero: no delay.
+    pub auth_failure_delay: std::time::Duration,
     /// The Cosmos DB account user in `admin`; `None` when disabled with an empty name.
     pub cosmos_account: Option<String>,
     /// The account user's password.
@@ -615,6 +648,8 @@ pub enum ConfigError {
     Tls(String),
     #[error("--cacheSizeGB must be between 0.25 and 10000, not {0}")]
     CacheSize(f64),
+    #[error("--auth-failure-delay-ms must be at most 5000, not {0}")]
+    AuthFailureDelay(u64),
     #[error("--profile must be 0, 1 or 2, not {0}")]
     ProfileLevel(u8),
     #[error("cosmos_throughput must be at least 1 request unit a second")]
@@ -699,6 +734,12 @@ impl Config {
         if config.profile.throughput == Some(0) {
             return Err(ConfigError::Throughput);
         }
+        let delay = config.auth_failure_delay.as_millis();
+        if delay > u128::from(MAX_AUTH_FAILURE_DELAY_MS) {
+            return Err(ConfigError::AuthFailureDelay(
+                u64::try_from(delay).unwrap_or(u64::MAX),
+            ));
+        }
         if config.profile_level > 2 {
             return Err(ConfigError::ProfileLevel(config.profile_level));
         }
@@ -769,6 +810,15 @@ impl Config {
                     usize::try_from(n).unwrap_or(usize::MAX)
                 }),
             auth: cli.auth || file.auth.unwrap_or(false),
+            auth_failures_before_delay: cli
+                .auth_failures_before_delay
+                .or(file.auth_failures_before_delay)
+                .unwrap_or(DEFAULT_AUTH_FAILURES_BEFORE_DELAY),
+            auth_failure_delay: std::time::Duration::from_millis(
+                cli.auth_failure_delay_ms
+                    .or(file.auth_failure_delay_ms)
+                    .unwrap_or(DEFAULT_AUTH_FAILURE_DELAY_MS),
+            ),
             cosmos_account: Some(
                 cli.cosmos_account
                     .or(file.cosmos_account)
@@ -1043,6 +1093,38 @@ mod tests {
         let c = Config::resolve(parse(&["--maxNoTimeoutCursors", "5"]), file, vec![]);
         assert_eq!(c.cursor_memory_limit_bytes, 8 * 1024 * 1024);
         assert_eq!(c.max_no_timeout_cursors, 5);
+    }
+
+    #[test]
+    fn the_authentication_back_off_comes_from_flags_or_the_file() {
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert_eq!(c.auth_failures_before_delay, 5);
+        assert_eq!(c.auth_failure_delay, std::time::Duration::from_secs(1));
+        let file = || -> FileConfig {
+            toml::from_str("auth_failures_before_delay = 2\nauth_failure_delay_ms = 250").unwrap()
+        };
+        let c = Config::resolve(parse(&[]), file(), vec![]);
+        assert_eq!(c.auth_failures_before_delay, 2);
+        assert_eq!(c.auth_failure_delay, std::time::Duration::from_millis(250));
+        let flags = parse(&[
+            "--auth-failures-before-delay",
+            "0",
+            "--auth-failure-delay-ms",
+            "0",
+        ]);
+        let c = Config::resolve(flags, file(), vec![]);
+        assert_eq!(c.auth_failures_before_delay, 0);
+        assert!(c.auth_failure_delay.is_zero(), "0 turns the delay off");
+        assert!(Cli::try_parse_from(["mayfly", "--auth-failure-delay-ms", "5001"]).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mayfly.toml");
+        std::fs::write(&path, "auth_failure_delay_ms = 60000").unwrap();
+        let path = path.to_str().unwrap();
+        let err = Config::load(parse(&["--config", path]), vec![]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "--auth-failure-delay-ms must be at most 5000, not 60000"
+        );
     }
 
     #[test]

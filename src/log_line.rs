@@ -8,7 +8,8 @@
 //!   `ACCESS`, `INDEX`, `STORAGE`, `CONTROL`).
 //! - `id`: the event's `log_id` field where it has one — the events tools look for carry
 //!   mongod's own ids (51803 "Slow query", 22943 "Connection accepted", 22944 "Connection
-//!   ended", 23016 "Waiting for connections"); otherwise a number derived from where the
+//!   ended", 23016 "Waiting for connections", 20249 "Authentication failed", 20250
+//!   "Authentication succeeded"); otherwise a number derived from where the
 //!   event is logged, stable within one version of mayfly.
 //! - `ctx`: `conn<N>` inside a connection, otherwise the thread's name (`mayfly-reaper`, …) or
 //!   `main`.
@@ -28,7 +29,7 @@ use tracing_subscriber::layer::Context;
 use tracing_subscriber::registry::LookupSpan;
 
 /// Fields whose value is a document's relaxed extended JSON, embedded as an object.
-const DOCUMENT_FIELDS: &[&str] = &["command"];
+const DOCUMENT_FIELDS: &[&str] = &["command", "extraInfo"];
 
 /// The connection a span belongs to, kept in the span's extensions by [`ContextLayer`].
 #[derive(Debug, Clone, Copy)]

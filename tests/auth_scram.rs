@@ -546,6 +546,12 @@ async fn protocol_errors_get_mongods_codes() {
             "Authentication failed.",
         ),
         (
+            // RFC 5802 §5.1: a reserved m= attribute fails the authentication.
+            doc! {"saslStart": 1, "mechanism": "SCRAM-SHA-256", "payload": bin(b"n,,n=alice,r=abcdefgh,m=ext")},
+            18,
+            "Authentication failed.",
+        ),
+        (
             doc! {"authenticate": 1, "mechanism": "MONGODB-X509"},
             18,
             "Authentication failed.",
@@ -651,25 +657,90 @@ async fn failures_are_logged_with_who_and_how_but_never_the_proof() {
     let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
     let failure = text
         .lines()
-        .find(|l| l.contains("Authentication failed") && l.contains("user=\"logged\""))
+        .find(|l| l.contains("Authentication failed") && l.contains("principalName=\"logged\""))
         .unwrap_or_else(|| panic!("no failure logged:\n{text}"));
+    assert!(failure.contains(" WARN "), "a warning: {failure}");
     for part in [
-        "db=\"admin\"",
+        "log_id=20249",
+        "authenticationDatabase=\"admin\"",
         "mechanism=\"SCRAM-SHA-256\"",
+        "speculative=false",
         "remote=127.0.0.1:",
-        "storedKey mismatch",
+        "AuthenticationFailed: SCRAM authentication failed, storedKey mismatch",
     ] {
         assert!(failure.contains(part), "{part} missing from {failure}");
     }
     let success = text
         .lines()
-        .find(|l| l.contains("Authentication succeeded") && l.contains("user=\"logged\""))
+        .find(|l| l.contains("Authentication succeeded") && l.contains("principalName=\"logged\""))
         .unwrap_or_else(|| panic!("no success logged:\n{text}"));
     assert!(success.contains("mechanism=\"SCRAM-SHA-1\""), "{success}");
+    assert!(success.contains("log_id=20250"), "{success}");
     assert!(!text.contains(&proof), "the proof is never logged");
     assert!(
         !text.contains("wrong-pw-7Qx") && !text.contains("right-pw-9Zk"),
         "nor a password"
+    );
+}
+
+/// Past `--auth-failures-before-delay` failures from one address, each further failure's reply
+/// is delayed; `serverStatus` counts them (`security.authentication`) and one warning says the
+/// address is backed off. The right password still authenticates at once: only failures wait.
+#[tokio::test]
+async fn repeated_failures_from_one_address_are_delayed_and_the_right_password_still_works() {
+    let logs = captured_logs();
+    let server = TestServer::start_with(|c| {
+        c.auth_failures_before_delay = 2;
+        c.auth_failure_delay = std::time::Duration::from_millis(20);
+    })
+    .await;
+    add_user(&server, "admin", "backoff-user", "pencil", &[], BOTH).await;
+    let attempts: i64 = 5;
+    for _ in 0..attempts {
+        let client = client_as(&server, "backoff-user", "not-pencil", None).await;
+        assert_auth_error(&authenticated_users(&client).await.unwrap_err());
+    }
+    let status = server
+        .client()
+        .await
+        .database("admin")
+        .run_command(doc! {"serverStatus": 1})
+        .await
+        .unwrap();
+    let authentication = status
+        .get_document("security")
+        .and_then(|s| s.get_document("authentication"))
+        .unwrap()
+        .clone();
+    assert_eq!(
+        authentication,
+        doc! {
+            "failed": attempts,
+            "failedDelayed": attempts - 2,
+            "addressesDelayed": 1_i64,
+            "failuresBeforeDelay": 2_i64,
+            "delayMillis": 20_i64,
+        }
+    );
+    let text = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    let backed_off: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("Delaying further failed authentications from this client address"))
+        .collect();
+    assert_eq!(backed_off.len(), 1, "once per address: {backed_off:#?}");
+    assert!(
+        backed_off[0].contains("remote=127.0.0.1"),
+        "{}",
+        backed_off[0]
+    );
+    assert!(backed_off[0].contains("failures=3"), "{}", backed_off[0]);
+
+    let client = client_as(&server, "backoff-user", "pencil", None).await;
+    let users = authenticated_users(&client).await.unwrap();
+    assert_eq!(
+        users,
+        vec![doc! {"user": "backoff-user", "db": "admin"}],
+        "the right password authenticates while the address is backed off"
     );
 }
 

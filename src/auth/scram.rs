@@ -40,9 +40,13 @@ fn bad(message: impl Into<String>) -> Error {
 }
 
 impl ClientFirst {
-    /// Parses `n,,n=<user>,r=<nonce>[,<extensions>]`. The channel-binding flag may be `n` or
-    /// `y` (the client would bind, but this server does not offer it); `p=` asks for binding and
-    /// is refused. An authorization identity must name the user itself, as mongod requires.
+    /// Parses `n,,n=<user>,r=<nonce>[,<extensions>]` (RFC 5802 §7 `client-first-message`).
+    /// The channel-binding flag may be `n` or `y` (the client would bind, but this server
+    /// offers no `-PLUS` mechanism); `p=` asks for binding and is refused. An authorization
+    /// identity must name the user itself, as mongod requires. A reserved `m=` attribute fails
+    /// the authentication wherever it appears (§5.1: "if present in the first message, the
+    /// server MUST fail the authentication"); other extensions must be well formed and are
+    /// ignored.
     pub fn parse(payload: &[u8]) -> Result<ClientFirst> {
         let text = std::str::from_utf8(payload)
             .map_err(|_| bad("SCRAM client-first message is not valid UTF-8"))?;
@@ -93,6 +97,7 @@ impl ClientFirst {
             Some(f) => return Err(bad(format!("Invalid SCRAM client nonce: {f}"))),
             None => return Err(bad(count_error("first", 3))),
         };
+        check_extensions(fields)?;
         Ok(ClientFirst {
             user,
             nonce,
@@ -111,8 +116,40 @@ fn count_error(which: &str, got: usize) -> String {
     format!("Incorrect number of arguments for {which} SCRAM client message, got {got} expected at least 3")
 }
 
-/// RFC 5802 §5.1: `=2C` is `,` and `=3D` is `=`; any other `=` fails the authentication.
+/// The attributes RFC 5802 defines (§5.1), each with its own place in a message: out of it,
+/// as an extension, it is an error rather than something to ignore.
+const DEFINED_ATTRIBUTES: &[u8] = b"anmrcsipve";
+
+/// RFC 5802 `extensions`: `attr-val *("," attr-val)`, one letter, `=`, a non-empty value
+/// without NUL. Unknown ones are ignored ("unrecognized attributes ... MUST be ignored"); the
+/// reserved `m` fails the authentication, as at the start of the message.
+fn check_extensions<'a>(fields: impl Iterator<Item = &'a str>) -> Result<()> {
+    for field in fields {
+        if field.starts_with("m=") {
+            return Err(bad("SCRAM mandatory extensions are not supported"));
+        }
+        let bytes = field.as_bytes();
+        let well_formed = matches!(bytes, [attr, b'=', _, ..] if attr.is_ascii_alphabetic())
+            && !bytes.contains(&0);
+        let defined = bytes
+            .first()
+            .is_some_and(|a| DEFINED_ATTRIBUTES.contains(a));
+        if !well_formed || defined {
+            return Err(bad(format!("Invalid SCRAM extension: {field}")));
+        }
+    }
+    Ok(())
+}
+
+/// RFC 5802 §5.1: `=2C` is `,` and `=3D` is `=`; any other `=` fails the authentication, and
+/// so does NUL (a `saslname` holds no NUL).
 fn unescape_name(escaped: &str) -> Result<String> {
+    if escaped.contains('\0') {
+        return Err(bad(format!(
+            "Invalid SCRAM user name: {}",
+            escaped.replace('\0', "\\0")
+        )));
+    }
     let mut out = String::with_capacity(escaped.len());
     let mut rest = escaped;
     while let Some(at) = rest.find('=') {
@@ -224,7 +261,10 @@ impl Conversation {
         result
     }
 
-    /// Step 2: `c=<gs2 header b64>,r=<nonce>[,ext],p=<proof>` → `v=<ServerSignature>`. No
+    /// Step 2: `c=<gs2 header b64>,r=<nonce>[,ext],p=<proof>` → `v=<ServerSignature>`
+    /// (RFC 5802 §7 `client-final-message`): the fields in that order, `p=` last, `c=` the
+    /// base64 of the gs2 header the first message had (no channel-binding data: this server
+    /// binds none), the nonce exactly server-first's, extensions as in the first message. No
     /// error message repeats the proof: they are logged.
     fn verify_proof(&self, payload: &[u8]) -> Result<Reply> {
         let text = std::str::from_utf8(payload)
@@ -261,6 +301,7 @@ impl Conversation {
                 self.nonce
             )));
         }
+        check_extensions(fields)?;
         let proof = STANDARD
             .decode(proof)
             .map_err(|_| bad("Incorrect SCRAM ClientProof"))?;
@@ -443,6 +484,26 @@ mod tests {
             (b"n,,n=user,s=abcdefgh", "Invalid SCRAM client nonce: s=abcdefgh"),
             (b"n,,n=user,r=abc\x01defg", "Invalid SCRAM client nonce: r=abc\u{1}defg"),
             (b"n,,n=user,r=\xff\xfeabcd", "SCRAM client-first message is not valid UTF-8"),
+            // RFC 5802 §5.1: a reserved m= fails the authentication wherever it is.
+            (b"n,,n=user,r=abcdefgh,m=ext", "SCRAM mandatory extensions are not supported"),
+            (b"n,,n=user,r=abcdefgh,x=1,m=", "SCRAM mandatory extensions are not supported"),
+            (b"y,a=user,m=,n=user,r=abcdefgh", "SCRAM mandatory extensions are not supported"),
+            // Extensions are attr-val: one letter, '=', a value.
+            (b"n,,n=user,r=abcdefgh,", "Invalid SCRAM extension: "),
+            (b"n,,n=user,r=abcdefgh,x", "Invalid SCRAM extension: x"),
+            (b"n,,n=user,r=abcdefgh,x=", "Invalid SCRAM extension: x="),
+            (b"n,,n=user,r=abcdefgh,xy=1", "Invalid SCRAM extension: xy=1"),
+            (b"n,,n=user,r=abcdefgh,1=1", "Invalid SCRAM extension: 1=1"),
+            (b"n,,n=user,r=abcdefgh,x=a\0b", "Invalid SCRAM extension: x=a\0b"),
+            // Attributes the RFC places elsewhere are not extensions.
+            (b"n,,n=user,r=abcdefgh,r=again", "Invalid SCRAM extension: r=again"),
+            (b"n,,n=user,r=abcdefgh,p=abcd", "Invalid SCRAM extension: p=abcd"),
+            // The fields in the RFC's order, and a saslname holds no NUL.
+            (b"n,,r=abcdefgh,n=user", "Invalid SCRAM user name: r=abcdefgh"),
+            (b"n,,n=us\0er,r=abcdefgh", "Invalid SCRAM user name: us\\0er"),
+            (b"n,a=us\0er,n=user,r=abcdefgh", "Invalid SCRAM user name: us\\0er"),
+            (b"n,,n=user,,r=abcdefgh", "Invalid SCRAM client nonce: "),
+            (b"n,,,n=user,r=abcdefgh", "Invalid SCRAM user name: "),
         ] {
             let err = ClientFirst::parse(payload).unwrap_err();
             assert_eq!(err.code, ErrorCode::BadValue, "{payload:?}");
@@ -457,6 +518,7 @@ mod tests {
             ("y,,n=user,r=abcdefgh", "user", "y,,"),
             ("n,a=user,n=user,r=abcdefgh", "user", "n,a=user,"),
             ("n,,n=user,r=abcdefgh,x=ignored", "user", "n,,"),
+            ("n,,n=user,r=abcdefgh,x=ignored,Z=a=b", "user", "n,,"),
             ("n,,n=\u{e9}l\u{e8}ve,r=abcd", "\u{e9}l\u{e8}ve", "n,,"),
         ] {
             let first = ClientFirst::parse(payload.as_bytes()).unwrap();
@@ -506,6 +568,17 @@ mod tests {
             ("c=biws,r=rOprNGfwEbeRWgbNEkqO,p=abcd".to_owned(), ErrorCode::BadValue, format!("Unmatched SCRAM nonce received from client in second step, expected {nonce} but received rOprNGfwEbeRWgbNEkqO")),
             (format!("c=biws,r={nonce},p=not base64"), ErrorCode::BadValue, "Incorrect SCRAM ClientProof".to_owned()),
             (format!("c=biws,r={nonce},p=AAAA"), ErrorCode::AuthenticationFailed, "SCRAM authentication failed, storedKey mismatch".to_owned()),
+            // RFC 5802 §5.1: m= is reserved in the final message too.
+            (format!("c=biws,r={nonce},m=ext,p=abcd"), ErrorCode::BadValue, "SCRAM mandatory extensions are not supported".to_owned()),
+            (format!("c=biws,r={nonce},x,p=abcd"), ErrorCode::BadValue, "Invalid SCRAM extension: x".to_owned()),
+            (format!("c=biws,r={nonce},,p=abcd"), ErrorCode::BadValue, "Invalid SCRAM extension: ".to_owned()),
+            // The order: c=, r=, extensions, p= last.
+            (format!("r={nonce},c=biws,p=abcd"), ErrorCode::BadValue, format!("Incorrect SCRAM channel binding: r={nonce}")),
+            (format!("c=biws,p=abcd,r={nonce}"), ErrorCode::BadValue, "Incorrect SCRAM ClientProof".to_owned()),
+            (format!("c=biws,r={nonce},p=abcd,p=abcd"), ErrorCode::BadValue, "Invalid SCRAM extension: p=abcd".to_owned()),
+            (format!("c=biws,r={nonce},r={nonce},p=abcd"), ErrorCode::BadValue, format!("Invalid SCRAM extension: r={nonce}")),
+            // c= carries the gs2 header and nothing more (no channel-binding data is bound).
+            (format!("c=biwsAAAA,r={nonce},p=abcd"), ErrorCode::BadValue, "SCRAM channel binding does not match the client-first message's gs2 header".to_owned()),
             (format!("c=biws,r={nonce},p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVA="), ErrorCode::AuthenticationFailed, "SCRAM authentication failed, storedKey mismatch".to_owned()),
         ] {
             let mut conv = started(1, true);

@@ -6,35 +6,25 @@
 //! roles' concern, not this module's.
 
 use super::args::{check_fields, optional_str};
+use super::auth_failures::{Attempt, AUTHENTICATION_SUCCEEDED_LOG_ID};
 use super::context::AuthenticatedUser;
-use super::sasl::authentication_failed;
+use super::sasl::Refusal;
 use super::{Connection, Request, Shared};
-use crate::auth::Mechanism;
+use crate::auth::{Mechanism, User};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Document};
 
 /// Adds the user a conversation has just authenticated to the connection, with its roles as
 /// they are now. mongod 7.0 allows one user per connection: authenticating again as the same
-/// user changes nothing; as another user it is refused, with mongod's codes and messages.
+/// user changes nothing; as another user it is refused, with mongod's codes and messages (not
+/// a failed authentication: the client proved the password).
 pub fn authenticated(
-    shared: &Shared,
     conn: &mut Connection,
-    db: &str,
-    name: &str,
+    user: &User,
     mechanism: Mechanism,
+    speculative: bool,
 ) -> Result<()> {
-    let Some(user) = shared.engine.catalog().user(db, name).cloned() else {
-        // Dropped while the conversation ran.
-        tracing::info!(
-            user = name,
-            db,
-            mechanism = mechanism.name(),
-            remote = %conn.peer,
-            error = "UserNotFound",
-            "Authentication failed"
-        );
-        return Err(authentication_failed());
-    };
+    let (db, name) = (user.db.as_str(), user.name.as_str());
     if let Some(previous) = conn.authenticated.first() {
         let previous_name = format!("{}@{}", previous.name, previous.db);
         if previous.db == db && previous.name == name {
@@ -66,7 +56,7 @@ pub fn authenticated(
             mechanism = mechanism.name(),
             remote = %conn.peer,
             error = %err.message,
-            "Authentication failed"
+            "Authentication refused: the connection is authenticated as another user"
         );
         return Err(err);
     }
@@ -76,10 +66,13 @@ pub fn authenticated(
         roles: user.roles.clone(),
     });
     tracing::info!(
-        user = name,
-        db,
+        log_id = AUTHENTICATION_SUCCEEDED_LOG_ID,
         mechanism = mechanism.name(),
+        speculative,
+        principalName = name,
+        authenticationDatabase = db,
         remote = %conn.peer,
+        extraInfo = "{}",
         "Authentication succeeded"
     );
     Ok(())
@@ -98,8 +91,12 @@ pub fn logout(conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
 
 /// `authenticate {mechanism, user}`: mongod's command for MONGODB-X509 (and, before 6.0,
 /// MONGODB-CR). mayfly enables neither; mongod answers such a request with 18, and so does
-/// mayfly, logging the reason.
-pub fn authenticate(conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
+/// mayfly: a failed authentication, logged, counted and delayed as any other.
+pub async fn authenticate(
+    shared: &Shared,
+    conn: &mut Connection,
+    req: &Request<'_>,
+) -> Result<Document> {
     const NAME: &str = "authenticate";
     check_fields(req.body, NAME, &["mechanism", "user"])?;
     let mechanism = optional_str(req.body, NAME, "mechanism")?.ok_or_else(|| {
@@ -110,13 +107,14 @@ pub fn authenticate(conn: &mut Connection, req: &Request<'_>) -> Result<Document
     })?;
     let user = optional_str(req.body, NAME, "user")?.unwrap_or("");
     conn.sasl = None;
-    tracing::info!(
-        user,
-        db = req.db,
+    let attempt = Attempt {
         mechanism,
-        remote = %conn.peer,
-        error = %format!("Received authentication for mechanism {mechanism} which is not enabled"),
-        "Authentication failed"
-    );
-    Err(authentication_failed())
+        user,
+        db: req.db,
+        remote: conn.peer,
+        speculative: false,
+    };
+    let reason = Error::bad_value(format!("Unsupported mechanism: {mechanism}"));
+    let delay = shared.auth_failures.record(&attempt, &reason);
+    Err(Refusal::Failed(delay).into_error(req).await)
 }

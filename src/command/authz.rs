@@ -510,10 +510,11 @@ fn user_dbs(arg: Option<&Bson>) -> impl Iterator<Item = &str> {
         .filter_map(|item| item.as_document().and_then(|d| d.get_str("db").ok()))
 }
 
-/// 13 Unauthorized as mongod words it, with the command shown and passwords hidden.
+/// 13 Unauthorized as mongod words it, with the command shown and its secrets hidden
+/// (`secrets`).
 pub fn not_authorized(db: &str, body: &Document) -> Error {
     let mut shown = String::new();
-    write_document(&mut shown, body, 0);
+    write_document(&mut shown, &super::secrets::for_logging(body), 0);
     Error::new(
         ErrorCode::Unauthorized,
         format!("not authorized on {db} to execute command {shown}"),
@@ -539,11 +540,7 @@ fn write_document(out: &mut String, doc: &Document, depth: usize) {
             out.push_str(", ");
         }
         let _ = write!(out, "{key}: ");
-        if key == "pwd" {
-            out.push_str("\"xxx\"");
-        } else {
-            write_value(out, value, depth);
-        }
+        write_value(out, value, depth);
     }
     out.push_str(" }");
 }

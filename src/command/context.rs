@@ -39,6 +39,8 @@ pub struct Shared {
     pub transactions: super::transactions::TransactionTable,
     /// Request units charged and budgets (the Cosmos profile).
     pub request_units: super::request_units::RequestUnits,
+    /// Failed authentications: their count and each client address's back-off.
+    pub auth_failures: super::auth_failures::AuthFailures,
     next_connection_id: AtomicI32,
 }
 
@@ -58,6 +60,10 @@ impl Shared {
             engine.enable_oplog(config.replication.oplog_size_bytes)?;
         }
         let profiler = super::profiler::Profiler::new(config.slow_ms, config.profile_level);
+        let auth_failures = super::auth_failures::AuthFailures::new(
+            config.auth_failures_before_delay,
+            config.auth_failure_delay,
+        );
         Ok(Shared {
             engine,
             config,
@@ -74,6 +80,7 @@ impl Shared {
             sessions: Default::default(),
             transactions: Default::default(),
             request_units: Default::default(),
+            auth_failures,
             next_connection_id: AtomicI32::new(1),
         })
     }

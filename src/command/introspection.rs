@@ -171,6 +171,7 @@ fn all_sections(shared: &Shared, cmd: &Document) -> Document {
             "compression": compression_status(c),
         },
         "transportSecurity": transport_security_status(c),
+        "security": {"authentication": shared.auth_failures.server_status()},
         "mem": {"bits": 64, "resident": resident, "virtual": virt, "supported": true},
         "storageEngine": storage_engine_status(shared),
         "ttl": if cmd.get("ttl").is_none_or(args::is_truthy) {

@@ -15,6 +15,7 @@ mod admin;
 mod aggregate;
 mod args;
 mod auth;
+mod auth_failures;
 mod authz;
 mod batch;
 mod change_stream;
@@ -42,6 +43,7 @@ pub mod replset;
 pub mod request_units;
 mod retryable;
 mod sasl;
+pub mod secrets;
 mod session_id;
 mod session_registry;
 mod sessions;
@@ -462,10 +464,12 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::KillAllSessionsByPattern => {
             sessions::kill_all_sessions_by_pattern(shared, req).map(Reply::from)
         }
-        C::SaslStart => sasl::sasl_start(shared, conn, req).map(Reply::from),
-        C::SaslContinue => sasl::sasl_continue(shared, conn, req).map(Reply::from),
+        C::SaslStart => sasl::sasl_start(shared, conn, req).await.map(Reply::from),
+        C::SaslContinue => sasl::sasl_continue(shared, conn, req)
+            .await
+            .map(Reply::from),
         C::Logout => auth::logout(conn, req).map(Reply::from),
-        C::Authenticate => auth::authenticate(conn, req).map(Reply::from),
+        C::Authenticate => auth::authenticate(shared, conn, req).await.map(Reply::from),
         // mongod 7.0 keeps the command only to refuse it.
         C::GetLastError | C::GetLastErrorLower => Err(Error::new(
             ErrorCode::Location5739000,

@@ -263,10 +263,6 @@ fn namespace(req: &Request<'_>) -> String {
     format!("{}.{}", req.db, collection.unwrap_or("$cmd"))
 }
 
-/// Fields that carry secrets: SASL payloads (a client proof), passwords and a speculative
-/// `saslStart`. Shown as `"xxx"`, as mongod's `redactForLogging` shows them.
-const SECRET_FIELDS: &[&str] = &["payload", "pwd", "speculativeAuthenticate"];
-
 /// A running command as it came: registering it for `currentOp` shares its body (every command
 /// is registered); only a `currentOp` renders it.
 struct Sent {
@@ -310,20 +306,11 @@ fn with_documents<'r>(
     std::borrow::Cow::Owned(body)
 }
 
+/// The `command` of a `currentOp` entry: secrets replaced (`secrets`), past a kilobyte a
+/// summary.
 fn reported_command(body: &Document) -> Document {
-    let redacted;
-    let body = if SECRET_FIELDS.iter().any(|f| body.contains_key(f)) {
-        let mut copy = body.clone();
-        for field in SECRET_FIELDS {
-            if let Some(value) = copy.get_mut(*field) {
-                *value = Bson::String("xxx".into());
-            }
-        }
-        redacted = copy;
-        &redacted
-    } else {
-        body
-    };
+    let body = super::secrets::for_logging(body);
+    let body = body.as_ref();
     if crate::query::size::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
         return body.clone();
     }

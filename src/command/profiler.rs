@@ -210,7 +210,8 @@ pub fn collection_of(body: &Document) -> Option<&str> {
 
 /// The profile entry of `op`, in mongod's shape.
 fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
-    let mut entry = doc! {"op": op.kind(), "ns": op.namespace(), "command": command_of(op.body)};
+    let command = command_of(&super::secrets::for_logging(op.body));
+    let mut entry = doc! {"op": op.kind(), "ns": op.namespace(), "command": command};
     if let Some(plan) = op.interrupt.plans.summary() {
         let totals = op.interrupt.plans.totals();
         entry.insert("keysExamined", count(totals.keys_examined));
@@ -262,7 +263,8 @@ fn count(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// The command as the entry keeps it: whole, or past 50 KB a summary, as mongod truncates it.
+/// The command as the entry keeps it (its secrets already replaced): whole, or past 50 KB a
+/// summary, as mongod truncates it.
 fn command_of(body: &Document) -> Document {
     let size = bson::to_vec(body).map_or(0, |b| b.len());
     if size <= MAX_COMMAND_BYTES {

@@ -4,10 +4,12 @@
 //!
 //! As mongod, the client learns only "Authentication failed." (18) whatever went wrong inside
 //! the conversation — an unknown user, a mechanism the user has no credentials for, a
-//! malformed message, a wrong password — and the reason is logged. The SCRAM arithmetic is
+//! malformed message, a wrong password — and the reason is logged, counted and, past the
+//! address's allowance, the reply delayed (`auth_failures`). The SCRAM arithmetic is
 //! `auth::scram`'s; adding the user to the connection is [`super::auth::authenticated`].
 
 use super::args::{check_fields, optional_bool, optional_doc, optional_str, type_name, wrong_type};
+use super::auth_failures::{self, Attempt};
 use super::{Connection, Request, Shared};
 use crate::auth::scram::{self, ClientFirst, Conversation};
 use crate::auth::Mechanism;
@@ -16,6 +18,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
+use std::time::Duration;
 
 /// mongod always answers conversation id 1: one conversation per connection.
 const CONVERSATION_ID: i32 = 1;
@@ -30,19 +33,61 @@ pub struct SaslSession {
     conversation: Conversation,
 }
 
-/// `saslStart`: a new conversation replaces any unfinished one.
-pub fn sasl_start(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
-    let mut reply = start(shared, conn, req.db, req.body, false)?;
-    reply.insert("ok", 1.0);
-    Ok(reply)
+/// A step that did not answer: an error in the command itself (the client sees it), or a
+/// failed authentication (the client sees 18 once the delay, if any, has passed).
+pub enum Refusal {
+    Command(Error),
+    Failed(Option<Duration>),
 }
 
-/// `saslContinue`: the next message of the connection's conversation.
-pub fn sasl_continue(
+impl From<Error> for Refusal {
+    fn from(err: Error) -> Refusal {
+        Refusal::Command(err)
+    }
+}
+
+impl Refusal {
+    /// The error the client gets, after the failure's delay (cut short by an interruption,
+    /// whose error it then is).
+    pub async fn into_error(self, req: &Request<'_>) -> Error {
+        match self {
+            Refusal::Command(err) => err,
+            Refusal::Failed(delay) => auth_failures::wait(delay, &req.interrupt)
+                .await
+                .unwrap_or_else(authentication_failed),
+        }
+    }
+}
+
+/// `saslStart`: a new conversation replaces any unfinished one.
+pub async fn sasl_start(
     shared: &Shared,
     conn: &mut Connection,
     req: &Request<'_>,
 ) -> Result<Document> {
+    match start(shared, conn, req.db, req.body, false) {
+        Ok(reply) => Ok(with_ok(reply)),
+        Err(refusal) => Err(refusal.into_error(req).await),
+    }
+}
+
+/// `saslContinue`: the next message of the connection's conversation.
+pub async fn sasl_continue(
+    shared: &Shared,
+    conn: &mut Connection,
+    req: &Request<'_>,
+) -> Result<Document> {
+    match next_step(shared, conn, req) {
+        Ok(reply) => Ok(with_ok(reply)),
+        Err(refusal) => Err(refusal.into_error(req).await),
+    }
+}
+
+fn next_step(
+    shared: &Shared,
+    conn: &mut Connection,
+    req: &Request<'_>,
+) -> std::result::Result<Document, Refusal> {
     const NAME: &str = "saslContinue";
     let cmd = req.body;
     check_fields(cmd, NAME, &["conversationId", "payload"])?;
@@ -50,43 +95,47 @@ pub fn sasl_continue(
         Some(Bson::Int32(n)) => i64::from(*n),
         Some(Bson::Int64(n)) => *n,
         Some(Bson::Double(d)) if d.fract() == 0.0 && d.abs() < 9.0e18 => *d as i64,
-        Some(other) => return Err(wrong_type(NAME, "conversationId", other, "int")),
-        None => return Err(missing(NAME, "conversationId")),
+        Some(other) => return Err(wrong_type(NAME, "conversationId", other, "int").into()),
+        None => return Err(missing(NAME, "conversationId").into()),
     };
     let (payload, as_base64) = payload(cmd, NAME)?;
     let Some(mut session) = conn.sasl.take() else {
-        return Err(Error::new(
-            ErrorCode::ProtocolError,
-            "No SASL session state found",
-        ));
+        return Err(Error::new(ErrorCode::ProtocolError, "No SASL session state found").into());
     };
     if id != i64::from(CONVERSATION_ID) {
-        return Err(Error::new(
-            ErrorCode::ProtocolError,
-            "sasl: Mismatched conversation id",
-        ));
+        return Err(
+            Error::new(ErrorCode::ProtocolError, "sasl: Mismatched conversation id").into(),
+        );
     }
     let mechanism = session.conversation.mechanism();
+    let attempt = Attempt {
+        mechanism: mechanism.name(),
+        user: &session.user,
+        db: &session.db,
+        remote: conn.peer,
+        speculative: session.speculative,
+    };
     let step = match session.conversation.step(&payload) {
         Ok(step) => step,
-        Err(err) => {
-            return Err(failed(
-                conn,
-                &session.db,
-                &session.user,
-                mechanism.name(),
-                session.speculative,
-                &err,
-            ))
-        }
+        Err(err) => return Err(failed(shared, conn, &attempt, &err, false)),
     };
     let reply = sasl_reply(step.payload.as_bytes(), step.done, as_base64);
-    if step.done {
-        super::auth::authenticated(shared, conn, &session.db, &session.user, mechanism)?;
-    } else {
+    if !step.done {
         conn.sasl = Some(session);
+        return Ok(reply);
     }
-    Ok(with_ok(reply))
+    let Some(user) = shared
+        .engine
+        .catalog()
+        .user(&session.db, &session.user)
+        .cloned()
+    else {
+        // Dropped while the conversation ran.
+        let err = user_not_found(&session.user, &session.db);
+        return Err(failed(shared, conn, &attempt, &err, false));
+    };
+    super::auth::authenticated(conn, &user, mechanism, session.speculative)?;
+    Ok(reply)
 }
 
 /// The `speculativeAuthenticate` of a `hello`: a `saslStart` document with `db` for `$db`.
@@ -119,7 +168,7 @@ fn start(
     db: &str,
     cmd: &Document,
     speculative: bool,
-) -> Result<Document> {
+) -> std::result::Result<Document, Refusal> {
     const NAME: &str = "saslStart";
     check_fields(
         cmd,
@@ -145,30 +194,34 @@ fn start(
         return Err(Error::new(
             ErrorCode::MechanismUnavailable,
             format!("Received authentication for mechanism {mechanism_name} which is not enabled"),
-        ));
+        )
+        .into());
     };
     let skip_empty_exchange = match options.and_then(|o| o.get("skipEmptyExchange")) {
         None => false,
         Some(Bson::Boolean(b)) => *b,
-        Some(_) => return Err(Error::bad_value("skipEmptyExchange must be boolean")),
+        Some(_) => return Err(Error::bad_value("skipEmptyExchange must be boolean").into()),
+    };
+    let mut attempt = Attempt {
+        mechanism: mechanism.name(),
+        user: "",
+        db,
+        remote: conn.peer,
+        speculative,
     };
     let first = match ClientFirst::parse(&payload) {
         Ok(first) => first,
-        Err(err) => return Err(failed(conn, db, "", mechanism.name(), speculative, &err)),
+        Err(err) => return Err(failed(shared, conn, &attempt, &err, speculative)),
     };
+    attempt.user = &first.user;
     let user = shared.engine.catalog().user(db, &first.user).cloned();
     let Some(user) = user else {
-        let err = Error::new(
-            ErrorCode::AuthenticationFailed,
-            format!("Could not find user \"{}\" for db \"{db}\"", first.user),
-        );
         return Err(failed(
+            shared,
             conn,
-            db,
-            &first.user,
-            mechanism.name(),
+            &attempt,
+            &user_not_found(&first.user, db),
             speculative,
-            &err,
         ));
     };
     let Some(credential) = user.credentials.get(mechanism) else {
@@ -179,14 +232,7 @@ fn start(
                 mechanism.name()
             ),
         );
-        return Err(failed(
-            conn,
-            db,
-            &first.user,
-            mechanism.name(),
-            speculative,
-            &err,
-        ));
+        return Err(failed(shared, conn, &attempt, &err, speculative));
     };
     let nonce = scram::server_nonce()?;
     let user_name = first.user.clone();
@@ -201,28 +247,32 @@ fn start(
     Ok(sasl_reply(step.payload.as_bytes(), step.done, as_base64))
 }
 
-/// Logs why a conversation failed (never a password or a proof: SCRAM carries neither in the
-/// clear, and no error message repeats the proof) and returns what the client sees.
+/// Ends the conversation and records its failure (logged with the reason, which never holds a
+/// password or a proof: SCRAM carries neither in the clear and no message repeats the proof).
+/// A failed first step inside `hello` is only logged, as mongod logs it: the handshake answers
+/// without it and the driver starts the conversation again, whose failure is the one counted
+/// and delayed. A speculative conversation failing at `saslContinue` counts as any other.
 fn failed(
+    shared: &Shared,
     conn: &mut Connection,
-    db: &str,
-    user: &str,
-    mechanism: &str,
-    speculative: bool,
-    err: &Error,
-) -> Error {
+    attempt: &Attempt<'_>,
+    reason: &Error,
+    in_handshake: bool,
+) -> Refusal {
     conn.sasl = None;
-    tracing::info!(
-        user,
-        db,
-        mechanism,
-        remote = %conn.peer,
-        speculative,
-        error = %err.message,
-        code = err.code.name(),
-        "Authentication failed"
-    );
-    authentication_failed()
+    if in_handshake {
+        shared.auth_failures.log(attempt, reason);
+        return Refusal::Failed(None);
+    }
+    Refusal::Failed(shared.auth_failures.record(attempt, reason))
+}
+
+/// mongod's reason (11) when the user does not exist.
+fn user_not_found(user: &str, db: &str) -> Error {
+    Error::new(
+        ErrorCode::UserNotFound,
+        format!("Could not find user \"{user}\" for db \"{db}\""),
+    )
 }
 
 /// mongod's one answer to every failed authentication.

@@ -7,6 +7,8 @@
 //! `"?<type>"` (`"?string"`, `"?number"`, …) as in mongod's query shapes, field names and
 //! operators stay, inserted documents are left out, and the session's bookkeeping fields
 //! (`lsid`, `$clusterTime`, …) are dropped. Nesting is bounded: client input can be deep.
+//! Secrets are replaced (`command::secrets`) before the shape is taken, as for every record of
+//! a command.
 
 use crate::command::profiler::Operation;
 use crate::command::Connection;
@@ -37,7 +39,8 @@ const DATA_FIELDS: &[&str] = &["documents"];
 
 /// Logs `op` as a slow operation.
 pub fn log(conn: &Connection, op: &Operation<'_>) {
-    let shape = Bson::Document(query_shape(op.body)).into_relaxed_extjson();
+    let body = crate::command::secrets::for_logging(op.body);
+    let shape = Bson::Document(query_shape(&body)).into_relaxed_extjson();
     // Commands that read nothing through the executor have no plan and examine nothing.
     let plan_summary = op.interrupt.plans.summary();
     let totals = plan_summary.as_ref().map(|_| op.interrupt.plans.totals());

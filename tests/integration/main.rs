@@ -47,6 +47,7 @@ mod regex;
 mod replica_set;
 mod resource_governance;
 mod retryable_writes;
+mod secrets;
 mod sessions;
 mod sort_spill;
 mod storage_cache;
