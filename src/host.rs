@@ -54,18 +54,48 @@ pub fn memory_limit_bytes() -> Option<u64> {
     let machine = read_kib_field("/proc/meminfo", "MemTotal:")
         .and_then(|kib| u64::try_from(kib).ok())
         .map(|kib| kib.saturating_mul(1024));
-    // cgroup v2, then v1; "max" or a huge number means no limit.
-    let cgroup = [
-        "/sys/fs/cgroup/memory.max",
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-    ]
-    .iter()
-    .find_map(|path| fs::read_to_string(path).ok()?.trim().parse::<u64>().ok())
-    .filter(|limit| *limit < 1 << 60);
+    let cgroup = fs::read_to_string("/proc/self/cgroup")
+        .ok()
+        .and_then(|own| cgroup_limit(std::path::Path::new("/sys/fs/cgroup"), &own));
     match (machine, cgroup) {
         (Some(machine), Some(limit)) => Some(machine.min(limit)),
         (machine, limit) => machine.or(limit),
     }
+}
+
+/// The lowest memory limit of this process's cgroup and its ancestors, under `root` (where the
+/// cgroup file systems are mounted), given `/proc/self/cgroup`'s text: cgroup v2's
+/// `memory.max` along the unified hierarchy's path (`0::/path`), and cgroup v1's
+/// `memory.limit_in_bytes` along the memory controller's (`N:...memory...:/path`), each also
+/// at the mount's root, which is the container's own cgroup under a cgroup namespace. "max"
+/// or a huge number means no limit.
+pub fn cgroup_limit(root: &std::path::Path, own: &str) -> Option<u64> {
+    let mut candidates: Vec<std::path::PathBuf> = Vec::new();
+    let mut along = |base: std::path::PathBuf, path: &str, file: &str| {
+        let mut dir = base.clone();
+        candidates.push(base.join(file));
+        for part in path.split('/').filter(|p| !p.is_empty() && *p != "..") {
+            dir.push(part);
+            candidates.push(dir.join(file));
+        }
+    };
+    for line in own.lines() {
+        let mut fields = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        if controllers.is_empty() {
+            along(root.to_path_buf(), path, "memory.max");
+        } else if controllers.split(',').any(|c| c == "memory") {
+            along(root.join("memory"), path, "memory.limit_in_bytes");
+        }
+    }
+    candidates
+        .iter()
+        .filter_map(|file| fs::read_to_string(file).ok()?.trim().parse::<u64>().ok())
+        .filter(|limit| *limit < 1 << 60)
+        .min()
 }
 
 /// Resident and virtual size of this process in MiB, from `/proc/self/status`.
@@ -99,6 +129,32 @@ fn read_kib_field(path: &str, field: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    use super::cgroup_limit;
+
+    #[test]
+    fn cgroup_limits_are_read_along_the_process_path_in_v2_and_v1() {
+        let root = tempfile::tempdir().unwrap();
+        let write = |path: &str, text: &str| {
+            let file = root.path().join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
+        };
+        // v2: the root says nothing, the service's own cgroup is limited, a parent is higher.
+        write("memory.max", "max\n");
+        write("system.slice/memory.max", "4294967296\n");
+        write("system.slice/mayfly.service/memory.max", "1073741824\n");
+        let v2 = "0::/system.slice/mayfly.service\n";
+        assert_eq!(cgroup_limit(root.path(), v2), Some(1 << 30));
+        // v1: the memory controller's hierarchy, listed with others.
+        write("memory/docker/abc/memory.limit_in_bytes", "536870912\n");
+        write("memory/memory.limit_in_bytes", "9223372036854771712\n");
+        let v1 = "12:cpu,cpuacct:/docker/abc\n4:memory:/docker/abc\n1:name=systemd:/docker/abc\n";
+        assert_eq!(cgroup_limit(root.path(), v1), Some(512 << 20));
+        // No limit anywhere.
+        assert_eq!(cgroup_limit(root.path(), "0::/\n"), None);
+        assert_eq!(cgroup_limit(root.path(), ""), None);
+    }
+
     /// The kernel reports the flag set for the process.
     #[cfg(target_os = "linux")]
     #[test]
