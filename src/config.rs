@@ -217,7 +217,7 @@ pub struct Cli {
     /// auth_failures_before_delay, auth_failure_delay_ms, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
     /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
-    /// transaction_lifetime_limit_seconds, cache_size_gb, metrics_addr, compat, cosmos_version,
+    /// transaction_lifetime_limit_seconds, cache_size_gb, in_memory_size_gb, metrics_addr, compat, cosmos_version,
     /// cosmos_allow, cosmos_16mb, cosmos_retryable_writes, cosmos_throughput,
     /// cosmos_server_side_retry, cosmos_region).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
@@ -438,6 +438,18 @@ pub struct Cli {
     )]
     pub cache_size_gb: Option<f64>,
 
+    /// With `--storage memory`: the most the stored data (documents, index entries, the
+    /// catalog, every version a snapshot still reads) may take, in gigabytes, as mongod's
+    /// in-memory engine's `--inMemorySizeGB`: 0.25 to 10000. Writes past it fail with 14031
+    /// OutOfDiskSpace; reads and deletes go on. [default: half of the memory less 1 GB (the
+    /// container's limit when lower), at least 0.25]
+    #[arg(
+        long = "inMemorySizeGB",
+        env = "MAYFLY_IN_MEMORY_SIZE_GB",
+        value_name = "GB"
+    )]
+    pub in_memory_size_gb: Option<f64>,
+
     /// Serve Prometheus metrics over HTTP at `http://HOST:PORT/metrics` (OpenMetrics text).
     /// Off unless given; port 0 picks a free port (the start-up log says which).
     #[arg(
@@ -548,6 +560,7 @@ pub struct FileConfig {
     pub oplog_size_mb: Option<u64>,
     pub transaction_lifetime_limit_seconds: Option<u64>,
     pub cache_size_gb: Option<f64>,
+    pub in_memory_size_gb: Option<f64>,
     pub metrics_addr: Option<String>,
     pub compat: Option<Compat>,
     pub cosmos_version: Option<CosmosVersion>,
@@ -576,6 +589,8 @@ pub struct Config {
     pub storage: StorageKind,
     /// Bytes of memory for the storage engine's block cache and write buffers.
     pub cache_bytes: u64,
+    /// With `--storage memory`: the bytes stored data may take (0: no limit).
+    pub in_memory_bytes: u64,
     /// The command line as given, for `getCmdLineOpts`.
     pub argv: Vec<String>,
     /// Bytes of sorted or grouped results open cursors may hold together.
@@ -648,6 +663,8 @@ pub enum ConfigError {
     Tls(String),
     #[error("--cacheSizeGB must be between 0.25 and 10000, not {0}")]
     CacheSize(f64),
+    #[error("--inMemorySizeGB must be between 0.25 and 10000, not {0}")]
+    InMemorySize(f64),
     #[error("--auth-failure-delay-ms must be at most 5000, not {0}")]
     AuthFailureDelay(u64),
     #[error("--profile must be 0, 1 or 2, not {0}")]
@@ -707,6 +724,7 @@ impl Config {
             None => FileConfig::default(),
         };
         let cli_cache_size = cli.cache_size_gb.or(file.cache_size_gb);
+        let in_memory_size = cli.in_memory_size_gb.or(file.in_memory_size_gb);
         if let Some(unknown) = cli
             .cosmos_allow
             .as_deref()
@@ -728,6 +746,11 @@ impl Config {
         if let Some(gb) = cli_cache_size {
             if !CACHE_SIZE_GB_RANGE.contains(&gb) {
                 return Err(ConfigError::CacheSize(gb));
+            }
+        }
+        if let Some(gb) = in_memory_size {
+            if !CACHE_SIZE_GB_RANGE.contains(&gb) {
+                return Err(ConfigError::InMemorySize(gb));
             }
         }
         // The command line's values are checked by clap; the config file's here.
@@ -788,6 +811,11 @@ impl Config {
             cache_bytes: cli
                 .cache_size_gb
                 .or(file.cache_size_gb)
+                .map_or_else(default_cache_bytes, gigabytes),
+            // mongod's in-memory engine defaults its size as WiredTiger does its cache.
+            in_memory_bytes: cli
+                .in_memory_size_gb
+                .or(file.in_memory_size_gb)
                 .map_or_else(default_cache_bytes, gigabytes),
             argv: redact_argv(argv),
             metrics_addr: cli.metrics_addr.or(file.metrics_addr),

@@ -12,6 +12,7 @@ static ALLOCATOR: mayfly::allocation::Metered<std::alloc::System> =
 
 use common::bson::{doc, Document};
 use common::TestServer;
+use tokio::io::AsyncWriteExt;
 
 /// The tests of this file run one at a time: one measures this process's peak memory, which
 /// another's 112 MB collection would disturb.
@@ -473,4 +474,32 @@ async fn concurrent_growing_requests_are_stopped_at_the_memory_limit_not_killed(
     // The server serves on, and a request of ordinary size succeeds.
     let n = coll.count_documents(doc! {}).await.unwrap();
     assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn past_the_memory_limit_a_message_still_arriving_closes_its_connection() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    mayfly::allocation::enable();
+    let server = TestServer::start().await;
+    let mut slow = server.raw().await;
+    let mut other = server.raw().await;
+    // The process is past its limit from here on (the limit is below what it holds).
+    mayfly::allocation::set_limit(1);
+    // A header announcing 10 MB, then 2 MB of it: more than a message may hold meanwhile.
+    let mut partial = (10_000_000i32).to_le_bytes().to_vec();
+    partial.extend_from_slice(&7i32.to_le_bytes());
+    partial.extend_from_slice(&0i32.to_le_bytes());
+    partial.extend_from_slice(&2013i32.to_le_bytes());
+    partial.resize(2 << 20, 0);
+    // The server may close the connection while the bytes are still being written.
+    let _ = slow.stream.write_all(&partial).await;
+    let closed = slow.is_closed().await;
+    // Small messages and small operations are still answered.
+    let ping = other
+        .command(1, &doc! {"ping": 1, "$db": "admin"})
+        .await
+        .document;
+    mayfly::allocation::set_limit(0);
+    assert!(closed, "the connection holding a large partial message is closed");
+    assert_eq!(ping.get_f64("ok"), Ok(1.0), "{ping}");
 }

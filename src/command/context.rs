@@ -54,7 +54,9 @@ impl Shared {
                 Arc::clone(&clock),
                 &crate::storage::FjallConfig::for_budget(config.cache_bytes),
             )?,
-            StorageKind::Memory => Engine::open_memory(Arc::clone(&clock))?,
+            StorageKind::Memory => {
+                Engine::open_memory_with(Arc::clone(&clock), config.in_memory_bytes)?
+            }
         };
         if config.replication.enabled() {
             engine.enable_oplog(config.replication.oplog_size_bytes)?;

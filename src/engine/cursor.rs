@@ -57,10 +57,12 @@ impl Item {
         }
     }
 
-    /// `doc`, encoded, expiring at `expires_at` if ever.
+    /// `doc`, encoded, expiring at `expires_at` if ever. A computed document past 16 MiB +
+    /// 16 KiB cannot be returned: 10334, as mongod refuses to serialize it.
     pub fn new(doc: &Document, expires_at: Option<i64>) -> Result<Item> {
         let raw = RawDocumentBuf::from_document(doc)
             .map_err(|e| crate::error::Error::internal(format!("cannot encode a reply: {e}")))?;
+        crate::query::guard::check_value_bytes(raw.as_bytes().len())?;
         Ok(Item::raw(raw, expires_at))
     }
 

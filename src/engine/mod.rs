@@ -134,6 +134,12 @@ impl Engine {
     /// the temporary files of sorts that spill (under the system's temporary directory,
     /// removed when the engine is dropped), and nothing survives the process.
     pub fn open_memory(clock: Arc<dyn Clock>) -> Result<Engine> {
+        Engine::open_memory_with(clock, 0)
+    }
+
+    /// [`Engine::open_memory`] whose stored data may take at most `limit` bytes (0: no limit):
+    /// past it, writes fail with 14031 and reads and deletes go on.
+    pub fn open_memory_with(clock: Arc<dyn Clock>, limit: u64) -> Result<Engine> {
         let root = tempfile::Builder::new()
             .prefix("mayfly-memory-")
             .tempdir()
@@ -142,7 +148,7 @@ impl Engine {
             })?;
         let spill = exec::spill::SpillDir::open(root.path())?;
         Engine::start(
-            Store::Memory(MemoryBackend::new()),
+            Store::Memory(MemoryBackend::with_limit(limit)),
             spill,
             Some(root),
             clock,

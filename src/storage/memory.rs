@@ -42,6 +42,18 @@ struct Maps {
     maps: [Map; Keyspace::ALL.len()],
     /// Where the round-robin pruning resumes, per keyspace.
     sweep_from: [Option<Vec<u8>>; Keyspace::ALL.len()],
+    /// Bytes of keys and values held, every version included: [`MemoryBackend::bytes_held`]
+    /// kept as versions come and go, against the backend's limit.
+    held: u64,
+}
+
+/// The bytes one key's versions hold: the key once per version, and each value.
+fn versions_bytes(key: &[u8], versions: &[Version]) -> u64 {
+    let values: usize = versions
+        .iter()
+        .map(|(_, v)| v.as_ref().map_or(0, Vec::len))
+        .sum();
+    (key.len() * versions.len() + values) as u64
 }
 
 /// Live snapshots by sequence number, and the last published sequence number.
@@ -63,11 +75,23 @@ struct Shared {
 #[derive(Default)]
 pub struct MemoryBackend {
     shared: Arc<Shared>,
+    /// The bytes stored data may take (0: no limit): a batch that writes a value and would
+    /// take the store past it is refused whole; a batch of deletions never is, so space can
+    /// always be freed.
+    limit: u64,
 }
 
 impl MemoryBackend {
     pub fn new() -> Self {
         MemoryBackend::default()
+    }
+
+    /// A store holding at most `limit` bytes of keys and values (0: no limit).
+    pub fn with_limit(limit: u64) -> Self {
+        MemoryBackend {
+            limit,
+            ..MemoryBackend::default()
+        }
     }
 
     /// Bytes of keys and values held, every version included. Walks every entry: for
@@ -137,12 +161,17 @@ fn prune(versions: &mut Versions, live: &[u64]) -> bool {
     versions.is_empty()
 }
 
-fn prune_key(map: &mut Map, key: &[u8], live: &[u64]) {
-    if let Some(versions) = map.get_mut(key) {
-        if prune(versions, live) {
-            map.remove(key);
-        }
+/// Prunes `key`'s versions no one reads; returns the bytes freed.
+fn prune_key(map: &mut Map, key: &[u8], live: &[u64]) -> u64 {
+    let Some(versions) = map.get_mut(key) else {
+        return 0;
+    };
+    let before = versions_bytes(key, versions);
+    if prune(versions, live) {
+        map.remove(key);
+        return before;
     }
+    before.saturating_sub(versions_bytes(key, versions))
 }
 
 impl Maps {
@@ -162,7 +191,7 @@ impl Maps {
                 *from = keys.last().cloned();
             }
             for key in keys {
-                prune_key(map, &key, live);
+                self.held = self.held.saturating_sub(prune_key(map, &key, live));
             }
         }
     }
@@ -195,6 +224,16 @@ impl Backend for MemoryBackend {
         batch.check_keys()?;
         let _commit = self.shared.commit.lock().map_err(|_| poisoned())?;
         let mut data = self.shared.data.write().map_err(|_| poisoned())?;
+        if self.limit > 0 && batch.writes().any(|(_, _, value)| value.is_some()) {
+            let needed = batch.approximate_size() as u64;
+            if data.held.saturating_add(needed) > self.limit {
+                return Err(StorageError::MemoryFull {
+                    held: data.held,
+                    needed,
+                    limit: self.limit,
+                });
+            }
+        }
         let seqno = self.shared.pins.lock().map_err(|_| poisoned())?.published + 1;
         let mut written: Vec<(Keyspace, Vec<u8>)> = Vec::with_capacity(batch.len());
         for (keyspace, key, value) in batch.into_writes() {
@@ -202,11 +241,14 @@ impl Backend for MemoryBackend {
                 continue;
             };
             let versions = map.entry(key.clone()).or_default();
+            let before = versions_bytes(&key, versions);
             match versions.last_mut() {
                 // A later operation of the same batch on the same key wins.
                 Some((s, v)) if *s == seqno => *v = value,
                 _ => versions.push((seqno, value)),
             }
+            let after = versions_bytes(&key, versions);
+            data.held = (data.held + after).saturating_sub(before);
             written.push((keyspace, key));
         }
         // Publish only once every version is in place: a snapshot taken from now on sees all.
@@ -221,7 +263,8 @@ impl Backend for MemoryBackend {
         };
         for (keyspace, key) in written {
             if let Some(map) = data.maps.get_mut(keyspace as usize) {
-                prune_key(map, &key, &live);
+                let freed = prune_key(map, &key, &live);
+                data.held = data.held.saturating_sub(freed);
             }
         }
         data.sweep(&live);

@@ -204,6 +204,14 @@ pub enum StorageError {
          {needed} needed"
     )]
     OutOfSpace { available: u64, needed: u64 },
+    /// The batch was refused before anything was written: the in-memory store would pass its
+    /// size limit (`--inMemorySizeGB`).
+    #[error(
+        "the in-memory storage is full: it holds {held} bytes of its {limit}-byte limit \
+         (--inMemorySizeGB) and the write needs {needed} more; delete data or restart with a \
+         larger limit"
+    )]
+    MemoryFull { held: u64, needed: u64, limit: u64 },
     /// The journal write or sync failed after the batch was handed to the engine: whether it
     /// is durable is unknown (it may appear after a restart, or be visible already).
     #[error("storage journal write or sync failed; the write may or may not be durable: {0}")]
@@ -248,7 +256,7 @@ impl StorageError {
     /// Whether the failure is the file system running out of space.
     pub fn is_out_of_space(&self) -> bool {
         match self {
-            StorageError::OutOfSpace { .. } => true,
+            StorageError::OutOfSpace { .. } | StorageError::MemoryFull { .. } => true,
             StorageError::Io(io) => io.kind() == std::io::ErrorKind::StorageFull,
             _ => false,
         }

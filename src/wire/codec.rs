@@ -56,6 +56,10 @@ pub struct Outgoing {
 /// announces a large message and sends a few bytes holds a few bytes, not 48 MB.
 pub const READ_AHEAD: usize = 64 * 1024;
 
+/// While the process holds more than its memory limit ([`crate::allocation`]), a message
+/// still arriving may hold this much before its connection is closed.
+pub const PARTIAL_BYTES_UNDER_PRESSURE: usize = 1 << 20;
+
 /// Reply request ids are unique across the server.
 static NEXT_REQUEST_ID: AtomicI32 = AtomicI32::new(1);
 
@@ -83,6 +87,15 @@ impl Decoder for MessageCodec {
         // Checked before a single byte of the body is buffered for it.
         let len = check_length(i64::from(i32::from_le_bytes(len_bytes)))?;
         if src.len() < len {
+            // Messages still arriving belong to no operation, so nothing else stops one from
+            // holding memory the server no longer has: past the process's limit, a connection
+            // whose message has buffered more than a little is closed.
+            if src.len() > PARTIAL_BYTES_UNDER_PRESSURE && crate::allocation::over_limit() {
+                return Err(WireError::OverMemoryLimit {
+                    received: src.len(),
+                    length: len,
+                });
+            }
             src.reserve((len - src.len()).min(READ_AHEAD));
             return Ok(None);
         }

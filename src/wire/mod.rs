@@ -44,6 +44,11 @@ pub enum WireError {
     UnknownCompressor(u8),
     #[error("compressed message is invalid: {0}")]
     Decompression(String),
+    #[error(
+        "the server holds more than its memory limit, and this connection's message is still \
+         arriving with {received} of its {length} bytes: the connection is closed"
+    )]
+    OverMemoryLimit { received: usize, length: usize },
 }
 
 impl WireError {

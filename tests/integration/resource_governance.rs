@@ -293,3 +293,28 @@ async fn regex_find_all_with_an_empty_pattern_counts_code_points_once() {
         vec![doc! {"n": 20_000, "last": {"match": "", "idx": 19_999, "captures": []}}]
     );
 }
+
+#[tokio::test]
+async fn a_result_document_past_16_mib_and_16_kib_is_refused() {
+    let server = TestServer::start().await;
+    let coll = collection(
+        &server,
+        vec![
+            doc! {"_id": 1, "s": "x".repeat(8_400_000)},
+            doc! {"_id": 2, "s": "x".repeat(8_000_000)},
+        ],
+    )
+    .await;
+    let twice = |id: i32| {
+        vec![
+            doc! {"$match": {"_id": id}},
+            doc! {"$project": {"a": "$s", "b": "$s"}},
+        ]
+    };
+    // 16.8 MB: past what mongod serializes (16,793,600 bytes).
+    assert_eq!(aggregate_err(&coll, twice(1)).await, Some(10334));
+    // 16.0 MB: returned.
+    let out = aggregate(&coll, twice(2)).await;
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].get_str("b").unwrap().len(), 8_000_000);
+}

@@ -147,3 +147,43 @@ async fn a_memory_engine_spills_big_sorts_to_a_temporary_directory() {
         .collect();
     assert_eq!(got, expected);
 }
+
+#[tokio::test]
+async fn a_full_memory_store_refuses_writes_with_14031_and_serves_reads_and_deletes() {
+    let server = TestServer::start_with(|c| {
+        c.storage = mayfly::config::StorageKind::Memory;
+        c.in_memory_bytes = 4 << 20;
+    })
+    .await;
+    let client = server.client().await;
+    let coll = client.database("app").collection::<Document>("full");
+    let big = "x".repeat(64 * 1024);
+    let mut inserted = 0;
+    let code = loop {
+        match coll.insert_one(doc! {"_id": inserted, "s": &big}).await {
+            Ok(_) => inserted += 1,
+            Err(e) => break common::error_code(&e).or_else(|| write_code(&e)),
+        }
+        assert!(inserted < 1_000, "a 4 MB store took {inserted} documents of 64 KB");
+    };
+    assert_eq!(code, Some(14031));
+    assert!(inserted >= 40, "only {inserted} documents of 64 KB fit in 4 MB");
+    // Reads go on.
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), inserted as u64);
+    // Deletes free space, and writes are accepted again.
+    coll.delete_many(doc! {"_id": {"$lt": 10}}).await.unwrap();
+    coll.insert_one(doc! {"_id": -1, "s": &big}).await.unwrap();
+    assert_eq!(
+        coll.count_documents(doc! {}).await.unwrap(),
+        inserted as u64 - 10 + 1
+    );
+}
+
+fn write_code(err: &mongodb::error::Error) -> Option<i32> {
+    match err.kind.as_ref() {
+        mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteError(e)) => {
+            Some(e.code)
+        }
+        _ => None,
+    }
+}

@@ -37,6 +37,7 @@ fn parse_errors() {
         (doc! {"$rename": {"a": "a"}}, ErrorCode::BadValue, "The source and target field for $rename must differ: a"),
         (doc! {"$rename": {"a": "a.b"}}, ErrorCode::BadValue, "The source and target field for $rename must not be on the same path: a"),
         (doc! {"$rename": {"a": 1}}, ErrorCode::BadValue, "The 'to' field for $rename must be a string: a: 1"),
+        (doc! {"$rename": {"a": "b\0c"}}, ErrorCode::BadValue, "The 'to' field for $rename cannot contain an embedded null byte"),
         (doc! {"$set": {"": 1}}, ErrorCode::EmptyFieldName, "An empty update path is not valid."),
         (doc! {"$set": {"a..b": 1}}, ErrorCode::EmptyFieldName, "The update path 'a..b' contains an empty field name, which is not allowed."),
         (doc! {"$pop": {"a": 2}}, ErrorCode::FailedToParse, "$pop expects 1 or -1, found: 2"),

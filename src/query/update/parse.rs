@@ -199,6 +199,11 @@ fn rename(field: &str, value: &Bson) -> Result<Op> {
             path::render(value)
         )));
     };
+    if target.contains('\0') {
+        return Err(Error::bad_value(
+            "The 'to' field for $rename cannot contain an embedded null byte",
+        ));
+    }
     crate::query::depth::check_path(field)?;
     let source = path::split(field);
     let target_path = checked_path(target)?;
