@@ -428,3 +428,43 @@ fn a_compiled_regex_is_shared_across_threads() {
         assert!(t.join().unwrap());
     }
 }
+
+#[test]
+fn matching_from_an_offset_sees_the_text_before_it() {
+    // Lookbehinds, `\b`, `\A` and `^` see the text before the start offset, whether or not
+    // PCRE2 validates the text's UTF-8 (which decides how far back it may look).
+    type Span = Option<(usize, usize)>;
+    let cases: &[(&str, &str, usize, Span)] = &[
+        ("(?<=ab)c", "abc", 2, Some((2, 3))),
+        ("(?<=éa)b", "éab", 3, Some((3, 4))),
+        ("(?<!a)b", "ab", 1, None),
+        ("\\bb", "ab", 1, None),
+        ("\\bb", " b", 1, Some((1, 2))),
+        ("\\Ab", "ab", 1, None),
+        ("(?m)^b", "a\nb", 2, Some((2, 3))),
+        ("", "", 0, Some((0, 0))),
+        ("a*", "", 0, Some((0, 0))),
+        ("", "é", 2, Some((2, 2))),
+    ];
+    for (pattern, text, start, expected) in cases {
+        let span = find(pattern, text, *start).map(|m| (m.start, m.end));
+        assert_eq!(&span, expected, "/{pattern}/ on {text:?} from {start}");
+    }
+}
+
+#[test]
+fn an_offset_inside_a_character_is_pcre2s_bad_offset_error() {
+    // PCRE2's own error, whether its UTF check or the wrapper in front of it catches it.
+    for (text, start) in [("éb", 1), ("a😀", 2), ("a😀", 4)] {
+        let err = Regex::for_operator("$regexFind", "b", "")
+            .unwrap()
+            .find_at(text, start)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Location51156);
+        assert_eq!(
+            err.message,
+            "Error occurred while executing the regular expression in $regexFind. Result code: \
+             bad offset into UTF string"
+        );
+    }
+}
