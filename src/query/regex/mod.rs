@@ -25,8 +25,12 @@
 //! interpreter is the one that honours the heap limit below (JIT ignores heap and depth
 //! limits and counts the match limit differently, so failures would come at other points).
 //!
-//! PCRE2's C API is called from `pcre.rs` alone. A start offset inside a character is 51156
-//! `"... Result code: bad offset into UTF string"`.
+//! Matching (`pcre.rs`, the one file that calls PCRE2's C API): texts are `&str`, valid UTF-8,
+//! so PCRE2 is told not to validate them (`PCRE2_NO_UTF_CHECK`). Validating on every call,
+//! from the start offset to the end, made finding all n matches in a text cost O(n × length).
+//! A start offset inside a character, the one thing that check caught in a valid text, is
+//! refused first with PCRE2's own error (51156 `"... Result code: bad offset into UTF
+//! string"`).
 //!
 //! Errors, in mongod's order and words: for `$regex`, a bad option letter is 51108
 //! `" invalid flag in regex options: q"`, a NUL byte in the pattern 2 BadValue, a pattern

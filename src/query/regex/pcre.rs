@@ -4,10 +4,14 @@
 //! Owns: every `unsafe` call into PCRE2 in mayfly and the invariants that make each sound.
 //! Does not own: which options, limits and messages mongod uses (`mod.rs`, `limits.rs`).
 //!
-//! Why not the `pcre2` crate: it keeps its own bindings private and always passes match
-//! options 0, so its callers cannot choose how PCRE2 matches.
+//! Why not the `pcre2` crate: it passes no match options, so on every call PCRE2 validates the
+//! subject's UTF-8 from the start offset to its end, and finding all n matches of a pattern in
+//! a text costs O(n × length). Subjects here are `&str`, valid UTF-8 by construction, so every
+//! match passes `PCRE2_NO_UTF_CHECK`. What that check would still have caught in a valid
+//! subject, a start offset inside a character, is refused here first with the error PCRE2
+//! gives for it, because with the check off such an offset is undefined behaviour.
 //!
-//! This is what the `pcre2` crate (0.2.11) did with mayfly's settings, so that
+//! Everything else is what the `pcre2` crate (0.2.11) did with mayfly's settings, so that
 //! patterns, matches and messages stay the same: compile with `PCRE2_UTF` plus the option
 //! bits, default compile and match contexts (PCRE2's built-in match limit, 10,000,000, and
 //! heap limit; `limits.rs` lowers the latter through the pattern), no JIT, fresh match data
@@ -165,19 +169,29 @@ impl Code {
     /// Errors: `start` past the end (PCRE2_ERROR_BADOFFSET) or inside a character
     /// (PCRE2_ERROR_BADUTFOFFSET), or a match PCRE2 could not finish (a limit).
     pub(super) fn find_at(&self, subject: &str, start: usize) -> Result<Option<Match>, Error> {
+        if start > subject.len() {
+            return Err(Error(ffi::PCRE2_ERROR_BADOFFSET));
+        }
+        // The one part of PCRE2's UTF check that a valid subject can fail; with the check
+        // off, an offset inside a character is undefined behaviour, so it must not get through.
+        if !subject.is_char_boundary(start) {
+            return Err(Error(ffi::PCRE2_ERROR_BADUTFOFFSET));
+        }
         let data = MatchData::for_code(self)?;
         // SAFETY: `self.code` is a live compiled pattern and `data.ptr` live match data made
         // from it, used by this call alone. The subject pointer is valid for `subject.len()`
         // bytes (or is `EMPTY` with a length of 0) for the whole call, and PCRE2 keeps no
-        // pointer to it once it returns. PCRE2 checks `start` and the subject's UTF-8 itself.
-        // A null match context means PCRE2's default limits.
+        // pointer to it once it returns. PCRE2_NO_UTF_CHECK requires a valid UTF-8 subject and
+        // a start offset on a character boundary: a `&str` is valid UTF-8, and `start` was
+        // checked above to be a boundary within it. A null match context means PCRE2's
+        // default limits.
         let rc = unsafe {
             ffi::pcre2_match_8(
                 self.code.as_ptr(),
                 bytes_ptr(subject),
                 subject.len(),
                 start,
-                0,
+                ffi::PCRE2_NO_UTF_CHECK,
                 data.ptr.as_ptr(),
                 std::ptr::null_mut(),
             )

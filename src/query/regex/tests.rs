@@ -430,6 +430,42 @@ fn a_compiled_regex_is_shared_across_threads() {
 }
 
 #[test]
+fn finding_every_match_of_a_long_text_is_linear() {
+    // Every match passes PCRE2_NO_UTF_CHECK (a `&str` is valid UTF-8). With PCRE2's check on,
+    // each call validated the text from its start offset to the end: finding these 1,000,001
+    // empty matches in 2 MB would validate about 10^12 bytes and never finish here.
+    let text = "é".repeat(1_000_000);
+    let re = Regex::for_operator("$regexFindAll", "", "").unwrap();
+    let (mut at, mut found) = (0, 0);
+    while let Some(m) = re.find_at(&text, at).unwrap() {
+        assert_eq!((m.start, m.end), (at, at));
+        found += 1;
+        at += 'é'.len_utf8();
+    }
+    assert_eq!(found, 1_000_001);
+}
+
+#[test]
+fn regex_find_all_over_200000_characters_finds_each_once() {
+    use crate::query::expr::{Expression, Variables};
+    let spec = bson::bson!({"$regexFindAll": {"input": "$s", "regex": ""}});
+    let vars = Variables::new(bson::DateTime::from_millis(0));
+    let text = "é".repeat(200_000);
+    let found = Expression::compile(&spec, &vars)
+        .and_then(|e| e.eval(&bson::doc! {"s": text}))
+        .unwrap();
+    let Some(bson::Bson::Array(found)) = found else {
+        panic!("{found:?}");
+    };
+    assert_eq!(found.len(), 200_000);
+    let last = found.last().and_then(bson::Bson::as_document).unwrap();
+    assert_eq!(
+        last,
+        &bson::doc! {"match": "", "idx": 199_999, "captures": []}
+    );
+}
+
+#[test]
 fn matching_from_an_offset_sees_the_text_before_it() {
     // Lookbehinds, `\b`, `\A` and `^` see the text before the start offset, whether or not
     // PCRE2 validates the text's UTF-8 (which decides how far back it may look).
