@@ -3,12 +3,13 @@
 //!
 //! Owns: where that item goes in a pattern. Does not own: compiling (see `mod.rs`).
 //!
-//! The `pcre2` crate creates its match contexts itself and sets no limits on them, so the
-//! limit travels in the pattern: PCRE2 documents `(*LIMIT_HEAP=n)` (and `LIMIT_MATCH`,
-//! `LIMIT_DEPTH`) for exactly this, and a value there can only lower the caller's limit (its
-//! default, 20 GB). A pattern may begin with start items of its own, its own
-//! `(*LIMIT_HEAP=...)` among them, and of repeated items the last wins; so ours goes after the
-//! pattern's leading start items, carrying the smaller of ours and the pattern's own value.
+//! Matches run with PCRE2's default match context (`pcre.rs`), so the limit travels in the
+//! pattern and every compiled pattern carries its own: PCRE2 documents `(*LIMIT_HEAP=n)` (and
+//! `LIMIT_MATCH`, `LIMIT_DEPTH`) for exactly this, and a value there can only lower the
+//! caller's limit (the default context's, 20 GB). A pattern may begin with start items of its
+//! own, its own `(*LIMIT_HEAP=...)` among them, and of repeated items the last wins; so ours
+//! goes after the pattern's leading start items, carrying the smaller of ours and the
+//! pattern's own value.
 //! Start items are recognised exactly as PCRE2 10.46's `pcre2_compile` does (its `pso_list`):
 //! anything else ends the leading run, and inserting an item before it keeps both valid.
 

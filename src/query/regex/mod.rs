@@ -25,6 +25,13 @@
 //! interpreter is the one that honours the heap limit below (JIT ignores heap and depth
 //! limits and counts the match limit differently, so failures would come at other points).
 //!
+//! Matching (`pcre.rs`, the one file that calls PCRE2's C API): texts are `&str`, valid UTF-8,
+//! so PCRE2 is told not to validate them (`PCRE2_NO_UTF_CHECK`). Validating on every call,
+//! from the start offset to the end, made finding all n matches in a text cost O(n × length).
+//! A start offset inside a character, the one thing that check caught in a valid text, is
+//! refused first with PCRE2's own error (51156 `"... Result code: bad offset into UTF
+//! string"`).
+//!
 //! Errors, in mongod's order and words: for `$regex`, a bad option letter is 51108
 //! `" invalid flag in regex options: q"`, a NUL byte in the pattern 2 BadValue, a pattern
 //! PCRE2 rejects 51091 `"Regular expression is invalid: <PCRE2's message>"`; for an
@@ -44,6 +51,7 @@ use crate::error::{Error, ErrorCode, Result};
 use std::sync::Arc;
 
 mod limits;
+mod pcre;
 #[cfg(test)]
 mod tests;
 
@@ -57,7 +65,7 @@ const TOO_LONG: &str = "pattern string is longer than the limit set by the appli
 /// A compiled pattern.
 #[derive(Clone, Debug)]
 pub struct Regex {
-    code: Arc<pcre2::bytes::Regex>,
+    code: Arc<pcre::Code>,
     /// The operator named in matching errors: `$regex`, or the expression's name.
     op: &'static str,
 }
@@ -95,8 +103,9 @@ impl Regex {
     /// (a match, heap or depth limit), since the answer is then unknown.
     pub fn is_match(&self, text: &str) -> Result<bool> {
         self.code
-            .is_match(text.as_bytes())
-            .map_err(|e| self.match_failed(&e))
+            .find_at(text, 0)
+            .map(|found| found.is_some())
+            .map_err(|e| self.match_failed(e))
     }
 
     /// The first match starting at or after byte offset `start`. Anchors and lookbehinds see
@@ -107,30 +116,23 @@ impl Regex {
         if start > text.len() {
             return Ok(None);
         }
-        let mut locations = self.code.capture_locations();
-        let found = self
-            .code
-            .captures_read_at(&mut locations, text.as_bytes(), start)
-            .map_err(|e| self.match_failed(&e))?;
-        Ok(found.map(|m| Match {
-            start: m.start(),
-            end: m.end(),
-            captures: (1..locations.len()).map(|i| locations.get(i)).collect(),
-        }))
+        self.code
+            .find_at(text, start)
+            .map_err(|e| self.match_failed(e))
     }
 
     /// The number of capture groups (named ones included).
     pub fn capture_count(&self) -> usize {
-        self.code.capture_names().len().saturating_sub(1)
+        self.code.capture_count()
     }
 
-    fn match_failed(&self, e: &pcre2::Error) -> Error {
+    fn match_failed(&self, e: pcre::Error) -> Error {
         Error::new(
             ErrorCode::Location51156,
             format!(
                 "Error occurred while executing the regular expression in {}. Result code: {}",
                 self.op,
-                message(e)
+                e.message()
             ),
         )
     }
@@ -163,15 +165,14 @@ fn compile(caller: Caller, pattern: &str, options: &str) -> Result<Regex> {
             ));
         }
     }
-    let mut builder = pcre2::bytes::RegexBuilder::new();
-    builder.utf(true);
+    let mut flags = pcre::Options::default();
     for flag in options.chars() {
         match flag {
-            'i' => builder.caseless(true),
-            'm' => builder.multi_line(true),
-            's' => builder.dotall(true),
-            'x' => builder.extended(true),
-            'u' => &mut builder,
+            'i' => flags.caseless = true,
+            'm' => flags.multi_line = true,
+            's' => flags.dotall = true,
+            'x' => flags.extended = true,
+            'u' => {}
             other => {
                 let op = match caller {
                     Caller::Query => "",
@@ -202,9 +203,8 @@ fn compile(caller: Caller, pattern: &str, options: &str) -> Result<Regex> {
     if pattern.len() > MAX_PATTERN_LENGTH {
         return Err(invalid(TOO_LONG));
     }
-    let code = builder
-        .build(&limits::with_heap_limit(pattern))
-        .map_err(|e| invalid(&message(&e)))?;
+    let code = pcre::Code::compile(&limits::with_heap_limit(pattern), flags)
+        .map_err(|e| invalid(&e.message()))?;
     Ok(Regex {
         code: Arc::new(code),
         op: match caller {
@@ -212,22 +212,4 @@ fn compile(caller: Caller, pattern: &str, options: &str) -> Result<Regex> {
             Caller::Expression(op) => op,
         },
     })
-}
-
-/// PCRE2's own message for an error, without the wrapper's prefix (mongod reports PCRE2's
-/// message alone, and never an offset).
-fn message(e: &pcre2::Error) -> String {
-    let full = e.to_string();
-    let prefix = match (e.kind(), e.offset()) {
-        (pcre2::ErrorKind::Compile, Some(offset)) => {
-            format!("PCRE2: error compiling pattern at offset {offset}: ")
-        }
-        (pcre2::ErrorKind::Compile, None) => "PCRE2: error compiling pattern: ".to_owned(),
-        (pcre2::ErrorKind::Match, _) => "PCRE2: error matching: ".to_owned(),
-        _ => String::new(),
-    };
-    match full.strip_prefix(&prefix) {
-        Some(rest) => rest.to_owned(),
-        None => full,
-    }
 }

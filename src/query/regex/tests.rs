@@ -428,3 +428,79 @@ fn a_compiled_regex_is_shared_across_threads() {
         assert!(t.join().unwrap());
     }
 }
+
+#[test]
+fn finding_every_match_of_a_long_text_is_linear() {
+    // Every match passes PCRE2_NO_UTF_CHECK (a `&str` is valid UTF-8). With PCRE2's check on,
+    // each call validated the text from its start offset to the end: finding these 1,000,001
+    // empty matches in 2 MB would validate about 10^12 bytes and never finish here.
+    let text = "é".repeat(1_000_000);
+    let re = Regex::for_operator("$regexFindAll", "", "").unwrap();
+    let (mut at, mut found) = (0, 0);
+    while let Some(m) = re.find_at(&text, at).unwrap() {
+        assert_eq!((m.start, m.end), (at, at));
+        found += 1;
+        at += 'é'.len_utf8();
+    }
+    assert_eq!(found, 1_000_001);
+}
+
+#[test]
+fn regex_find_all_over_200000_characters_finds_each_once() {
+    use crate::query::expr::{Expression, Variables};
+    let spec = bson::bson!({"$regexFindAll": {"input": "$s", "regex": ""}});
+    let vars = Variables::new(bson::DateTime::from_millis(0));
+    let text = "é".repeat(200_000);
+    let found = Expression::compile(&spec, &vars)
+        .and_then(|e| e.eval(&bson::doc! {"s": text}))
+        .unwrap();
+    let Some(bson::Bson::Array(found)) = found else {
+        panic!("{found:?}");
+    };
+    assert_eq!(found.len(), 200_000);
+    let last = found.last().and_then(bson::Bson::as_document).unwrap();
+    assert_eq!(
+        last,
+        &bson::doc! {"match": "", "idx": 199_999, "captures": []}
+    );
+}
+
+#[test]
+fn matching_from_an_offset_sees_the_text_before_it() {
+    // Lookbehinds, `\b`, `\A` and `^` see the text before the start offset, whether or not
+    // PCRE2 validates the text's UTF-8 (which decides how far back it may look).
+    type Span = Option<(usize, usize)>;
+    let cases: &[(&str, &str, usize, Span)] = &[
+        ("(?<=ab)c", "abc", 2, Some((2, 3))),
+        ("(?<=éa)b", "éab", 3, Some((3, 4))),
+        ("(?<!a)b", "ab", 1, None),
+        ("\\bb", "ab", 1, None),
+        ("\\bb", " b", 1, Some((1, 2))),
+        ("\\Ab", "ab", 1, None),
+        ("(?m)^b", "a\nb", 2, Some((2, 3))),
+        ("", "", 0, Some((0, 0))),
+        ("a*", "", 0, Some((0, 0))),
+        ("", "é", 2, Some((2, 2))),
+    ];
+    for (pattern, text, start, expected) in cases {
+        let span = find(pattern, text, *start).map(|m| (m.start, m.end));
+        assert_eq!(&span, expected, "/{pattern}/ on {text:?} from {start}");
+    }
+}
+
+#[test]
+fn an_offset_inside_a_character_is_pcre2s_bad_offset_error() {
+    // PCRE2's own error, whether its UTF check or the wrapper in front of it catches it.
+    for (text, start) in [("éb", 1), ("a😀", 2), ("a😀", 4)] {
+        let err = Regex::for_operator("$regexFind", "b", "")
+            .unwrap()
+            .find_at(text, start)
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Location51156);
+        assert_eq!(
+            err.message,
+            "Error occurred while executing the regular expression in $regexFind. Result code: \
+             bad offset into UTF string"
+        );
+    }
+}
