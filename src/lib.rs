@@ -33,6 +33,9 @@
 //! `tools` are the offline subcommands (`dump`, `restore`, `check`) that work on a stopped data
 //! directory through the engine.
 
+// Two modules need `unsafe`, each for one reason and allowed where it is declared: the
+// counting global allocator (`allocation`) and the PCRE2 binding (`query::regex::pcre`).
+#![deny(unsafe_code)]
 #![cfg_attr(
     not(test),
     deny(
@@ -43,6 +46,7 @@
     )
 )]
 
+#[allow(unsafe_code)]
 pub mod allocation;
 pub mod auth;
 pub mod clock;

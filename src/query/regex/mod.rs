@@ -51,6 +51,7 @@ use crate::error::{Error, ErrorCode, Result};
 use std::sync::Arc;
 
 mod limits;
+#[allow(unsafe_code)]
 mod pcre;
 #[cfg(test)]
 mod tests;
