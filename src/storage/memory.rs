@@ -175,6 +175,26 @@ fn prune_key(map: &mut Map, key: &[u8], live: &[u64]) -> u64 {
 }
 
 impl Maps {
+    /// Prunes every key: what the round-robin sweep would reclaim over many commits, at once
+    /// (a store at its limit, before it refuses a write).
+    fn prune_all(&mut self, live: &[u64]) {
+        let mut freed = 0u64;
+        for map in &mut self.maps {
+            map.retain(|key, versions| {
+                let before = versions_bytes(key, versions);
+                let empty = prune(versions, live);
+                let after = if empty {
+                    0
+                } else {
+                    versions_bytes(key, versions)
+                };
+                freed += before.saturating_sub(after);
+                !empty
+            });
+        }
+        self.held = self.held.saturating_sub(freed);
+    }
+
     /// Prunes up to [`SWEEP_PER_COMMIT`] keys of each keyspace after where the last sweep ended.
     fn sweep(&mut self, live: &[u64]) {
         for (map, from) in self.maps.iter_mut().zip(self.sweep_from.iter_mut()) {
@@ -226,6 +246,19 @@ impl Backend for MemoryBackend {
         let mut data = self.shared.data.write().map_err(|_| poisoned())?;
         if self.limit > 0 && batch.writes().any(|(_, _, value)| value.is_some()) {
             let needed = batch.approximate_size() as u64;
+            if data.held.saturating_add(needed) > self.limit {
+                // Versions of deleted or rewritten keys that no snapshot reads any more may
+                // still wait for the sweep: reclaim them all before refusing.
+                let live: Vec<u64> = {
+                    let pins = self.shared.pins.lock().map_err(|_| poisoned())?;
+                    pins.counts
+                        .keys()
+                        .copied()
+                        .chain(std::iter::once(pins.published))
+                        .collect()
+                };
+                data.prune_all(&live);
+            }
             if data.held.saturating_add(needed) > self.limit {
                 return Err(StorageError::MemoryFull {
                     held: data.held,

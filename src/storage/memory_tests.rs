@@ -102,3 +102,44 @@ fn over_long_keys_are_refused_and_inverted_ranges_are_empty() {
     );
     assert_eq!(touching.count(), 0);
 }
+
+#[test]
+fn a_store_at_its_limit_refuses_values_but_not_deletions_and_reclaims_unread_versions() {
+    let backend = MemoryBackend::with_limit(10_000);
+    let value = vec![7u8; 1_000];
+    let mut stored = 0u32;
+    let refused = loop {
+        let mut batch = WriteBatch::new();
+        batch.put(
+            Keyspace::Documents,
+            stored.to_be_bytes().to_vec(),
+            value.clone(),
+        );
+        match backend.commit(batch, Durability::SyncData) {
+            Ok(()) => stored += 1,
+            Err(e) => break e,
+        }
+    };
+    assert!(refused.is_out_of_space(), "{refused}");
+    assert!(
+        (8..=10).contains(&stored),
+        "{stored} values of 1,000 bytes in 10,000"
+    );
+    // What the store counts is what it holds.
+    let held = backend.shared.data.read().unwrap().held;
+    assert_eq!(held, backend.bytes_held());
+
+    // A snapshot pins what it reads: deleting under it frees nothing until it goes.
+    let pinned = backend.snapshot();
+    delete(&backend, &0u32.to_be_bytes());
+    delete(&backend, &1u32.to_be_bytes());
+    let mut batch = WriteBatch::new();
+    batch.put(Keyspace::Documents, b"new".to_vec(), value.clone());
+    assert!(backend.commit(batch.clone(), Durability::SyncData).is_err());
+    drop(pinned);
+    // The versions no one reads now are reclaimed before the store would refuse.
+    backend.commit(batch, Durability::SyncData).unwrap();
+    let held = backend.shared.data.read().unwrap().held;
+    assert_eq!(held, backend.bytes_held());
+    assert!(held <= 10_000);
+}

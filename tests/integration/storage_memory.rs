@@ -164,12 +164,21 @@ async fn a_full_memory_store_refuses_writes_with_14031_and_serves_reads_and_dele
             Ok(_) => inserted += 1,
             Err(e) => break common::error_code(&e).or_else(|| write_code(&e)),
         }
-        assert!(inserted < 1_000, "a 4 MB store took {inserted} documents of 64 KB");
+        assert!(
+            inserted < 1_000,
+            "a 4 MB store took {inserted} documents of 64 KB"
+        );
     };
     assert_eq!(code, Some(14031));
-    assert!(inserted >= 40, "only {inserted} documents of 64 KB fit in 4 MB");
+    assert!(
+        inserted >= 40,
+        "only {inserted} documents of 64 KB fit in 4 MB"
+    );
     // Reads go on.
-    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), inserted as u64);
+    assert_eq!(
+        coll.count_documents(doc! {}).await.unwrap(),
+        inserted as u64
+    );
     // Deletes free space, and writes are accepted again.
     coll.delete_many(doc! {"_id": {"$lt": 10}}).await.unwrap();
     coll.insert_one(doc! {"_id": -1, "s": &big}).await.unwrap();
