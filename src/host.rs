@@ -81,7 +81,8 @@ pub fn cgroup_limit(root: &std::path::Path, own: &str) -> Option<u64> {
     };
     for line in own.lines() {
         let mut fields = line.splitn(3, ':');
-        let (Some(_), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next())
+        let (Some(_), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };

@@ -500,6 +500,9 @@ async fn past_the_memory_limit_a_message_still_arriving_closes_its_connection() 
         .await
         .document;
     mayfly::allocation::set_limit(0);
-    assert!(closed, "the connection holding a large partial message is closed");
+    assert!(
+        closed,
+        "the connection holding a large partial message is closed"
+    );
     assert_eq!(ping.get_f64("ok"), Ok(1.0), "{ping}");
 }

@@ -279,9 +279,10 @@ async fn long_expression_loops_stop_at_max_time_ms() {
 }
 
 #[tokio::test]
-async fn regex_find_all_with_an_empty_pattern_counts_code_points_once() {
+async fn regex_find_all_with_an_empty_pattern_is_linear_and_bounded() {
     let server = TestServer::start().await;
-    let text = "é".repeat(20_000);
+    // 400 KB: 200,000 matches, each reading the text on from the last one.
+    let text = "é".repeat(200_000);
     let coll = collection(&server, vec![doc! {"_id": 1, "t": text}]).await;
     let pipeline = vec![doc! {"$project": {"_id": 0,
         "n": {"$size": {"$regexFindAll": {"input": "$t", "regex": ""}}},
@@ -290,8 +291,17 @@ async fn regex_find_all_with_an_empty_pattern_counts_code_points_once() {
     let out = aggregate(&coll, pipeline).await;
     assert_eq!(
         out,
-        vec![doc! {"n": 20_000, "last": {"match": "", "idx": 19_999, "captures": []}}]
+        vec![doc! {"n": 200_000, "last": {"match": "", "idx": 199_999, "captures": []}}]
     );
+    // A million matches make an array past the value limit: refused as it is built.
+    coll.insert_one(doc! {"_id": 2, "t": "a".repeat(1_000_000)})
+        .await
+        .unwrap();
+    let pipeline = vec![
+        doc! {"$match": {"_id": 2}},
+        doc! {"$project": {"n": {"$size": {"$regexFindAll": {"input": "$t", "regex": ""}}}}},
+    ];
+    assert_eq!(aggregate_err(&coll, pipeline).await, Some(10334));
 }
 
 #[tokio::test]
