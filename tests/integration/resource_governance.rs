@@ -328,3 +328,42 @@ async fn a_result_document_past_16_mib_and_16_kib_is_refused() {
     assert_eq!(out.len(), 1);
     assert_eq!(out[0].get_str("b").unwrap().len(), 8_000_000);
 }
+
+#[tokio::test]
+async fn a_window_over_a_growing_frame_stops_at_max_time_ms() {
+    let server = TestServer::start().await;
+    let docs: Vec<Document> = (0..3_000)
+        .map(|i| doc! {"_id": i, "a": i, "tags": [i % 7, i % 5, i % 3]})
+        .collect();
+    let coll = collection(&server, docs).await;
+    // Each document's $push holds every document before it: the column is the square of the
+    // partition (4.5 million arrays), far past the time limit.
+    let pipeline = vec![doc! {"$setWindowFields": {
+        "sortBy": {"a": 1},
+        "output": {"w": {"$push": "$tags", "window": {"documents": ["unbounded", "current"]}}},
+    }}];
+    assert_eq!(
+        aggregate_while_pinging(&server, &coll, pipeline, 300).await,
+        Some(50)
+    );
+}
+
+#[tokio::test]
+async fn an_indexed_or_of_thousands_of_branches_stops_at_max_time_ms() {
+    let server = TestServer::start().await;
+    let docs: Vec<Document> = (0..3_000).map(|i| doc! {"_id": i, "a": i}).collect();
+    let coll = collection(&server, docs).await;
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .unwrap();
+    // 20,000 ranges, each a scan of its own that returns a few entries.
+    let branches: Vec<Document> = (0..20_000)
+        .map(|i| doc! {"a": {"$gte": (i * 7) % 6_000 - 3_000, "$lt": (i * 7) % 6_000 - 2_900}})
+        .collect();
+    let err = coll
+        .count_documents(doc! {"$or": branches})
+        .max_time(std::time::Duration::from_millis(50))
+        .await
+        .unwrap_err();
+    assert_eq!(common::error_code(&err), Some(50), "{err}");
+}

@@ -359,7 +359,7 @@ fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
             out.push(Node::IxScan(scan));
         }
     }
-    if let Some(or) = or_plan(meta, req) {
+    if let Some(or) = or_plan(meta, req)? {
         out.push(or);
     }
     if out.is_empty() {
@@ -370,8 +370,10 @@ fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
 
 /// A top-level `$or` whose every branch can use an index becomes the union of one index scan
 /// per branch (the branch's bounded index with the fewest key fields).
-fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Option<Node> {
-    let branches = top_level_or(req.filter.expr())?;
+fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Result<Option<Node>> {
+    let Some(branches) = top_level_or(req.filter.expr()) else {
+        return Ok(None);
+    };
     let mut indexes = vec![ScannedIndex::id_index()];
     indexes.extend(
         meta.stored_indexes()
@@ -386,15 +388,19 @@ fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Option<Node> {
     };
     let mut inputs = Vec::with_capacity(branches.len());
     for branch in branches {
+        // Planning a branch is a unit of the operation's work (thousands of branches).
+        crate::query::guard::tick()?;
         let conjuncts = bounds::conjuncts(branch);
-        let scan = indexes.iter().find_map(|index| {
+        let Some(scan) = indexes.iter().find_map(|index| {
             let scan = index_scan(meta, index.clone(), &conjuncts, &unsorted);
             let bounded = scan.bounds.first().is_some_and(|(_, b)| !is_full(b));
             bounded.then_some(scan)
-        })?;
+        }) else {
+            return Ok(None);
+        };
         inputs.push(Node::IxScan(scan));
     }
-    Some(Node::Or { inputs })
+    Ok(Some(Node::Or { inputs }))
 }
 
 /// The branches of the first `$or` among the filter's top-level conjuncts.

@@ -193,6 +193,10 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
             let mut stats = stats;
             let mut iters = Vec::with_capacity(inputs.len());
             for input in inputs {
+                // Opening a branch's scan is work of its own (thousands of branches).
+                if let Err(e) = crate::query::guard::tick() {
+                    return (Box::new(std::iter::once(Err(e))), stats);
+                }
                 let (iter, input_stats) = run(input, ctx);
                 iters.push(iter);
                 stats.inputs.push(input_stats);
@@ -465,6 +469,9 @@ impl<'r, S: Source<'r>> Leaf<S> {
         if ticks.is_multiple_of(INTERRUPT_CHECK_EVERY) {
             self.interrupt.check()?;
         }
+        // The thread's count too: a `$or` plan runs a leaf per branch, and thousands of
+        // branches of a few entries each would never reach a leaf's own check.
+        crate::query::guard::tick()?;
         if let Some(budget) = &self.budget {
             if !budget.spend() {
                 return Err(Error::new(ErrorCode::Interrupted, "trial budget spent"));

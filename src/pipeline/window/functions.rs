@@ -298,6 +298,7 @@ impl Function {
                         let mut state = acc.start();
                         let mut grown = 0isize;
                         for v in values.get(lo..=hi).into_iter().flatten() {
+                            crate::query::guard::tick()?;
                             let delta = state.add(v.clone())?;
                             grown += delta;
                             charge(delta)?;
@@ -450,6 +451,12 @@ fn over_frames(
                     Some((prev, value)) if *prev == ends => value.clone(),
                     _ => f(ends.0, ends.1)?,
                 };
+                // Each document's value is held until the partition is written out: with a
+                // growing frame ($push over ["unbounded", "current"]) the column holds the
+                // square of the partition, so its growth is work the operation is checked on
+                // (time, and the server's memory limit).
+                let bytes = value.as_ref().map_or(0, value_size);
+                crate::query::guard::tick_n(crate::query::guard::units_for_bytes(bytes))?;
                 last = Some((ends, value.clone()));
                 out.push(value);
             }

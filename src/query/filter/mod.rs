@@ -46,6 +46,10 @@ pub struct Filter {
     fields: Option<Vec<String>>,
     /// Strings compare through this; `None` is the simple collation (bytes).
     collation: Option<Collation>,
+    /// Units of the operation's work one match costs ([`crate::query::guard`]): one per
+    /// 256 bytes of the filter as given, so a filter of thousands of clauses is checked on
+    /// as often as the work it makes.
+    work: u32,
 }
 
 impl Filter {
@@ -74,10 +78,12 @@ impl Filter {
             collate(&mut root, c);
         }
         let fields = top_level_fields(&root);
+        let work = crate::query::size::document_size(filter) / 256;
         Ok(Filter {
             root: Arc::new(root),
             fields,
             collation: collation.cloned(),
+            work: u32::try_from(work).unwrap_or(u32::MAX).max(1),
         })
     }
 
@@ -88,6 +94,7 @@ impl Filter {
 
     /// Whether `doc` satisfies the filter; an error when a `$regex` could not decide.
     pub fn matches(&self, doc: &Document) -> Result<bool> {
+        crate::query::guard::tick_n(self.work)?;
         regex_failure::watch(|| self.root.matches(doc, self.collation()))
     }
 
@@ -103,6 +110,7 @@ impl Filter {
         if self.is_empty() {
             return Ok(true);
         }
+        crate::query::guard::tick_n(self.work)?;
         let mut partial = Document::new();
         // Elements are walked without parsing the values the filter does not look at.
         for element in raw.iter_elements() {

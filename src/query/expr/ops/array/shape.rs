@@ -252,13 +252,16 @@ pub(super) fn range(_: &'static str, v: Vec<Value>) -> Result<Value> {
             ),
         ));
     }
-    let mut out = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
+    let mut out = Vec::with_capacity(usize::try_from(length).unwrap_or(0).min(1 << 20));
+    let mut size = SizeTally::array();
     while if step > 0 {
         current < end
     } else {
         current > end
     } {
-        out.push(Bson::Int32(i32::try_from(current).unwrap_or(i32::MAX)));
+        let value = Bson::Int32(i32::try_from(current).unwrap_or(i32::MAX));
+        size.add_element(&value)?;
+        out.push(value);
         current += step;
     }
     Ok(Some(Bson::Array(out)))
