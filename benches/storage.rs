@@ -33,7 +33,8 @@ use std::time::{Duration, Instant};
 
 /// The crud bench's allocator, so both measure the same code.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mayfly::allocation::Metered<mimalloc::MiMalloc> =
+    mayfly::allocation::Metered(mimalloc::MiMalloc);
 
 /// The collection id the entries are written under (any id works: nothing reads them).
 const COLLECTION: u64 = 7;

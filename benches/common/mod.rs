@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 /// The server binary's allocator, so an in-process server measures what `mayfly` runs.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: mayfly::allocation::Metered<mimalloc::MiMalloc> =
+    mayfly::allocation::Metered(mimalloc::MiMalloc);
 
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -262,7 +262,18 @@ impl Stage {
                 Err(e) => Some(Err(e)),
             })),
             Stage::Sort { spec, .. } => super::sort::sort(rows, spec, env)?,
-            Stage::Skip(n) => Box::new(rows.skip(usize::try_from(n).unwrap_or(usize::MAX))),
+            Stage::Skip(n) => {
+                // Only documents are skipped: an error (a stage's, or the operation's
+                // interruption) goes on to the client.
+                let mut left = n;
+                Box::new(rows.filter(move |r| match r {
+                    Ok(_) if left > 0 => {
+                        left -= 1;
+                        false
+                    }
+                    _ => true,
+                }))
+            }
             Stage::Limit(n) => Box::new(rows.take(usize::try_from(n).unwrap_or(usize::MAX))),
             Stage::Project(p) => Box::new(rows.map(move |r| {
                 r.and_then(|row| {

@@ -367,3 +367,32 @@ async fn an_indexed_or_of_thousands_of_branches_stops_at_max_time_ms() {
         .unwrap_err();
     assert_eq!(common::error_code(&err), Some(50), "{err}");
 }
+
+#[tokio::test]
+async fn skip_passes_errors_on_instead_of_counting_them_as_documents() {
+    let server = TestServer::start().await;
+    let docs: Vec<Document> = (0..50).map(|i| doc! {"_id": i}).collect();
+    let coll = collection(&server, docs).await;
+    // Each document's $set fails; $skip once swallowed the errors and answered an empty ok.
+    let pipeline = vec![
+        doc! {"$set": {"u": {"$range": [-10_000_000, 100_000_000, 1]}}},
+        doc! {"$skip": 1_000_000},
+    ];
+    assert_eq!(
+        aggregate_err(&coll, pipeline).await,
+        Some(146),
+        "the stage's error, not an empty result"
+    );
+    // So does an interruption: a long pipeline under $skip still stops at maxTimeMS.
+    let pipeline = vec![
+        doc! {"$set": {"u": {"$size": {"$map": {
+            "input": {"$range": [0, 100_000]},
+            "in": {"$size": {"$range": [0, 1000]}},
+        }}}}},
+        doc! {"$skip": 1_000_000},
+    ];
+    assert_eq!(
+        aggregate_while_pinging(&server, &coll, pipeline, 100).await,
+        Some(50)
+    );
+}
