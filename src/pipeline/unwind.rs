@@ -1,10 +1,10 @@
 //! `$unwind`: one row per element of an array field, reading and writing paths through
-//! documents only (no implicit array traversal), as mongod's stage does.
+//! documents only (no implicit array traversal), as mongod's stage does. Rows are made as they
+//! are pulled, each counted as work for the operation's interrupt.
 
 use super::Row;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::field_path;
-
 use crate::query::path::type_name;
 use bson::{Bson, Document};
 

@@ -21,7 +21,8 @@
 //!
 //! Cost: every operator's evaluation is a unit of work for the operation's interrupt
 //! ([`guard::tick`]), and so is every iteration of an operator's loop; every value an operator
-//! computes is refused past [`guard::MAX_VALUE_BYTES`] (10334), and operators whose output
+//! computes is refused past mongod's sizes (a string of 16 MiB: 16493; an array or document
+//! past [`guard::MAX_VALUE_BYTES`]: 10334), and operators whose output
 //! can grow far past their inputs (`$concat`, `$concatArrays`, `$map`, `$split`,
 //! `$replaceAll`, the regex functions, literal arrays and documents) check the size as they
 //! build, so no value is ever built much past the limit.
@@ -48,8 +49,9 @@ use std::sync::Arc;
 pub type Value = Option<Bson>;
 
 /// `Err` when `value`, computed by an operator, is past the size any value may reach: a
-/// string of 16 MiB (16493), an array or document past [`guard::MAX_VALUE_BYTES`] (10334). Strings are measured at once; arrays and documents by a walk,
-/// which costs no more than building them did.
+/// string of 16 MiB (16493), an array or document past [`guard::MAX_VALUE_BYTES`] (10334).
+/// Strings are measured at once; arrays and documents by a walk, which costs no more than
+/// building them did.
 pub fn check_value_size(value: &Bson) -> Result<()> {
     match value {
         Bson::String(s) => guard::check_string_bytes(s.len()),
