@@ -53,12 +53,18 @@ pub type Value = Option<Bson>;
 /// Strings are measured at once; arrays and documents by a walk, which costs no more than
 /// building them did.
 pub fn check_value_size(value: &Bson) -> Result<()> {
+    value_bytes_checked(value).map(|_| ())
+}
+
+/// [`check_value_size`], returning the size it measured (0 for a fixed-size value).
+fn value_bytes_checked(value: &Bson) -> Result<usize> {
     match value {
-        Bson::String(s) => guard::check_string_bytes(s.len()),
+        Bson::String(s) => guard::check_string_bytes(s.len()).map(|()| s.len()),
         Bson::Array(_) | Bson::Document(_) | Bson::Binary(_) | Bson::JavaScriptCodeWithScope(_) => {
-            guard::check_value_bytes(crate::query::size::value_size(value))
+            let bytes = crate::query::size::value_size(value);
+            guard::check_value_bytes(bytes).map(|()| bytes)
         }
-        _ => Ok(()),
+        _ => Ok(0),
     }
 }
 
@@ -165,11 +171,14 @@ impl Node {
                 Ok(Some(Bson::Array(out)))
             }
             Node::Op(op) => {
-                guard::tick()?;
                 let value = op.eval(cx)?;
-                if let Some(v) = &value {
-                    check_value_size(v)?;
-                }
+                // An operator's work grows with what it builds: one unit, and one more per
+                // 4 KiB of its result (an operator copying megabytes is checked on at once).
+                let bytes = match &value {
+                    Some(v) => value_bytes_checked(v)?,
+                    None => 0,
+                };
+                guard::tick_n(guard::units_for_bytes(bytes))?;
                 Ok(value)
             }
         }
