@@ -8,7 +8,8 @@ use common::{error_code, TestServer};
 use futures::TryStreamExt;
 use mongodb::Database;
 
-async fn profile_entries(db: &Database) -> Vec<Document> {
+/// Every document of `db`'s `system.profile` (the secrets tests read them too).
+pub(crate) async fn profile_entries(db: &Database) -> Vec<Document> {
     db.collection::<Document>("system.profile")
         .find(doc! {})
         .await

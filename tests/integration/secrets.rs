@@ -5,12 +5,12 @@
 
 use crate::common;
 
+use crate::profiler::profile_entries;
 use common::bson::spec::BinarySubtype;
 use common::bson::{doc, Binary, Bson, Document};
 use common::{error_code, TestServer};
-use futures::TryStreamExt;
 use mongodb::options::Credential;
-use mongodb::{Client, Database};
+use mongodb::Client;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
@@ -30,16 +30,6 @@ async fn client_as(server_uri: &str, user: &str, password: &str, source: &str) -
             .build(),
     );
     Client::with_options(options).unwrap()
-}
-
-async fn entries(db: &Database) -> Vec<Document> {
-    db.collection::<Document>("system.profile")
-        .find(doc! {})
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap()
 }
 
 /// Fails if any secret is anywhere in `doc`: its extended JSON and its raw BSON, so a secret in
@@ -157,8 +147,8 @@ async fn profiled_user_commands_and_sasl_conversations_keep_no_secret() {
         .unwrap();
 
     // The dbAdmin reads the profile.
-    let app_entries = entries(&dba_app).await;
-    let admin_entries = entries(&root.database("admin")).await;
+    let app_entries = profile_entries(&dba_app).await;
+    let admin_entries = profile_entries(&root.database("admin")).await;
     for entry in app_entries.iter().chain(&admin_entries) {
         assert_holds_none(entry, &secrets);
     }
