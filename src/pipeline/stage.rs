@@ -395,6 +395,12 @@ fn count_field(arg: &Bson) -> Result<String> {
             "the count field cannot be a $-prefixed path",
         ));
     }
+    if field.contains('\0') {
+        return Err(Error::new(
+            ErrorCode::Location40159,
+            "the count field cannot contain a null byte",
+        ));
+    }
     if field.contains('.') {
         return Err(Error::new(
             ErrorCode::Location40160,

@@ -4,7 +4,7 @@
 
 use super::Row;
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::expr::field_path;
+use crate::query::expr::{field_path, plain_field_path};
 use crate::query::path::type_name;
 use bson::{Bson, Document};
 
@@ -33,6 +33,7 @@ impl Unwind {
                             if f.starts_with('$') {
                                 return Err(Error::new(ErrorCode::Location28822, format!("includeArrayIndex option to $unwind stage should not be prefixed with a '$': {f}")));
                             }
+                            plain_field_path(f)?;
                             index_field = Some(f.clone());
                         }
                         ("includeArrayIndex", _) => {

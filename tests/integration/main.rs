@@ -45,6 +45,7 @@ mod profiler;
 mod query_operations;
 mod regex;
 mod replica_set;
+mod nul_field_names;
 mod resource_governance;
 mod retryable_writes;
 mod secrets;

@@ -411,7 +411,7 @@ pub(super) fn output_path(name: &str) -> Result<Vec<String>> {
             ),
         ));
     }
-    crate::query::expr::field_path(name)
+    crate::query::expr::plain_field_path(name)
 }
 
 #[cfg(test)]

@@ -17,20 +17,61 @@ pub fn field_path(s: &str) -> Result<Vec<String>> {
     crate::query::depth::check_path(body)?;
     let parts: Vec<String> = body.split('.').map(str::to_owned).collect();
     for part in &parts {
-        if part.is_empty() {
-            return Err(Error::new(
-                ErrorCode::Location15998,
-                "FieldPath field names may not be empty strings.",
-            ));
-        }
-        if part.starts_with('$') {
-            return Err(Error::new(
-                ErrorCode::Location16410,
-                format!("FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {part})"),
-            ));
-        }
+        check_field_name(part)?;
     }
     Ok(parts)
+}
+
+/// A stage's path argument that names a field without a leading `$` (`$lookup`'s `as`,
+/// `$unwind`'s `includeArrayIndex`, `$densify`'s `field`, …) → its components, with the rules
+/// of mongod's `FieldPath` constructor: not empty, no trailing `.`, at most the nesting
+/// depth's components, and each component a valid field name.
+pub fn plain_field_path(s: &str) -> Result<Vec<String>> {
+    if s.is_empty() {
+        return Err(Error::new(
+            ErrorCode::Location40352,
+            "FieldPath cannot be constructed with empty string",
+        ));
+    }
+    if s.ends_with('.') {
+        return Err(Error::new(
+            ErrorCode::Location40353,
+            "FieldPath must not end with a '.'.",
+        ));
+    }
+    crate::query::depth::check_path(s)?;
+    let parts: Vec<String> = s.split('.').map(str::to_owned).collect();
+    for part in &parts {
+        check_field_name(part)?;
+    }
+    Ok(parts)
+}
+
+/// One component of a field path, as mongod's `FieldPath::uassertValidFieldName` checks it:
+/// not empty, no leading `$` (but the DBRef and metadata names mongod allows), and no NUL
+/// byte, which no BSON field name can hold (a reply naming it could not be encoded).
+fn check_field_name(part: &str) -> Result<()> {
+    const ALLOWED_DOLLAR_NAMES: [&str; 6] =
+        ["$id", "$ref", "$db", "$sortKey", "$recordId", "$searchScore"];
+    if part.is_empty() {
+        return Err(Error::new(
+            ErrorCode::Location15998,
+            "FieldPath field names may not be empty strings.",
+        ));
+    }
+    if part.starts_with('$') && !ALLOWED_DOLLAR_NAMES.contains(&part) {
+        return Err(Error::new(
+            ErrorCode::Location16410,
+            format!("FieldPath field names may not start with '$'. Consider using $getField or $setField. (field: {part})"),
+        ));
+    }
+    if part.contains('\0') {
+        return Err(Error::new(
+            ErrorCode::Location16411,
+            "FieldPath field names may not contain '\\0'.",
+        ));
+    }
+    Ok(())
 }
 
 /// `"$$name.a.b"` → `("name", Some("a.b"))`.

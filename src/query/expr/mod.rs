@@ -35,7 +35,7 @@ mod tests;
 pub mod value;
 
 pub use compile::{validate_field_name, validate_user_write, Compiler, Variables};
-pub use field::field_path;
+pub use field::{field_path, plain_field_path};
 pub(crate) use ops::{format_g, format_g_digits};
 
 use crate::error::Result;

@@ -74,11 +74,41 @@ fn variables_resolve_at_compile_time() {
 }
 
 #[test]
+fn plain_field_paths_follow_mongods_field_path_rules() {
+    use super::plain_field_path;
+    let refused = [
+        ("", ErrorCode::Location40352),
+        ("a.", ErrorCode::Location40353),
+        ("a..b", ErrorCode::Location15998),
+        ("$a", ErrorCode::Location16410),
+        ("a.$b", ErrorCode::Location16410),
+        ("a\0", ErrorCode::Location16411),
+        ("\0", ErrorCode::Location16411),
+        ("a.b\0c", ErrorCode::Location16411),
+    ];
+    for (path, code) in refused {
+        assert_eq!(
+            plain_field_path(path).map_err(|e| e.code),
+            Err(code),
+            "{path:?}"
+        );
+    }
+    // DBRef's names are field names mongod's FieldPath allows.
+    assert_eq!(
+        plain_field_path("a.$id"),
+        Ok(vec!["a".to_owned(), "$id".to_owned()])
+    );
+    assert_eq!(plain_field_path("a.b"), Ok(vec!["a".to_owned(), "b".to_owned()]));
+}
+
+#[test]
 fn bad_names_and_paths_are_mongods_errors() {
     let d = doc! {};
     let cases = [
         (bson!("$"), ErrorCode::Location16872),
         (bson!("$a..b"), ErrorCode::Location15998),
+        (bson!("$a\0b"), ErrorCode::Location16411),
+        (bson!("$a.$b"), ErrorCode::Location16410),
         (bson!("$$x"), ErrorCode::Location17276),
         (bson!("$$"), ErrorCode::Location16869),
         (bson!("$$_x"), ErrorCode::Location16870),

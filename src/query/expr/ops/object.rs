@@ -180,6 +180,14 @@ fn compile_set(unset: bool, arg: &Bson, c: &mut Compiler<'_>) -> Result<Node> {
         ErrorCode::Location4161107,
     );
     let field = literal_field(name, field, c, codes)?;
+    if field.contains('\0') {
+        // No BSON field name can hold a NUL byte. mongod 7.0 has no check of its own here; later
+        // versions refuse the name with this code.
+        return Err(Error::new(
+            ErrorCode::Location9534700,
+            format!("{name} requires 'field' to not contain a null byte"),
+        ));
+    }
     let input = c.compile(input)?;
     let value = value.map(|v| c.compile(v)).transpose()?;
     Ok(op(SetField {
