@@ -26,7 +26,9 @@ async fn strings_that_would_become_field_names_with_a_nul_byte_are_refused_with_
     let client = server.client().await;
     let db = client.database("nul_names");
     let coll: Collection<Document> = db.collection("c");
-    coll.insert_one(doc! {"_id": 1, "a": [1, 2], "x": 5}).await.unwrap();
+    coll.insert_one(doc! {"_id": 1, "a": [1, 2], "x": 5})
+        .await
+        .unwrap();
     db.collection::<Document>("o")
         .insert_one(doc! {"_id": 1, "k": 1})
         .await
@@ -36,12 +38,16 @@ async fn strings_that_would_become_field_names_with_a_nul_byte_are_refused_with_
         ("$count", vec![doc! {"$count": "a\0b"}], 40159),
         (
             "$lookup as",
-            vec![doc! {"$lookup": {"from": "o", "localField": "_id", "foreignField": "_id", "as": "a\0b"}}],
+            vec![
+                doc! {"$lookup": {"from": "o", "localField": "_id", "foreignField": "_id", "as": "a\0b"}},
+            ],
             16411,
         ),
         (
             "$graphLookup as",
-            vec![doc! {"$graphLookup": {"from": "o", "startWith": "$_id", "connectFromField": "k", "connectToField": "_id", "as": "a\0b"}}],
+            vec![
+                doc! {"$graphLookup": {"from": "o", "startWith": "$_id", "connectFromField": "k", "connectToField": "_id", "as": "a\0b"}},
+            ],
             16411,
         ),
         (
@@ -50,7 +56,11 @@ async fn strings_that_would_become_field_names_with_a_nul_byte_are_refused_with_
             16411,
         ),
         ("$unwind path", vec![doc! {"$unwind": "$a\0b"}], 16411),
-        ("$group key path", vec![doc! {"$group": {"_id": "$x\0y"}}], 16411),
+        (
+            "$group key path",
+            vec![doc! {"$group": {"_id": "$x\0y"}}],
+            16411,
+        ),
         (
             "$densify field",
             vec![doc! {"$densify": {"field": "x\0y", "range": {"step": 1, "bounds": "full"}}}],
@@ -58,10 +68,16 @@ async fn strings_that_would_become_field_names_with_a_nul_byte_are_refused_with_
         ),
         (
             "$setField in $replaceWith",
-            vec![doc! {"$replaceWith": {"$setField": {"field": "a\0b", "input": "$$ROOT", "value": 1}}}],
+            vec![
+                doc! {"$replaceWith": {"$setField": {"field": "a\0b", "input": "$$ROOT", "value": 1}}},
+            ],
             9534700,
         ),
-        ("$setField in $project", vec![doc! {"$project": {"y": set_field.clone()}}], 9534700),
+        (
+            "$setField in $project",
+            vec![doc! {"$project": {"y": set_field.clone()}}],
+            9534700,
+        ),
         (
             "$unsetField",
             vec![doc! {"$project": {"y": {"$unsetField": {"field": "a\0b", "input": {}}}}}],
@@ -79,7 +95,10 @@ async fn strings_that_would_become_field_names_with_a_nul_byte_are_refused_with_
 
     // A pipeline-style update and a find projection compile the same expressions.
     let err = coll
-        .update_one(doc! {"_id": 1}, vec![doc! {"$set": {"y": set_field.clone()}}])
+        .update_one(
+            doc! {"_id": 1},
+            vec![doc! {"$set": {"y": set_field.clone()}}],
+        )
         .await
         .unwrap_err();
     assert_eq!(write_error_code(&err), Some(9534700));

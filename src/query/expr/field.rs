@@ -51,8 +51,14 @@ pub fn plain_field_path(s: &str) -> Result<Vec<String>> {
 /// not empty, no leading `$` (but the DBRef and metadata names mongod allows), and no NUL
 /// byte, which no BSON field name can hold (a reply naming it could not be encoded).
 fn check_field_name(part: &str) -> Result<()> {
-    const ALLOWED_DOLLAR_NAMES: [&str; 6] =
-        ["$id", "$ref", "$db", "$sortKey", "$recordId", "$searchScore"];
+    const ALLOWED_DOLLAR_NAMES: [&str; 6] = [
+        "$id",
+        "$ref",
+        "$db",
+        "$sortKey",
+        "$recordId",
+        "$searchScore",
+    ];
     if part.is_empty() {
         return Err(Error::new(
             ErrorCode::Location15998,

@@ -98,7 +98,10 @@ fn plain_field_paths_follow_mongods_field_path_rules() {
         plain_field_path("a.$id"),
         Ok(vec!["a".to_owned(), "$id".to_owned()])
     );
-    assert_eq!(plain_field_path("a.b"), Ok(vec!["a".to_owned(), "b".to_owned()]));
+    assert_eq!(
+        plain_field_path("a.b"),
+        Ok(vec!["a".to_owned(), "b".to_owned()])
+    );
 }
 
 #[test]
