@@ -9,8 +9,12 @@
 //!             ─ explain: the tree, the rejected candidates and the counters, as mongod shows them
 //! ```
 //!
-//! TTL visibility is applied inside the leaves and nowhere else (TTL-18/TTL-19). Long work
-//! checks the operation's [`Interrupt`].
+//! TTL visibility is applied inside the leaves that return documents (`stages`, TTL-18/TTL-19),
+//! by the rule the reads outside the executor apply too
+//! ([`Record::is_visible`](crate::engine::Record::is_visible)): a change stream's
+//! `updateLookup`, `collStats`'s sample and `mayfly dump` read through `engine::read`, and
+//! writes look documents up through `engine::collection`. Long work checks the operation's
+//! [`Interrupt`].
 
 pub mod bounds;
 pub mod cache;

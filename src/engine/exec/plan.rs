@@ -1,6 +1,7 @@
 //! What a plan is: a tree of stages, as mongod's explain shows them. The leaves reach
-//! documents (IDHACK, COLLSCAN, IXSCAN with its FETCH); the inner stages order and cut the
-//! stream (SORT, SKIP, LIMIT).
+//! documents (IDHACK, COLLSCAN, IXSCAN with its FETCH) or, for a covered count, only index
+//! entries (COUNT_SCAN); OR unites index scans, one per `$or` branch; the inner stages order
+//! and cut the stream (SORT, SKIP, LIMIT).
 //!
 //! Owns the shape of plans and the byte ranges an index scan walks. Does not own choosing a plan
 //! (`planner`) or running one (`stages`).

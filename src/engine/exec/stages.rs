@@ -1,10 +1,20 @@
-//! Running a plan: each stage becomes a lazy iterator of visible, matching documents, with the
-//! counters explain reports (works, keys and documents examined, documents returned).
+//! Running a plan: each stage becomes an iterator pulled by the cursor, with the counters
+//! explain reports (works, keys and documents examined, documents returned, duplicates dropped,
+//! sorted runs spilled). A blocking sort pulls its whole input on its first call.
 //!
-//! Visibility (TTL-18/TTL-19) is judged here, in [`Leaf::load`], and nowhere else on the read
-//! path: every leaf reaches a document through it, against the clock cell the cursor moves
-//! forward before each batch. The whole filter is applied to every document a leaf reaches,
-//! so index bounds only ever need to be a superset.
+//! Within the executor, visibility (TTL-18/TTL-19) is judged in [`Leaf::load`]: every leaf that
+//! returns documents (IDHACK, COLLSCAN, IXSCAN with its FETCH) reaches them through it, against
+//! the clock cell the cursor moves forward before each batch, and applies the whole filter
+//! there, so index bounds only ever need to be a superset. The one exception is COUNT_SCAN,
+//! whose items are index entries, not documents: the planner chooses it only for a count, on
+//! a collection without TTL, when the scan's bounds are exactly the filter
+//! (`planner::covered_count`), so there is neither expiry nor filter left to judge. Reads
+//! outside the executor apply the same rule ([`Record::is_visible`]) themselves
+//! (`engine::read`, `engine::collection`).
+//!
+//! Owns: running a plan tree, the blocking sort and its spilling decision, the counters.
+//! Does not own: choosing the plan (`planner`), the bounds (`bounds`), the spill files
+//! (`spill`), where keys are read from (`source`).
 
 use super::plan::{IndexScan, Node};
 use super::source::{Entries, Source};
