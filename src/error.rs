@@ -619,6 +619,7 @@ error_codes! {
     Location6307900 = 6307900,
     Location6586400 = 6586400,
     Location8947401 = 8947401,
+    Location5642403 = 5642403,
     // Codes of a replica set, a network or a sharded cluster that a standalone never returns on
     // its own but a `failCommand` fail point may be told to (drivers' retry tests use them).
     HostUnreachable = 6,

@@ -244,6 +244,18 @@ fn storage_engine_status(shared: &Shared) -> Document {
         "readOnly": reason.is_some(),
         "readOnlyReason": reason.map_or(Bson::Null, Bson::String),
     };
+    if let Some(background) = engine.storage_background() {
+        // A failed memtable flush or compaction stops the engine until the next write reopens
+        // it from its journal (`halted` meanwhile).
+        status.insert(
+            "background",
+            doc! {
+                "halted": background.halted,
+                "failures": i64::try_from(background.failures).unwrap_or(i64::MAX),
+                "reopens": i64::try_from(background.reopens).unwrap_or(i64::MAX),
+            },
+        );
+    }
     let sweep = &engine.sweeper.stats;
     status.insert(
         "droppedSpace",

@@ -444,7 +444,7 @@ impl CursorRegistry {
             .is_some()
     }
 
-    /// Closes every open cursor (the engine is shutting down).
+    /// Closes every open cursor (the engine is shutting down, or reopening its storage).
     pub fn close_all(&self) {
         let closed: Vec<Cursor> = match self.cursors.lock() {
             Ok(mut map) => map.drain().map(|(_, c)| c).collect(),

@@ -72,7 +72,7 @@ pub struct Engine {
     optimes: Arc<optime::OpClock>,
     /// The operation log's settings and size (kept in replica-set mode only).
     oplog: Arc<oplog::OplogState>,
-    pub cursors: CursorRegistry,
+    pub cursors: Arc<CursorRegistry>,
     pub writer_stats: Arc<WriterStats>,
     index_builds: Arc<index_build::IndexBuilds>,
     /// Winning plans by query shape, for every read of this engine.
@@ -175,6 +175,11 @@ impl Engine {
         // Operation times continue after the newest logged one, even if the wall clock went back.
         let optimes = Arc::new(optime::OpClock::new(oplog::newest(&backend.snapshot())?));
         let oplog = Arc::new(oplog::OplogState::default());
+        let cursors = Arc::new(CursorRegistry::new(Arc::clone(&clock)));
+        // A reopen of the stopped engine needs every snapshot released; open cursors hold
+        // theirs across getMores, so they are closed (their getMore then gets CursorNotFound).
+        let open_cursors = Arc::clone(&cursors);
+        let release: writer::ReleaseSnapshots = Box::new(move || open_cursors.close_all());
         let (writer, thread) = Writer::start(
             Arc::clone(&backend),
             catalog,
@@ -185,6 +190,7 @@ impl Engine {
                 optimes: Arc::clone(&optimes),
                 oplog: Arc::clone(&oplog),
             },
+            release,
         )?;
         let reaper = reaper::Reaper::new(
             Arc::clone(&backend),
@@ -209,7 +215,7 @@ impl Engine {
             catalog: published,
             writer,
             writer_thread: Mutex::new(Some(thread)),
-            cursors: CursorRegistry::new(Arc::clone(&clock)),
+            cursors,
             clock,
             optimes,
             oplog,
@@ -321,6 +327,11 @@ impl Engine {
     /// The on-disk storage engine's cache and memtable memory; `None` in memory.
     pub fn memory_use(&self) -> Option<crate::storage::MemoryUse> {
         self.backend.inner().memory_use()
+    }
+
+    /// Background failures of the on-disk engine and the reopens after them; `None` in memory.
+    pub fn storage_background(&self) -> Option<crate::storage::fjall_recovery::BackgroundState> {
+        self.backend.inner().background_state()
     }
 
     /// The storage backend's name (`fjall`, `memory`).

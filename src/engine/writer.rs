@@ -31,6 +31,14 @@
 //! saying their outcome is unknown, every later write is refused with `IllegalOperation` until a
 //! restart (which recovers from the journal), and reads keep working. Both are logged at error
 //! level and counted in [`WriterStats`] (`serverStatus.writer`).
+//!
+//! A failed background flush or compaction stops the on-disk engine without touching the
+//! journal ([`crate::storage::fjall_recovery`]): the group that meets it is refused whole, as
+//! a full disk is. Before running the next group, with no group in flight, the writer reopens
+//! the engine: it closes every open cursor (the reopen needs every snapshot released), then
+//! reopens from the journal, waiting at most [`REOPEN_WAIT`] for the readers left; if that
+//! fails (no room yet, a reader still busy) the group is refused with the reason and the next
+//! one tries again.
 
 use super::catalog::Catalog;
 use super::oplog::{self, GroupLog, OplogState};
@@ -51,6 +59,11 @@ const MAX_GROUP_JOBS: usize = 4096;
 const MAX_GROUP_BYTES: usize = 64 * 1024 * 1024;
 /// Queued jobs before submitters wait (backpressure).
 const QUEUE_DEPTH: usize = 8192;
+/// How long a reopen of the stopped engine waits for running reads to release its snapshots.
+pub const REOPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Releases what holds snapshots and can be released (open cursors) before a reopen.
+pub(super) type ReleaseSnapshots = Box<dyn Fn() + Send>;
 
 /// Called once the group's commit (and, for durable jobs, its sync) has finished.
 type Completion = Box<dyn FnOnce(Result<()>) + Send>;
@@ -148,11 +161,15 @@ impl Writer {
         published: Arc<RwLock<Arc<Catalog>>>,
         stats: Arc<WriterStats>,
         clocks: Clocks,
+        release: ReleaseSnapshots,
     ) -> Result<(Writer, std::thread::JoinHandle<()>)> {
         let (queue, receiver) = mpsc::channel(QUEUE_DEPTH);
         let thread = std::thread::Builder::new()
             .name("mayfly-writer".into())
-            .spawn(move || run(backend, catalog, published, stats, clocks, receiver))
+            .spawn(move || {
+                let ends = Ends { receiver, release };
+                run(backend, catalog, published, stats, clocks, ends)
+            })
             .map_err(|e| Error::internal(format!("cannot start the writer thread: {e}")))?;
         Ok((Writer { queue }, thread))
     }
@@ -198,15 +215,26 @@ pub(super) struct Clocks {
     pub oplog: Arc<OplogState>,
 }
 
+/// The writer thread's inputs beside the engine's state: its queue, and the release of open
+/// cursors before a reopen.
+struct Ends {
+    receiver: mpsc::Receiver<Submission>,
+    release: ReleaseSnapshots,
+}
+
 fn run(
     backend: Arc<Db>,
     mut catalog: Catalog,
     published: Arc<RwLock<Arc<Catalog>>>,
     stats: Arc<WriterStats>,
     clocks: Clocks,
-    mut receiver: mpsc::Receiver<Submission>,
+    ends: Ends,
 ) {
     use std::sync::atomic::Ordering::Relaxed;
+    let Ends {
+        mut receiver,
+        release,
+    } = ends;
     let (handoffs, outcomes, committer) =
         match Committer::start(Arc::clone(&backend), published, Arc::clone(&stats), &clocks) {
             Ok(started) => started,
@@ -225,6 +253,21 @@ fn run(
                 let _ = settle(&mut in_flight, outcome, &mut catalog);
             }
         }
+        let reopen_failed = if backend.inner().halted() {
+            // Nothing in flight may read the engine being closed.
+            if in_flight.is_some() {
+                let outcome = outcomes.recv().unwrap_or_else(|_| Err(committer_gone()));
+                let _ = settle(&mut in_flight, outcome, &mut catalog);
+            }
+            release();
+            backend
+                .inner()
+                .reopen(REOPEN_WAIT)
+                .err()
+                .map(|e| stats.commit_failed(e))
+        } else {
+            None
+        };
         let before = catalog.clone();
         let snapshot = match &in_flight {
             // Until its commit returns, the snapshot may or may not hold the group being
@@ -294,6 +337,11 @@ fn run(
                 continue;
             }
         }
+        // The stopped engine could not be reopened: refused whole, nothing of it applied.
+        let finished = match reopen_failed {
+            Some(error) => Err(error),
+            None => finished,
+        };
         let (writes, catalog_changed) = match finished {
             Ok(finished) => finished,
             Err(error) => {

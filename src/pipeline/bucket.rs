@@ -173,8 +173,13 @@ impl Bucket {
         })
     }
 
-    pub fn apply(self, rows: Rows, limits: &StageLimits) -> Result<Rows> {
-        let mut memory = limits.budget(Blocking::Group);
+    pub fn apply(
+        self,
+        rows: Rows,
+        limits: &StageLimits,
+        spill: Option<&crate::engine::exec::spill::SpillDir>,
+    ) -> Result<Rows> {
+        let mut memory = limits.budget(Blocking::Group).spilling_to(spill);
         let keyed = rows.map(|row| {
             let doc = row?.doc;
             let key = self.bucket_of(self.group_by.eval(&doc)?)?;

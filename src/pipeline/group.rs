@@ -6,7 +6,8 @@
 //!
 //! Groups live in memory against the stage's 100 MB budget; groups come out in order of first
 //! appearance. Past the budget, without `allowDiskUse` the stage fails (292); with it, as
-//! mongod does, the groups held so far are written to an anonymous temporary file as one run
+//! mongod does, the groups held so far are written to an unlinked file in the engine's spill
+//! directory (`<dbpath>/_tmp`, where mongod's sorter spills too) as one run
 //! sorted by key, each group as its key and its accumulators' partial states, and memory starts
 //! afresh. At the end the runs are merged by key, one group at a time (the partial states of a
 //! key combine in the order the runs were written, so `$first`, `$push`, … keep arrival order),
@@ -16,6 +17,7 @@
 //! not own: the accumulators' arithmetic (`query::accumulator`).
 
 use super::memory::StageMemory;
+use crate::engine::exec::spill::{bson_write_error, spill_write_error, SpillDir};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::{Accumulator, OrdBson, State};
 use crate::query::collation::Collation;
@@ -26,6 +28,7 @@ use bson::{Bson, Document};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
+use std::path::PathBuf;
 
 /// Output fields and their accumulators.
 pub type Outputs = Vec<(String, Accumulator)>;
@@ -162,7 +165,7 @@ pub fn accumulate(
             if !memory.may_spill() {
                 return Err(memory.exceeded());
             }
-            runs.push(write_run(&mut index, &mut groups)?);
+            runs.push(write_run(&mut index, &mut groups, memory.spill_dir())?);
             memory.reset();
         }
     }
@@ -175,7 +178,7 @@ pub fn accumulate(
         ));
     }
     if !groups.is_empty() {
-        runs.push(write_run(&mut index, &mut groups)?);
+        runs.push(write_run(&mut index, &mut groups, memory.spill_dir())?);
     }
     Ok(Grouped::Spilled(Box::new(MergeRuns {
         outputs: outputs.clone(),
@@ -226,12 +229,25 @@ fn io(e: impl std::fmt::Display) -> Error {
     Error::internal(format!("cannot spill a $group to disk: {e}"))
 }
 
+/// A new unlinked run file: in the engine's spill directory, or the system's temporary one.
+fn run_file(dir: Option<&SpillDir>) -> Result<(File, PathBuf)> {
+    match dir {
+        Some(dir) => Ok((dir.file()?, dir.path().to_path_buf())),
+        None => {
+            let tmp = std::env::temp_dir();
+            let file = tempfile::tempfile_in(&tmp).map_err(|e| spill_write_error(e, &tmp))?;
+            Ok((file, tmp))
+        }
+    }
+}
+
 /// Writes the groups in key order (the collation's) as one run and empties them.
 fn write_run(
     index: &mut BTreeMap<OrdBson, usize>,
     groups: &mut Vec<(Bson, Vec<State>)>,
+    dir: Option<&SpillDir>,
 ) -> Result<RunReader> {
-    let file = tempfile::tempfile().map_err(io)?;
+    let (file, path) = run_file(dir)?;
     let mut out = BufWriter::new(file);
     let mut slots: Vec<Option<(Bson, Vec<State>)>> = groups.drain(..).map(Some).collect();
     let mut count = 0u64;
@@ -245,12 +261,16 @@ fn write_run(
             "s",
             Bson::Array(states.iter().map(State::partial).collect()),
         );
-        entry.to_writer(&mut out).map_err(io)?;
+        entry
+            .to_writer(&mut out)
+            .map_err(|e| bson_write_error(e, &path))?;
         count += 1;
     }
-    let mut file = out.into_inner().map_err(|e| io(e.into_error()))?;
+    let mut file = out
+        .into_inner()
+        .map_err(|e| spill_write_error(e.into_error(), &path))?;
+    file.flush().map_err(|e| spill_write_error(e, &path))?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;
-    file.flush().map_err(io)?;
     Ok(RunReader {
         reader: BufReader::new(file),
         left: count,

@@ -49,6 +49,9 @@ pub struct StageMemory {
     used: usize,
     limit: usize,
     allow_disk_use: bool,
+    /// Where a stage that writes its own runs (`$group`) spills: the engine's spill directory
+    /// under the data directory; `None` (a bare budget): the system's temporary directory.
+    spill: Option<SpillDir>,
 }
 
 impl StageMemory {
@@ -62,7 +65,19 @@ impl StageMemory {
             used: 0,
             limit,
             allow_disk_use,
+            spill: None,
         }
+    }
+
+    /// This budget, spilling into `dir`.
+    pub fn spilling_to(mut self, dir: Option<&SpillDir>) -> StageMemory {
+        self.spill = dir.cloned();
+        self
+    }
+
+    /// The directory this stage spills to, if the engine gave one.
+    pub fn spill_dir(&self) -> Option<&SpillDir> {
+        self.spill.as_ref()
     }
 
     /// Records `delta` more (or, negative, fewer) bytes held; fails once past the limit.
@@ -102,6 +117,7 @@ impl StageMemory {
     /// An empty budget with the same limit, for a later phase of the stage.
     pub fn fresh(&self) -> StageMemory {
         StageMemory::with_limit(self.stage, self.allow_disk_use, self.limit)
+            .spilling_to(self.spill.as_ref())
     }
 
     /// A single merged group that alone passes the limit cannot spill further.

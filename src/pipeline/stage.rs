@@ -299,11 +299,11 @@ impl Stage {
                 Err(e) => Box::new(std::iter::once(Err(e))),
             })),
             Stage::Group(g) => {
-                let mut memory = limits.budget(Blocking::Group);
+                let mut memory = limits.budget(Blocking::Group).spilling_to(env.view.spill());
                 let grouped = g.run(rows.map(|r| r.map(|row| row.doc)), &mut memory)?;
                 super::group::into_rows(grouped, limits)?
             }
-            Stage::Bucket(b) => b.apply(rows, limits)?,
+            Stage::Bucket(b) => b.apply(rows, limits, env.view.spill())?,
             Stage::BucketAuto(b) => b.apply(rows, limits, env.view.spill())?,
             Stage::Lookup(lookup) => lookup.apply(rows, env),
             Stage::UnionWith(union) => union.apply(rows, env),

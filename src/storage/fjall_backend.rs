@@ -43,6 +43,11 @@
 //! from getting that far, each commit first checks the data directory's free space
 //! (`statvfs`) and refuses the batch with [`StorageError::OutOfSpace`], touching nothing, when
 //! less than twice its size plus [`FjallConfig::reserve_bytes`] is free.
+//!
+//! fjall's background workers (memtable flushes, compactions) poison the database too when
+//! they fail (a full disk while writing a table): the journal is intact then, and fjall
+//! refuses the next batch before writing any of it. [`fjall_recovery`](super::fjall_recovery)
+//! tells that case apart and reopens the database in place from its journal.
 
 use super::integrity::{self, Preflight};
 use super::{
@@ -53,7 +58,8 @@ use fjall::config::FilterPolicy;
 use fjall::{Database, KeyspaceCreateOptions, PersistMode, Readable};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, RwLock};
 
 /// Options for [`FjallBackend::open_with`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,7 +112,7 @@ pub struct MemoryUse {
 }
 
 /// One fjall keyspace handle per [`Keyspace`].
-struct Handles {
+pub(super) struct Handles {
     catalog: fjall::Keyspace,
     documents: fjall::Keyspace,
     indexes: fjall::Keyspace,
@@ -114,14 +120,28 @@ struct Handles {
     oplog: fjall::Keyspace,
 }
 
+/// One opening of the fjall database: the database and its keyspace handles. Every snapshot
+/// and iterator holds its generation, so the strong count tells when nothing reads the
+/// database any more and it can be closed and opened again ([`super::fjall_recovery`]).
+pub(super) struct Generation {
+    pub(super) db: Database,
+    keyspaces: Handles,
+}
+
 /// A durable database on a local directory.
 pub struct FjallBackend {
-    db: Database,
-    keyspaces: Arc<Handles>,
-    path: PathBuf,
-    reserve_bytes: u64,
-    budget_bytes: u64,
-    memtable_bytes: u64,
+    /// The open database; `None` only after a reopen closed it and failed to open it again.
+    pub(super) current: RwLock<Option<Arc<Generation>>>,
+    pub(super) path: PathBuf,
+    pub(super) config: FjallConfig,
+    /// A journal write or sync failed: the database's poison is then not a background
+    /// worker's, and only a restart recovers (what reached the journal is unknown).
+    pub(super) journal_failed: AtomicBool,
+    /// A background flush or compaction failed and poisoned the database; it must be reopened.
+    pub(super) halted: AtomicBool,
+    /// Background failures seen, and reopens that followed, for `serverStatus`.
+    pub(super) background_failures: AtomicU64,
+    pub(super) reopens: AtomicU64,
     /// What the checks before opening found (a torn journal tail fjall dropped).
     preflight: Preflight,
     /// Declared last, so the directory stays locked until every handle is closed.
@@ -157,43 +177,16 @@ impl FjallBackend {
                  never acknowledged as durable"
             );
         }
-        let db = Database::builder(path)
-            .cache_size(config.cache_bytes)
-            .manual_journal_persist(true)
-            .open()?;
-        if preflight.marked {
-            // fjall would create a keyspace whose files are gone as a new, empty one.
-            let present = db.list_keyspace_names();
-            if let Some(missing) = Keyspace::ALL
-                .iter()
-                .find(|k| !present.iter().any(|name| &**name == k.name()))
-            {
-                return Err(StorageError::Damaged {
-                    path: path.join("keyspaces"),
-                    detail: format!("the `{}` keyspace is missing", missing.name()),
-                });
-            }
-        }
-        let open = |keyspace: Keyspace| {
-            db.keyspace(keyspace.name(), || {
-                keyspace_options(keyspace).max_memtable_size(config.memtable_bytes)
-            })
-        };
-        let keyspaces = Handles {
-            catalog: open(Keyspace::Catalog)?,
-            documents: open(Keyspace::Documents)?,
-            indexes: open(Keyspace::Indexes)?,
-            expiry: open(Keyspace::Expiry)?,
-            oplog: open(Keyspace::Oplog)?,
-        };
+        let generation = open_generation(path, config, preflight.marked)?;
         Ok(FjallBackend {
-            db,
+            current: RwLock::new(Some(Arc::new(generation))),
             _lock: lock,
-            keyspaces: Arc::new(keyspaces),
             path: path.to_path_buf(),
-            reserve_bytes: config.reserve_bytes,
-            budget_bytes: config.budget_bytes,
-            memtable_bytes: config.memtable_bytes,
+            config: config.clone(),
+            journal_failed: AtomicBool::new(false),
+            halted: AtomicBool::new(false),
+            background_failures: AtomicU64::new(0),
+            reopens: AtomicU64::new(0),
             preflight,
         })
     }
@@ -212,34 +205,94 @@ impl FjallBackend {
     /// Refuses `batch` when the file system lacks room for it and the reserve. A file system
     /// that cannot say how much is free is not checked.
     fn check_space(&self, batch: &WriteBatch) -> Result<(), StorageError> {
-        let Ok(stats) = rustix::fs::statvfs(&self.path) else {
+        let Some(available) = self.available_bytes() else {
             return Ok(());
         };
-        let available = stats.f_bavail.saturating_mul(stats.f_frsize);
         let needed = (batch.approximate_size() as u64)
             .saturating_mul(2)
-            .saturating_add(self.reserve_bytes);
+            .saturating_add(self.config.reserve_bytes);
         if available < needed {
             return Err(StorageError::OutOfSpace { available, needed });
         }
         Ok(())
     }
 
+    /// Free bytes on the data directory's file system, if it says.
+    pub(super) fn available_bytes(&self) -> Option<u64> {
+        let stats = rustix::fs::statvfs(&self.path).ok()?;
+        Some(stats.f_bavail.saturating_mul(stats.f_frsize))
+    }
+
+    /// The open database, or the error every operation gets while it is closed.
+    pub(super) fn generation(&self) -> Result<Arc<Generation>, StorageError> {
+        match self.current.read() {
+            Ok(slot) => slot.clone().ok_or_else(|| self.halt_error()),
+            Err(_) => Err(StorageError::Poisoned),
+        }
+    }
+
     /// The block cache's and memtables' memory now.
     pub fn memory_use(&self) -> MemoryUse {
+        let (capacity, cache, buffers) = match self.generation() {
+            Ok(g) => (
+                g.db.cache_capacity(),
+                g.db.cache_size(),
+                g.db.write_buffer_size(),
+            ),
+            Err(_) => (0, 0, 0),
+        };
         MemoryUse {
-            budget_bytes: self.budget_bytes,
-            block_cache_capacity_bytes: self.db.cache_capacity(),
-            block_cache_bytes: self.db.cache_size(),
-            write_buffer_bytes: self.db.write_buffer_size(),
-            memtable_limit_bytes: self.memtable_bytes,
+            budget_bytes: self.config.budget_bytes,
+            block_cache_capacity_bytes: capacity,
+            block_cache_bytes: cache,
+            write_buffer_bytes: buffers,
+            memtable_limit_bytes: self.config.memtable_bytes,
         }
     }
 
     /// Bytes on disk (tables and journals), for `dbStats`/`serverStatus`.
     pub fn disk_space(&self) -> Result<u64, StorageError> {
-        Ok(self.db.disk_space()?)
+        Ok(self.generation()?.db.disk_space()?)
     }
+}
+
+/// Opens fjall on `path` (already checked and locked) with its keyspaces; `marked`: the
+/// directory was initialised, so a missing keyspace is damage, not a new database.
+pub(super) fn open_generation(
+    path: &Path,
+    config: &FjallConfig,
+    marked: bool,
+) -> Result<Generation, StorageError> {
+    let db = Database::builder(path)
+        .cache_size(config.cache_bytes)
+        .manual_journal_persist(true)
+        .open()?;
+    if marked {
+        // fjall would create a keyspace whose files are gone as a new, empty one.
+        let present = db.list_keyspace_names();
+        if let Some(missing) = Keyspace::ALL
+            .iter()
+            .find(|k| !present.iter().any(|name| &**name == k.name()))
+        {
+            return Err(StorageError::Damaged {
+                path: path.join("keyspaces"),
+                detail: format!("the `{}` keyspace is missing", missing.name()),
+            });
+        }
+    }
+    let open = |keyspace: Keyspace| {
+        db.keyspace(keyspace.name(), || {
+            keyspace_options(keyspace).max_memtable_size(config.memtable_bytes)
+        })
+    };
+    let keyspaces = Handles {
+        catalog: open(Keyspace::Catalog)?,
+        documents: open(Keyspace::Documents)?,
+        indexes: open(Keyspace::Indexes)?,
+        expiry: open(Keyspace::Expiry)?,
+        oplog: open(Keyspace::Oplog)?,
+    };
+    Ok(Generation { db, keyspaces })
 }
 
 /// Creation options; fjall stores them with the keyspace, so they apply only when it is created.
@@ -276,8 +329,10 @@ impl Backend for FjallBackend {
 
     fn snapshot(&self) -> FjallSnapshot {
         FjallSnapshot {
-            snapshot: self.db.snapshot(),
-            keyspaces: Arc::clone(&self.keyspaces),
+            open: self
+                .generation()
+                .ok()
+                .map(|generation| (generation.db.snapshot(), generation)),
         }
     }
 
@@ -288,46 +343,57 @@ impl Backend for FjallBackend {
         // fjall panics on an empty or over-long key; refuse the batch before any of it is
         // applied.
         batch.check_keys()?;
-        self.check_space(&batch)?;
+        if let Err(short) = self.check_space(&batch) {
+            // A full disk may have failed a background flush too: say so, it needs a reopen.
+            if self.background_failed() {
+                return Err(self.halt_error());
+            }
+            return Err(short);
+        }
+        let generation = self.generation()?;
         // One fjall batch: journaled (and synced) as a whole, then applied to the memtables
         // under one sequence number. Every entry of a batch has the same sequence number, so a
         // key written twice is written once here, as its last operation. fjall copies every key
         // and value into its own buffers, so they are read in place (a group's shared writes
         // too: [`WriteBatch::of_group`]).
         let unique = batch.into_unique();
-        let mut writes = fjall::OwnedWriteBatch::with_capacity(self.db.clone(), unique.len())
+        let mut writes = fjall::OwnedWriteBatch::with_capacity(generation.db.clone(), unique.len())
             .durability(Some(persist_mode(durability)));
         for (keyspace, key, write) in unique.writes() {
             match write {
-                Some(value) => writes.insert(handle(&self.keyspaces, keyspace), key, value),
-                None => writes.remove(handle(&self.keyspaces, keyspace), key),
+                Some(value) => writes.insert(handle(&generation.keyspaces, keyspace), key, value),
+                None => writes.remove(handle(&generation.keyspaces, keyspace), key),
             }
         }
-        writes.commit().map_err(journal_failure)
+        writes.commit().map_err(|e| self.commit_failure(e))
     }
 
     fn persist(&self, durability: Durability) -> Result<(), StorageError> {
-        self.db
+        self.generation()?
+            .db
             .persist(persist_mode(durability))
-            .map_err(journal_failure)
+            .map_err(|e| self.commit_failure(e))
     }
 }
 
-/// A fjall snapshot plus the keyspace handles it reads through.
+/// A fjall snapshot plus the generation it reads (its keyspace handles); `None` when taken
+/// while the database was closed (every read of it fails).
 #[derive(Clone)]
 pub struct FjallSnapshot {
-    snapshot: fjall::Snapshot,
-    keyspaces: Arc<Handles>,
+    open: Option<(fjall::Snapshot, Arc<Generation>)>,
 }
 
 impl Snapshot for FjallSnapshot {
     type Iter = FjallIter;
 
     fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let Some((snapshot, generation)) = &self.open else {
+            return Err(closed());
+        };
         if key.is_empty() || key.len() > MAX_KEY_LEN {
             return Ok(None);
         }
-        let value = self.snapshot.get(handle(&self.keyspaces, keyspace), key)?;
+        let value = snapshot.get(handle(&generation.keyspaces, keyspace), key)?;
         Ok(value.map(|slice| slice.to_vec()))
     }
 
@@ -338,18 +404,36 @@ impl Snapshot for FjallSnapshot {
         end: Bound<&[u8]>,
         reverse: bool,
     ) -> FjallIter {
+        let Some((snapshot, generation)) = &self.open else {
+            return FjallIter {
+                inner: None,
+                reverse,
+                closed: true,
+                _generation: None,
+            };
+        };
         let (start, end) = (clamp_start(start), clamp_end(end));
         // No key is empty, so nothing is below an empty end bound.
         let below_every_key = matches!(end, Bound::Included([]) | Bound::Excluded([]));
         let inner = if below_every_key || bounds_are_empty(start, end) {
             None
         } else {
-            Some(
-                self.snapshot
-                    .range::<&[u8], _>(handle(&self.keyspaces, keyspace), (start, end)),
-            )
+            Some(snapshot.range::<&[u8], _>(handle(&generation.keyspaces, keyspace), (start, end)))
         };
-        FjallIter { inner, reverse }
+        FjallIter {
+            inner,
+            reverse,
+            closed: false,
+            _generation: Some(Arc::clone(generation)),
+        }
+    }
+}
+
+/// What a read of a snapshot taken while the database was closed gets.
+fn closed() -> StorageError {
+    StorageError::Halted {
+        reason: "the storage engine is closed after a failed reopen".into(),
+        short_of_space: false,
     }
 }
 
@@ -377,16 +461,23 @@ fn clamp_end(end: Bound<&[u8]>) -> Bound<&[u8]> {
     }
 }
 
-/// Range iterator over a [`FjallSnapshot`]; keeps the snapshot alive while it exists.
+/// Range iterator over a [`FjallSnapshot`]; keeps the snapshot (and its generation) alive
+/// while it exists.
 pub struct FjallIter {
     inner: Option<fjall::Iter>,
     reverse: bool,
+    /// Taken while the database was closed: yields that error once.
+    closed: bool,
+    _generation: Option<Arc<Generation>>,
 }
 
 impl Iterator for FjallIter {
     type Item = Result<KeyValue, StorageError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if std::mem::take(&mut self.closed) {
+            return Some(Err(closed()));
+        }
         let inner = self.inner.as_mut()?;
         let guard = if self.reverse {
             inner.next_back()?
@@ -399,14 +490,6 @@ impl Iterator for FjallIter {
                 .map(|(key, value)| (key.to_vec(), value.to_vec()))
                 .map_err(StorageError::from),
         )
-    }
-}
-
-/// A failed journal write or sync: fjall is poisoned and the batch's fate unknown.
-fn journal_failure(error: fjall::Error) -> StorageError {
-    match error {
-        fjall::Error::Io(io) => StorageError::OutcomeUnknown(io),
-        other => StorageError::from(other),
     }
 }
 

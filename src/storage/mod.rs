@@ -5,7 +5,8 @@
 //! [`StorageError`], the fjall implementation ([`fjall_backend`]), the in-memory one
 //! ([`memory`]), pending writes over a snapshot ([`overlay`]; each keyspace's held in ascending
 //! runs and a map: [`pending`]), many point reads answered by one ordered walk ([`probe`]), the
-//! runtime choice between them ([`store`]), the fault-injecting wrapper tests use ([`faults`]),
+//! runtime choice between them ([`store`]), recovering fjall from a failed background flush or
+//! compaction ([`fjall_recovery`]), the fault-injecting wrapper tests use ([`faults`]),
 //! the order-preserving key encoding ([`keys`]), and the checks of fjall's files before it opens
 //! them ([`integrity`], reading the journal with [`journal`] and the trees' metadata with
 //! [`tree_files`]). Does not own: BSON query semantics, the
@@ -42,6 +43,7 @@ use std::path::PathBuf;
 pub mod batch;
 pub mod faults;
 pub mod fjall_backend;
+pub mod fjall_recovery;
 pub mod integrity;
 pub mod journal;
 pub mod keys;
@@ -216,6 +218,14 @@ pub enum StorageError {
     /// is durable is unknown (it may appear after a restart, or be visible already).
     #[error("storage journal write or sync failed; the write may or may not be durable: {0}")]
     OutcomeUnknown(std::io::Error),
+    /// A background flush or compaction failed and stopped the database; the batch was refused
+    /// before anything of it was written. `short_of_space`: the disk lacks the room a reopen
+    /// needs (the client sees 14031 `OutOfDiskSpace`).
+    #[error("the storage engine is stopped: {reason}")]
+    Halted {
+        reason: String,
+        short_of_space: bool,
+    },
     /// An earlier write failed (e.g. the journal could not be synced); the engine refuses every
     /// further write until restarted, because what reached disk is unknown.
     #[error("storage engine is unusable after an earlier write failure; restart the server")]
@@ -257,6 +267,7 @@ impl StorageError {
     pub fn is_out_of_space(&self) -> bool {
         match self {
             StorageError::OutOfSpace { .. } | StorageError::MemoryFull { .. } => true,
+            StorageError::Halted { short_of_space, .. } => *short_of_space,
             StorageError::Io(io) => io.kind() == std::io::ErrorKind::StorageFull,
             _ => false,
         }

@@ -44,6 +44,30 @@ impl Store {
         }
     }
 
+    /// Whether a background failure stopped the on-disk engine until it is reopened.
+    pub fn halted(&self) -> bool {
+        match self {
+            Store::Fjall(b) => b.halted(),
+            Store::Memory(_) => false,
+        }
+    }
+
+    /// Reopens a halted on-disk engine ([`FjallBackend::reopen`]); nothing to do otherwise.
+    pub fn reopen(&self, wait: std::time::Duration) -> Result<(), StorageError> {
+        match self {
+            Store::Fjall(b) => b.reopen(wait),
+            Store::Memory(_) => Ok(()),
+        }
+    }
+
+    /// Background failures and reopens of the on-disk engine; `None` in memory.
+    pub fn background_state(&self) -> Option<super::fjall_recovery::BackgroundState> {
+        match self {
+            Store::Fjall(b) => Some(b.background_state()),
+            Store::Memory(_) => None,
+        }
+    }
+
     /// Bytes on disk (fjall) or held in memory (every version included).
     pub fn size_bytes(&self) -> Result<u64, StorageError> {
         match self {

@@ -12,11 +12,11 @@ use common::{error_code, TestServer};
 use futures::TryStreamExt;
 use mongodb::{Client, Collection};
 
-const OUT_OF_DISK_SPACE: i32 = 14031;
+pub const OUT_OF_DISK_SPACE: i32 = 14031;
 const ILLEGAL_OPERATION: i32 = 20;
 const INTERNAL_ERROR: i32 = 1;
 
-async fn ids(coll: &Collection<Document>) -> Vec<i64> {
+pub async fn ids(coll: &Collection<Document>) -> Vec<i64> {
     let docs: Vec<Document> = coll
         .find(doc! {})
         .sort(doc! {"_id": 1})
@@ -34,7 +34,7 @@ async fn ids(coll: &Collection<Document>) -> Vec<i64> {
         .collect()
 }
 
-async fn storage_engine(client: &Client) -> Document {
+pub async fn storage_engine(client: &Client) -> Document {
     let status = client
         .database("admin")
         .run_command(doc! {"serverStatus": 1})
@@ -159,7 +159,7 @@ async fn a_failed_sync_makes_the_server_read_only_until_restarted() {
 }
 
 /// Unmounts the tmpfs when the test ends, however it ends.
-struct Mount(std::path::PathBuf);
+pub struct Mount(std::path::PathBuf);
 
 impl Drop for Mount {
     fn drop(&mut self) {
@@ -170,7 +170,7 @@ impl Drop for Mount {
     }
 }
 
-fn mount_tmpfs(dir: &std::path::Path, size: &str) -> Result<Mount, String> {
+pub fn mount_tmpfs(dir: &std::path::Path, size: &str) -> Result<Mount, String> {
     let status = std::process::Command::new("mount")
         .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
         .arg(dir)
@@ -183,22 +183,75 @@ fn mount_tmpfs(dir: &std::path::Path, size: &str) -> Result<Mount, String> {
     }
 }
 
-#[tokio::test]
-async fn a_real_full_disk_refuses_writes_until_space_is_freed() {
-    let base = tempfile::tempdir().unwrap();
-    let _mount = match mount_tmpfs(base.path(), "8m") {
-        Ok(mount) => mount,
+/// A tmpfs of `size` on `dir`, or `None` after a loud SKIPPED line where mounting is not
+/// permitted (a failure with `MAYFLY_REQUIRE_TMPFS=1`).
+pub fn tmpfs_or_skip(dir: &std::path::Path, size: &str, test: &str) -> Option<Mount> {
+    match mount_tmpfs(dir, size) {
+        Ok(mount) => Some(mount),
         Err(why) => {
-            let message = format!(
-                "SKIPPED a_real_full_disk_refuses_writes_until_space_is_freed: cannot mount a \
-                 tmpfs ({why}); only the fault-injection tests above ran"
-            );
+            let message = format!("SKIPPED {test}: cannot mount a tmpfs ({why})");
             if std::env::var("MAYFLY_REQUIRE_TMPFS").as_deref() == Ok("1") {
                 panic!("{message}");
             }
             eprintln!("\n!!! {message}\n");
-            return;
+            None
         }
+    }
+}
+
+/// Free bytes on the file system of `dir`.
+pub fn free_bytes(dir: &std::path::Path) -> u64 {
+    let stats = rustix::fs::statvfs(dir).unwrap();
+    stats.f_bavail * stats.f_frsize
+}
+
+/// A ballast file under `dir` leaving about `leave` bytes free on its file system.
+pub fn fill_leaving(dir: &std::path::Path, leave: u64) -> std::path::PathBuf {
+    let ballast = dir.join("ballast");
+    let size = free_bytes(dir).saturating_sub(leave);
+    let file = std::fs::File::create(&ballast).unwrap();
+    // Written, not sparse: tmpfs counts only written pages.
+    let mut out = std::io::BufWriter::new(file);
+    let chunk = vec![7u8; 1 << 20];
+    let mut left = size as usize;
+    while left > 0 {
+        let n = left.min(chunk.len());
+        std::io::Write::write_all(&mut out, &chunk[..n]).unwrap();
+        left -= n;
+    }
+    std::io::Write::flush(&mut out).unwrap();
+    ballast
+}
+
+/// 16 KiB of incompressible bytes (fjall compresses large journal entries and tables), a new
+/// value at each call.
+pub fn incompressible() -> impl FnMut() -> common::bson::Binary {
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    move || {
+        let bytes: Vec<u8> = (0..16 * 1024)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                seed as u8
+            })
+            .collect();
+        common::bson::Binary {
+            subtype: common::bson::spec::BinarySubtype::Generic,
+            bytes,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_real_full_disk_refuses_writes_until_space_is_freed() {
+    let base = tempfile::tempdir().unwrap();
+    let Some(_mount) = tmpfs_or_skip(
+        base.path(),
+        "8m",
+        "a_real_full_disk_refuses_writes_until_space_is_freed",
+    ) else {
+        return;
     };
     let dbpath = base.path().join("db");
     // Ballast: the space an operator frees once the disk is full.
@@ -212,22 +265,7 @@ async fn a_real_full_disk_refuses_writes_until_space_is_freed() {
     let fill = db.collection::<Document>("fill");
     keep.insert_one(doc! {"_id": 0i64}).await.unwrap();
 
-    // Incompressible (fjall compresses large journal entries).
-    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-    let mut padding = || {
-        let bytes: Vec<u8> = (0..16 * 1024)
-            .map(|_| {
-                seed ^= seed << 13;
-                seed ^= seed >> 7;
-                seed ^= seed << 17;
-                seed as u8
-            })
-            .collect();
-        common::bson::Binary {
-            subtype: common::bson::spec::BinarySubtype::Generic,
-            bytes,
-        }
-    };
+    let mut padding = incompressible();
     let mut acknowledged = Vec::new();
     let mut refused = None;
     for id in 0i64..2_000 {

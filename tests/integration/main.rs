@@ -26,6 +26,8 @@ mod crud_read;
 mod crud_write;
 mod ddl;
 mod disk_full;
+mod disk_full_flush;
+mod disk_full_spill;
 mod dump;
 mod durability;
 mod explain;

@@ -10,6 +10,11 @@
 //! `$setWindowFields`) spill through the same directory: [`SpillDir::write_docs`] writes a run
 //! of BSON documents, which [`DocMerge`] merges by the stage's order, and a [`DocFile`] holds
 //! documents appended once and read back in order as often as needed (a window partition).
+//! `$group` writes its own runs of partial groups in the same directory ([`SpillDir::file`]).
+//!
+//! A write that fails fails the one operation with mongod's sorter errors
+//! ([`spill_write_error`]): 14031 `OutOfDiskSpace` on a full disk, 5642403 otherwise. Nothing
+//! else is affected: the files are the operation's own, and the server goes on serving.
 
 use crate::engine::collection::StoredDoc;
 use crate::engine::record::Record;
@@ -38,22 +43,32 @@ impl SpillDir {
         Ok(SpillDir(dir))
     }
 
+    /// A new unlinked file in the directory, for a stage that writes its own run format.
+    pub fn file(&self) -> Result<File> {
+        tempfile::tempfile_in(&self.0).map_err(|e| spill_write_error(e, &self.0))
+    }
+
+    /// The directory the files are in.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
     /// Writes `docs` (already in order) as one run.
     pub fn write_run(&self, docs: impl Iterator<Item = StoredDoc>) -> Result<Run> {
-        let file = tempfile::tempfile_in(&self.0).map_err(io)?;
-        let mut out = BufWriter::new(file);
+        let mut out = BufWriter::new(self.file()?);
+        let written = |e| spill_write_error(e, &self.0);
         let mut count = 0u64;
         for doc in docs {
             let record = doc.record.encode();
             for part in [&doc.key, &record] {
                 let len = u32::try_from(part.len())
                     .map_err(|_| Error::internal("spilled document too large"))?;
-                out.write_all(&len.to_le_bytes()).map_err(io)?;
-                out.write_all(part).map_err(io)?;
+                out.write_all(&len.to_le_bytes()).map_err(written)?;
+                out.write_all(part).map_err(written)?;
             }
             count += 1;
         }
-        let mut file = out.into_inner().map_err(|e| io(e.into_error()))?;
+        let mut file = out.into_inner().map_err(|e| written(e.into_error()))?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         Ok(Run {
             reader: BufReader::new(file),
@@ -70,7 +85,10 @@ impl SpillDir {
             file.push(doc)?;
         }
         let count = file.len();
-        let mut file = file.out.into_inner().map_err(|e| io(e.into_error()))?;
+        let mut file = file
+            .out
+            .into_inner()
+            .map_err(|e| spill_write_error(e.into_error(), &self.0))?;
         file.seek(SeekFrom::Start(0)).map_err(io)?;
         Ok(DocRun {
             reader: BufReader::new(file),
@@ -80,16 +98,44 @@ impl SpillDir {
 
     /// An empty file of documents, unlinked already.
     pub fn doc_file(&self) -> Result<DocFile> {
-        let file = tempfile::tempfile_in(&self.0).map_err(io)?;
         Ok(DocFile {
-            out: BufWriter::new(file),
+            out: BufWriter::new(self.file()?),
             count: 0,
+            dir: self.0.clone(),
         })
     }
 }
 
 fn io(e: std::io::Error) -> Error {
     Error::internal(format!("cannot spill a sort to disk: {e}"))
+}
+
+/// A document's failed write to a spill file: the file system's error as
+/// [`spill_write_error`] reports it; anything else is the document's own fault.
+pub fn bson_write_error(e: bson::ser::Error, dir: &Path) -> Error {
+    match e {
+        bson::ser::Error::Io(io) => {
+            spill_write_error(std::io::Error::new(io.kind(), io.to_string()), dir)
+        }
+        other => Error::internal(format!("cannot spill a document to disk: {other}")),
+    }
+}
+
+/// A failed write (or creation) of a spill file, as mongod's sorter reports it (`File::write`
+/// in `sorter.cpp`): a full disk is 14031 `OutOfDiskSpace` ("<system error>: <path>"), any other
+/// failure 5642403 ("Error writing to file <path>: <system error>"). The files are unlinked
+/// when created, so the directory stands for the path.
+pub fn spill_write_error(e: std::io::Error, dir: &Path) -> Error {
+    if e.kind() == std::io::ErrorKind::StorageFull {
+        return Error::new(
+            crate::error::ErrorCode::OutOfDiskSpace,
+            format!("{e}: {}", dir.display()),
+        );
+    }
+    Error::new(
+        crate::error::ErrorCode::Location5642403,
+        format!("Error writing to file {}: {e}", dir.display()),
+    )
 }
 
 /// One sorted run on disk.
@@ -286,12 +332,14 @@ impl Iterator for DocMerge {
 pub struct DocFile {
     out: BufWriter<File>,
     count: u64,
+    /// Where it lives, for the error of a failed write.
+    dir: PathBuf,
 }
 
 impl DocFile {
     pub fn push(&mut self, doc: &Document) -> Result<()> {
         doc.to_writer(&mut self.out)
-            .map_err(|e| Error::internal(format!("cannot spill a document to disk: {e}")))?;
+            .map_err(|e| bson_write_error(e, &self.dir))?;
         self.count += 1;
         Ok(())
     }
@@ -306,7 +354,10 @@ impl DocFile {
 
     /// Ends the appending; the documents can be read from now on.
     pub fn finish(self) -> Result<DocFileReadable> {
-        let file = self.out.into_inner().map_err(|e| io(e.into_error()))?;
+        let file = self
+            .out
+            .into_inner()
+            .map_err(|e| spill_write_error(e.into_error(), &self.dir))?;
         Ok(DocFileReadable {
             file,
             count: self.count,
