@@ -4,8 +4,9 @@
 
 use super::super::super::value::{nullish, type_name};
 use super::super::super::Value;
-use super::{decimal, format_g, int_or_long, Num};
+use super::{format_g, int_or_long, Num};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal;
 use bson::Bson;
 use dec::Rounding;
 

@@ -4,8 +4,9 @@
 
 use super::super::super::value::type_name;
 use super::super::super::Value;
-use super::{decimal, decimal_bson, int_or_long, Num};
+use super::{decimal_bson, int_or_long, Num};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal;
 use bson::{Bson, DateTime};
 use dec::Rounding;
 use decimal::Dec;
