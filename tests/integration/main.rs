@@ -25,6 +25,7 @@ mod cosmos_profile;
 mod crud_read;
 mod crud_write;
 mod ddl;
+mod decimal_updates;
 mod disk_full;
 mod dump;
 mod durability;
