@@ -17,11 +17,12 @@ mod parts;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use dec::Rounding;
 pub(crate) use ops::*;
 pub(crate) use parts::Parts;
 
 use bson::Decimal128 as BsonDecimal;
-use dec::{Context, Rounding};
+use dec::Context;
 
 /// A decimal value being computed with.
 pub(crate) type Dec = dec::Decimal128;

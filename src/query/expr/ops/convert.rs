@@ -13,9 +13,9 @@ use super::arith::{format_g, Num};
 use super::{apply, op, operands, Arity};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::decimal;
+use crate::query::decimal::Rounding;
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
-use dec::Rounding;
 
 #[cfg(test)]
 #[path = "convert_tests.rs"]

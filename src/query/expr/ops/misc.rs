@@ -197,13 +197,12 @@ fn safe_number_long(value: &Bson) -> i64 {
             if value.is_nan() {
                 return 0;
             }
-            crate::query::decimal::to_i64(value, dec::Rounding::HalfEven).unwrap_or(
-                if value.is_negative() {
+            crate::query::decimal::to_i64(value, crate::query::decimal::Rounding::HalfEven)
+                .unwrap_or(if value.is_negative() {
                     i64::MIN
                 } else {
                     i64::MAX
-                },
-            )
+                })
         }
         _ => 0,
     }

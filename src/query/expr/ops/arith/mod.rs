@@ -20,9 +20,9 @@ use super::super::value::{nullish, type_name};
 use super::super::{Compiler, Node, Value};
 use super::{apply, Arity};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal::Rounding;
 use crate::query::decimal::{self, Dec};
 use bson::{Bson, DateTime};
-use dec::Rounding;
 use sum::{widest_of, Widest};
 
 pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Result<Node>> {

@@ -7,8 +7,8 @@ use super::super::super::Value;
 use super::{format_g, int_or_long, Num};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::decimal;
+use crate::query::decimal::Rounding;
 use bson::Bson;
-use dec::Rounding;
 
 pub(super) fn round(name: &'static str, values: Vec<Value>) -> Result<Value> {
     round_or_trunc(name, values, Rounding::HalfEven)
