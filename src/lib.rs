@@ -17,7 +17,7 @@
 //!   -> storage   ordered keyspaces with snapshots and atomic write batches: fjall on disk, or
 //!                in memory (`--storage memory`)
 //!   side roads:  query (filter, update, projection, sort, expressions, reshaping stages, BSON
-//!                order, collation, regex, depth and size: pure)
+//!                order, Decimal128 numbers, collation, regex, depth and size: pure)
 //!                ttl (the Cosmos TTL rules: pure)
 //!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),

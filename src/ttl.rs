@@ -9,7 +9,7 @@
 //! or in `1..=2147483647`; that is the form stored in the catalog and shown by `listIndexes`
 //! (TTL-8). [`Lifetime`] is what it means for one document.
 
-use bson::{Bson, Decimal128, Document};
+use bson::{Bson, Document};
 
 use crate::error::{Error, ErrorCode, Result};
 
@@ -178,7 +178,7 @@ fn integral_value(value: &Bson) -> Option<i64> {
         Bson::Int32(n) => Some(i64::from(*n)),
         Bson::Int64(n) => Some(*n),
         Bson::Double(d) => exact_i64(*d),
-        Bson::Decimal128(d) => decimal128_to_i64(*d),
+        Bson::Decimal128(d) => crate::query::decimal::exact_i64(d),
         _ => None,
     }
 }
@@ -199,53 +199,6 @@ fn exact_i64(d: f64) -> Option<i64> {
     } else {
         None
     }
-}
-
-/// The integer a Decimal128 holds exactly, or `None` for NaN, infinities, fractions and values
-/// outside `i64`. Decodes the IEEE 754-2008 BID layout (bson 2.x has no decimal arithmetic).
-fn decimal128_to_i64(value: Decimal128) -> Option<i64> {
-    const EXPONENT_BIAS: i32 = 6176;
-    const EXPONENT_MASK: u128 = 0x3FFF;
-    const COEFFICIENT_MASK: u128 = (1 << 113) - 1;
-    const MAX_COEFFICIENT: u128 = 9_999_999_999_999_999_999_999_999_999_999_999;
-
-    // BSON stores the 128 bits little-endian.
-    let bits = u128::from_le_bytes(value.bytes());
-    let negative = bits >> 127 == 1;
-    if (bits >> 123) & 0b1111 == 0b1111 {
-        return None; // NaN or infinity
-    }
-    let (biased_exponent, coefficient) = if (bits >> 125) & 0b11 == 0b11 {
-        // The long-exponent form implies a coefficient >= 2^113 > MAX_COEFFICIENT, which is
-        // non-canonical and reads as zero (as in the spec and bson's own decoder).
-        ((bits >> 111) & EXPONENT_MASK, 0)
-    } else {
-        ((bits >> 113) & EXPONENT_MASK, bits & COEFFICIENT_MASK)
-    };
-    let coefficient = if coefficient > MAX_COEFFICIENT {
-        0
-    } else {
-        coefficient
-    };
-    if coefficient == 0 {
-        return Some(0); // 0, -0, 0E+n and 0E-n are all zero
-    }
-    let exponent = i32::try_from(biased_exponent).ok()? - EXPONENT_BIAS;
-    let magnitude = if exponent >= 0 {
-        // A nonzero coefficient times 10^39 or more overflows u128 and i64 alike.
-        let scale = 10u128.checked_pow(u32::try_from(exponent).ok()?)?;
-        coefficient.checked_mul(scale)?
-    } else {
-        // The coefficient is below 10^34, so a nonzero one is never a multiple of 10^35 or more:
-        // the overflowing checked_pow correctly reports a fraction.
-        let scale = 10u128.checked_pow(exponent.unsigned_abs())?;
-        if coefficient % scale != 0 {
-            return None;
-        }
-        coefficient / scale
-    };
-    let magnitude = i128::try_from(magnitude).ok()?;
-    i64::try_from(if negative { -magnitude } else { magnitude }).ok()
 }
 
 /// A value as an error message shows it: numbers as written, other types named, long strings cut.
@@ -273,7 +226,7 @@ fn describe(value: &Bson) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
+    use bson::{doc, Decimal128};
 
     /// Time of the first write in every example.
     const T: i64 = 1_700_000_000;
@@ -825,7 +778,11 @@ mod tests {
         for n in values {
             for text in [n.to_string(), format!("{n}.000"), format!("{n}E+0")] {
                 let d: Decimal128 = text.parse().unwrap();
-                assert_eq!(decimal128_to_i64(d), Some(n), "{text} ({d})");
+                assert_eq!(
+                    crate::query::decimal::exact_i64(&d),
+                    Some(n),
+                    "{text} ({d})"
+                );
             }
         }
     }
@@ -854,7 +811,11 @@ mod tests {
         ];
         for (text, expected) in cases {
             let d: Decimal128 = text.parse().unwrap();
-            assert_eq!(decimal128_to_i64(d), expected, "{text} ({d})");
+            assert_eq!(
+                crate::query::decimal::exact_i64(&d),
+                expected,
+                "{text} ({d})"
+            );
         }
     }
 
@@ -864,12 +825,12 @@ mod tests {
         let long_form: u128 = (0b11 << 125) | (6176 << 111) | 1;
         let d = Decimal128::from_bytes(long_form.to_le_bytes());
         assert_eq!(d.to_string(), "0");
-        assert_eq!(decimal128_to_i64(d), Some(0));
+        assert_eq!(crate::query::decimal::exact_i64(&d), Some(0));
         // Short form with a coefficient above 10^34 - 1.
         let too_big: u128 = (6176 << 113) | ((1 << 113) - 1);
         let d = Decimal128::from_bytes(too_big.to_le_bytes());
         assert_eq!(d.to_string(), "0");
-        assert_eq!(decimal128_to_i64(d), Some(0));
+        assert_eq!(crate::query::decimal::exact_i64(&d), Some(0));
         // Zero is not a TTL value either way.
         let err = validate_ttl_index(&doc! {"_ts": 1}, &Bson::Decimal128(d)).unwrap_err();
         assert_eq!(err.code, ErrorCode::CannotCreateIndex);

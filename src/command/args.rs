@@ -190,7 +190,7 @@ fn number_of(value: &Bson) -> Option<f64> {
         Bson::Int32(n) => Some(f64::from(*n)),
         Bson::Int64(n) => Some(*n as f64),
         Bson::Double(n) => Some(*n),
-        Bson::Decimal128(d) => d.to_string().parse().ok(),
+        Bson::Decimal128(d) => Some(crate::query::decimal::bson_to_f64(d)),
         _ => None,
     }
 }

@@ -445,7 +445,7 @@ fn parse_mode(body: &Document) -> Result<Mode> {
                     Bson::Int32(n) => f64::from(*n),
                     Bson::Int64(n) => *n as f64,
                     Bson::Double(d) => *d,
-                    Bson::Decimal128(d) => d.to_string().parse().unwrap_or(f64::NAN),
+                    Bson::Decimal128(d) => crate::query::decimal::bson_to_f64(d),
                     _ => {
                         return Err(Error::type_mismatch(
                             "the 'activationProbability' option to 'mode' must be a double between 0 and 1",

@@ -329,7 +329,7 @@ fn max_time_ms(body: &Document) -> Result<Option<u64>> {
         // mongod's safeNumberLong: saturating, NaN as 0.
         Bson::Double(d) => (*d as i64, d.is_nan() || d.floor() == *d),
         Bson::Decimal128(d) => {
-            let d: f64 = d.to_string().parse().unwrap_or(0.0);
+            let d = crate::query::decimal::bson_to_f64(d);
             (d as i64, true)
         }
         _ => return Err(Error::bad_value("maxTimeMS must be a number")),

@@ -123,7 +123,7 @@ fn number(value: &Bson) -> f64 {
         Bson::Int32(i) => f64::from(*i),
         Bson::Int64(i) => *i as f64,
         Bson::Double(d) => *d,
-        Bson::Decimal128(d) => crate::query::compare::Dec::decode(d).to_f64(),
+        Bson::Decimal128(d) => crate::query::decimal::bson_to_f64(d),
         _ => f64::NAN,
     }
 }

@@ -10,7 +10,8 @@
 //! it sorts with null).
 
 use crate::query::collation::{compare_strings, Collation};
-use bson::{Bson, Decimal128, Document};
+use crate::query::decimal::Parts;
+use bson::{Bson, Document};
 use std::cmp::Ordering;
 
 /// mongod's `canonicalizeBSONType`: values of different brackets order by this number.
@@ -195,7 +196,7 @@ fn raw_value_bytes(value: &Bson) -> Vec<u8> {
 pub(crate) enum Number {
     Int(i64),
     Double(f64),
-    Decimal(Dec),
+    Decimal(Parts),
 }
 
 impl Number {
@@ -204,7 +205,7 @@ impl Number {
             Bson::Int32(i) => Some(Number::Int(i64::from(*i))),
             Bson::Int64(i) => Some(Number::Int(*i)),
             Bson::Double(d) => Some(Number::Double(*d)),
-            Bson::Decimal128(d) => Some(Number::Decimal(Dec::decode(d))),
+            Bson::Decimal128(d) => Some(Number::Decimal(Parts::of(d))),
             _ => None,
         }
     }
@@ -216,11 +217,11 @@ fn compare_numbers(a: Number, b: Number) -> Ordering {
         (Number::Double(x), Number::Double(y)) => compare_doubles(x, y),
         (Number::Int(x), Number::Double(y)) => compare_int_double(x, y),
         (Number::Double(x), Number::Int(y)) => compare_int_double(y, x).reverse(),
-        (Number::Decimal(x), Number::Decimal(y)) => x.cmp_dec(&y),
-        (Number::Decimal(x), Number::Int(y)) => x.cmp_dec(&Dec::from_i64(y)),
-        (Number::Int(x), Number::Decimal(y)) => Dec::from_i64(x).cmp_dec(&y),
-        (Number::Decimal(x), Number::Double(y)) => compare_decimal_double(&x, y),
-        (Number::Double(x), Number::Decimal(y)) => compare_decimal_double(&y, x).reverse(),
+        (Number::Decimal(x), Number::Decimal(y)) => compare_decimals(x, y),
+        (Number::Decimal(x), Number::Int(y)) => compare_decimals(x, Parts::from_i64(y)),
+        (Number::Int(x), Number::Decimal(y)) => compare_decimals(Parts::from_i64(x), y),
+        (Number::Decimal(x), Number::Double(y)) => compare_decimal_double(x, y),
+        (Number::Double(x), Number::Decimal(y)) => compare_decimal_double(y, x).reverse(),
     }
 }
 
@@ -269,21 +270,14 @@ fn compare_int_double(x: i64, y: f64) -> Ordering {
 /// `compareDecimalToDouble` (it rounds the decimal toward -inf and counts an inexact conversion
 /// as greater): `NumberDecimal("0.1")` is below the double `0.1`, whose exact value is
 /// 0.1000000000000000055511151231257827….
-fn compare_decimal_double(x: &Dec, y: f64) -> Ordering {
+fn compare_decimal_double(x: Parts, y: f64) -> Ordering {
+    let (rx, ry) = (decimal_rank(x), double_rank(y));
+    if rx != 2 || ry != 2 {
+        return rx.cmp(&ry);
+    }
     let Some((negative, coefficient, exponent)) = x.finite() else {
-        // NaN or an infinity: the rank order of `cmp_dec` decides.
-        return x.cmp_dec(&Dec::from_f64(y));
+        return Ordering::Equal;
     };
-    if y.is_nan() {
-        return Ordering::Greater;
-    }
-    if y.is_infinite() {
-        return if y > 0.0 {
-            Ordering::Less
-        } else {
-            Ordering::Greater
-        };
-    }
     let sign_x = match (coefficient == 0, negative) {
         (true, _) => 0,
         (false, true) => -1,
@@ -341,176 +335,51 @@ fn exact_digits(y: f64) -> (String, i32) {
     (digits, leading.parse().unwrap_or(0))
 }
 
-/// A decoded Decimal128: sign, kind and (for finite values) coefficient × 10^exponent.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Dec {
-    negative: bool,
-    kind: DecKind,
+/// Orders decimals: NaN lowest, then -inf, finite values by exact value (-0 equals 0), +inf.
+fn compare_decimals(a: Parts, b: Parts) -> Ordering {
+    let (ra, rb) = (decimal_rank(a), decimal_rank(b));
+    if ra != 2 || rb != 2 {
+        return ra.cmp(&rb);
+    }
+    let (na, ca, ea) = a.finite().unwrap_or((false, 0, 0));
+    let (nb, cb, eb) = b.finite().unwrap_or((false, 0, 0));
+    let sign = |negative: bool, c: u128| match (c == 0, negative) {
+        (true, _) => 0,
+        (false, true) => -1,
+        (false, false) => 1,
+    };
+    let (sa, sb) = (sign(na, ca), sign(nb, cb));
+    if sa != sb || sa == 0 {
+        return sa.cmp(&sb);
+    }
+    let magnitude = compare_magnitudes(ca, ea, cb, eb);
+    if sa < 0 {
+        magnitude.reverse()
+    } else {
+        magnitude
+    }
 }
 
-#[derive(Debug, Clone, Copy)]
-enum DecKind {
-    NaN,
-    Infinity,
-    Finite { coefficient: u128, exponent: i32 },
+/// Position among NaN (0), -inf (1), finite values (2) and +inf (3).
+fn decimal_rank(d: Parts) -> u8 {
+    match d {
+        Parts::NaN => 0,
+        Parts::Infinity { negative: true } => 1,
+        Parts::Finite { .. } => 2,
+        Parts::Infinity { negative: false } => 3,
+    }
 }
 
-impl Dec {
-    pub(crate) fn decode(d: &Decimal128) -> Dec {
-        let bits = u128::from_le_bytes(d.bytes());
-        let negative = bits >> 127 == 1;
-        let combination = (bits >> 122) & 0x1f;
-        let kind = if combination == 0x1f {
-            DecKind::NaN
-        } else if combination == 0x1e {
-            DecKind::Infinity
-        } else if (bits >> 125) & 0x3 == 0x3 {
-            // Large-coefficient form: the coefficient would exceed 10^34, so it is non-canonical
-            // and reads as zero.
-            let exponent = ((bits >> 111) & 0x3fff) as i32 - 6176;
-            DecKind::Finite {
-                coefficient: 0,
-                exponent,
-            }
-        } else {
-            let exponent = ((bits >> 113) & 0x3fff) as i32 - 6176;
-            let mut coefficient = bits & ((1u128 << 113) - 1);
-            if coefficient >= 10u128.pow(34) {
-                coefficient = 0;
-            }
-            DecKind::Finite {
-                coefficient,
-                exponent,
-            }
-        };
-        Dec { negative, kind }
-    }
-
-    pub(crate) fn from_i64(i: i64) -> Dec {
-        Dec {
-            negative: i < 0,
-            kind: DecKind::Finite {
-                coefficient: u128::from(i.unsigned_abs()),
-                exponent: 0,
-            },
-        }
-    }
-
-    /// The double's shortest round-trip decimal form, for arithmetic that mixes a double into a
-    /// decimal. Not for comparison: it is not the double's exact value (see
-    /// `compare_decimal_double`).
-    pub(crate) fn from_f64(f: f64) -> Dec {
-        if f.is_nan() {
-            return Dec {
-                negative: false,
-                kind: DecKind::NaN,
-            };
-        }
-        if f.is_infinite() {
-            return Dec {
-                negative: f < 0.0,
-                kind: DecKind::Infinity,
-            };
-        }
-        let text = format!("{:e}", f.abs());
-        let (mantissa, exp) = text.split_once('e').unwrap_or((text.as_str(), "0"));
-        let exp: i32 = exp.parse().unwrap_or(0);
-        let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        let digits = format!("{int_part}{frac_part}");
-        let coefficient: u128 = digits.parse().unwrap_or(0);
-        let frac_len = i32::try_from(frac_part.len()).unwrap_or(0);
-        Dec {
-            negative: f < 0.0,
-            kind: DecKind::Finite {
-                coefficient,
-                exponent: exp - frac_len,
-            },
-        }
-    }
-
-    pub(crate) fn to_f64(self) -> f64 {
-        let sign = if self.negative { -1.0 } else { 1.0 };
-        match self.kind {
-            DecKind::NaN => f64::NAN,
-            DecKind::Infinity => sign * f64::INFINITY,
-            DecKind::Finite {
-                coefficient,
-                exponent,
-            } => format!("{coefficient}e{exponent}")
-                .parse::<f64>()
-                .map(|v| sign * v)
-                .unwrap_or(f64::NAN),
-        }
-    }
-
-    /// Ordering position: NaN lowest, then -inf, finite values, +inf.
-    fn cmp_dec(&self, other: &Dec) -> Ordering {
-        let rank = |d: &Dec| match d.kind {
-            DecKind::NaN => 0,
-            DecKind::Infinity if d.negative => 1,
-            DecKind::Finite { .. } => 2,
-            DecKind::Infinity => 3,
-        };
-        let (ra, rb) = (rank(self), rank(other));
-        if ra != 2 || rb != 2 {
-            return ra.cmp(&rb);
-        }
-        let (ca, ea) = self.finite_parts();
-        let (cb, eb) = other.finite_parts();
-        let sa = if ca == 0 {
-            0
-        } else if self.negative {
-            -1
-        } else {
-            1
-        };
-        let sb = if cb == 0 {
-            0
-        } else if other.negative {
-            -1
-        } else {
-            1
-        };
-        if sa != sb || sa == 0 {
-            return sa.cmp(&sb);
-        }
-        let magnitude = compare_magnitudes(ca, ea, cb, eb);
-        if sa < 0 {
-            magnitude.reverse()
-        } else {
-            magnitude
-        }
-    }
-
-    /// `(negative, coefficient, exponent)` for finite values.
-    pub(crate) fn finite(&self) -> Option<(bool, u128, i32)> {
-        match self.kind {
-            DecKind::Finite {
-                coefficient,
-                exponent,
-            } => Some((self.negative, coefficient, exponent)),
-            _ => None,
-        }
-    }
-
-    /// Encodes a finite value; `None` when the coefficient or exponent is out of range.
-    pub(crate) fn encode(negative: bool, coefficient: u128, exponent: i32) -> Option<Decimal128> {
-        if coefficient >= 10u128.pow(34) || !(-6176..=6111).contains(&exponent) {
-            return None;
-        }
-        let biased = u128::try_from(exponent + 6176).ok()?;
-        let bits = (u128::from(negative) << 127) | (biased << 113) | coefficient;
-        Some(Decimal128::from_bytes(bits.to_le_bytes()))
-    }
-
-    fn finite_parts(&self) -> (u128, i32) {
-        match self.kind {
-            DecKind::Finite {
-                coefficient,
-                exponent,
-            } => (coefficient, exponent),
-            _ => (0, 0),
-        }
+/// The same positions for a double.
+fn double_rank(y: f64) -> u8 {
+    if y.is_nan() {
+        0
+    } else if y == f64::NEG_INFINITY {
+        1
+    } else if y == f64::INFINITY {
+        3
+    } else {
+        2
     }
 }
 
@@ -543,7 +412,7 @@ fn compare_magnitudes(mut ca: u128, ea: i32, mut cb: u128, eb: i32) -> Ordering 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{doc, oid::ObjectId, spec::BinarySubtype, Binary, Timestamp};
+    use bson::{doc, oid::ObjectId, spec::BinarySubtype, Binary, Decimal128, Timestamp};
     use std::str::FromStr;
 
     fn dec(s: &str) -> Bson {

@@ -9,6 +9,8 @@
 //!   accumulates.
 //! - [`collation`]: `Collation::parse` (mongod's validation, ICU4X collator), sort keys.
 //! - [`compare`]: the BSON total order (`compare_values`, `values_equal`, type brackets).
+//! - [`decimal`]: Decimal128 numbers: BID bits, conversions as mongod makes them, decimal128
+//!   arithmetic (libdecNumber). Every reader of a decimal goes through it.
 //! - [`depth`]: nesting and path-length limits; the iterative depth scan of raw BSON.
 //! - [`path`]: dotted-path lookup with array traversal; exact get/set/unset for updates.
 //! - [`expr`]: the expression language: `Expression::compile` once, `eval` per document.
@@ -24,6 +26,7 @@
 pub mod accumulator;
 pub mod collation;
 pub mod compare;
+pub mod decimal;
 pub mod depth;
 pub mod diff;
 pub mod expr;

@@ -49,7 +49,8 @@
 //! decimal toward -inf and counts an inexact conversion as greater, and its KeyString V1 stores
 //! a decimal continuation after the double, so both order by exact value: `NumberDecimal("0.1")` sorts below the double
 //! `0.1` (0.1000000000000000055511…) and `{val: 9.99}` does not match `NumberDecimal("9.99")`.
-//! Non-canonical Decimal128 coefficients (> 10^34 - 1) are zero, as the IEEE standard says.
+//! Non-canonical Decimal128 coefficients (> 10^34 - 1) are zero, as the IEEE standard says; the
+//! bits are read by `query::decimal::Parts`, the one decoder of Decimal128.
 //! The property tests in `keys_tests.rs` check memcmp order against `compare_values` for every
 //! type; no difference from mongod's order is known.
 //!
@@ -57,6 +58,7 @@
 //! concatenation of encodings orders as the tuple of values, and the bitwise inversion used for
 //! descending index fields exactly reverses the order.
 
+use crate::query::decimal::Parts;
 use bson::{Bson, Decimal128, Document};
 use std::cmp::Ordering;
 
@@ -446,9 +448,9 @@ fn encode_i64(i: i64, out: &mut Vec<u8>) {
 }
 
 fn encode_decimal128(d: &Decimal128, out: &mut Vec<u8>) {
-    match Decimal128Parts::parse(d) {
-        Decimal128Parts::NaN => encode_f64_exact(f64::NAN, out),
-        Decimal128Parts::Infinity { negative } => encode_f64_exact(
+    match Parts::of(d) {
+        Parts::NaN => encode_f64_exact(f64::NAN, out),
+        Parts::Infinity { negative } => encode_f64_exact(
             if negative {
                 f64::NEG_INFINITY
             } else {
@@ -456,7 +458,7 @@ fn encode_decimal128(d: &Decimal128, out: &mut Vec<u8>) {
             },
             out,
         ),
-        Decimal128Parts::Finite {
+        Parts::Finite {
             negative,
             coefficient,
             exponent,
@@ -478,53 +480,6 @@ fn encode_decimal128(d: &Decimal128, out: &mut Vec<u8>) {
                 exact.cmp(&ExactDecimal::from_f64(nearest))
             };
             encode_rounded(nearest, class, || exact, out);
-        }
-    }
-}
-
-/// The fields of an IEEE 754-2008 decimal128 in binary integer decimal (BID) encoding.
-enum Decimal128Parts {
-    NaN,
-    Infinity {
-        negative: bool,
-    },
-    Finite {
-        negative: bool,
-        coefficient: u128,
-        exponent: i32,
-    },
-}
-
-impl Decimal128Parts {
-    const EXPONENT_BIAS: i32 = 6176;
-    const MAX_COEFFICIENT: u128 = 10u128.pow(34) - 1;
-
-    fn parse(d: &Decimal128) -> Self {
-        // BSON stores the 128 bits little-endian.
-        let bits = u128::from_le_bytes(d.bytes());
-        let negative = bits >> 127 == 1;
-        let combination = (bits >> 122) & 0x1F;
-        if combination == 0x1F {
-            return Decimal128Parts::NaN;
-        }
-        if combination == 0x1E {
-            return Decimal128Parts::Infinity { negative };
-        }
-        let (biased_exponent, coefficient) = if (bits >> 125) & 0b11 == 0b11 {
-            // Form 2: the implied coefficient is >= 2^113 > MAX_COEFFICIENT, i.e. non-canonical.
-            (((bits >> 111) & 0x3FFF) as i32, 0)
-        } else {
-            (((bits >> 113) & 0x3FFF) as i32, bits & ((1u128 << 113) - 1))
-        };
-        let coefficient = if coefficient > Self::MAX_COEFFICIENT {
-            0
-        } else {
-            coefficient
-        };
-        Decimal128Parts::Finite {
-            negative,
-            coefficient,
-            exponent: biased_exponent - Self::EXPONENT_BIAS,
         }
     }
 }

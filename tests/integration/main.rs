@@ -25,6 +25,7 @@ mod cosmos_profile;
 mod crud_read;
 mod crud_write;
 mod ddl;
+mod decimal_updates;
 mod disk_full;
 mod disk_full_flush;
 mod disk_full_spill;

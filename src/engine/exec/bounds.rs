@@ -17,7 +17,8 @@
 //! regex (never collation-aware) bounds only an index without one.
 
 use crate::query::collation::{has_strings, Collation};
-use crate::query::compare::{is_number, type_bracket};
+use crate::query::compare::type_bracket;
+use crate::query::decimal::Parts;
 use crate::query::filter::{CmpOp, Expr, Pred, RegexPred};
 use crate::query::path::render;
 use crate::storage::keys;
@@ -384,7 +385,7 @@ fn cmp_bounds(op: CmpOp, v: &Bson) -> Option<FieldBounds> {
 fn is_nan(v: &Bson) -> bool {
     match v {
         Bson::Double(d) => d.is_nan(),
-        Bson::Decimal128(d) => is_number(v) && d.to_string().contains("NaN"),
+        Bson::Decimal128(d) => matches!(Parts::of(d), Parts::NaN),
         _ => false,
     }
 }

@@ -84,7 +84,7 @@ fn number(value: &Bson) -> Option<f64> {
         Bson::Int32(i) => Some(f64::from(*i)),
         Bson::Int64(i) => Some(*i as f64),
         Bson::Double(d) => Some(*d),
-        Bson::Decimal128(d) => Some(crate::query::compare::Dec::decode(d).to_f64()),
+        Bson::Decimal128(d) => Some(crate::query::decimal::bson_to_f64(d)),
         _ => None,
     }
 }

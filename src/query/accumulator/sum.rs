@@ -1,13 +1,12 @@
 //! `$sum` and `$avg`: mongod's widening of int32 → int64 → double, its double-double
 //! summation of doubles (`DoubleDoubleSummation`, so a long column of doubles loses no more than
-//! mongod loses), and decimal128 totals once a decimal is seen (through the `dec` crate's
-//! IEEE 754 decimal arithmetic).
+//! mongod loses), and decimal128 totals once a decimal is seen (`query::decimal`'s arithmetic).
 //!
 //! Owns: the running total and its result type. Does not own: which values reach it (the
 //! accumulator ignores non-numbers before calling in).
 
-use bson::{doc, Bson, Decimal128, Document};
-use dec::{Context, Decimal128 as Dec};
+use crate::query::decimal::{self, Dec};
+use bson::{doc, Bson, Document};
 
 /// A running numeric total.
 #[derive(Debug, Default, Clone)]
@@ -35,34 +34,8 @@ enum Width {
     Decimal,
 }
 
-fn cx() -> Context<Dec> {
-    Context::<Dec>::default()
-}
-
-fn dec_from_bson(d: &Decimal128) -> Dec {
-    cx().parse(d.to_string()).unwrap_or(Dec::NAN)
-}
-
 fn dec_to_bson(d: Dec) -> Bson {
-    let text = if d.is_nan() {
-        "NaN".to_owned()
-    } else {
-        d.to_string()
-    };
-    text.parse::<Decimal128>()
-        .map_or(Bson::Null, Bson::Decimal128)
-}
-
-/// A double as an exact decimal (34 significant digits, mongod's `kRoundTo34Digits`).
-fn dec_from_f64(f: f64) -> Dec {
-    let text = if f.is_nan() {
-        "NaN".to_owned()
-    } else if f.is_infinite() {
-        if f > 0.0 { "Infinity" } else { "-Infinity" }.to_owned()
-    } else {
-        format!("{f:.33e}")
-    };
-    cx().parse(text).unwrap_or(Dec::NAN)
+    Bson::Decimal128(decimal::to_bson(d))
 }
 
 /// `a + b` exactly, as a rounded sum and its error (Knuth's two-sum).
@@ -85,10 +58,9 @@ impl Sum {
                 self.widen(Width::Double);
             }
             Bson::Decimal128(d) => {
-                let d = dec_from_bson(d);
-                let mut c = cx();
+                let d = decimal::from_bson(d);
                 self.decimal = Some(match self.decimal {
-                    Some(total) => c.add(total, d),
+                    Some(total) => decimal::add(total, d),
                     None => d,
                 });
                 self.widen(Width::Decimal);
@@ -143,14 +115,14 @@ impl Sum {
     /// The decimal total plus the others: exactly while they were integers, else as mongod's
     /// `getDecimal` does, their double total converted with 34 digits.
     fn as_decimal(&self) -> Dec {
-        let mut c = cx();
+        // mongod converts the double total with `kRoundTo34Digits`.
         let rest = if self.doubles {
-            dec_from_f64(self.as_double())
+            decimal::from_f64(self.as_double(), 34)
         } else {
-            c.from_i128(self.int)
+            decimal::from_i128(self.int)
         };
         match self.decimal {
-            Some(total) => c.add(total, rest),
+            Some(total) => decimal::add(total, rest),
             None => rest,
         }
     }
@@ -177,9 +149,8 @@ impl Sum {
             return Bson::Null;
         }
         if self.width == Width::Decimal {
-            let mut c = cx();
-            let count = c.from_i128(i128::from(self.count));
-            return dec_to_bson(c.div(self.as_decimal(), count));
+            let count = decimal::from_i128(i128::from(self.count));
+            return dec_to_bson(decimal::div(self.as_decimal(), count));
         }
         Bson::Double(self.as_double() / self.count as f64)
     }
@@ -214,10 +185,9 @@ impl Sum {
         };
         self.widen(width);
         if let Ok(d) = partial.get_decimal128("d") {
-            let d = dec_from_bson(d);
-            let mut c = cx();
+            let d = decimal::from_bson(d);
             self.decimal = Some(match self.decimal {
-                Some(total) => c.add(total, d),
+                Some(total) => decimal::add(total, d),
                 None => d,
             });
         }

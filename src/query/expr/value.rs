@@ -2,7 +2,7 @@
 //! values compare (the one place a collation will plug into expression comparisons).
 
 use super::Value;
-use crate::query::compare::{compare_values, Dec};
+use crate::query::compare::compare_values;
 use bson::Bson;
 use std::cmp::Ordering;
 
@@ -82,7 +82,7 @@ pub fn integral_i64(value: &Bson) -> Option<i64> {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
         Bson::Double(d) => double_to_i64(*d),
-        Bson::Decimal128(d) => double_to_i64(Dec::decode(d).to_f64()),
+        Bson::Decimal128(d) => double_to_i64(crate::query::decimal::bson_to_f64(d)),
         _ => None,
     }
 }

@@ -24,10 +24,10 @@
 //! Other types never match.
 
 use crate::error::{Error, Result};
-use crate::query::compare::Dec;
+use crate::query::decimal;
 use crate::query::path;
 use bson::spec::BinarySubtype;
-use bson::{Binary, Bson, Decimal128};
+use bson::{Binary, Bson};
 
 /// Which of the four operators.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,7 +230,7 @@ fn integer(label: &str, value: &Bson) -> std::result::Result<i64, String> {
             }
         }
         // `toLongExact`: any rounding, NaN, infinity or overflow is refused.
-        Bson::Decimal128(d) => match decimal_to_long(d) {
+        Bson::Decimal128(d) => match decimal::nearest_i64(d) {
             Some((n, true)) => Ok(n),
             _ => Err(format!(
                 "Cannot represent as a 64-bit integer: {}",
@@ -281,39 +281,9 @@ fn document_long(value: &Bson) -> Option<i64> {
             let integral = !d.is_nan() && *d < TWO_TO_63 && *d >= -TWO_TO_63 && d.fract() == 0.0;
             integral.then_some(*d as i64)
         }
-        Bson::Decimal128(d) => Some(decimal_to_long(d).map_or(i64::MIN, |(n, _)| n)),
+        Bson::Decimal128(d) => Some(decimal::nearest_i64(d).map_or(i64::MIN, |(n, _)| n)),
         _ => None,
     }
-}
-
-/// A decimal rounded to an integer, ties to even, and whether that was exact; `None` for NaN,
-/// infinities and results outside `i64` (Intel's `bid128_to_int64_rnint`).
-fn decimal_to_long(d: &Decimal128) -> Option<(i64, bool)> {
-    let (negative, coefficient, exponent) = Dec::decode(d).finite()?;
-    if coefficient == 0 {
-        return Some((0, true));
-    }
-    let (magnitude, exact) = if exponent >= 0 {
-        let scale = 10u128.checked_pow(exponent.unsigned_abs())?;
-        (coefficient.checked_mul(scale)?, true)
-    } else {
-        match 10u128.checked_pow(exponent.unsigned_abs()) {
-            // The coefficient has at most 34 digits: below 10^38 it is under half the divisor.
-            None => (0, false),
-            Some(divisor) => {
-                let (quotient, remainder) = (coefficient / divisor, coefficient % divisor);
-                let twice = remainder * 2;
-                let up = twice > divisor || (twice == divisor && quotient % 2 == 1);
-                (quotient + u128::from(up), remainder == 0)
-            }
-        }
-    };
-    let value = if negative {
-        0i128.checked_sub(i128::try_from(magnitude).ok()?)?
-    } else {
-        i128::try_from(magnitude).ok()?
-    };
-    Some((i64::try_from(value).ok()?, exact))
 }
 
 /// A value as `BSONElement::toString` prints it in these errors.

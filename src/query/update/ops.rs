@@ -144,7 +144,7 @@ fn apply_at(doc: &mut Document, at: &[String], op: &Op, ctx: &UpdateContext<'_>)
             };
             let next = match current {
                 None if kind == Arith::Add => operand.clone(),
-                None => arith::zero_like(operand),
+                None => arith::product_with_zero(operand),
                 Some(cur) if !is_number(cur) => {
                     return Err(Error::type_mismatch(format!(
                         "Cannot apply {name} to a value of non-numeric type. {} has the field \
@@ -162,7 +162,7 @@ fn apply_at(doc: &mut Document, at: &[String], op: &Op, ctx: &UpdateContext<'_>)
                     ))
                 })?,
             };
-            if current != Some(&next) {
+            if !current.is_some_and(|cur| arith::identical(cur, &next)) {
                 path::set(doc, at, next)?;
             }
         }

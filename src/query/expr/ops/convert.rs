@@ -9,12 +9,13 @@
 
 use super::super::value::{iso_date_string, nullish, truthy, type_name};
 use super::super::{Compiler, Context, Node, Operator, Value};
-use super::arith::{decimal, format_g, Num};
+use super::arith::{format_g, Num};
 use super::{apply, op, operands, Arity};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal;
+use crate::query::decimal::Rounding;
 use bson::oid::ObjectId;
 use bson::{Bson, DateTime};
-use dec::Rounding;
 
 #[cfg(test)]
 #[path = "convert_tests.rs"]

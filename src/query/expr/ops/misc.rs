@@ -193,17 +193,16 @@ fn safe_number_long(value: &Bson) -> i64 {
         Bson::Double(d) if d.is_nan() => 0,
         Bson::Double(d) => *d as i64,
         Bson::Decimal128(d) => {
-            let value = super::arith::decimal::from_bson(d);
+            let value = crate::query::decimal::from_bson(d);
             if value.is_nan() {
                 return 0;
             }
-            super::arith::decimal::to_i64(value, dec::Rounding::HalfEven).unwrap_or(
-                if value.is_negative() {
+            crate::query::decimal::to_i64(value, crate::query::decimal::Rounding::HalfEven)
+                .unwrap_or(if value.is_negative() {
                     i64::MIN
                 } else {
                     i64::MAX
-                },
-            )
+                })
         }
         _ => 0,
     }

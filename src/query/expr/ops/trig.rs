@@ -8,10 +8,10 @@
 
 use super::super::value::{nullish, type_name};
 use super::super::{Compiler, Node, Value};
-use super::arith::decimal;
 use super::arith::{format_g, single, Num};
 use super::{apply, Arity};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal;
 use bson::Bson;
 
 #[cfg(test)]

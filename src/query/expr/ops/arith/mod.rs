@@ -4,11 +4,10 @@
 //!
 //! Numeric promotion follows mongod: int32 results widen to int64 when they overflow, int64 to
 //! double (or an error where mongod gives one), and a decimal operand makes the result decimal
-//! (computed in `decimal`). A double meeting a decimal is first rounded to 15 significant digits,
-//! as mongod's `coerceToDecimal` does. Owns: these operators and the numeric view of a value
+//! (computed in `query::decimal`, the arithmetic `$inc` and `$mul` use too). A double meeting a
+//! decimal is first rounded to 15 significant digits, as mongod's `coerceToDecimal` does. Owns: these operators and the numeric view of a value
 //! ([`Num`]). Does not own: comparisons (`compare`), conversions (`convert`).
 
-pub(super) mod decimal;
 mod round;
 mod stats;
 mod sum;
@@ -21,9 +20,9 @@ use super::super::value::{nullish, type_name};
 use super::super::{Compiler, Node, Value};
 use super::{apply, Arity};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal::Rounding;
+use crate::query::decimal::{self, Dec};
 use bson::{Bson, DateTime};
-use dec::Rounding;
-use decimal::Dec;
 use sum::{widest_of, Widest};
 
 pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Result<Node>> {

@@ -4,10 +4,11 @@
 
 use super::super::super::value::{nullish, type_name};
 use super::super::super::Value;
-use super::{decimal, format_g, int_or_long, Num};
+use super::{format_g, int_or_long, Num};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal;
+use crate::query::decimal::Rounding;
 use bson::Bson;
-use dec::Rounding;
 
 pub(super) fn round(name: &'static str, values: Vec<Value>) -> Result<Value> {
     round_or_trunc(name, values, Rounding::HalfEven)

@@ -4,10 +4,11 @@
 
 use super::super::super::value::type_name;
 use super::super::super::Value;
-use super::{decimal, decimal_bson, int_or_long, Num};
+use super::{decimal_bson, int_or_long, Num};
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::decimal;
+use crate::query::decimal::Rounding;
 use bson::{Bson, DateTime};
-use dec::Rounding;
 use decimal::Dec;
 
 /// mongod's `AddState`: the narrowest type that holds the sum, a long sum that turns into a

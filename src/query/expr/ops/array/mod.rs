@@ -17,7 +17,7 @@ use super::super::value::{integral_i32, nullish, render, type_name, Comparator};
 use super::super::{Compiler, Context, Node, Operator, SizeTally, Value};
 use super::{apply, op, operands, Arity};
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::compare::{is_number, Dec};
+use crate::query::compare::is_number;
 use bson::Bson;
 
 pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Result<Node>> {
@@ -111,7 +111,7 @@ pub(super) fn to_f64(value: &Bson) -> Option<f64> {
         Bson::Int32(i) => Some(f64::from(*i)),
         Bson::Int64(i) => Some(*i as f64),
         Bson::Double(d) => Some(*d),
-        Bson::Decimal128(d) => Some(Dec::decode(d).to_f64()),
+        Bson::Decimal128(d) => Some(crate::query::decimal::bson_to_f64(d)),
         _ => None,
     }
 }
