@@ -12,14 +12,13 @@
 //! unchanged. Output is sorted as mongod's desugared `$sort` does: by the partition fields
 //! (not with `"full"`) and the field. Like mongod, at most 500,000 documents are generated.
 
-use super::memory::{Blocking, StageLimits};
+use super::memory::{held_row, Blocking, StageLimits};
 use super::window::unit::TimeUnit;
 use super::{Row, Rows};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::OrdBson;
 use crate::query::collation::Collation;
 use crate::query::compare::{compare_values, compare_values_with, is_number};
-use crate::query::size::document_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -164,7 +163,7 @@ impl Densify {
         let mut all: Vec<(Bson, Option<Bson>, usize, Row)> = Vec::new();
         for row in rows {
             let row = row?;
-            let size = row.size.unwrap_or_else(|| document_size(&row.doc));
+            let size = held_row(&row)?;
             memory.charge(size)?;
             let value = match crate::query::path::get(&row.doc, &self.field) {
                 None | Some(Bson::Null | Bson::Undefined) => None,
@@ -211,9 +210,10 @@ impl Densify {
                         return Err(too_many(generated));
                     }
                     let doc = self.generated(key, current.clone())?;
-                    let size = document_size(&doc);
+                    let row = Row::computed(doc);
+                    let size = held_row(&row)?;
                     memory.charge(size)?;
-                    all.push((key.clone(), Some(current.clone()), size, Row::computed(doc)));
+                    all.push((key.clone(), Some(current.clone()), size, row));
                 }
                 crate::query::guard::tick()?;
                 let next = self.next(&current)?;
