@@ -26,6 +26,20 @@ use std::collections::BTreeMap;
 /// mongod's `internalQueryMaxAllowedDensifyDocs`.
 const MAX_GENERATED: usize = 500_000;
 
+/// How many steps of `step` a numeric range `[lo, hi)` holds; `None` when a bound is not a
+/// plain number.
+fn numeric_steps(lo: &Bson, hi: &Bson, step: &Bson) -> Option<usize> {
+    let number = |v: &Bson| match v {
+        Bson::Int32(n) => Some(f64::from(*n)),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(d) if d.is_finite() => Some(*d),
+        _ => None,
+    };
+    let steps = ((number(hi)? - number(lo)?) / number(step)?).ceil();
+    // A float-to-integer cast saturates; a negative or NaN count is no steps.
+    Some(if steps > 0.0 { steps as usize } else { 0 })
+}
+
 #[derive(Debug)]
 pub struct Densify {
     field: Vec<String>,
@@ -197,6 +211,16 @@ impl Densify {
             let (Some(lo), Some(hi)) = (lo, hi) else {
                 continue;
             };
+            // Every generated document is held until the output is sorted: a numeric range
+            // that must generate more than mongod's cap is refused with the cap's error before
+            // it is generated (and before it passes the stage's memory). Steps the partition's
+            // own values take are not generated, so they are subtracted.
+            let steps = numeric_steps(&lo, &hi, &self.step).filter(|_| self.unit.is_none());
+            if let Some(steps) = steps {
+                if steps.saturating_sub(values.len()).saturating_add(generated) > MAX_GENERATED {
+                    return Err(too_many(MAX_GENERATED + 1));
+                }
+            }
             let mut have: Vec<&Bson> = values.iter().collect();
             have.sort_by(|a, b| compare_values(a, b));
             let mut current = lo;

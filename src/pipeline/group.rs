@@ -411,10 +411,11 @@ mod tests {
         in_memory.sort_by(|a, b| {
             crate::query::compare::compare_values(a.get("_id").unwrap(), b.get("_id").unwrap())
         });
-        let mut small = StageMemory::with_limit(Blocking::Group, true, 2_000);
+        // Room for one merged group (its 29 pushed values decoded), not for all of them.
+        let mut small = StageMemory::with_limit(Blocking::Group, true, 10_000);
         let spilled = group_with(spec.clone(), docs.clone(), &mut small);
         assert_eq!(spilled, in_memory);
-        let mut refused = StageMemory::with_limit(Blocking::Group, false, 2_000);
+        let mut refused = StageMemory::with_limit(Blocking::Group, false, 10_000);
         let err = Group::compile(&Bson::Document(spec), &Variables::default())
             .unwrap()
             .run(docs.into_iter().map(Ok), &mut refused)

@@ -227,10 +227,10 @@ mod tests {
     fn past_its_budget_a_sample_needs_allow_disk_use() {
         let code = |r: Result<Vec<Row>>| r.err().map(|e: Error| e.code);
         assert_eq!(
-            code(run(3000, 3000, 2_000, false, None)),
+            code(run(3000, 3000, 20_000, false, None)),
             Some(ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed)
         );
         // Only the rows kept count: a small sample of a large input fits.
-        assert!(run(3000, 5, 2_000, false, None).is_ok());
+        assert!(run(3000, 5, 20_000, false, None).is_ok());
     }
 }
