@@ -327,8 +327,9 @@ impl SortIter<'_> {
             bytes = bytes.saturating_add(entry.bytes());
             keyed.push(entry);
             if let Some(limit) = self.limit {
-                // Top-k: keep at most twice the limit between trims, so memory follows the limit.
-                if keyed.len() >= limit.saturating_mul(2).max(64) {
+                // Top-k: keep at most twice the limit between trims, so memory follows the
+                // limit; trim too before judging the memory limit, which only the kept count.
+                if keyed.len() >= limit.saturating_mul(2).max(64) || bytes > self.memory_limit {
                     self.trim(&mut keyed, limit);
                     bytes = keyed.iter().map(Entry::bytes).sum();
                 }
