@@ -79,7 +79,7 @@ async fn a_sort_by_ten_thousand_keys_is_charged_for_its_sort_keys() {
         .await
         .unwrap();
     let mut expected: Vec<(i32, i32)> = (0..150).map(|i| ((i * 37) % 150, i)).collect();
-    expected.sort_by(|a, b| b.0.cmp(&a.0));
+    expected.sort_by_key(|e| std::cmp::Reverse(e.0));
     let expected: Vec<i32> = expected.into_iter().map(|(_, id)| id).collect();
     let spec = ten_thousand_key_sort();
 
