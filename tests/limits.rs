@@ -506,3 +506,47 @@ async fn past_the_memory_limit_a_message_still_arriving_closes_its_connection() 
     );
     assert_eq!(ping.get_f64("ok"), Ok(1.0), "{ping}");
 }
+
+#[tokio::test]
+async fn a_sort_by_ten_thousand_keys_holds_what_its_limit_counts() {
+    let _serial = ONE_AT_A_TIME.lock().await;
+    let server = TestServer::start().await;
+    let coll = server
+        .client()
+        .await
+        .database("limits")
+        .collection::<Document>("wide_sort");
+    coll.insert_many((0..1_000).map(|i| doc! {"_id": i, "k": (i * 37) % 1_000}))
+        .await
+        .unwrap();
+    // `k` descending, then 9,999 fields no document has: each document's row of sort keys is
+    // 10,000 values, over a megabyte decoded, while the documents are a few bytes of BSON.
+    let mut sort = doc! {"k": -1};
+    for i in 0..9_999 {
+        sort.insert(format!("f{i}"), 1);
+    }
+    let command = |allow_disk_use: bool| {
+        doc! {
+            "find": "wide_sort", "sort": sort.clone(), "batchSize": 1_000,
+            "allowDiskUse": allow_disk_use,
+        }
+    };
+    // Counted as BSON, the sort held all 1,000 rows of keys: over 1 GB (2.2 GB for 2,000
+    // documents). Counted decoded, it stops at 100 MB: without allowDiskUse with 292, with it
+    // by writing runs. 384 MB leaves room for the 100 MB, the allocator's slack and the
+    // server's own buffers, and is far below the gigabyte the keys would take.
+    let (grown, refused) = peak_growth(find(&server, command(false))).await;
+    assert_error(&refused, 292);
+    assert!(grown < 384 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+    let (grown, sorted) = peak_growth(find(&server, command(true))).await;
+    assert!(grown < 384 * 1024 * 1024, "peak RSS grew by {grown} bytes");
+    let batch = sorted
+        .get_document("cursor")
+        .and_then(|c| c.get_array("firstBatch"))
+        .unwrap_or_else(|_| panic!("{sorted}"));
+    let ks: Vec<i32> = batch
+        .iter()
+        .map(|d| d.as_document().unwrap().get_i32("k").unwrap())
+        .collect();
+    assert_eq!(ks, (0..1_000).rev().collect::<Vec<_>>());
+}

@@ -15,7 +15,7 @@
 use super::bucket::{default_outputs, is_group_by};
 use super::granularity::Granularity;
 use super::group::{parse_output, Outputs};
-use super::memory::{Blocking, Entries, SpillingSort, StageMemory};
+use super::memory::{held_row, Blocking, Entries, SpillingSort, StageMemory};
 use super::{Row, Rows, StageLimits};
 use crate::engine::cursor::HeldIter;
 use crate::engine::exec::spill::{DocOrder, SpillDir};
@@ -25,7 +25,7 @@ use crate::query::accumulator::State;
 use crate::query::compare::{compare_values, compare_values_with, is_number};
 use crate::query::expr::{Expression, Value, Variables};
 use crate::query::path::{render, type_name};
-use crate::query::size::{document_size, value_size};
+
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -229,8 +229,7 @@ impl BucketAuto {
                     args.insert(i.to_string(), v);
                 }
             }
-            let bytes = value_size(&key) + document_size(&args);
-            sorter.push(bytes, doc! {"k": key, "a": args})?;
+            sorter.push(doc! {"k": key, "a": args})?;
         }
         let total = sorter.count();
         let spilled = sorter.spills() > 0;
@@ -252,7 +251,10 @@ impl BucketAuto {
             return Ok(Box::new(buckets.map(|b| b.map(Row::computed))));
         }
         let out = buckets
-            .map(|b| b.map(|doc| (document_size(&doc), Row::computed(doc))))
+            .map(|b| {
+                let row = Row::computed(b?);
+                Ok((held_row(&row)?, row))
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(Box::new(HeldIter::new(out, limits.held.clone()).map(Ok)))
     }

@@ -65,7 +65,7 @@ fn spilled_buckets_are_the_buckets_cut_in_memory() {
     for spec in specs {
         let held = run(stage(spec.clone()), input(), false, None).unwrap();
         let spilled = run(
-            stage(spec.clone()).with_limit(20_000),
+            stage(spec.clone()).with_limit(200_000),
             input(),
             true,
             Some(&dir),

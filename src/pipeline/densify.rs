@@ -12,20 +12,33 @@
 //! unchanged. Output is sorted as mongod's desugared `$sort` does: by the partition fields
 //! (not with `"full"`) and the field. Like mongod, at most 500,000 documents are generated.
 
-use super::memory::{Blocking, StageLimits};
+use super::memory::{held_row, Blocking, StageLimits};
 use super::window::unit::TimeUnit;
 use super::{Row, Rows};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::OrdBson;
 use crate::query::collation::Collation;
 use crate::query::compare::{compare_values, compare_values_with, is_number};
-use crate::query::size::document_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 /// mongod's `internalQueryMaxAllowedDensifyDocs`.
 const MAX_GENERATED: usize = 500_000;
+
+/// How many steps of `step` a numeric range `[lo, hi)` holds; `None` when a bound is not a
+/// plain number.
+fn numeric_steps(lo: &Bson, hi: &Bson, step: &Bson) -> Option<usize> {
+    let number = |v: &Bson| match v {
+        Bson::Int32(n) => Some(f64::from(*n)),
+        Bson::Int64(n) => Some(*n as f64),
+        Bson::Double(d) if d.is_finite() => Some(*d),
+        _ => None,
+    };
+    let steps = ((number(hi)? - number(lo)?) / number(step)?).ceil();
+    // A float-to-integer cast saturates; a negative or NaN count is no steps.
+    Some(if steps > 0.0 { steps as usize } else { 0 })
+}
 
 #[derive(Debug)]
 pub struct Densify {
@@ -164,7 +177,7 @@ impl Densify {
         let mut all: Vec<(Bson, Option<Bson>, usize, Row)> = Vec::new();
         for row in rows {
             let row = row?;
-            let size = row.size.unwrap_or_else(|| document_size(&row.doc));
+            let size = held_row(&row)?;
             memory.charge(size)?;
             let value = match crate::query::path::get(&row.doc, &self.field) {
                 None | Some(Bson::Null | Bson::Undefined) => None,
@@ -198,6 +211,16 @@ impl Densify {
             let (Some(lo), Some(hi)) = (lo, hi) else {
                 continue;
             };
+            // Every generated document is held until the output is sorted: a numeric range
+            // that must generate more than mongod's cap is refused with the cap's error before
+            // it is generated (and before it passes the stage's memory). Steps the partition's
+            // own values take are not generated, so they are subtracted.
+            let steps = numeric_steps(&lo, &hi, &self.step).filter(|_| self.unit.is_none());
+            if let Some(steps) = steps {
+                if steps.saturating_sub(values.len()).saturating_add(generated) > MAX_GENERATED {
+                    return Err(too_many(MAX_GENERATED + 1));
+                }
+            }
             let mut have: Vec<&Bson> = values.iter().collect();
             have.sort_by(|a, b| compare_values(a, b));
             let mut current = lo;
@@ -211,9 +234,10 @@ impl Densify {
                         return Err(too_many(generated));
                     }
                     let doc = self.generated(key, current.clone())?;
-                    let size = document_size(&doc);
+                    let row = Row::computed(doc);
+                    let size = held_row(&row)?;
                     memory.charge(size)?;
-                    all.push((key.clone(), Some(current.clone()), size, Row::computed(doc)));
+                    all.push((key.clone(), Some(current.clone()), size, row));
                 }
                 crate::query::guard::tick()?;
                 let next = self.next(&current)?;

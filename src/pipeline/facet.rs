@@ -1,7 +1,8 @@
 //! `$facet`: several pipelines over the same input, one output document with an array per
-//! pipeline. The input is held (within the stage's 100 MB budget) so each pipeline reads it.
+//! pipeline. The input is held (within the stage's 100 MB budget, counted decoded) so each
+//! pipeline reads it.
 
-use super::memory::Blocking;
+use super::memory::{held_row, Blocking};
 use super::{Env, Nesting, Pipeline, Row, Rows};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::{validate_field_name, Variables};
@@ -88,7 +89,7 @@ impl Facet {
         let mut input = Vec::new();
         for row in rows {
             let row = row?;
-            memory.charge(row.size.unwrap_or_else(|| document_size(&row.doc)))?;
+            memory.charge(held_row(&row)?)?;
             input.push(row);
         }
         let mut out = Document::new();

@@ -3,7 +3,8 @@
 //! of the current values (through the executor, so an index on `connectToField` serves it,
 //! and only documents visible now: TTL-18), keeps the ones not seen before (by `_id`), and
 //! continues from their `connectFromField` values, until no new document is found or
-//! `maxDepth` is reached. Every document found is held at once, within the stage's 100 MB.
+//! `maxDepth` is reached. Every document found is held at once, within the stage's 100 MB
+//! (counted decoded, as mongod counts the approximate size of what it holds).
 
 use super::{Env, Rows};
 use crate::engine::exec::ReadRequest;
@@ -12,7 +13,7 @@ use crate::query::accumulator::OrdBson;
 use crate::query::expr::{field_path, Expression, Variables};
 use crate::query::filter::Filter;
 use crate::query::path;
-use crate::query::size::document_size;
+use crate::query::size::{held_document, held_value};
 use bson::{doc, Bson, Document};
 use std::collections::BTreeSet;
 
@@ -207,7 +208,10 @@ impl GraphLookup {
                 if let Some(field) = &self.depth_field {
                     path::set(&mut found_doc, field, Bson::Int64(depth))?;
                 }
-                bytes += document_size(&found_doc);
+                // Held decoded: the document found and its `_id` in the set of those seen.
+                bytes = bytes
+                    .saturating_add(held_document(&found_doc)?)
+                    .saturating_add(held_value(&id)?);
                 if bytes > MAX_BYTES {
                     return Err(Error::new(
                         ErrorCode::ExceededMemoryLimit,

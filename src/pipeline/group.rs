@@ -4,7 +4,8 @@
 //! group's `_id` is the first key value seen, as mongod's. Groups are found by their collation
 //! key ([`OrdBson::keyed`]: strings replaced by their sort keys), a map lookup.
 //!
-//! Groups live in memory against the stage's 100 MB budget; groups come out in order of first
+//! Groups live in memory against the stage's 100 MB budget, charged with what they hold
+//! decoded (each key twice, the states and what the accumulators keep); groups come out in order of first
 //! appearance. Past the budget, without `allowDiskUse` the stage fails (292); with it, as
 //! mongod does, the groups held so far are written to an unlinked file in the engine's spill
 //! directory (`<dbpath>/_tmp`, where mongod's sorter spills too) as one run
@@ -23,7 +24,7 @@ use crate::query::accumulator::{Accumulator, OrdBson, State};
 use crate::query::collation::Collation;
 use crate::query::compare::compare_values_with;
 use crate::query::expr::{Expression, Variables};
-use crate::query::size::value_size;
+use crate::query::size::held_value;
 use bson::{Bson, Document};
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -122,8 +123,15 @@ pub enum Grouped {
     Spilled(Box<dyn Iterator<Item = Result<Document>> + Send>),
 }
 
-/// Bytes a group or an accumulator state holds besides its values (map and vector entries).
-const GROUP_OVERHEAD: usize = 64;
+/// What a new group holds besides its key's two copies: its entry in the groups (the key's
+/// slot and the states' vector), its entry in the index (the position; the key's slot is in
+/// `held_value`), and one state slot per output. What the states then grow to is reported by
+/// each state ([`State::add`]).
+fn group_overhead(outputs: usize) -> usize {
+    std::mem::size_of::<(Bson, Vec<State>)>() - std::mem::size_of::<Bson>()
+        + std::mem::size_of::<usize>()
+        + outputs.saturating_mul(std::mem::size_of::<State>())
+}
 
 /// Runs `outputs` over documents already paired with their group key; keys equal under
 /// `collation` are one group.
@@ -144,7 +152,9 @@ pub fn accumulate(
             None => {
                 // The key is held twice (the index and the group), plus each state.
                 memory.note(
-                    value_size(&key) + value_size(&lookup.0) + GROUP_OVERHEAD * (1 + outputs.len()),
+                    held_value(&key)?
+                        .saturating_add(held_value(&lookup.0)?)
+                        .saturating_add(group_overhead(outputs.len())),
                 );
                 let states = outputs
                     .iter()
@@ -200,10 +210,8 @@ pub fn into_rows(grouped: Grouped, limits: &super::StageLimits) -> Result<super:
                 .into_iter()
                 .map(|d| {
                     crate::query::depth::check_document(&d)?;
-                    Ok((
-                        crate::query::size::document_size(&d),
-                        super::Row::computed(d),
-                    ))
+                    let row = super::Row::computed(d);
+                    Ok((super::memory::held_row(&row)?, row))
                 })
                 .collect::<Result<Vec<_>>>()?;
             Box::new(crate::engine::cursor::HeldIter::new(sized, limits.held.clone()).map(Ok))
@@ -423,10 +431,11 @@ mod tests {
         in_memory.sort_by(|a, b| {
             crate::query::compare::compare_values(a.get("_id").unwrap(), b.get("_id").unwrap())
         });
-        let mut small = StageMemory::with_limit(Blocking::Group, true, 2_000);
+        // Room for one merged group (its 29 pushed values decoded), not for all of them.
+        let mut small = StageMemory::with_limit(Blocking::Group, true, 10_000);
         let spilled = group_with(spec.clone(), docs.clone(), &mut small);
         assert_eq!(spilled, in_memory);
-        let mut refused = StageMemory::with_limit(Blocking::Group, false, 2_000);
+        let mut refused = StageMemory::with_limit(Blocking::Group, false, 10_000);
         let err = Group::compile(&Bson::Document(spec), &Variables::default())
             .unwrap()
             .run(docs.into_iter().map(Ok), &mut refused)

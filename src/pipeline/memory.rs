@@ -3,6 +3,10 @@
 //! hold mongod's 100 MB per stage (`internalQueryMaxBlockingSortMemoryUsageBytes`) and fails
 //! past it.
 //!
+//! A stage is charged with what it holds decoded ([`held_row`], `query::size::held_*`: the
+//! documents, their extracted keys, the accumulators' states), as mongod charges its blocking
+//! stages with the approximate in-memory size of what they hold, not with BSON bytes.
+//!
 //! Owns: the per-stage budget and its errors (sizes come from `query::size`), and
 //! [`SpillingSort`], the budgeted sort of a stage's own entries that spills through the
 //! engine's external sort. Does not own: the executor's sort (its own budget, with spilling,
@@ -194,7 +198,7 @@ impl StageMemory {
     }
 }
 
-/// A blocking stage's entries (BSON documents it builds: a sort key beside a row, say) sorted
+/// A blocking stage's entries (documents it builds: a sort key beside a row, say) sorted
 /// by the stage's order within its budget. Past the budget, with `allowDiskUse`, the entries
 /// held are sorted (stably) and written as one run, and memory starts afresh; at the end the
 /// runs and the rest are merged, ties going to the earlier entry, so the result is exactly the
@@ -223,8 +227,9 @@ impl SpillingSort {
         }
     }
 
-    /// Adds an entry that holds `bytes`.
-    pub fn push(&mut self, bytes: usize, entry: Document) -> Result<()> {
+    /// Adds an entry, charged with what it holds decoded (its key, and the row it carries).
+    pub fn push(&mut self, entry: Document) -> Result<()> {
+        let bytes = crate::query::size::held_document(&entry)?;
         self.memory.note(bytes);
         self.entries.push((bytes, entry));
         self.count += 1;
@@ -264,6 +269,12 @@ impl SpillingSort {
         let rest = self.entries.into_iter().map(|(_, d)| d).collect();
         Box::new(DocMerge::new(self.order, self.runs, rest))
     }
+}
+
+/// The bytes `row` holds in memory: its document decoded, and the row around it.
+pub fn held_row(row: &Row) -> Result<usize> {
+    let document = crate::query::size::held_document(&row.doc)?;
+    Ok(std::mem::size_of::<Row>() - std::mem::size_of::<Document>() + document)
 }
 
 /// A row as a spilled entry's fields: the document under `d`, its expiry (TTL-18) under `x`.

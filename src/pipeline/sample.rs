@@ -2,18 +2,17 @@
 //! the `size` rows with the smallest keys are the sample, in key order (so in random order).
 //!
 //! Owns: the keys and the top-`size` selection. The selection holds at most `size` rows in a
-//! heap, within the stage's 100 MB: only the rows kept count. Past it, 292 without
+//! heap, within the stage's 100 MB: only the rows kept count, at what they hold decoded. Past it, 292 without
 //! `allowDiskUse`; with it, the heap is written, sorted, as one run of the external sort
 //! (`engine::exec::spill`) and a new heap starts: the sample is the `size` smallest keys of
 //! the merged runs and the last heap. Once a full heap has been written, a row whose key is
 //! above that heap's largest cannot be in the sample and is dropped at once.
 
-use super::memory::{entry_row, row_fields, Blocking, StageLimits, StageMemory};
+use super::memory::{entry_row, held_row, row_fields, Blocking, StageLimits, StageMemory};
 use super::{Row, Rows};
 use crate::engine::cursor::{Held, HeldIter};
 use crate::engine::exec::spill::{DocMerge, DocOrder, DocRun, SpillDir};
 use crate::error::Result;
-use crate::query::size::document_size;
 use bson::{doc, Document};
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
@@ -103,21 +102,23 @@ fn sample_with(
         if size == 0 || ceiling.is_some_and(|c| key > c) {
             continue;
         }
-        let bytes = row.size.unwrap_or_else(|| document_size(&row.doc));
-        let keyed = Keyed {
+        // A row is measured only once it is kept.
+        let mut keyed = Keyed {
             key,
             seq: seq as u64,
-            bytes,
+            bytes: 0,
             row,
         };
         if heap.len() < size {
-            memory.note(bytes);
+            keyed.bytes = held_row(&keyed.row)?;
+            memory.note(keyed.bytes);
             heap.push(keyed);
         } else if heap.peek().is_some_and(|top| keyed < *top) {
             if let Some(out) = heap.pop() {
                 memory.note_delta(-(out.bytes as isize));
             }
-            memory.note(bytes);
+            keyed.bytes = held_row(&keyed.row)?;
+            memory.note(keyed.bytes);
             heap.push(keyed);
         } else {
             continue;
@@ -226,10 +227,10 @@ mod tests {
     fn past_its_budget_a_sample_needs_allow_disk_use() {
         let code = |r: Result<Vec<Row>>| r.err().map(|e: Error| e.code);
         assert_eq!(
-            code(run(3000, 3000, 2_000, false, None)),
+            code(run(3000, 3000, 20_000, false, None)),
             Some(ErrorCode::QueryExceededMemoryLimitNoDiskUseAllowed)
         );
         // Only the rows kept count: a small sample of a large input fits.
-        assert!(run(3000, 5, 2_000, false, None).is_ok());
+        assert!(run(3000, 5, 20_000, false, None).is_ok());
     }
 }

@@ -1,18 +1,18 @@
 //! `$sort` after the pipeline's leading stages (a leading `$sort` goes to the executor). It
-//! holds at most 100 MB of rows; past that, with `allowDiskUse`, it writes sorted runs through
+//! holds at most 100 MB of rows and their sort keys, counted decoded (`memory::held_row`); past that, with `allowDiskUse`, it writes sorted runs through
 //! the engine's external sort (`engine::exec::spill`, unlinked files under `<dbpath>/_tmp`)
 //! and merges them, as the executor's own sort does; without it, 292.
 //!
 //! A spilled row keeps its expiry (TTL-18) in the run's key: eight bytes of `expires_at`, or
 //! none for a computed row.
 
-use super::memory::Blocking;
+use super::memory::{held_row, Blocking};
 use super::{Env, Row, Rows};
 use crate::engine::cursor::HeldIter;
 use crate::engine::exec::spill::{Merge, Run};
 use crate::engine::{Record, StoredDoc};
 use crate::error::Result;
-use crate::query::size::document_size;
+use crate::query::size::held_keys;
 use crate::query::sort::SortSpec;
 use bson::Bson;
 
@@ -22,9 +22,10 @@ pub fn sort(rows: Rows, spec: SortSpec, env: &Env) -> Result<Rows> {
     let mut runs: Vec<Run> = Vec::new();
     for row in rows {
         let row = row?;
-        let size = row.size.unwrap_or_else(|| document_size(&row.doc));
-        memory.note(size);
-        keyed.push((spec.keys_of(&row.doc), (size, row)));
+        let size = held_row(&row)?;
+        let keys = spec.keys_of(&row.doc);
+        memory.note(size.saturating_add(held_keys(&keys)?));
+        keyed.push((keys, (size, row)));
         if memory.over_limit() {
             let Some(dir) = env.view.spill().filter(|_| memory.may_spill()) else {
                 return Err(memory.exceeded());

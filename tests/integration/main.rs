@@ -35,6 +35,7 @@ mod explain;
 mod fail_points;
 mod find_index_options;
 mod handshake;
+mod held_memory;
 mod hostile_input;
 mod index_build;
 mod index_stats;

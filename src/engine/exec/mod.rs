@@ -115,8 +115,8 @@ pub struct ReadRequest {
     pub max: Option<Document>,
     /// `returnKey`: each document is replaced by the index key it was found by.
     pub return_key: bool,
-    /// Bytes of documents a blocking sort may hold (mongod's
-    /// `internalQueryMaxBlockingSortMemoryUsageBytes`, 100 MB).
+    /// Bytes a blocking sort may hold in memory, counted decoded: its documents and their sort
+    /// keys (mongod's `internalQueryMaxBlockingSortMemoryUsageBytes`, 100 MB).
     pub sort_memory_limit: usize,
     /// Where a blocking sort reports the bytes it holds materialised, for the cursor that keeps
     /// its result.

@@ -25,6 +25,7 @@ use crate::engine::read::NowCell;
 use crate::engine::record::Record;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::Filter;
+use crate::query::size::{held_document, held_keys};
 use crate::storage::{keys, Keyspace};
 use std::collections::HashSet;
 use std::ops::Bound;
@@ -123,7 +124,7 @@ pub struct RunContext<S> {
     pub decode: bool,
     /// Where a sort over its memory limit spills with `allowDiskUse`.
     pub spill: Option<SpillDir>,
-    /// Bytes of documents a blocking sort may hold.
+    /// Bytes a blocking sort may hold in memory, counted decoded (documents and sort keys).
     pub sort_memory_limit: usize,
     /// Where a blocking sort reports what it holds once sorted (a cursor is charged with it).
     pub held: crate::engine::cursor::Held,
@@ -281,7 +282,8 @@ fn with_child(mut stats: StageStats, child: StageStats) -> StageStats {
 
 /// A blocking sort: pulls its whole input on the first call, then returns it in order. Past
 /// its memory limit it fails (292), or with `allowDiskUse` writes sorted runs to disk and
-/// merges them.
+/// merges them. Its memory is what it holds decoded ([`Entry::bytes`]), as mongod's sorter
+/// counts the approximate in-memory size of its documents and sort keys, not their BSON.
 struct SortIter<'r> {
     input: Option<DocIter<'r>>,
     spec: crate::query::sort::SortSpec,
@@ -294,22 +296,52 @@ struct SortIter<'r> {
     sorted: Box<dyn Iterator<Item = Result<StoredDoc>> + Send>,
 }
 
+/// One document a sort holds, with its extracted sort keys and what each holds.
+struct Entry {
+    keys: Vec<bson::Bson>,
+    doc: StoredDoc,
+    /// The document: its storage key, its stored bytes and, when decoded, the document.
+    doc_bytes: usize,
+    /// The row of sort keys (as wide as the sort specification).
+    key_bytes: usize,
+}
+
+impl Entry {
+    fn new(spec: &crate::query::sort::SortSpec, doc: StoredDoc) -> Result<Entry> {
+        let keys = spec.keys_of(&doc.doc);
+        let doc_bytes = std::mem::size_of::<StoredDoc>()
+            + doc.key.capacity()
+            + doc.record.body.capacity()
+            + held_document(&doc.doc)?;
+        Ok(Entry {
+            key_bytes: held_keys(&keys)?,
+            keys,
+            doc,
+            doc_bytes,
+        })
+    }
+
+    fn bytes(&self) -> usize {
+        self.doc_bytes.saturating_add(self.key_bytes)
+    }
+}
+
 impl SortIter<'_> {
     fn fill(&mut self, input: DocIter<'_>) -> Result<()> {
-        let mut keyed: Vec<(Vec<bson::Bson>, StoredDoc)> = Vec::new();
+        let mut keyed: Vec<Entry> = Vec::new();
         let mut runs: Vec<Run> = Vec::new();
         let mut bytes = 0usize;
-        let kept_bytes = |d: &StoredDoc| d.record.body.len();
         for doc in input {
-            let doc = doc?;
+            let entry = Entry::new(&self.spec, doc?)?;
             self.counters.works.fetch_add(1, Relaxed);
-            bytes += kept_bytes(&doc);
-            keyed.push((self.spec.keys_of(&doc.doc), doc));
+            bytes = bytes.saturating_add(entry.bytes());
+            keyed.push(entry);
             if let Some(limit) = self.limit {
-                // Top-k: keep at most twice the limit between trims, so memory follows the limit.
-                if keyed.len() >= limit.saturating_mul(2).max(64) {
+                // Top-k: keep at most twice the limit between trims, so memory follows the
+                // limit; trim too before judging the memory limit, which only the kept count.
+                if keyed.len() >= limit.saturating_mul(2).max(64) || bytes > self.memory_limit {
                     self.trim(&mut keyed, limit);
-                    bytes = keyed.iter().map(|(_, d)| kept_bytes(d)).sum();
+                    bytes = keyed.iter().map(Entry::bytes).sum();
                 }
             }
             if bytes > self.memory_limit {
@@ -323,7 +355,7 @@ impl SortIter<'_> {
                     ));
                 };
                 self.trim(&mut keyed, self.limit.unwrap_or(usize::MAX));
-                runs.push(spill.write_run(keyed.drain(..).map(|(_, d)| d))?);
+                runs.push(spill.write_run(keyed.drain(..).map(|e| e.doc))?);
                 self.counters.spills.fetch_add(1, Relaxed);
                 bytes = 0;
             }
@@ -334,14 +366,13 @@ impl SortIter<'_> {
         }
         self.trim(&mut keyed, self.limit.unwrap_or(usize::MAX));
         self.sorted = if runs.is_empty() {
-            // A cursor is charged with what the sorted documents really hold: the stored bytes
-            // and, when decoded, the document again (the limit above counts the stored bytes
-            // only, as mongod counts BSON sizes).
-            let held = |d: &StoredDoc| kept_bytes(d) * if d.doc.is_empty() { 1 } else { 2 };
-            let sized = keyed.into_iter().map(|(_, d)| (held(&d), d)).collect();
+            // The sort keys are dropped here; the cursor is charged with what the sorted
+            // documents hold until they leave.
+            let sized = keyed.into_iter().map(|e| (e.doc_bytes, e.doc)).collect();
             Box::new(crate::engine::cursor::HeldIter::new(sized, self.held.clone()).map(Ok))
         } else {
-            let merged = Merge::new(self.spec.clone(), runs, keyed);
+            let rest = keyed.into_iter().map(|e| (e.keys, e.doc)).collect();
+            let merged = Merge::new(self.spec.clone(), runs, rest);
             match self.limit {
                 Some(limit) => Box::new(merged.take(limit)),
                 None => Box::new(merged),
@@ -351,8 +382,8 @@ impl SortIter<'_> {
     }
 
     /// Sorts (stably: ties keep their input order) and keeps the first `limit`.
-    fn trim(&self, keyed: &mut Vec<(Vec<bson::Bson>, StoredDoc)>, limit: usize) {
-        keyed.sort_by(|a, b| self.spec.compare_keys(&a.0, &b.0));
+    fn trim(&self, keyed: &mut Vec<Entry>, limit: usize) {
+        keyed.sort_by(|a, b| self.spec.compare_keys(&a.keys, &b.keys));
         keyed.truncate(limit);
     }
 }

@@ -19,7 +19,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::Accumulator;
 use crate::query::compare::compare_values_with;
 use crate::query::expr::{Expression, Value, Variables};
-use crate::query::size::value_size;
+use crate::query::size::{held_value, value_size};
 use bson::{Bson, Document};
 
 /// Names mongod 7.0 knows as window functions.
@@ -289,7 +289,11 @@ impl Function {
         match self {
             Function::Accumulate { acc, frame } => {
                 let values = eval_all(acc.arg())?;
-                let held: usize = values.iter().flatten().map(value_size).sum();
+                let held = values
+                    .iter()
+                    .flatten()
+                    .map(held_value)
+                    .sum::<Result<usize>>()?;
                 charge(held as isize)?;
                 let out = over_frames(
                     frame,

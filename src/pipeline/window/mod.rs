@@ -38,7 +38,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;
 use crate::query::compare::compare_values_with;
 use crate::query::expr::{Expression, Value, Variables};
-use crate::query::size::document_size;
+use crate::query::size::held_value;
 use crate::query::sort::SortSpec;
 use bson::{doc, Bson, Document};
 use functions::{Function, Partition};
@@ -208,7 +208,6 @@ impl SetWindowFields {
         let mut sorter = SpillingSort::new(budget, order, spill);
         for row in rows {
             let row = row?;
-            let size = row.size.unwrap_or_else(|| document_size(&row.doc));
             let partition = match &self.partition_by {
                 Some(e) => match e.eval(&row.doc)? {
                     Some(Bson::Array(_)) => return Err(partition_array()),
@@ -221,7 +220,7 @@ impl SetWindowFields {
                 entry.insert("s", Bson::Array(s.spec.keys_of(&row.doc)));
             }
             row_fields(&mut entry, row);
-            sorter.push(size, entry)?;
+            sorter.push(entry)?;
         }
         let input = sorter.finish(&limits.held);
         Ok(Box::new(Windows {
@@ -276,11 +275,11 @@ impl SetWindowFields {
         let mut columns = Vec::with_capacity(self.outputs.len());
         for (_, function) in &self.outputs {
             let column = function.compute(&part, &mut |delta| memory.adjust(delta))?;
-            let bytes: usize = column
+            let bytes = column
                 .iter()
                 .flatten()
-                .map(crate::query::size::value_size)
-                .sum();
+                .map(held_value)
+                .sum::<Result<usize>>()?;
             memory.adjust(bytes as isize)?;
             columns.push(column);
         }

@@ -13,12 +13,11 @@
 //! output columns. When they alone pass the budget, spilling cannot help and the stage fails
 //! with 5414201, as mongod fails when its window functions' memory passes the limit.
 
-use super::super::memory::{entry_row, row_fields};
+use super::super::memory::{entry_row, held_row, row_fields};
 use super::super::Row;
 use crate::engine::exec::spill::{DocFile, DocFileReadable, DocPass, SpillDir};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::{Expression, Value};
-use crate::query::size::document_size;
 use bson::{Bson, Document};
 use std::fs::File;
 
@@ -159,7 +158,7 @@ pub fn collect(
     let mut rows = Vec::new();
     let mut next = Some(first);
     while let Some(row) = next {
-        let bytes = document_size(&row.doc);
+        let bytes = held_row(&row)?;
         rows.push(row);
         held += bytes;
         memory.used = memory.used.saturating_add(bytes);

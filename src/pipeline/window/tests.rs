@@ -282,7 +282,7 @@ fn bad_stages_have_mongod_codes() {
 fn a_partition_past_its_budget_fails_with_mongods_error() {
     let stage = parse(doc! {"output": {"all": {"$push": "$quantity"}}})
         .unwrap()
-        .with_limit(300);
+        .with_limit(3_000);
     let err = run_stage(stage, cake_sales()).unwrap_err();
     assert_eq!(err.code, ErrorCode::Location5414201);
     assert!(err
@@ -291,12 +291,20 @@ fn a_partition_past_its_budget_fails_with_mongods_error() {
     // Partitions are held one at a time: each fits alone.
     let stage = parse(doc! {"partitionBy": "$_id", "output": {"all": {"$push": "$quantity"}}})
         .unwrap()
-        .with_limit(300);
+        .with_limit(3_000);
     assert_eq!(run_stage(stage, cake_sales()).unwrap().len(), 6);
 }
 
 /// 3,000 documents: partition keys with ties, missing values and mixed types; a numeric sort
 /// field with ties; values of mixed types, some missing.
+/// What the rows of [`large_input`] hold decoded, for budgets that make them spill.
+fn large_input_bytes() -> usize {
+    large_input()
+        .into_iter()
+        .map(|d| crate::pipeline::memory::held_row(&Row::computed(d)).unwrap())
+        .sum()
+}
+
 fn large_input() -> Vec<Document> {
     (0..3000i32)
         .map(|i| {
@@ -396,8 +404,8 @@ fn spilled_partitions_compute_what_partitions_in_memory_compute() {
         let small = || {
             parse(spec.clone())
                 .unwrap()
-                .with_sort_limit(20_000)
-                .with_limit(150_000)
+                .with_sort_limit(large_input_bytes() / 10)
+                .with_limit(large_input_bytes())
         };
         // Without the disk the same limit is too small, so the spilled run did spill.
         assert!(run_limited(small(), large_input(), false, None).is_err());
@@ -413,9 +421,12 @@ fn a_partition_spills_when_its_functions_need_the_room() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = SpillDir::open(tmp.path()).unwrap();
     let docs: Vec<Document> = (0..200)
-        .map(|i| doc! {"_id": i, "t": i, "pad": "y".repeat(40)})
+        .map(|i| doc! {"_id": i, "t": i, "pad": "y".repeat(2_000)})
         .collect();
-    let bytes: usize = docs.iter().map(crate::query::size::document_size).sum();
+    let bytes: usize = docs
+        .iter()
+        .map(|d| crate::pipeline::memory::held_row(&Row::computed(d.clone())).unwrap())
+        .sum();
     // The documents fit the sort and the partition; with the functions' columns they do not.
     let spec = doc! {"sortBy": {"t": 1}, "output": {"w": {"$push": "$t", "window": {"documents": [-3, 3]}}}};
     let stage = || parse(spec.clone()).unwrap().with_limit(bytes + 100);
@@ -460,16 +471,16 @@ fn an_interrupted_window_leaves_no_spill_file_open() {
     };
     let stage = parse(doc! {"sortBy": {"t": 1}, "output": {"r": {"$rank": {}}}})
         .unwrap()
-        .with_sort_limit(20_000)
-        .with_limit(20_000);
+        .with_sort_limit(large_input_bytes() / 10)
+        .with_limit(large_input_bytes() / 2);
     let err = stage.apply(rows, &limits, Some(&dir)).err().unwrap();
     assert_eq!(err.code, ErrorCode::Interrupted);
     // A cursor closed part-way drops the stage's output, and its files with it.
     let rows: Rows = Box::new(large_input().into_iter().map(|d| Ok(Row::computed(d))));
     let stage = parse(doc! {"sortBy": {"t": 1}, "output": {"r": {"$rank": {}}}})
         .unwrap()
-        .with_sort_limit(20_000)
-        .with_limit(20_000);
+        .with_sort_limit(large_input_bytes() / 10)
+        .with_limit(large_input_bytes() / 2);
     let mut out = stage.apply(rows, &limits, Some(&dir)).unwrap();
     assert!(out.next().unwrap().is_ok());
     assert!(open_files_under(&tmp.path().join("_tmp")) > 0);

@@ -4,10 +4,10 @@
 //!
 //! Owns: the extreme state. Does not own: `$minN`/`$maxN` (n.rs).
 
+use crate::error::Result;
 use crate::query::collation::Collation;
 use crate::query::compare::compare_values_with;
 use crate::query::expr::Value;
-use crate::query::size::value_size;
 use bson::Bson;
 use std::cmp::Ordering;
 
@@ -17,18 +17,18 @@ pub fn keep(
     value: Value,
     wanted: Ordering,
     collation: Option<&Collation>,
-) -> isize {
+) -> Result<isize> {
     let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
-        return 0;
+        return Ok(0);
     };
     if best
         .as_ref()
         .is_none_or(|b| compare_values_with(&v, b, collation) == wanted)
     {
-        let before = best.as_ref().map_or(0, value_size) as isize;
-        let after = value_size(&v) as isize;
+        let before = super::held(best.as_ref())?;
+        let after = super::held(Some(&v))?;
         *best = Some(v);
-        return after - before;
+        return Ok(after - before);
     }
-    0
+    Ok(0)
 }

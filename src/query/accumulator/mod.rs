@@ -36,7 +36,7 @@ use crate::query::collation::Collation;
 use crate::query::compare::compare_values;
 use crate::query::expr::value::Comparator;
 use crate::query::expr::{Compiler, Expression, Value, Variables};
-use crate::query::size::value_size;
+use crate::query::size::held_value;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -292,9 +292,9 @@ pub enum State {
 }
 
 impl State {
-    /// Adds a value; returns how many bytes the state holds more (or fewer) afterwards.
+    /// Adds a value; returns how many bytes the state holds more (or fewer) afterwards,
+    /// counted decoded (`query::size::held_value`).
     pub fn add(&mut self, value: Value) -> Result<isize> {
-        let size = |v: &Option<Bson>| v.as_ref().map_or(0, value_size) as isize;
         Ok(match self {
             State::Sum(s) | State::Avg(s) => {
                 if let Some(v) = value {
@@ -302,27 +302,30 @@ impl State {
                 }
                 0
             }
-            State::Min(best, c) => extremes::keep(best, value, Ordering::Less, c.as_ref()),
-            State::Max(best, c) => extremes::keep(best, value, Ordering::Greater, c.as_ref()),
+            State::Min(best, c) => extremes::keep(best, value, Ordering::Less, c.as_ref())?,
+            State::Max(best, c) => extremes::keep(best, value, Ordering::Greater, c.as_ref())?,
             State::First(first) => {
                 if first.is_none() {
                     *first = Some(value.unwrap_or(Bson::Null));
-                    size(first)
+                    held(first.as_ref())?
                 } else {
                     0
                 }
             }
             State::Last(last) => {
-                let before = size(last);
+                let before = held(last.as_ref())?;
                 *last = Some(value.unwrap_or(Bson::Null));
-                size(last) - before
+                held(last.as_ref())? - before
             }
             State::Push(items) => {
-                let added = size(&value);
+                let added = held(value.as_ref())?;
                 items.extend(value);
                 added
             }
-            State::AddToSet(set) => value.map_or(0, |v| set.insert(v)),
+            State::AddToSet(set) => match value {
+                Some(v) => set.insert(v)?,
+                None => 0,
+            },
             State::MergeObjects(doc) => objects::merge_into(doc, value)?,
             State::StdDev(s) => {
                 if let Some(v) = value {
@@ -331,9 +334,9 @@ impl State {
                 0
             }
             State::Percentile(p) => value.map_or(0, |v| p.add(&v)),
-            State::FirstLastN(s) => s.add(value),
-            State::MinMaxN(s) => s.add(value),
-            State::TopBottom(s) => s.add(value),
+            State::FirstLastN(s) => s.add(value)?,
+            State::MinMaxN(s) => s.add(value)?,
+            State::TopBottom(s) => s.add(value)?,
             State::Failed(e) => return Err(e.clone()),
         })
     }
@@ -390,7 +393,7 @@ impl State {
             (State::MergeObjects(doc), Bson::Document(d)) => {
                 objects::merge_into(doc, Some(Bson::Document(d)))
             }
-            (State::TopBottom(s), partial) => Ok(s.merge(&partial)),
+            (State::TopBottom(s), partial) => s.merge(&partial),
             (state, Bson::Array(values)) => {
                 let mut delta = 0;
                 for v in values {
@@ -404,4 +407,10 @@ impl State {
             )),
         }
     }
+}
+
+/// The bytes a kept value holds decoded, as a change to a state's size (none for no value).
+fn held(value: Option<&Bson>) -> Result<isize> {
+    let bytes = value.map_or(Ok(0), held_value)?;
+    Ok(isize::try_from(bytes).unwrap_or(isize::MAX))
 }

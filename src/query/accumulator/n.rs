@@ -14,7 +14,6 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::is_number;
 use crate::query::expr::value::{render, Comparator};
 use crate::query::expr::{Expression, Value};
-use crate::query::size::value_size;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
@@ -148,9 +147,9 @@ impl MinMaxN {
         }
     }
 
-    pub fn add(&mut self, value: Value) -> isize {
+    pub fn add(&mut self, value: Value) -> Result<isize> {
         let Some(v) = value.filter(|v| !matches!(v, Bson::Null | Bson::Undefined)) else {
-            return 0;
+            return Ok(0);
         };
         let mut freed = 0;
         if self.values.len() >= self.n {
@@ -167,15 +166,15 @@ impl MinMaxN {
                     .is_some()
                     .then(|| self.values.len() - 1)
             };
-            let Some(i) = evict else { return 0 };
-            freed = value_size(&self.values.remove(i)) as isize;
+            let Some(i) = evict else { return Ok(0) };
+            freed = super::held(Some(&self.values.remove(i)))?;
         }
         let at = self
             .values
             .partition_point(|e| self.cmp.compare(e, &v) != Ordering::Greater);
-        let added = value_size(&v) as isize;
+        let added = super::held(Some(&v))?;
         self.values.insert(at, v);
-        added - freed
+        Ok(added - freed)
     }
 
     pub fn finish(self) -> Bson {

@@ -6,7 +6,7 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::value::type_name;
 use crate::query::expr::Value;
-use crate::query::size::document_size;
+use crate::query::size::held_document;
 use bson::{Bson, Document};
 
 pub fn merge_into(merged: &mut Document, value: Value) -> Result<isize> {
@@ -27,9 +27,13 @@ pub fn merge_into(merged: &mut Document, value: Value) -> Result<isize> {
             ));
         }
     };
-    let before = document_size(merged) as isize;
+    let before = held_document(merged)?;
     for (k, v) in doc {
         merged.insert(k, v);
     }
-    Ok(document_size(merged) as isize - before)
+    let after = held_document(merged)?;
+    Ok(
+        isize::try_from(after).unwrap_or(isize::MAX)
+            - isize::try_from(before).unwrap_or(isize::MAX),
+    )
 }

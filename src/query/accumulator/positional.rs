@@ -4,8 +4,8 @@
 //!
 //! Owns: the positional states. Does not own: `n`'s rules (n.rs).
 
+use crate::error::Result;
 use crate::query::expr::Value;
-use crate::query::size::value_size;
 use bson::Bson;
 use std::collections::VecDeque;
 
@@ -26,18 +26,18 @@ impl FirstLastN {
         }
     }
 
-    pub fn add(&mut self, value: Value) -> isize {
+    pub fn add(&mut self, value: Value) -> Result<isize> {
         let v = value.unwrap_or(Bson::Null);
         let mut freed = 0;
         if self.values.len() >= self.n {
             if !self.last {
-                return 0;
+                return Ok(0);
             }
-            freed = self.values.pop_front().map_or(0, |old| value_size(&old)) as isize;
+            freed = super::held(self.values.pop_front().as_ref())?;
         }
-        let added = value_size(&v) as isize;
+        let added = super::held(Some(&v))?;
         self.values.push_back(v);
-        added - freed
+        Ok(added - freed)
     }
 
     pub fn finish(self) -> Bson {

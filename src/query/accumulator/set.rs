@@ -7,8 +7,8 @@
 //! collator. Does not own: the collation itself (`query::collation`).
 
 use super::OrdBson;
+use crate::error::Result;
 use crate::query::collation::{has_strings, Collation};
-use crate::query::size::value_size;
 use bson::Bson;
 use std::collections::BTreeMap;
 
@@ -29,23 +29,23 @@ impl ValueSet {
     }
 
     /// Adds `v` unless an equal value is there; returns the bytes it now holds more.
-    pub fn insert(&mut self, v: Bson) -> isize {
+    pub fn insert(&mut self, v: Bson) -> Result<isize> {
         match &self.collation {
             Some(c) if has_strings(&v) => {
                 let key = OrdBson::keyed(&v, Some(c));
                 if self.items.contains_key(&key) {
-                    return 0;
+                    return Ok(0);
                 }
-                let added = (value_size(&v) + value_size(&key.0)) as isize;
+                let added = super::held(Some(&v))? + super::held(Some(&key.0))?;
                 self.items.insert(key, Some(v));
-                added
+                Ok(added)
             }
             _ => {
-                let added = value_size(&v) as isize;
-                match self.items.insert(OrdBson(v), None) {
+                let added = super::held(Some(&v))?;
+                Ok(match self.items.insert(OrdBson(v), None) {
                     None => added,
                     Some(_) => 0,
-                }
+                })
             }
         }
     }

@@ -11,7 +11,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::{Expression, Value, Variables};
-use crate::query::size::value_size;
+use crate::query::size::{held_keys, held_value};
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
 use std::cmp::Ordering;
@@ -122,7 +122,7 @@ impl TopBottom {
     }
 
     /// Adds an evaluated argument (`{output, sortFields0, …}`).
-    pub fn add(&mut self, value: Value) -> isize {
+    pub fn add(&mut self, value: Value) -> Result<isize> {
         let doc = match value {
             Some(Bson::Document(d)) => d,
             _ => Document::new(),
@@ -132,7 +132,7 @@ impl TopBottom {
         self.insert(keys, output)
     }
 
-    fn insert(&mut self, keys: Vec<Bson>, output: Bson) -> isize {
+    fn insert(&mut self, keys: Vec<Bson>, output: Bson) -> Result<isize> {
         let sort = &self.spec.sort;
         let mut freed = 0;
         if self.kept.len() >= self.n {
@@ -147,16 +147,16 @@ impl TopBottom {
                     .filter(|(k, _)| sort.compare_keys(k, &keys) == Ordering::Greater)
                     .map(|_| self.kept.len() - 1)
             };
-            let Some(i) = evict else { return 0 };
+            let Some(i) = evict else { return Ok(0) };
             let (k, o) = self.kept.remove(i);
-            freed = (pair_size(&k, &o)) as isize;
+            freed = pair_size(&k, &o)?;
         }
         let at = self
             .kept
             .partition_point(|(k, _)| sort.compare_keys(k, &keys) != Ordering::Greater);
-        let added = pair_size(&keys, &output) as isize;
+        let added = pair_size(&keys, &output)?;
         self.kept.insert(at, (keys, output));
-        added - freed
+        Ok(added - freed)
     }
 
     pub fn finish(self) -> Bson {
@@ -177,17 +177,19 @@ impl TopBottom {
     }
 
     /// Adds the pairs of a [`TopBottom::partial`].
-    pub fn merge(&mut self, partial: &Bson) -> isize {
+    pub fn merge(&mut self, partial: &Bson) -> Result<isize> {
         let mut delta = 0;
         for pair in partial.as_array().into_iter().flatten() {
             if let Some([Bson::Array(keys), output]) = pair.as_array().map(Vec::as_slice) {
-                delta += self.insert(keys.clone(), output.clone());
+                delta += self.insert(keys.clone(), output.clone())?;
             }
         }
-        delta
+        Ok(delta)
     }
 }
 
-fn pair_size(keys: &[Bson], output: &Bson) -> usize {
-    keys.iter().map(value_size).sum::<usize>() + value_size(output) + 32
+/// What a kept pair holds decoded: its row of sort keys and its output.
+fn pair_size(keys: &Vec<Bson>, output: &Bson) -> Result<isize> {
+    let bytes = held_keys(keys)?.saturating_add(held_value(output)?);
+    Ok(isize::try_from(bytes).unwrap_or(isize::MAX))
 }
