@@ -37,6 +37,7 @@ mod index_build;
 mod index_stats;
 mod indexes;
 mod logs;
+mod long_keys;
 mod metrics;
 mod network;
 mod operations;
