@@ -19,7 +19,7 @@ use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::depth;
 use crate::query::path::render;
 use crate::storage::keys::{self, Direction};
-use crate::storage::{Keyspace, MAX_KEY_LEN};
+use crate::storage::Keyspace;
 use bson::{doc, Bson, Document};
 
 /// A visible document with its storage key and record.
@@ -308,7 +308,7 @@ fn rewrite(
     check_size(new, record.body.len())?;
     depth::check_storable(&record.body, depth::Write::Update)?;
     let size = size_delta(old.record.body.len(), record.body.len());
-    let key = record_key::of_document(meta, new)?;
+    let key = record_key::of_document(meta, new);
     if key != old.key {
         // Its shard-key value changed (which only a profile without the shard-key rules
         // lets through): the document moves to the key of its new value.
@@ -517,14 +517,8 @@ fn entries_for(
         if index.unique {
             check_unique(txn, meta, index, tuple, key, now)?;
         }
-        let entry = keys::index_key(meta.id, index.id, tuple, record);
-        if entry.len() > MAX_KEY_LEN {
-            return Err(Error::new(
-                ErrorCode::KeyTooLong,
-                format!("index key too large for index {}", index.name),
-            ));
-        }
-        entries.push(entry);
+        // Of any length: mongod 4.2+ bounds an index key only by the document's size.
+        entries.push(keys::index_key(meta.id, index.id, tuple, record));
     }
     Ok((entries, found.multikey))
 }

@@ -20,8 +20,7 @@ use super::record_key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::depth;
-use crate::storage::keys::{self, MAX_ID_LEN};
-use crate::storage::MAX_KEY_LEN;
+use crate::storage::keys;
 use bson::{doc, oid::ObjectId, Bson, Document, RawDocument};
 use std::borrow::Cow;
 
@@ -165,12 +164,6 @@ impl NewDocument {
         check_id(&id)?;
         let mut encoded_id = Vec::with_capacity(16);
         keys::encode_value(&id, &mut encoded_id);
-        if MAX_ID_LEN + encoded_id.len() > MAX_KEY_LEN {
-            return Err(Error::new(
-                ErrorCode::BadValue,
-                "_id is too large to be stored",
-            ));
-        }
         let stored = encode(generated, body_len, write_body)?;
         let body = stored.get(record::HEADER_LEN..).unwrap_or_default();
         if body.len() > MAX_BSON_OBJECT_SIZE {

@@ -96,11 +96,6 @@ fn documents_that_cannot_be_stored_are_refused_with_mongods_codes() {
             "_id fields may not contain '$'-prefixed fields: $bad is not valid for storage.",
         ),
         (
-            doc! {"_id": "k".repeat(MAX_KEY_LEN)},
-            ErrorCode::BadValue,
-            "_id is too large to be stored",
-        ),
-        (
             doc! {"_id": 1, "big": "x".repeat(MAX_BSON_OBJECT_SIZE)},
             ErrorCode::BadValue,
             "object to insert too large. size in bytes: ",

@@ -19,26 +19,26 @@
 //! (`profile::shard_keys`).
 
 use super::catalog::CollectionMeta;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::query::path;
-use crate::storage::{keys, MAX_KEY_LEN};
+use crate::storage::keys;
 use bson::{doc, Bson, Document, RawDocument};
 
 /// The key of the document `doc` (its `_id`, and its shard-key value in a partitioned
-/// collection); refuses a key too long to store.
-pub fn of_document(meta: &CollectionMeta, doc: &Document) -> Result<Vec<u8>> {
+/// collection). Storage takes keys of any length, as mongod takes an `_id` or a shard-key
+/// value of any size within the document limit.
+pub fn of_document(meta: &CollectionMeta, doc: &Document) -> Vec<u8> {
     let id = doc.get("_id").unwrap_or(&Bson::Null);
     let mut key = keys::document_key(meta.id, id);
     let Some(components) = partition_components(meta) else {
-        return Ok(key);
+        return key;
     };
     let value = path::get(doc, &components).unwrap_or(&Bson::Null);
     keys::encode_value(value, &mut key);
-    storable(key)
+    key
 }
 
-/// The key of a new document whose `_id` encodes as `encoded_id` and whose body is `body`;
-/// refuses a key too long to store.
+/// The key of a new document whose `_id` encodes as `encoded_id` and whose body is `body`.
 pub fn of_new(meta: &CollectionMeta, encoded_id: &[u8], body: &RawDocument) -> Result<Vec<u8>> {
     let prefix = keys::collection_prefix(meta.id);
     let mut key = Vec::with_capacity(prefix.len() + encoded_id.len() + 16);
@@ -53,18 +53,6 @@ pub fn of_new(meta: &CollectionMeta, encoded_id: &[u8], body: &RawDocument) -> R
         None => Bson::Null,
     };
     keys::encode_value(&value, &mut key);
-    storable(key)
-}
-
-/// `key`, unless it is too long to store (an `_id` alone never is: a new document's is checked
-/// first; a shard-key value after it may make it so).
-fn storable(key: Vec<u8>) -> Result<Vec<u8>> {
-    if key.len() > MAX_KEY_LEN {
-        return Err(Error::new(
-            ErrorCode::KeyTooLong,
-            "_id and shard key value are too large to be stored",
-        ));
-    }
     Ok(key)
 }
 

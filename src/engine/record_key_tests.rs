@@ -16,7 +16,7 @@ fn collection(shard_key: Option<&str>, partitioned: bool) -> CollectionMeta {
 /// Every way of naming `doc`'s key agrees: from the document, from its bytes as an insert
 /// sees them, and from its `documentKey`.
 fn key(meta: &CollectionMeta, doc: &Document) -> Vec<u8> {
-    let from_doc = of_document(meta, doc).unwrap();
+    let from_doc = of_document(meta, doc);
     let raw = RawDocumentBuf::from_document(doc).unwrap();
     let mut encoded_id = Vec::new();
     keys::encode_value(doc.get("_id").unwrap(), &mut encoded_id);
@@ -86,15 +86,16 @@ fn a_nested_shard_key_is_found_by_its_path() {
 }
 
 #[test]
-fn a_key_too_long_to_store_is_refused() {
+fn a_shard_key_value_of_any_size_makes_a_key() {
     let meta = collection(Some("k"), true);
-    let long = "x".repeat(MAX_KEY_LEN);
-    let raw = RawDocumentBuf::from_document(&doc! {"_id": 1, "k": long}).unwrap();
+    let long = "x".repeat(70_000);
+    let doc = doc! {"_id": 1, "k": long.clone()};
+    let raw = RawDocumentBuf::from_document(&doc).unwrap();
     let mut encoded_id = Vec::new();
     keys::encode_value(&Bson::Int32(1), &mut encoded_id);
-    let e = of_new(&meta, &encoded_id, &raw).unwrap_err();
-    assert_eq!(e.code, ErrorCode::KeyTooLong);
-    // An update that moves a document to such a value is refused the same way.
-    let e = of_document(&meta, &doc! {"_id": 1, "k": "x".repeat(MAX_KEY_LEN)}).unwrap_err();
-    assert_eq!(e.code, ErrorCode::KeyTooLong);
+    let new = of_new(&meta, &encoded_id, &raw).unwrap();
+    assert!(new.len() > 70_000);
+    // An update's key of the same document is the same key; another value, another key.
+    assert_eq!(of_document(&meta, &doc), new);
+    assert_ne!(of_document(&meta, &doc! {"_id": 1, "k": long + "y"}), new);
 }

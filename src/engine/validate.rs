@@ -94,7 +94,7 @@ pub fn validate<S: Snapshot>(
         };
         body_bytes += record.body.len() as u64;
         let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-        if record_key::of_document(meta, &doc).ok().as_ref() != Some(&key) {
+        if record_key::of_document(meta, &doc) != key {
             found.corrupt_records += 1;
             found.errors.push(format!(
                 "record {} is stored under another _id's key",

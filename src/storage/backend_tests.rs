@@ -228,38 +228,53 @@ fn prefix_scans_stop_at_the_prefix() {
     }
 }
 
+/// Keys past fjall's 65,535 bytes are stored, read and ranged over like any other, in key
+/// order with the keys around them (the full property test: `long_keys_tests`).
 #[test]
-fn over_long_keys_are_refused_not_panicked_on() {
+fn keys_of_any_length_are_stored_in_order() {
     for (_dir, backend) in backends() {
-        let long = vec![b'x'; MAX_KEY_LEN + 1];
-        let max = vec![b'x'; MAX_KEY_LEN];
+        let short = vec![b'x'; 10];
+        let max = vec![b'x'; u16::MAX as usize];
+        let mut long = vec![b'x'; 70_000];
+        let mut longer = long.clone();
+        long.push(b'a');
+        longer.push(b'b');
         let mut batch = WriteBatch::new();
-        batch.put(Keyspace::Documents, b"fine", b"1");
-        batch.put(Keyspace::Documents, long.clone(), b"1");
-        let refused = backend.commit(batch, Durability::Buffered);
-        assert!(
-            matches!(refused, Err(StorageError::KeyTooLarge { len }) if len == MAX_KEY_LEN + 1)
-        );
-
-        put(&backend, Keyspace::Documents, &max, b"max");
-        put(&backend, Keyspace::Documents, b"y", b"y");
+        for key in [&longer, &short, &long, &max] {
+            batch.put(Keyspace::Documents, key.clone(), key.len().to_string());
+        }
+        batch.put(Keyspace::Documents, b"y", b"y");
+        backend.commit(batch, Durability::Buffered).unwrap();
         let snap = backend.snapshot();
-        assert_eq!(snap.get(Keyspace::Documents, b"fine").unwrap(), None);
-        assert_eq!(snap.get(Keyspace::Documents, &long).unwrap(), None);
+        assert_eq!(
+            snap.get(Keyspace::Documents, &long).unwrap(),
+            Some(b"70001".to_vec())
+        );
+        let all = keys(snap.range(
+            Keyspace::Documents,
+            Bound::Unbounded,
+            Bound::Unbounded,
+            false,
+        ));
+        let want = vec![short, max, long.clone(), longer.clone(), b"y".to_vec()];
+        assert_eq!(all, want);
         let from_long = keys(snap.range(
             Keyspace::Documents,
-            Bound::Included(&long),
-            Bound::Unbounded,
-            false,
-        ));
-        assert_eq!(from_long, vec![b"y".to_vec()]);
-        let to_long = keys(snap.range(
-            Keyspace::Documents,
-            Bound::Unbounded,
             Bound::Excluded(&long),
-            false,
+            Bound::Unbounded,
+            true,
         ));
-        assert_eq!(to_long, vec![max]);
+        assert_eq!(from_long, vec![b"y".to_vec(), longer.clone()]);
+        let mut batch = WriteBatch::new();
+        batch.delete(Keyspace::Documents, longer.clone());
+        backend.commit(batch, Durability::Buffered).unwrap();
+        assert_eq!(
+            backend
+                .snapshot()
+                .get(Keyspace::Documents, &longer)
+                .unwrap(),
+            None
+        );
     }
 }
 

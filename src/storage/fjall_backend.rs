@@ -24,6 +24,14 @@
 //!   filters. Block size, compression (LZ4) and compaction (leveled) are fjall's defaults.
 //! - Background workers: fjall's default, min(cores, 4).
 //!
+//! # Keys longer than fjall's
+//!
+//! fjall's keys are at most 65,535 bytes; the storage traits promise keys of any length. A key
+//! longer than [`long_keys::PREFIX_LEN`] is written under its prefix and a digest with its tail
+//! in the value, read back by the same rule, and every range goes through
+//! [`long_keys::InKeyOrder`], which puts such keys back into full-key order ([`long_keys`]
+//! has the layout and why the order holds).
+//!
 //! # Opening a damaged directory
 //!
 //! fjall 3.1 offers no choice of journal recovery (its `RecoveryMode` has one variant, not
@@ -50,9 +58,9 @@
 //! tells that case apart and reopens the database in place from its journal.
 
 use super::integrity::{self, Preflight};
+use super::long_keys::{self, InKeyOrder};
 use super::{
     bounds_are_empty, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch,
-    MAX_KEY_LEN,
 };
 use fjall::config::FilterPolicy;
 use fjall::{Database, KeyspaceCreateOptions, PersistMode, Readable};
@@ -254,6 +262,39 @@ impl FjallBackend {
     pub fn disk_space(&self) -> Result<u64, StorageError> {
         Ok(self.generation()?.db.disk_space()?)
     }
+
+    /// Adds to `writes` the removal of each key of `written` (the batch's long keys: keyspace,
+    /// key, stored key) that [`long_keys::in_old_layout_window`] and is still stored as it is,
+    /// as a data directory written before the long-key layout may hold it: its write now goes
+    /// to the long form, which the old entry must not shadow. An entry under that key that is
+    /// the long form of another key, or one the batch itself writes, is left alone.
+    fn remove_old_layout(
+        generation: &Generation,
+        writes: &mut fjall::OwnedWriteBatch,
+        written: &[LongWrite<'_>],
+    ) -> Result<(), StorageError> {
+        let mut old = written
+            .iter()
+            .filter(|(_, key, _)| long_keys::in_old_layout_window(key))
+            .peekable();
+        if old.peek().is_none() {
+            return Ok(());
+        }
+        let snapshot = generation.db.snapshot();
+        for (keyspace, key, _) in old {
+            let tree = handle(&generation.keyspaces, *keyspace);
+            let Some(value) = snapshot.get(tree, key)? else {
+                continue;
+            };
+            let rewritten = written
+                .iter()
+                .any(|(other, _, stored)| other == keyspace && **stored == **key);
+            if !rewritten && !long_keys::is_long_entry(key, &value) {
+                writes.remove(tree, *key);
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Opens fjall on `path` (already checked and locked) with its keyspaces; `marked`: the
@@ -294,6 +335,9 @@ pub(super) fn open_generation(
     };
     Ok(Generation { db, keyspaces })
 }
+
+/// A long key a batch writes: its keyspace, the key, and its stored form.
+type LongWrite<'a> = (Keyspace, &'a [u8], std::borrow::Cow<'a, [u8]>);
 
 /// Creation options; fjall stores them with the keyspace, so they apply only when it is created.
 fn keyspace_options(keyspace: Keyspace) -> KeyspaceCreateOptions {
@@ -340,8 +384,7 @@ impl Backend for FjallBackend {
         if batch.is_empty() {
             return Ok(());
         }
-        // fjall panics on an empty or over-long key; refuse the batch before any of it is
-        // applied.
+        // fjall panics on an empty key; refuse the batch before any of it is applied.
         batch.check_keys()?;
         if let Err(short) = self.check_space(&batch) {
             // A full disk may have failed a background flush too: say so, it needs a reopen.
@@ -355,16 +398,31 @@ impl Backend for FjallBackend {
         // under one sequence number. Every entry of a batch has the same sequence number, so a
         // key written twice is written once here, as its last operation. fjall copies every key
         // and value into its own buffers, so they are read in place (a group's shared writes
-        // too: [`WriteBatch::of_group`]).
+        // too: [`WriteBatch::of_group`]). A key too long for fjall is written in its long form
+        // ([`long_keys`]).
         let unique = batch.into_unique();
         let mut writes = fjall::OwnedWriteBatch::with_capacity(generation.db.clone(), unique.len())
             .durability(Some(persist_mode(durability)));
+        let mut long = Vec::new();
         for (keyspace, key, write) in unique.writes() {
-            match write {
-                Some(value) => writes.insert(handle(&generation.keyspaces, keyspace), key, value),
-                None => writes.remove(handle(&generation.keyspaces, keyspace), key),
+            let tree = handle(&generation.keyspaces, keyspace);
+            if !long_keys::is_long(key) {
+                match write {
+                    Some(value) => writes.insert(tree, key, value),
+                    None => writes.remove(tree, key),
+                }
+                continue;
             }
+            let stored = long_keys::stored_key(key);
+            match write {
+                Some(value) => {
+                    writes.insert(tree, &*stored, &*long_keys::stored_value(key, value)?)
+                }
+                None => writes.remove(tree, &*stored),
+            }
+            long.push((keyspace, key, stored));
         }
+        Self::remove_old_layout(&generation, &mut writes, &long)?;
         writes.commit().map_err(|e| self.commit_failure(e))
     }
 
@@ -390,11 +448,26 @@ impl Snapshot for FjallSnapshot {
         let Some((snapshot, generation)) = &self.open else {
             return Err(closed());
         };
-        if key.is_empty() || key.len() > MAX_KEY_LEN {
+        if key.is_empty() {
             return Ok(None);
         }
-        let value = snapshot.get(handle(&generation.keyspaces, keyspace), key)?;
-        Ok(value.map(|slice| slice.to_vec()))
+        let tree = handle(&generation.keyspaces, keyspace);
+        if !long_keys::is_long(key) {
+            let value = snapshot.get(tree, key)?;
+            return Ok(value.map(|slice| slice.to_vec()));
+        }
+        let stored = snapshot.get(tree, &*long_keys::stored_key(key))?;
+        if let Some(value) = stored.and_then(|stored| long_keys::value_of(key, &stored)) {
+            return Ok(Some(value));
+        }
+        if !long_keys::in_old_layout_window(key) {
+            return Ok(None);
+        }
+        // Stored as it is by a version before the long-key layout.
+        let old = snapshot.get(tree, key)?;
+        Ok(old
+            .filter(|value| !long_keys::is_long_entry(key, value))
+            .map(|slice| slice.to_vec()))
     }
 
     fn range(
@@ -405,27 +478,45 @@ impl Snapshot for FjallSnapshot {
         reverse: bool,
     ) -> FjallIter {
         let Some((snapshot, generation)) = &self.open else {
-            return FjallIter {
+            let closed = RawIter {
                 inner: None,
                 reverse,
                 closed: true,
                 _generation: None,
             };
+            return FjallIter(InKeyOrder::new(closed, start, end, reverse));
         };
-        let (start, end) = (clamp_start(start), clamp_end(end));
-        // No key is empty, so nothing is below an empty end bound.
-        let below_every_key = matches!(end, Bound::Included([]) | Bound::Excluded([]));
-        let inner = if below_every_key || bounds_are_empty(start, end) {
+        let (engine_start, engine_end) = long_keys::engine_bounds(start, end);
+        let (engine_start, engine_end) = (
+            engine_start.as_ref().map(Vec::as_slice),
+            engine_end.as_ref().map(Vec::as_slice),
+        );
+        // No key is empty: every key is above an empty start bound (fjall refuses empty
+        // keys), and none is below an empty end bound.
+        let engine_start = match engine_start {
+            Bound::Included([]) | Bound::Excluded([]) => Bound::Unbounded,
+            other => other,
+        };
+        let below_every_key = matches!(engine_end, Bound::Included([]) | Bound::Excluded([]));
+        let raw = if below_every_key || bounds_are_empty(start, end) {
             None
         } else {
-            Some(snapshot.range::<&[u8], _>(handle(&generation.keyspaces, keyspace), (start, end)))
+            Some(snapshot.range::<&[u8], _>(
+                handle(&generation.keyspaces, keyspace),
+                (engine_start, engine_end),
+            ))
         };
-        FjallIter {
-            inner,
+        FjallIter(InKeyOrder::new(
+            RawIter {
+                inner: raw,
+                reverse,
+                closed: false,
+                _generation: Some(Arc::clone(generation)),
+            },
+            start,
+            end,
             reverse,
-            closed: false,
-            _generation: Some(Arc::clone(generation)),
-        }
+        ))
     }
 }
 
@@ -437,33 +528,21 @@ fn closed() -> StorageError {
     }
 }
 
-/// fjall panics on an over-long seek key. No stored key is longer than `MAX_KEY_LEN`, and such
-/// a key `x` is above a longer `k` exactly when it is above `k`'s `MAX_KEY_LEN`-byte prefix `p`
-/// (`x == p` sorts below `k`), so the bound becomes `Excluded(p)`.
-fn clamp_start(start: Bound<&[u8]>) -> Bound<&[u8]> {
-    match start {
-        // No key is empty, so every key is above an empty bound (fjall refuses empty keys).
-        Bound::Included([]) | Bound::Excluded([]) => Bound::Unbounded,
-        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_LEN => {
-            Bound::Excluded(k.get(..MAX_KEY_LEN).unwrap_or(k))
-        }
-        other => other,
+/// Range iterator over a [`FjallSnapshot`], in full-key order; keeps the snapshot alive while
+/// it exists.
+pub struct FjallIter(InKeyOrder<RawIter>);
+
+impl Iterator for FjallIter {
+    type Item = Result<KeyValue, StorageError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0.next()
     }
 }
 
-/// As [`clamp_start`]: a short key is below a longer `k` exactly when it is at most `p`.
-fn clamp_end(end: Bound<&[u8]>) -> Bound<&[u8]> {
-    match end {
-        Bound::Included(k) | Bound::Excluded(k) if k.len() > MAX_KEY_LEN => {
-            Bound::Included(k.get(..MAX_KEY_LEN).unwrap_or(k))
-        }
-        other => other,
-    }
-}
-
-/// Range iterator over a [`FjallSnapshot`]; keeps the snapshot (and its generation) alive
-/// while it exists.
-pub struct FjallIter {
+/// fjall's entries of a range as stored (long keys in their stored form); keeps the snapshot
+/// (and its generation) alive while it exists.
+pub struct RawIter {
     inner: Option<fjall::Iter>,
     reverse: bool,
     /// Taken while the database was closed: yields that error once.
@@ -471,7 +550,7 @@ pub struct FjallIter {
     _generation: Option<Arc<Generation>>,
 }
 
-impl Iterator for FjallIter {
+impl Iterator for RawIter {
     type Item = Result<KeyValue, StorageError>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -490,6 +569,18 @@ impl Iterator for FjallIter {
                 .map(|(key, value)| (key.to_vec(), value.to_vec()))
                 .map_err(StorageError::from),
         )
+    }
+}
+
+#[cfg(test)]
+impl FjallBackend {
+    /// Writes `key` as it is, however long, as a version before the long-key layout stored
+    /// keys of up to 65,535 bytes.
+    pub(super) fn put_as_stored(&self, keyspace: Keyspace, key: &[u8], value: &[u8]) {
+        let generation = self.generation().unwrap();
+        let mut writes = fjall::OwnedWriteBatch::with_capacity(generation.db.clone(), 1);
+        writes.insert(handle(&generation.keyspaces, keyspace), key, value);
+        writes.commit().unwrap();
     }
 }
 

@@ -4,6 +4,7 @@
 //!
 //! Owns: versioned entries, snapshot pinning and the pruning of versions no snapshot can see.
 //! Does not own: key layout, what goes into a batch, durability (there is none to give).
+//! Keys of any length are held as they are (the map has no bound of its own to work around).
 //!
 //! # MVCC
 //!
@@ -21,7 +22,6 @@
 
 use super::{
     bounds_are_empty, Backend, Durability, KeyValue, Keyspace, Snapshot, StorageError, WriteBatch,
-    MAX_KEY_LEN,
 };
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
@@ -344,7 +344,7 @@ impl Snapshot for MemorySnapshot {
     type Iter = MemoryIter;
 
     fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        if key.is_empty() || key.len() > MAX_KEY_LEN {
+        if key.is_empty() {
             return Ok(None);
         }
         let data = self.pin.shared.data.read().map_err(|_| poisoned())?;

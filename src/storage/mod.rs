@@ -7,7 +7,8 @@
 //! runs and a map: [`pending`]), many point reads answered by one ordered walk ([`probe`]), the
 //! runtime choice between them ([`store`]), recovering fjall from a failed background flush or
 //! compaction ([`fjall_recovery`]), the fault-injecting wrapper tests use ([`faults`]),
-//! the order-preserving key encoding ([`keys`]), and the checks of fjall's files before it opens
+//! the order-preserving key encoding ([`keys`]), keys of any length over fjall's bounded ones
+//! ([`long_keys`]), and the checks of fjall's files before it opens
 //! them ([`integrity`], reading the journal with [`journal`] and the trees' metadata with
 //! [`tree_files`]). Does not own: BSON query semantics, the
 //! catalog format, TTL, time, or group commit — the engine's writer thread decides what goes
@@ -20,6 +21,9 @@
 //!   collection-id prefix ([`keys::document_key`]); secondary index entries share another
 //!   ([`keys::index_key`]). Creating or dropping a collection therefore never creates or drops a
 //!   physical keyspace.
+//! - Keys are byte strings of any non-zero length, ordered bytewise; both backends keep that
+//!   order exactly (fjall's own keys are at most 65,535 bytes: [`long_keys`] stores longer ones
+//!   under a prefix and a digest, and puts range scans back into full-key order).
 //! - A [`WriteBatch`] is an ordered list of puts and deletes across keyspaces, committed
 //!   atomically: after a crash either all of it is visible or none. Within one batch a later
 //!   operation on the same key wins.
@@ -48,6 +52,7 @@ pub mod integrity;
 pub mod journal;
 pub mod keys;
 pub mod lock;
+pub mod long_keys;
 pub mod memory;
 pub mod overlay;
 pub mod pending;
@@ -62,12 +67,6 @@ pub use memory::{MemoryBackend, MemorySnapshot};
 pub use store::{Store, StoreIter, StoreSnapshot};
 
 use std::ops::Bound;
-
-/// Longest key a backend accepts (fjall's limit). Longer keys are refused by
-/// [`Backend::commit`] with [`StorageError::KeyTooLarge`], empty ones with
-/// [`StorageError::EmptyKey`]; the engine should check first and
-/// give the client a proper error (a large `_id` or indexed value can produce one).
-pub const MAX_KEY_LEN: usize = u16::MAX as usize;
 
 /// The physical keyspaces. The set is fixed; collections and indexes are key prefixes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -128,7 +127,8 @@ pub trait Backend: Send + Sync + 'static {
 
     /// Applies every operation of `batch` atomically, in order; with [`Durability::SyncData`]
     /// the batch is on disk when this returns, and visible to snapshots only then. An empty
-    /// batch is a no-op; a batch with a key longer than [`MAX_KEY_LEN`] is refused whole.
+    /// batch is a no-op; a batch with an empty key is refused whole. Keys may be of any other
+    /// length.
     /// An error means nothing of the batch was applied, except
     /// [`StorageError::OutcomeUnknown`] (and [`StorageError::Poisoned`]): then the batch may or
     /// may not be durable, and the backend may refuse every later commit.
@@ -144,7 +144,7 @@ pub trait Snapshot: Clone + Send + Sync + 'static {
     /// snapshot and be kept by a cursor.
     type Iter: Iterator<Item = Result<KeyValue, StorageError>> + Send + 'static;
 
-    /// The value under `key`; `None` for a key longer than [`MAX_KEY_LEN`].
+    /// The value under `key`; `None` for an empty key.
     fn get(&self, keyspace: Keyspace, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError>;
 
     /// Entries with `start <= key <= end` (per the bounds) in key order, or in reverse key order
@@ -171,13 +171,10 @@ pub trait Snapshot: Clone + Send + Sync + 'static {
     }
 }
 
-/// Refuses a key no backend can store: an empty one, or one longer than [`MAX_KEY_LEN`].
+/// Refuses a key no backend can store: an empty one.
 pub fn check_key(key: &[u8]) -> Result<(), StorageError> {
     if key.is_empty() {
         return Err(StorageError::EmptyKey);
-    }
-    if key.len() > MAX_KEY_LEN {
-        return Err(StorageError::KeyTooLarge { len: key.len() });
     }
     Ok(())
 }
@@ -230,7 +227,9 @@ pub enum StorageError {
     /// further write until restarted, because what reached disk is unknown.
     #[error("storage engine is unusable after an earlier write failure; restart the server")]
     Poisoned,
-    #[error("storage key of {len} bytes exceeds the limit of {MAX_KEY_LEN} bytes")]
+    /// A key past what a stored value can measure (4 GiB; far above any key the engine
+    /// builds, which the 16 MiB document limit bounds).
+    #[error("storage key of {len} bytes is too long to store")]
     KeyTooLarge { len: usize },
     #[error("storage keys may not be empty")]
     EmptyKey,

@@ -41,6 +41,7 @@ mod index_build;
 mod index_stats;
 mod indexes;
 mod logs;
+mod long_keys;
 mod metrics;
 mod network;
 mod nul_field_names;
