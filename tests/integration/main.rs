@@ -31,6 +31,7 @@ mod durability;
 mod explain;
 mod fail_points;
 mod find_index_options;
+mod find_projection;
 mod handshake;
 mod hostile_input;
 mod index_build;
