@@ -1,20 +1,39 @@
-//! Projection compile and apply: the first document is the projection, the others are
-//! projected. A projected document must still encode as BSON.
+//! Projection compile and apply: the first document is the projection, the second the query
+//! (for a positional `a.$`), the others are projected, under find's policy and then under
+//! `$project`'s. A projected document must still encode as BSON.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mayfly::query::projection::Projection;
+use mayfly::query::expr::Variables;
+use mayfly::query::filter::Filter;
+use mayfly::query::projection::{Projection, Source};
 
 fn run(data: &[u8]) {
     let docs = mayfly_fuzz::documents(data);
-    let Some((spec, targets)) = docs.split_first() else {
+    let Some((spec, rest)) = docs.split_first() else {
         return;
     };
-    let Ok(projection) = Projection::compile(spec) else {
+    let Some((query, targets)) = rest.split_first() else {
         return;
     };
-    for doc in targets {
-        let Ok(projected) = projection.apply(doc) else {
+    let Ok(filter) = Filter::compile(query) else {
+        return;
+    };
+    let vars = Variables::default();
+    let compiled = [
+        Projection::find(spec, &filter, &vars),
+        Projection::aggregation(spec, &vars),
+    ];
+    let source = Source {
+        query: Some(&filter),
+        record_id: None,
+    };
+    for (projection, doc) in compiled
+        .iter()
+        .flatten()
+        .flat_map(|p| targets.iter().map(move |d| (p, d)))
+    {
+        let Ok(projected) = projection.apply_from(doc, source) else {
             continue;
         };
         // Only inputs a client could send (no NUL in keys) are held to it.

@@ -10,7 +10,8 @@ use crate::engine::exec::{keyed, Hint, ReadRequest};
 use crate::engine::StoredDoc;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::Variables;
-use crate::query::projection::Projection;
+use crate::query::filter::Filter;
+use crate::query::projection::{Projection, Source};
 use crate::status::OpKind;
 use bson::{Bson, Document};
 use std::sync::Arc;
@@ -73,15 +74,11 @@ impl FindArgs {
         let mut read = ReadRequest::with_variables(filter_doc, vars)?
             .requested_collation(super::read::collation_arg(cmd, "find")?)?
             .sorted(sort)?;
-        let projection_doc = optional_doc(cmd, "find", "projection")?;
-        let projection_matches = projection_doc.is_some_and(|p| {
-            p.values()
-                .any(|v| matches!(v, Bson::Document(d) if d.contains_key("$elemMatch")))
-        });
-        let projection = match projection_doc {
-            Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
+        let projection = match optional_doc(cmd, "find", "projection")? {
+            Some(p) if !p.is_empty() => Some(Projection::find(p, &read.filter, &read.vars)?),
             _ => None,
         };
+        let projection_matches = projection.as_ref().is_some_and(Projection::has_elem_match);
         read.skip = non_negative(cmd, "skip")?.unwrap_or(0);
         let mut limit = optional_i64(cmd, "find", "limit")?;
         let mut single_batch = optional_bool(cmd, "find", "singleBatch")?.unwrap_or(false);
@@ -192,6 +189,15 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
             ));
         }
     }
+    // A positional projection finds its element with the filter as it runs: under the
+    // collection's default collation when the command named none.
+    let query = match (&args.projection, &meta) {
+        (Some(p), Some(meta)) if p.needs_query() => {
+            Some(args.read.for_collection(meta)?.filter.clone())
+        }
+        (Some(p), None) if p.needs_query() => Some(args.read.filter.clone()),
+        _ => None,
+    };
     let execution = view.execute(
         meta.as_deref(),
         &args.read,
@@ -199,17 +205,25 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
         Arc::clone(&req.interrupt),
     )?;
     let ttl = meta.as_ref().and_then(|m| m.ttl());
-    let record_ids = args
-        .show_record_id
-        .then(|| meta.as_ref().map(|m| m.id))
-        .flatten();
+    let wants_record_id = args
+        .projection
+        .as_ref()
+        .is_some_and(Projection::needs_record_id);
+    let records = Records {
+        collection: meta
+            .as_ref()
+            .map(|m| m.id)
+            .filter(|_| args.show_record_id || wants_record_id),
+        show: args.show_record_id,
+    };
     // Without returnKey, a document that is not projected is returned as stored.
     let stored_as_is = !args.read.return_key;
     let docs = project(
         execution.docs,
         args.projection,
+        query,
         ttl,
-        record_ids,
+        records,
         stored_as_is,
     );
     // The plan applies the limit; the cursor also stops there without reading ahead.
@@ -224,31 +238,48 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
     first_batch_reply(shared, cursor, view.now, first, args.single_batch)
 }
 
+/// Where a find's record ids come from, and whether each document shows its own.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Records {
+    /// The collection's id, when record ids are needed (`showRecordId`, or a projection's
+    /// `{$meta: "recordId"}`).
+    pub collection: Option<u64>,
+    /// `showRecordId`: each document gets its record id as `$recordId`.
+    pub show: bool,
+}
+
 /// Projects each document; sizes are the stored sizes (never smaller than the projection), and
-/// each item keeps its document's expiry time under the collection TTL `ttl`. With
-/// `record_ids` (the collection id), each document gets its `$recordId`.
+/// each item keeps its document's expiry time under the collection TTL `ttl`. `query` is the
+/// filter a positional projection finds its element with.
 pub fn project(
     docs: StoredDocs,
     projection: Option<Projection>,
+    query: Option<Filter>,
     ttl: Option<i32>,
-    record_ids: Option<u64>,
+    records: Records,
     stored_as_is: bool,
 ) -> SizedDocs {
     Box::new(docs.map(move |r| {
         let d = r?;
         let expires_at = d.record.expires_at(ttl);
-        if stored_as_is && projection.is_none() && record_ids.is_none() {
+        if stored_as_is && projection.is_none() && !records.show {
             // The reply carries the stored bytes: the document is never decoded.
             let raw = bson::RawDocumentBuf::from_bytes(d.record.body)
                 .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))?;
             return Ok(Item::raw(raw, expires_at));
         }
-        let record_id = record_ids.map(|c| keyed::record_id(c, &d));
+        let record_id = records.collection.map(|c| keyed::record_id(c, &d));
         let mut doc = match &projection {
-            Some(p) => p.apply(&d.doc)?,
+            Some(p) => {
+                let source = Source {
+                    query: query.as_ref(),
+                    record_id: record_id.as_ref(),
+                };
+                p.apply_from(&d.doc, source)?
+            }
             None => d.doc,
         };
-        if let Some(id) = record_id {
+        if let (Some(id), true) = (record_id, records.show) {
             doc.insert("$recordId", id);
         }
         Item::new(&doc, expires_at)

@@ -20,7 +20,7 @@
 //!   bounded intervals, and the size limit of computed values.
 //! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
 //! - [`update`]: `Update::parse`, `apply` with an `UpdateContext`; `upsert_seed`.
-//! - [`projection`]: `Projection::compile`, `apply`.
+//! - [`projection`]: `Projection::find` / `aggregation` (one parser, two policies), `apply`.
 //! - [`sort`]: `SortSpec::compile`, `compare`.
 
 pub mod accumulator;

@@ -608,8 +608,17 @@ async fn bad_pipelines_get_mongod_errors() {
         168
     );
     assert_eq!(
-        aggregate_err(&coll, vec![doc! {"$project": {"a": 0, "x": "$_id"}}]).await,
+        aggregate_err(
+            &coll,
+            vec![doc! {"$project": {"a": 0, "x": {"$add": [1, 2]}}}]
+        )
+        .await,
         31252
+    );
+    // A field path is an operand, not an operator expression: mongod's parseLiteral answers.
+    assert_eq!(
+        aggregate_err(&coll, vec![doc! {"$project": {"a": 0, "x": "$_id"}}]).await,
+        31310
     );
     assert_eq!(
         aggregate_err(&coll, vec![doc! {"$unwind": "tags"}]).await,

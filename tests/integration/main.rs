@@ -34,6 +34,7 @@ mod durability;
 mod explain;
 mod fail_points;
 mod find_index_options;
+mod find_projection;
 mod handshake;
 mod held_memory;
 mod hostile_input;

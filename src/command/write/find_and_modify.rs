@@ -16,7 +16,7 @@ use crate::engine::{collection, ddl, Interrupt, Txn};
 use crate::error::{Error, Result};
 use crate::profile::shard_keys::ShardKeys;
 use crate::profile::DocumentLimit;
-use crate::query::projection::Projection;
+use crate::query::projection::{Projection, Source};
 use crate::query::update::{ArrayFilters, Update};
 use bson::{doc, Bson, DateTime, Document};
 use std::sync::Arc;
@@ -61,6 +61,8 @@ struct FindAndModify {
     limit: DocumentLimit,
     /// The Cosmos profile's shard-key rules.
     shard_keys: ShardKeys,
+    /// `fields`: a find projection of the returned document.
+    projection: Option<Projection>,
 }
 
 /// The collection and selection of a findAndModify, and whether it removes, for explain.
@@ -87,10 +89,9 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
     op.query = op.query.under(&shared.config.profile);
     op.limit = shared.config.profile.document_limit();
     op.shard_keys = ShardKeys::of(&shared.config.profile);
-    let projection = match optional_doc(cmd, COMMAND, "fields")? {
-        Some(p) if !p.is_empty() => Some(Projection::compile(p)?),
-        _ => None,
-    };
+    let projection = op.projection.take();
+    // A positional projection finds its element with the command's query.
+    let query = op.query.filter.clone();
 
     let retryable = RetryableWrite::of(req);
     let stmt_id = retryable::statement_ids(cmd, COMMAND, 1)?
@@ -124,7 +125,13 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
         })
         .await??;
     let value = match (value, &projection) {
-        (Some(doc), Some(p)) => Bson::Document(p.apply(&doc)?),
+        (Some(doc), Some(p)) => {
+            let source = Source {
+                query: Some(&query),
+                record_id: None,
+            };
+            Bson::Document(p.apply_from(&doc, source)?)
+        }
         (Some(doc), None) => Bson::Document(doc),
         (None, _) => Bson::Null,
     };
@@ -187,8 +194,14 @@ impl FindAndModify {
                 return_new,
             }
         };
+        let query = selection(&query, sort, hint.as_ref(), true, collation, &vars)?;
+        let projection = match optional_doc(cmd, COMMAND, "fields")? {
+            Some(p) if !p.is_empty() => Some(Projection::find(p, &query.filter, &vars)?),
+            _ => None,
+        };
         Ok(FindAndModify {
-            query: selection(&query, sort, hint.as_ref(), true, collation, &vars)?,
+            query,
+            projection,
             action,
             compares_strings,
             limit: DocumentLimit::default(),

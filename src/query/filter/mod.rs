@@ -129,9 +129,30 @@ impl Filter {
         regex_failure::watch(|| self.root.matches(&partial, self.collation()))
     }
 
-    /// The array index the positional `$` update operator refers to: the first element of the
-    /// first array a field predicate traverses that satisfies that predicate, as mongod
-    /// records while matching. `None` when no predicate goes through an array.
+    /// Whether some field predicate of the filter, under any `$and`/`$or`/`$nor`, tests a path
+    /// whose first component is `field`: what mongod asks of a query before it accepts a
+    /// positional projection on `field` (`$expr` tests no path).
+    pub fn tests_field(&self, field: &str) -> bool {
+        let mut stack = vec![&*self.root];
+        while let Some(e) = stack.pop() {
+            match e {
+                Expr::And(children) | Expr::Or(children) | Expr::Nor(children) => {
+                    stack.extend(children)
+                }
+                Expr::Field { path, .. } => {
+                    if path.first().is_some_and(|f| f == field) {
+                        return true;
+                    }
+                }
+                Expr::Expression(_) => {}
+            }
+        }
+        false
+    }
+
+    /// The array index the positional `$` operator (of an update, or of a find projection)
+    /// refers to: the first element of the first array a field predicate traverses that
+    /// satisfies that predicate, as mongod records while matching. `None` when no predicate goes through an array.
     /// It is asked after [`Filter::matches`] answered for the same document, so any `$regex`
     /// here has already decided on these values; a failure is not kept for a later evaluation.
     pub fn positional_match(&self, doc: &Document) -> Option<usize> {

@@ -410,8 +410,10 @@ fn a_regex_out_of_budget_is_an_error_wherever_a_filter_meets_it() {
     // The failure belongs to that evaluation only.
     let fine = Filter::compile(&doc! {"s": {"$regex": "c$"}}).unwrap();
     assert!(fine.matches(&doc).unwrap());
-    let projection = crate::query::projection::Projection::compile(
+    let projection = crate::query::projection::Projection::find(
         &doc! {"arr": {"$elemMatch": {"s": {"$regex": slow}}}},
+        &Filter::compile(&doc! {}).unwrap(),
+        &crate::query::expr::Variables::default(),
     )
     .unwrap();
     assert_eq!(

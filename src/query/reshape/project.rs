@@ -1,24 +1,16 @@
-//! `$project` and `$unset`: inclusion and exclusion through the find projection, plus
-//! top-level computed fields.
+//! `$project` and `$unset`: the projection compiler (`query::projection`) under its
+//! aggregation policy, with mongod's `Invalid $project :: caused by ::` context on `$project`'s
+//! parse errors.
 
-use super::{is_expression, truthy};
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::expr::{Expression, Variables};
+use crate::query::expr::Variables;
 use crate::query::projection::Projection;
-use bson::{doc, Bson, Document};
+use bson::{Bson, Document};
 
-/// `$project`: inclusion/exclusion through the find projection, plus top-level computed fields.
+/// `$project` or `$unset`: one compiled projection.
 #[derive(Debug, Clone)]
 pub struct Project {
-    base: Base,
-    computed: Vec<(String, Expression)>,
-}
-
-#[derive(Debug, Clone)]
-enum Base {
-    Projection(Projection),
-    /// Only computed fields: the output starts from `_id` alone (or nothing).
-    IdOnly(bool),
+    projection: Projection,
 }
 
 impl Project {
@@ -29,48 +21,21 @@ impl Project {
                 "$project specification must be an object",
             ));
         };
-        if spec.is_empty() {
-            return Err(Error::new(
-                ErrorCode::Location51272,
-                "Invalid $project :: caused by :: projection specification must have at least one field",
-            ));
-        }
-        let mut plain = Document::new();
-        let mut computed = Vec::new();
-        for (k, v) in spec {
-            if is_expression(v) {
-                if k.contains('.') {
-                    return Err(Error::new(ErrorCode::NotImplemented, format!("computed dotted fields in $project ('{k}') are not supported by this server")));
-                }
-                computed.push((k.clone(), Expression::compile(v, vars)?));
-            } else {
-                if let Bson::Document(d) = v {
-                    if contains_expression(d) {
-                        return Err(Error::new(ErrorCode::NotImplemented, format!("computed fields inside sub-documents of $project ('{k}') are not supported by this server")));
-                    }
-                }
-                plain.insert(k.clone(), v.clone());
-            }
-        }
-        if computed.is_empty() {
-            return Ok(Project {
-                base: Base::Projection(Projection::compile(&plain)?),
-                computed,
-            });
-        }
-        if has_exclusion(&plain, true) {
-            return Err(Error::new(
-                ErrorCode::Location31252,
-                "Invalid $project :: caused by :: Cannot use expression other than $meta in exclusion projection",
-            ));
-        }
-        let include_id = plain.get("_id").is_none_or(truthy);
-        let base = if plain.keys().any(|k| k != "_id") {
-            Base::Projection(Projection::compile(&plain)?)
-        } else {
-            Base::IdOnly(include_id)
+        let context = |e: Error| {
+            Error::new(
+                e.code,
+                format!("Invalid $project :: caused by :: {}", e.message),
+            )
         };
-        Ok(Project { base, computed })
+        if spec.is_empty() {
+            return Err(context(Error::new(
+                ErrorCode::Location51272,
+                "projection specification must have at least one field",
+            )));
+        }
+        Ok(Project {
+            projection: Projection::aggregation(spec, vars).map_err(context)?,
+        })
     }
 
     /// `$unset: "a"` or `["a", "b.c"]`: an exclusion projection.
@@ -93,52 +58,11 @@ impl Project {
             spec.insert(name.clone(), 0);
         }
         Ok(Project {
-            base: Base::Projection(Projection::compile(&spec)?),
-            computed: Vec::new(),
+            projection: Projection::aggregation(&spec, &Variables::default())?,
         })
     }
 
     pub fn apply(&self, doc: &Document) -> Result<Document> {
-        let mut out = match &self.base {
-            Base::Projection(p) => p.apply(doc)?,
-            Base::IdOnly(true) => doc
-                .get("_id")
-                .map(|id| doc! {"_id": id.clone()})
-                .unwrap_or_default(),
-            Base::IdOnly(false) => Document::new(),
-        };
-        for (k, e) in &self.computed {
-            match e.eval(doc)? {
-                Some(v) if k == "_id" && !out.contains_key("_id") => {
-                    let mut front = doc! {"_id": v};
-                    front.extend(out);
-                    out = front;
-                }
-                Some(v) => {
-                    out.insert(k.clone(), v);
-                }
-                None => {
-                    out.remove(k);
-                }
-            }
-        }
-        Ok(out)
+        self.projection.apply(doc)
     }
-}
-
-fn contains_expression(d: &Document) -> bool {
-    d.values().any(|v| match v {
-        Bson::Document(sub) => is_expression(v) || contains_expression(sub),
-        other => is_expression(other),
-    })
-}
-
-fn has_exclusion(spec: &Document, top: bool) -> bool {
-    spec.iter().any(|(k, v)| match v {
-        _ if top && k == "_id" => false,
-        Bson::Boolean(false) => true,
-        v if crate::query::compare::is_number(v) => !truthy(v),
-        Bson::Document(d) if !is_expression(v) => has_exclusion(d, false),
-        _ => false,
-    })
 }
