@@ -409,7 +409,7 @@ async fn engine_scan(args: &Args) -> Result<(), BoxError> {
             .await??;
     }
     let run = |filter: Document, decode: bool| -> Result<(u64, f64), BoxError> {
-        let view = engine.read();
+        let view = engine.read().unwrap();
         let meta = view.collection(DB, "scan");
         let mut req = ReadRequest::new(filter)?;
         req.hint = Some(Hint::Natural { reverse: false });

@@ -271,7 +271,7 @@ async fn engine_reads(args: &Args) -> Result<(), BoxError> {
         };
         for which in order {
             let meta = &metas[which];
-            let view = engine.read();
+            let view = engine.read().unwrap();
             let t = Instant::now();
             let mut seen = 0usize;
             for stored in view.scan(meta, view.now_cell()) {

@@ -779,6 +779,14 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// A lock a thread panicked while holding fails the command that needed it (1 InternalError),
+/// naming the lock.
+impl From<crate::sync::Poisoned> for Error {
+    fn from(poisoned: crate::sync::Poisoned) -> Self {
+        Error::internal(poisoned.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -800,5 +808,28 @@ mod tests {
         assert_eq!(entry.get_i32("index"), Ok(3));
         assert_eq!(entry.get_i32("code"), Ok(11000));
         assert!(entry.get_document("keyPattern").is_ok());
+    }
+
+    #[test]
+    fn a_poisoned_lock_is_an_internal_error_naming_the_lock() {
+        let lock = std::sync::RwLock::new(());
+        let _ = std::thread::scope(|s| {
+            s.spawn(|| {
+                let _held = lock.write().unwrap();
+                std::panic::resume_unwind(Box::new("a bug while holding the lock"));
+            })
+            .join()
+        });
+        let err = Error::from(crate::sync::read(&lock, "test error catalog").unwrap_err());
+        let reply = err.to_reply();
+        assert_eq!(reply.get_i32("code"), Ok(1));
+        assert_eq!(reply.get_str("codeName"), Ok("InternalError"));
+        assert_eq!(
+            reply.get_str("errmsg"),
+            Ok(
+                "the test error catalog lock is poisoned: a thread panicked while holding it; \
+                restart the server"
+            )
+        );
     }
 }

@@ -23,7 +23,8 @@
 //!                clock (the only place that reads wall time), host (facts about the machine),
 //!                allocation (the counting global allocator and the process's memory limit),
 //!                protocol (limits and compressor names every layer shares), status (counters),
-//!                latency (the histograms commands and syncs are timed into)
+//!                latency (the histograms commands and syncs are timed into), sync (taking a
+//!                lock a panicking thread may have poisoned: refuse or recover, count, log)
 //! ```
 //!
 //! A module imports only from layers below it. `server` owns the listener, the connection limit
@@ -68,6 +69,7 @@ pub mod server;
 pub mod session;
 pub mod status;
 pub mod storage;
+pub mod sync;
 pub mod tls;
 pub mod tools;
 pub mod ttl;

@@ -102,7 +102,13 @@ async fn run(config: Config) -> ExitCode {
         "mayfly starting"
     );
     let shared = server.shared();
-    let has_users = shared.engine.catalog().has_users();
+    let has_users = match shared.engine.catalog() {
+        Ok(catalog) => catalog.has_users(),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot start");
+            return ExitCode::FAILURE;
+        }
+    };
     for warning in mayfly::command::startup_warnings(&shared.config, has_users) {
         tracing::warn!(tags = "startupWarnings", "{warning}");
     }

@@ -33,8 +33,17 @@ pub fn global() -> &'static RecentLog {
 }
 
 impl RecentLog {
+    /// The ring: one line pushed (and one popped) at a time, so a poisoned lock is recovered.
+    /// Counted, but not logged: logging from inside the log's own layer would recurse.
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| {
+            crate::sync::count_unlogged("recent log");
+            e.into_inner()
+        })
+    }
+
     pub fn push(&self, line: String) {
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.state();
         if state.lines.len() == CAPACITY {
             state.lines.pop_front();
         }
@@ -44,7 +53,7 @@ impl RecentLog {
 
     /// Lines written in all, and the ones still kept, oldest first.
     pub fn snapshot(&self) -> (u64, Vec<String>) {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.state();
         (state.total, state.lines.iter().cloned().collect())
     }
 }

@@ -23,6 +23,7 @@ const LAYERS: &[&[&str]] = &[
         "host",
         "status",
         "latency",
+        "sync",
     ],
     &["error"],
     &["query", "ttl", "auth", "log_line"],
@@ -38,7 +39,7 @@ const LAYERS: &[&[&str]] = &[
 
 /// Modules that are pure (no I/O, no clock) and what each may import besides itself.
 const PURE: &[(&str, &[&str])] = &[
-    ("query", &["error", "protocol", "allocation"]),
+    ("query", &["error", "protocol", "allocation", "sync"]),
     ("ttl", &["error"]),
     ("auth", &["error"]),
 ];

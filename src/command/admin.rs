@@ -104,7 +104,7 @@ pub fn get_log(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             })
         }
         Some(Bson::String(name)) if name == "startupWarnings" => {
-            let lines = startup_warning_lines(shared);
+            let lines = startup_warning_lines(shared)?;
             Ok(doc! {
                 "totalLinesWritten": i32::try_from(lines.len()).unwrap_or(i32::MAX),
                 "log": lines,
@@ -126,12 +126,12 @@ pub fn get_log(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 }
 
 /// The start-up warnings as mongod's structured log lines (mongosh prints their `msg`).
-fn startup_warning_lines(shared: &Shared) -> Vec<Bson> {
-    let has_users = shared.engine.catalog().has_users();
+fn startup_warning_lines(shared: &Shared) -> Result<Vec<Bson>> {
+    let has_users = shared.engine.catalog()?.has_users();
     let date = bson::DateTime::from_millis(shared.start_millis)
         .try_to_rfc3339_string()
         .unwrap_or_default();
-    super::authz::startup_warnings(&shared.config, has_users)
+    Ok(super::authz::startup_warnings(&shared.config, has_users)
         .into_iter()
         .map(|msg| {
             let line = doc! {
@@ -144,7 +144,7 @@ fn startup_warning_lines(shared: &Shared) -> Vec<Bson> {
             };
             Bson::String(Bson::Document(line).into_relaxed_extjson().to_string())
         })
-        .collect()
+        .collect())
 }
 
 pub fn whats_my_uri(conn: &Connection) -> Document {
@@ -153,9 +153,13 @@ pub fn whats_my_uri(conn: &Connection) -> Document {
 
 /// `connectionStatus`: the user this connection authenticated as, that user's roles as stored
 /// now (what authorization checks), and with `showPrivileges: true` what those roles grant.
-pub fn connection_status(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Document {
+pub fn connection_status(
+    shared: &Shared,
+    conn: &Connection,
+    req: &Request<'_>,
+) -> Result<Document> {
     let show_privileges = req.body.get("showPrivileges").is_some_and(is_truthy);
-    let current = super::authz::current_users(shared, conn);
+    let current = super::authz::current_users(shared, conn)?;
     let users: Vec<Bson> = current
         .iter()
         .map(|u| Bson::Document(doc! {"user": u.name.as_str(), "db": u.db.as_str()}))
@@ -182,5 +186,5 @@ pub fn connection_status(shared: &Shared, conn: &Connection, req: &Request<'_>) 
             .collect();
         auth_info.insert("authenticatedUserPrivileges", privileges);
     }
-    doc! {"authInfo": auth_info, "ok": 1.0}
+    Ok(doc! {"authInfo": auth_info, "ok": 1.0})
 }

@@ -61,11 +61,7 @@ impl AuthFailures {
         self.log(attempt, reason);
         self.failed.fetch_add(1, Ordering::Relaxed);
         let now = self.origin.elapsed();
-        let verdict = self
-            .table
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .record_failure(attempt.remote.ip(), now);
+        let verdict = self.table().record_failure(attempt.remote.ip(), now);
         if verdict.entered {
             tracing::warn!(
                 remote = %attempt.remote.ip(),
@@ -78,6 +74,12 @@ impl AuthFailures {
             self.delayed.fetch_add(1, Ordering::Relaxed);
         }
         verdict.delay
+    }
+
+    /// The failures by address: a throttle's memory, whose loss changes a delay, never whether
+    /// a client authenticates; a poisoned lock is recovered (and counted).
+    fn table(&self) -> std::sync::MutexGuard<'_, FailureTable> {
+        crate::sync::lock_recovering(&self.table, "authentication failures")
     }
 
     /// Only logs a failed authentication: for a failure the client does not see as one.
@@ -98,7 +100,7 @@ impl AuthFailures {
     /// `serverStatus`'s `security.authentication`: failures counted, how many were delayed,
     /// the addresses whose next failure would be, and the policy.
     pub fn server_status(&self) -> Document {
-        let table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let table = self.table();
         let policy = table.policy();
         let count = |n: &AtomicU64| i64::try_from(n.load(Ordering::Relaxed)).unwrap_or(i64::MAX);
         doc! {

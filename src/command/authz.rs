@@ -58,9 +58,10 @@ type Need<'a> = (Resource<'a>, &'static [Action]);
 
 /// The connection's users with their roles as stored now: a grant, a revoke or a dropped user
 /// (no roles) applies to open connections at once.
-pub fn current_users(shared: &Shared, conn: &Connection) -> Vec<AuthenticatedUser> {
-    let catalog = shared.engine.catalog();
-    conn.authenticated
+pub fn current_users(shared: &Shared, conn: &Connection) -> Result<Vec<AuthenticatedUser>> {
+    let catalog = shared.engine.catalog()?;
+    Ok(conn
+        .authenticated
         .iter()
         .map(|u| AuthenticatedUser {
             db: u.db.clone(),
@@ -70,7 +71,7 @@ pub fn current_users(shared: &Shared, conn: &Connection) -> Vec<AuthenticatedUse
                 .map(|stored| stored.roles.clone())
                 .unwrap_or_default(),
         })
-        .collect()
+        .collect())
 }
 
 /// Checks the request against the connection's users; with `--auth` off everything is allowed.
@@ -78,10 +79,10 @@ pub fn check(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Result<Ac
     if !shared.config.auth {
         return Ok(Access::Allowed);
     }
-    let users = current_users(shared, conn);
+    let users = current_users(shared, conn)?;
     let caller = Caller {
         users: &users,
-        localhost_exception: !shared.engine.catalog().has_users() && conn.peer.ip().is_loopback(),
+        localhost_exception: !shared.engine.catalog()?.has_users() && conn.peer.ip().is_loopback(),
     };
     authorize(&caller, req.name, req.db, req.body)
 }

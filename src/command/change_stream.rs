@@ -112,7 +112,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         "aggregate",
         "let",
     )?)?;
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let now = view.now_cell();
     let env = Env {
         view: view.clone(),

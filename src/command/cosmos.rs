@@ -92,7 +92,7 @@ pub fn check_in_transaction(shared: &Shared, req: &Request<'_>) -> Result<()> {
     };
     let sharded = shared
         .engine
-        .catalog()
+        .catalog()?
         .get(req.db, collection)
         .is_some_and(|meta| meta.shard_key().is_some());
     if sharded {
@@ -104,7 +104,7 @@ pub fn check_in_transaction(shared: &Shared, req: &Request<'_>) -> Result<()> {
     let namespace = format!("{}.{collection}", req.db);
     match shared
         .transactions
-        .claim_namespace(session, statement.number, &namespace)
+        .claim_namespace(session, statement.number, &namespace)?
     {
         Some(first) => Err(crate::profile::transactions::on_second_collection(
             &first, &namespace,

@@ -108,7 +108,14 @@ pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
             format!("Requested getMore on namespace '{ns}', but cursor belongs to a different namespace {owner}"),
         ));
     }
-    if let Err(e) = same_session(id, shared.sessions.cursor_owner(id), req.session.session) {
+    let owner = match shared.sessions.cursor_owner(id) {
+        Ok(owner) => owner,
+        Err(e) => {
+            shared.engine.cursors.put_back(id, cursor);
+            return Err(e);
+        }
+    };
+    if let Err(e) = same_session(id, owner, req.session.session) {
         shared.engine.cursors.put_back(id, cursor);
         return Err(e);
     }

@@ -299,7 +299,7 @@ pub fn list_collections(shared: &Shared, req: &Request<'_>) -> Result<bson::RawD
     optional_bool(cmd, "listCollections", "authorizedCollections")?;
     optional_bool(cmd, "listCollections", "includePendingDrops")?;
     let batch_size = cursor_batch_size(cmd, "listCollections")?;
-    let catalog = shared.engine.catalog();
+    let catalog = shared.engine.catalog()?;
     let mut entries = Vec::new();
     for meta in catalog.collections_in(req.db) {
         let entry = doc! {
@@ -339,7 +339,7 @@ pub fn list_databases(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let filter = compile_filter(cmd, "listDatabases")?;
     let name_only = optional_bool(cmd, "listDatabases", "nameOnly")?.unwrap_or(false);
     optional_bool(cmd, "listDatabases", "authorizedDatabases")?;
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let mut databases = Vec::new();
     let mut total: i64 = 0;
     let mut names = view.catalog.databases();

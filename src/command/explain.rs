@@ -182,7 +182,7 @@ fn fast_count_explain(
         },
     };
     if verbosity > Verbosity::QueryPlanner {
-        let view = shared.engine.read();
+        let view = shared.engine.read()?;
         let counted = match view.collection(db, coll) {
             Some(meta) => view.visible_count(&meta)?,
             None => 0,
@@ -224,7 +224,7 @@ pub fn explain_read(
     root: Root,
     interrupt: Arc<Interrupt>,
 ) -> Result<Document> {
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let meta = view.collection(db, coll);
     let read = &read.clone().under(&shared.config.profile);
     let timer = Stopwatch::start();

@@ -159,11 +159,12 @@ pub fn is_point_read(shared: &Shared, req: &Request<'_>) -> bool {
         && ["collation", "hint", "min", "max"]
             .iter()
             .all(|field| !body.contains_key(field))
-        && shared
-            .engine
-            .catalog()
-            .get(req.db, coll)
-            .is_none_or(|meta| meta.default_collation_spec().is_none())
+        // A poisoned catalog sends the read the general way, where it fails with the error.
+        && shared.engine.catalog().is_ok_and(|catalog| {
+            catalog
+                .get(req.db, coll)
+                .is_none_or(|meta| meta.default_collation_spec().is_none())
+        })
 }
 
 pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {

@@ -116,7 +116,7 @@ fn supported_mechanisms(shared: &Shared, principal: &str) -> Result<Option<Vec<B
             "UserName must contain a '.' separated database.user pair",
         ));
     };
-    let catalog = shared.engine.catalog();
+    let catalog = shared.engine.catalog()?;
     let Some(user) = catalog.user(db, user) else {
         tracing::info!(
             user,

@@ -682,7 +682,7 @@ pub fn list_indexes(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocum
     let coll = collection_arg(cmd.get("listIndexes"), "listIndexes")?;
     let batch_size = cursor_batch_size(cmd, "listIndexes")?;
     let ns = format!("{}.{coll}", req.db);
-    let Some(meta) = shared.engine.catalog().get(req.db, coll).cloned() else {
+    let Some(meta) = shared.engine.catalog()?.get(req.db, coll).cloned() else {
         return Err(Error::new(
             ErrorCode::NamespaceNotFound,
             format!("ns does not exist: {ns}"),

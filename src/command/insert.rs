@@ -103,7 +103,7 @@ async fn prepare(
     coll: &str,
     count: usize,
 ) -> Result<Vec<Result<NewDocument>>> {
-    let existing = shared.engine.catalog().get(req.db, coll).cloned();
+    let existing = shared.engine.catalog()?.get(req.db, coll).cloned();
     let keep = keeps_documents(shared, existing.as_deref());
     let limit = shared.config.profile.document_limit();
     // Each document's key is computed here, off the writer's thread, for the collection as it

@@ -194,8 +194,19 @@ fn all_sections(shared: &Shared, cmd: &Document) -> Document {
             },
         },
         "writer": writer_status(shared),
+        "locks": {"poisoned": poisoned_locks_status()},
         "ok": 1.0,
     }
+}
+
+/// Locks found poisoned since the process started: in all, and by lock name (`sync`).
+fn poisoned_locks_status() -> Document {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    let mut by_lock = Document::new();
+    for (name, n) in crate::sync::poisoned_by_lock() {
+        by_lock.insert(name, count(n));
+    }
+    doc! {"total": count(crate::sync::poisoned_total()), "byLock": by_lock}
 }
 
 /// TLS connections accepted since start, by negotiated version.
@@ -214,16 +225,15 @@ fn transport_security_status(c: &Counters) -> Document {
 /// TTL-24: what the reaper has done and how far behind it is.
 fn ttl_status(shared: &Shared) -> Document {
     let stats = &shared.engine.reaper.stats;
-    let last_error = stats
-        .last_error
-        .lock()
-        .ok()
-        .and_then(|e| e.clone())
-        .map_or(Bson::Null, Bson::String);
+    let last_error = stats.last_error().clone().map_or(Bson::Null, Bson::String);
+    // Null when the catalog lock is poisoned: no count is known (`locks.poisoned` says why).
+    let backlog = shared.engine.reaper.backlog().map_or(Bson::Null, |n| {
+        Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX))
+    });
     doc! {
         "deletedDocuments": Counters::get(&stats.deleted),
         "passes": Counters::get(&stats.passes),
-        "backlog": i64::try_from(shared.engine.reaper.backlog()).unwrap_or(i64::MAX),
+        "backlog": backlog,
         "lastPassMillis": stats.last_pass_micros.load(Ordering::Relaxed) as f64 / 1000.0,
         "paused": stats.paused.load(Ordering::Relaxed),
         "errors": Counters::get(&stats.errors),

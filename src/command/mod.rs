@@ -298,7 +298,7 @@ async fn run(
         return Ok(Outcome::Close);
     }
     if let Some(id) = session.session {
-        session_registry::adopt_reply_cursor(&shared.sessions, id, &reply);
+        session_registry::adopt_reply_cursor(&shared.sessions, id, &reply)?;
     }
     if replicated {
         if let (Some(error), Reply::Document(reply)) =
@@ -454,7 +454,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::ReplSetInitiate => replset::initiate(shared).map(Reply::from),
         C::ReplSetStepDown => replset::step_down(shared, req).map(Reply::from),
         C::ReplSetReconfig => replset::reconfig(shared).map(Reply::from),
-        C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req).into()),
+        C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req)?.into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
         C::StartSession => sessions::start_session(shared, conn).map(Reply::from),
         C::EndSessions => sessions::end_sessions(shared, conn, req).map(Reply::from),
@@ -504,7 +504,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::CollStats => blocking(shared, req, stats::coll_stats).await,
         C::Validate => blocking(shared, req, validate::validate).await,
         C::Profile => profiler::profile(shared, req).map(Reply::from),
-        C::Top => Ok(top::top(shared).into()),
+        C::Top => Ok(top::top(shared)?.into()),
         C::CreateIndexes => awaiting_writer(req, index::create_indexes(shared, req)).await,
         C::ListIndexes => blocking(shared, req, index::list_indexes).await,
         C::DropIndexes => awaiting_writer(req, index::drop_indexes(shared, req)).await,

@@ -15,7 +15,7 @@ use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -85,13 +85,19 @@ pub struct OpGuard<'a> {
 
 impl Drop for OpGuard<'_> {
     fn drop(&mut self) {
-        if let Ok(mut ops) = self.registry.ops.lock() {
-            ops.remove(&self.opid);
-        }
+        self.registry.ops().remove(&self.opid);
     }
 }
 
 impl OpRegistry {
+    /// The running operations. Every holder inserts or removes one whole entry, or only reads
+    /// (a panic building a report changes nothing), so a poisoned lock cannot mean a half-made
+    /// change: it is recovered (and counted), and `currentOp` and `killOp` stay exact rather
+    /// than every command failing.
+    fn ops(&self) -> MutexGuard<'_, BTreeMap<i32, RunningOp>> {
+        crate::sync::lock_recovering(&self.ops, "operation registry")
+    }
+
     /// Lists `req` as running on `conn` until the guard is dropped.
     pub fn register<'a>(
         &'a self,
@@ -125,9 +131,7 @@ impl OpRegistry {
             interrupt: Arc::clone(&req.interrupt),
             time_limited: time_limited(req.name),
         };
-        if let Ok(mut ops) = self.ops.lock() {
-            ops.insert(opid, op);
-        }
+        self.ops().insert(opid, op);
         OpGuard {
             registry: self,
             opid,
@@ -136,11 +140,7 @@ impl OpRegistry {
 
     /// Kills operation `opid`; whether it was running.
     pub fn kill(&self, opid: i32) -> bool {
-        let interrupt = self
-            .ops
-            .lock()
-            .ok()
-            .and_then(|ops| ops.get(&opid).map(|op| Arc::clone(&op.interrupt)));
+        let interrupt = self.ops().get(&opid).map(|op| Arc::clone(&op.interrupt));
         match interrupt {
             Some(interrupt) => {
                 interrupt.kill(KillReason::Killed);
@@ -153,15 +153,13 @@ impl OpRegistry {
     /// Stops, as `killOp` does, every time-limited operation that has run for `limit` or
     /// longer; returns how many.
     pub fn stop_overdue(&self, limit: Duration) -> usize {
-        let overdue: Vec<Arc<Interrupt>> = match self.ops.lock() {
-            Ok(ops) => ops
-                .values()
-                .filter(|op| op.time_limited && op.started.elapsed() >= limit)
-                .filter(|op| !op.interrupt.is_killed())
-                .map(|op| Arc::clone(&op.interrupt))
-                .collect(),
-            Err(_) => return 0,
-        };
+        let overdue: Vec<Arc<Interrupt>> = self
+            .ops()
+            .values()
+            .filter(|op| op.time_limited && op.started.elapsed() >= limit)
+            .filter(|op| !op.interrupt.is_killed())
+            .map(|op| Arc::clone(&op.interrupt))
+            .collect();
         for interrupt in &overdue {
             interrupt.kill(KillReason::RequestTimeLimit);
         }
@@ -171,10 +169,7 @@ impl OpRegistry {
     /// The `inprog` entries of every running operation, oldest first (also what a
     /// `$currentOp` stage would produce).
     pub fn report(&self) -> Vec<Document> {
-        let Ok(ops) = self.ops.lock() else {
-            return Vec::new();
-        };
-        ops.iter().map(|(id, op)| op.report(*id)).collect()
+        self.ops().iter().map(|(id, op)| op.report(*id)).collect()
     }
 }
 

@@ -22,7 +22,7 @@ use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The collection profiled operations go to.
@@ -34,6 +34,8 @@ const MAX_COMMAND_BYTES: usize = 50 * 1024;
 /// Characters of a truncated command's summary.
 const TRUNCATED_SUMMARY_CHARS: usize = 1000;
 const FIELDS: &[&str] = &["slowms", "sampleRate", "filter"];
+/// The name the sample rate's lock is logged and counted under.
+const SAMPLE_RATE: &str = "profiler sample rate";
 
 /// A database's profiling settings.
 #[derive(Debug, Clone, Default)]
@@ -78,8 +80,15 @@ impl Profiler {
         self.settings(db).level
     }
 
+    /// Both settings locks hold values assigned or inserted whole (one `f64`; one database's
+    /// settings at a time), so a poisoned one is recovered (and counted): falling back to the
+    /// defaults would silently stop profiling a database.
     fn sample_rate(&self) -> f64 {
-        self.sample_rate.lock().map_or(1.0, |r| *r)
+        *crate::sync::lock_recovering(&self.sample_rate, SAMPLE_RATE)
+    }
+
+    fn databases(&self) -> MutexGuard<'_, HashMap<String, DatabaseSettings>> {
+        crate::sync::lock_recovering(&self.databases, "profiler settings")
     }
 
     fn settings(&self, db: &str) -> DatabaseSettings {
@@ -90,11 +99,7 @@ impl Profiler {
         if !self.configured.load(Ordering::Acquire) {
             return default();
         }
-        self.databases
-            .lock()
-            .ok()
-            .and_then(|d| d.get(db).cloned())
-            .unwrap_or_else(default)
+        self.databases().get(db).cloned().unwrap_or_else(default)
     }
 
     /// What to do with a finished operation: whether it is logged as slow and whether it is
@@ -382,15 +387,13 @@ pub fn profile(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         if let Some(filter) = filter {
             new.filter = filter;
         }
-        if let Ok(mut databases) = profiler.databases.lock() {
-            databases.insert(req.db.to_owned(), new.clone());
-            profiler.configured.store(true, Ordering::Release);
-        }
+        profiler.databases().insert(req.db.to_owned(), new.clone());
+        profiler.configured.store(true, Ordering::Release);
         if let Some(slow_ms) = slow_ms {
             profiler.slow_ms.store(slow_ms, Ordering::Relaxed);
         }
-        if let (Some(rate), Ok(mut current)) = (sample_rate, profiler.sample_rate.lock()) {
-            *current = rate;
+        if let Some(rate) = sample_rate {
+            *crate::sync::lock_recovering(&profiler.sample_rate, SAMPLE_RATE) = rate;
         }
         tracing::info!(
             db = req.db,

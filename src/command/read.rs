@@ -74,7 +74,7 @@ impl CountArgs {
 
 pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let args = CountArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let meta = view.collection(req.db, &args.collection);
     // mongod counts from the record store only without a hint: a hint makes it plan (and fail
     // on an unknown index).

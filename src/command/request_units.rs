@@ -17,7 +17,7 @@ use crate::profile::throttle::{
 use crate::protocol::Reply;
 use bson::{doc, Bson, Document};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// The server's request-unit state.
 pub struct RequestUnits {
@@ -64,13 +64,13 @@ impl RequestUnits {
         if !profile.throttles() || Work::of(req.name.name()) == Work::Free {
             return Ok(());
         }
-        let Some((key, rate)) = budget(shared, req.db, req.body) else {
+        let Some((key, rate)) = budget(shared, req.db, req.body)? else {
             return Ok(());
         };
         let waited = Stopwatch::start();
         loop {
             let wait = {
-                let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+                let mut buckets = self.buckets();
                 let now = self.now();
                 let bucket = buckets
                     .entry(key.clone())
@@ -143,8 +143,11 @@ impl RequestUnits {
         }
         self.add_to_total(op.db, op.collection().unwrap_or("$cmd"), ru);
         if shared.config.profile.throttles() {
-            if let Some((key, rate)) = budget(shared, op.db, op.body) {
-                let mut buckets = self.buckets.lock().unwrap_or_else(|p| p.into_inner());
+            // The command has run and answered. On a poisoned catalog (counted and logged) its
+            // charge is in the totals but no bucket's; the next command's admission fails on
+            // the same lock.
+            if let Ok(Some((key, rate))) = budget(shared, op.db, op.body) {
+                let mut buckets = self.buckets();
                 let now = self.now();
                 buckets
                     .entry(key)
@@ -157,7 +160,7 @@ impl RequestUnits {
 
     /// Adds a charge to `db.collection`'s total (allocating only for a new namespace).
     fn add_to_total(&self, db: &str, collection: &str, ru: f64) {
-        let mut totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+        let mut totals = self.totals();
         let by_collection = match totals.get_mut(db) {
             Some(by_collection) => by_collection,
             None => totals.entry(db.to_owned()).or_default(),
@@ -170,10 +173,20 @@ impl RequestUnits {
         total.charge += ru;
     }
 
+    /// Meters, recovered when poisoned (and counted): a bucket's balance or a total off by one
+    /// command's charge changes no answer but a throttling decision or a statistic.
+    fn buckets(&self) -> MutexGuard<'_, HashMap<String, Bucket>> {
+        crate::sync::lock_recovering(&self.buckets, "request unit budgets")
+    }
+
+    fn totals(&self) -> MutexGuard<'_, HashMap<String, HashMap<String, Total>>> {
+        crate::sync::lock_recovering(&self.totals, "request unit totals")
+    }
+
     /// `serverStatus.requestUnits`: requests and request units by namespace, in name order.
     pub fn server_status(&self) -> Document {
         let sorted: BTreeMap<String, Total> = {
-            let totals = self.totals.lock().unwrap_or_else(|p| p.into_inner());
+            let totals = self.totals();
             totals
                 .iter()
                 .flat_map(|(db, by_collection)| {
@@ -201,20 +214,25 @@ impl RequestUnits {
 /// throughput (`customAction`), else its database's, which its collections without their own
 /// share, else `--cosmos-throughput` for the collection alone. Autoscale budgets allow their
 /// maximum. Commands on no collection are not throttled.
-fn budget(shared: &Shared, db: &str, body: &Document) -> Option<(String, u32)> {
-    let collection = collection_of(body)?;
-    let catalog = shared.engine.catalog();
+fn budget(shared: &Shared, db: &str, body: &Document) -> Result<Option<(String, u32)>> {
+    let Some(collection) = collection_of(body) else {
+        return Ok(None);
+    };
+    let catalog = shared.engine.catalog()?;
     let own = catalog
         .get(db, collection)
         .and_then(|meta| meta.cosmos.as_ref().and_then(|c| c.throughput));
     if let Some(own) = own {
-        return Some((format!("{db}.{collection}"), own.max_per_second()));
+        return Ok(Some((format!("{db}.{collection}"), own.max_per_second())));
     }
     if let Some(shared_by_db) = catalog.database_settings(db).and_then(|s| s.throughput) {
-        return Some((db.to_owned(), shared_by_db.max_per_second()));
+        return Ok(Some((db.to_owned(), shared_by_db.max_per_second())));
     }
-    let rate = shared.config.profile.throughput?;
-    Some((format!("{db}.{collection}"), rate))
+    Ok(shared
+        .config
+        .profile
+        .throughput
+        .map(|rate| (format!("{db}.{collection}"), rate)))
 }
 
 /// Bytes a read returned (only reads are charged by it).

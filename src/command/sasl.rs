@@ -126,7 +126,7 @@ fn next_step(
     }
     let Some(user) = shared
         .engine
-        .catalog()
+        .catalog()?
         .user(&session.db, &session.user)
         .cloned()
     else {
@@ -214,7 +214,7 @@ fn start(
         Err(err) => return Err(failed(shared, conn, &attempt, &err, speculative)),
     };
     attempt.user = &first.user;
-    let user = shared.engine.catalog().user(db, &first.user).cloned();
+    let user = shared.engine.catalog()?.user(db, &first.user).cloned();
     let Some(user) = user else {
         return Err(failed(
             shared,

@@ -16,7 +16,7 @@ use crate::pipeline::list_local_sessions::ListLocalSessions;
 use bson::{doc, Bson, DateTime, Document};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -73,7 +73,9 @@ pub struct InSession<'a> {
 
 impl Drop for InSession<'_> {
     fn drop(&mut self) {
-        if let Ok(mut state) = self.registry.state.lock() {
+        // On a poisoned registry (counted and logged) the operation stays listed: its session
+        // is not expired, which every later command on the registry fails before mattering.
+        if let Ok(mut state) = self.registry.state() {
             if let Some(entry) = state.sessions.get_mut(&self.session) {
                 entry.running.remove(&self.op);
             }
@@ -100,11 +102,14 @@ impl Selector<'_> {
     }
 }
 
-fn poisoned() -> Error {
-    Error::internal("the session registry is poisoned")
-}
-
 impl SessionRegistry {
+    /// The sessions, their cursors and operations: several maps changed together, so a
+    /// poisoned lock fails the caller (an empty registry would let any session continue any
+    /// cursor, and take live sessions' retryable-write records for expired ones).
+    fn state(&self) -> Result<MutexGuard<'_, State>> {
+        Ok(crate::sync::lock(&self.state, "session registry")?)
+    }
+
     /// Touches `session` (creating it if new) and lists an operation running in it until the
     /// guard is dropped.
     pub fn begin(
@@ -114,7 +119,7 @@ impl SessionRegistry {
         now_ms: i64,
         interrupt: Arc<Interrupt>,
     ) -> Result<InSession<'_>> {
-        let mut state = self.state.lock().map_err(|_| poisoned())?;
+        let mut state = self.state()?;
         let op = state.next_op;
         state.next_op += 1;
         let entry = vivify(&mut state, session, user, now_ms)?;
@@ -128,7 +133,7 @@ impl SessionRegistry {
 
     /// Touches `sessions` (`startSession`, `refreshSessions`).
     pub fn touch(&self, sessions: &[SessionId], user: Option<String>, now_ms: i64) -> Result<()> {
-        let mut state = self.state.lock().map_err(|_| poisoned())?;
+        let mut state = self.state()?;
         for session in sessions {
             vivify(&mut state, *session, user.clone(), now_ms)?;
         }
@@ -137,38 +142,35 @@ impl SessionRegistry {
 
     /// Records that `cursor` was opened in `session`: only that session may continue it, and
     /// ending or killing the session closes it.
-    pub fn adopt_cursor(&self, session: SessionId, cursor: i64) {
-        if let Ok(mut state) = self.state.lock() {
-            if let Some(entry) = state.sessions.get_mut(&session) {
-                entry.cursors.insert(cursor);
-                state.cursor_owner.insert(cursor, session);
-            }
+    pub fn adopt_cursor(&self, session: SessionId, cursor: i64) -> Result<()> {
+        let mut state = self.state()?;
+        if let Some(entry) = state.sessions.get_mut(&session) {
+            entry.cursors.insert(cursor);
+            state.cursor_owner.insert(cursor, session);
         }
+        Ok(())
     }
 
     /// The session `cursor` was opened in, if any.
-    pub fn cursor_owner(&self, cursor: i64) -> Option<SessionId> {
-        self.state.lock().ok()?.cursor_owner.get(&cursor).copied()
+    pub fn cursor_owner(&self, cursor: i64) -> Result<Option<SessionId>> {
+        Ok(self.state()?.cursor_owner.get(&cursor).copied())
     }
 
     /// Ends `sessions`: forgets them and closes their cursors (`endSessions`).
-    pub fn end(&self, sessions: &[SessionId], cursors: &CursorRegistry) {
-        let Ok(mut state) = self.state.lock() else {
-            return;
-        };
+    pub fn end(&self, sessions: &[SessionId], cursors: &CursorRegistry) -> Result<()> {
+        let mut state = self.state()?;
         for session in sessions {
             if let Some(entry) = state.sessions.remove(session) {
                 close_cursors(&mut state, &entry, cursors);
             }
         }
+        Ok(())
     }
 
     /// Kills the operations running in the selected sessions and closes their cursors
     /// (`killSessions`, `killAllSessions`); the sessions stay.
-    pub fn kill(&self, selector: &Selector<'_>, cursors: &CursorRegistry) {
-        let Ok(mut state) = self.state.lock() else {
-            return;
-        };
+    pub fn kill(&self, selector: &Selector<'_>, cursors: &CursorRegistry) -> Result<()> {
+        let mut state = self.state()?;
         let doomed: Vec<(Vec<Arc<Interrupt>>, BTreeSet<i64>)> = state
             .sessions
             .iter_mut()
@@ -187,14 +189,13 @@ impl SessionRegistry {
                 cursors.kill(cursor);
             }
         }
+        Ok(())
     }
 
     /// Expires sessions idle for `timeout_ms` or longer with nothing running in them, closing
     /// their cursors, and forgets cursors that closed on their own. Returns how many expired.
-    pub fn reap(&self, now_ms: i64, timeout_ms: i64, cursors: &CursorRegistry) -> usize {
-        let Ok(mut state) = self.state.lock() else {
-            return 0;
-        };
+    pub fn reap(&self, now_ms: i64, timeout_ms: i64, cursors: &CursorRegistry) -> Result<usize> {
+        let mut state = self.state()?;
         let expired: Vec<SessionId> = state
             .sessions
             .iter()
@@ -218,22 +219,21 @@ impl SessionRegistry {
                 entry.cursors.remove(&cursor);
             }
         }
-        expired.len()
+        Ok(expired.len())
     }
 
     /// The selected sessions as `$listLocalSessions` shows them, in session id order:
     /// `{_id: {id, uid}, lastUse, [user: {name}]}`.
-    pub fn list(&self, selector: &Selector<'_>) -> Vec<Document> {
-        let Ok(state) = self.state.lock() else {
-            return Vec::new();
-        };
+    pub fn list(&self, selector: &Selector<'_>) -> Result<Vec<Document>> {
+        let state = self.state()?;
         let mut ids: Vec<&SessionId> = state
             .sessions
             .keys()
             .filter(|id| selector.matches(id))
             .collect();
         ids.sort();
-        ids.into_iter()
+        Ok(ids
+            .into_iter()
             .filter_map(|id| {
                 let entry = state.sessions.get(id)?;
                 let mut record = doc! {
@@ -245,24 +245,21 @@ impl SessionRegistry {
                 }
                 Some(record)
             })
-            .collect()
+            .collect())
     }
 
     /// The sessions in use.
-    pub fn live(&self) -> HashSet<SessionId> {
-        self.state
-            .lock()
-            .map(|s| s.sessions.keys().copied().collect())
-            .unwrap_or_default()
+    pub fn live(&self) -> Result<HashSet<SessionId>> {
+        Ok(self.state()?.sessions.keys().copied().collect())
     }
 
-    /// How many sessions are open (`serverStatus`, tests).
-    pub fn len(&self) -> usize {
-        self.state.lock().map(|s| s.sessions.len()).unwrap_or(0)
+    /// How many sessions are open (tests).
+    pub fn len(&self) -> Result<usize> {
+        Ok(self.state()?.sessions.len())
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
     }
 
     /// How often the reaper looks for idle sessions. Tests shorten it; the change applies at
@@ -338,11 +335,15 @@ pub fn ensure_reaper(shared: &Arc<Shared>) {
             };
             let timeout_ms =
                 i64::from(super::handshake::LOGICAL_SESSION_TIMEOUT_MINUTES) * 60 * 1000;
-            let expired = shared.sessions.reap(
+            // A poisoned registry is counted and logged at each pass (`sync`); nothing is
+            // expired or removed while the sessions in use cannot be known.
+            let Ok(expired) = shared.sessions.reap(
                 shared.clock.now_millis(),
                 timeout_ms,
                 &shared.engine.cursors,
-            );
+            ) else {
+                continue;
+            };
             if expired > 0 {
                 tracing::info!(expired, "expired idle logical sessions");
             }
@@ -354,7 +355,9 @@ pub fn ensure_reaper(shared: &Arc<Shared>) {
 /// Removes the retryable-write records of sessions gone for longer than a record's lifetime,
 /// in one writer job. A failure is logged and retried on the next pass.
 async fn reap_retryable_records(shared: &Shared) {
-    let live = shared.sessions.live();
+    let Ok(live) = shared.sessions.live() else {
+        return;
+    };
     let clock = Arc::clone(shared.engine.clock());
     let job = shared.engine.write(true, move |txn, now| {
         let is_live =
@@ -375,7 +378,7 @@ pub fn list_local(
     shared: &Shared,
     req: &super::Request<'_>,
     spec: &ListLocalSessions,
-) -> Vec<Document> {
+) -> Result<Vec<Document>> {
     match spec {
         ListLocalSessions::Own => shared
             .sessions
@@ -393,7 +396,11 @@ pub fn list_local(
 
 /// Notes the cursor a command run in `session` left open, from its reply
 /// (`{cursor: {id, ...}}`).
-pub fn adopt_reply_cursor(registry: &SessionRegistry, session: SessionId, reply: &super::Reply) {
+pub fn adopt_reply_cursor(
+    registry: &SessionRegistry,
+    session: SessionId,
+    reply: &super::Reply,
+) -> Result<()> {
     let id = match reply {
         super::Reply::Document(d) => d
             .get_document("cursor")
@@ -407,9 +414,10 @@ pub fn adopt_reply_cursor(registry: &SessionRegistry, session: SessionId, reply:
     };
     if let Some(Bson::Int64(id)) = id {
         if id != 0 {
-            registry.adopt_cursor(session, id);
+            registry.adopt_cursor(session, id)?;
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -430,19 +438,19 @@ mod tests {
         let cursors = CursorRegistry::new(Arc::new(ManualClock::starting_at_secs(0)));
         registry.touch(&[id(1)], None, 0).unwrap();
         let busy = registry.begin(id(2), None, 0, Interrupt::none()).unwrap();
-        registry.adopt_cursor(id(1), 42);
-        assert_eq!(registry.cursor_owner(42), Some(id(1)));
-        assert_eq!(registry.reap(999, 1000, &cursors), 0);
-        assert_eq!(registry.reap(1000, 1000, &cursors), 1);
-        assert_eq!(registry.cursor_owner(42), None);
+        registry.adopt_cursor(id(1), 42).unwrap();
+        assert_eq!(registry.cursor_owner(42).unwrap(), Some(id(1)));
+        assert_eq!(registry.reap(999, 1000, &cursors).unwrap(), 0);
+        assert_eq!(registry.reap(1000, 1000, &cursors).unwrap(), 1);
+        assert_eq!(registry.cursor_owner(42).unwrap(), None);
         assert_eq!(
-            registry.len(),
+            registry.len().unwrap(),
             1,
             "the session with a running operation stays"
         );
         drop(busy);
-        assert_eq!(registry.reap(1000, 1000, &cursors), 1);
-        assert!(registry.is_empty());
+        assert_eq!(registry.reap(1000, 1000, &cursors).unwrap(), 1);
+        assert!(registry.is_empty().unwrap());
     }
 
     #[test]
@@ -453,11 +461,14 @@ mod tests {
         let _running = registry.begin(id(1), None, 0, Arc::clone(&op)).unwrap();
         let other = Interrupt::none();
         let _other = registry.begin(id(2), None, 0, Arc::clone(&other)).unwrap();
-        registry.kill(&Selector::Ids(&[id(1)]), &cursors);
+        registry.kill(&Selector::Ids(&[id(1)]), &cursors).unwrap();
         assert!(op.check().is_err());
         assert!(other.check().is_ok());
-        assert_eq!(registry.len(), 2);
-        assert_eq!(registry.list(&Selector::All).len(), 2);
-        assert_eq!(registry.list(&Selector::Owners(&[[1; 32]])).len(), 0);
+        assert_eq!(registry.len().unwrap(), 2);
+        assert_eq!(registry.list(&Selector::All).unwrap().len(), 2);
+        assert_eq!(
+            registry.list(&Selector::Owners(&[[1; 32]])).unwrap().len(),
+            0
+        );
     }
 }

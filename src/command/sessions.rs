@@ -49,8 +49,8 @@ fn named_sessions(req: &Request<'_>, conn: &Connection) -> Result<Vec<SessionId>
 
 pub fn end_sessions(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Result<Document> {
     let ids = named_sessions(req, conn)?;
-    shared.sessions.end(&ids, &shared.engine.cursors);
-    shared.transactions.end_sessions(&ids);
+    shared.sessions.end(&ids, &shared.engine.cursors)?;
+    shared.transactions.end_sessions(&ids)?;
     Ok(doc! {"ok": 1.0})
 }
 
@@ -69,9 +69,9 @@ pub fn kill_sessions(shared: &Shared, conn: &Connection, req: &Request<'_>) -> R
     let ids = named_sessions(req, conn)?;
     if ids.is_empty() {
         let own = [uid_of(&conn.authenticated)];
-        kill(shared, &Selector::Owners(&own));
+        kill(shared, &Selector::Owners(&own))?;
     } else {
-        kill(shared, &Selector::Ids(&ids));
+        kill(shared, &Selector::Ids(&ids))?;
     }
     Ok(doc! {"ok": 1.0})
 }
@@ -80,10 +80,10 @@ pub fn kill_sessions(shared: &Shared, conn: &Connection, req: &Request<'_>) -> R
 pub fn kill_all_sessions(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let users = user_list(req.body, "killAllSessions")?;
     if users.is_empty() {
-        kill(shared, &Selector::All);
+        kill(shared, &Selector::All)?;
     } else {
         let uids: Vec<[u8; 32]> = users.iter().map(|(u, d)| uid_of_name(u, d)).collect();
-        kill(shared, &Selector::Owners(&uids));
+        kill(shared, &Selector::Owners(&uids))?;
     }
     Ok(doc! {"ok": 1.0})
 }
@@ -129,9 +129,9 @@ pub fn kill_all_sessions_by_pattern(shared: &Shared, req: &Request<'_>) -> Resul
     }
     for selector in selectors {
         match selector {
-            Pattern::All => kill(shared, &Selector::All),
-            Pattern::Owner(uid) => kill(shared, &Selector::Owners(&[uid])),
-            Pattern::Session(id) => kill(shared, &Selector::Ids(&[id])),
+            Pattern::All => kill(shared, &Selector::All)?,
+            Pattern::Owner(uid) => kill(shared, &Selector::Owners(&[uid]))?,
+            Pattern::Session(id) => kill(shared, &Selector::Ids(&[id]))?,
         }
     }
     Ok(doc! {"ok": 1.0})
@@ -236,7 +236,7 @@ fn missing(idl: &str, field: &str) -> Error {
 }
 
 /// Kills what runs in the selected sessions: their operations, cursors and transactions.
-fn kill(shared: &Shared, selector: &Selector<'_>) {
-    shared.sessions.kill(selector, &shared.engine.cursors);
-    shared.transactions.abort_killed(selector);
+fn kill(shared: &Shared, selector: &Selector<'_>) -> Result<()> {
+    shared.sessions.kill(selector, &shared.engine.cursors)?;
+    shared.transactions.abort_killed(selector)
 }

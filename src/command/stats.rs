@@ -167,7 +167,7 @@ pub fn coll_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     for flag in ["verbose", "waitForLock", "numericOnly"] {
         optional_bool(cmd, "collStats", flag)?;
     }
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let mut reply = doc! {"ns": format!("{}.{coll}", req.db)};
     match view.collection(req.db, coll) {
         Some(meta) => reply.extend(storage_stats(&measure(&view, &meta)?, scale)),
@@ -191,7 +191,7 @@ pub fn db_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     validate_db_name(req.db)?;
     let scale = parse_scale(cmd, command)?;
     let free_storage = optional_bool(cmd, command, "freeStorage")?.unwrap_or(false);
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let (mut collections, mut objects, mut data, mut storage, mut indexes, mut index_size) =
         (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     for meta in view.catalog.collections_in(req.db) {

@@ -8,6 +8,7 @@
 
 use super::profiler::Operation;
 use super::Shared;
+use crate::error::Result;
 use bson::{doc, Document};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -61,6 +62,10 @@ const WRITES: &[&str] = &[
     "renameCollection",
 ];
 
+/// The name the table's lock is logged and counted under. Usage counters only, each row added
+/// whole: a poisoned lock is recovered (and counted).
+const TOP: &str = "top counters";
+
 /// Database → collection → usage. Commands only read the map (and add atomically) once their
 /// collection has a row; a new row takes the write lock once.
 type Table = BTreeMap<String, BTreeMap<String, Arc<NamespaceUsage>>>;
@@ -99,18 +104,17 @@ impl Top {
 
     /// The row of `db.collection`, made when the collection exists and has none yet.
     fn row(&self, shared: &Shared, db: &str, collection: &str) -> Option<Arc<NamespaceUsage>> {
-        let existing = self
-            .namespaces
-            .read()
-            .ok()?
+        let existing = crate::sync::read_recovering(&self.namespaces, TOP)
             .get(db)
             .and_then(|c| c.get(collection))
             .cloned();
         if existing.is_some() {
             return existing;
         }
-        shared.engine.catalog().get(db, collection)?;
-        let mut namespaces = self.namespaces.write().ok()?;
+        // A statistic: on a poisoned catalog (counted and logged) the command goes uncounted;
+        // `top` itself fails on the same lock.
+        shared.engine.catalog().ok()?.get(db, collection)?;
+        let mut namespaces = crate::sync::write_recovering(&self.namespaces, TOP);
         let row = namespaces
             .entry(db.to_owned())
             .or_default()
@@ -121,10 +125,11 @@ impl Top {
 }
 
 /// `top`.
-pub fn top(shared: &Shared) -> Document {
-    let catalog = shared.engine.catalog();
+pub fn top(shared: &Shared) -> Result<Document> {
+    let catalog = shared.engine.catalog()?;
     let mut totals = doc! {"note": "all times in microseconds"};
-    if let Ok(mut namespaces) = shared.top.namespaces.write() {
+    {
+        let mut namespaces = crate::sync::write_recovering(&shared.top.namespaces, TOP);
         for (db, collections) in namespaces.iter_mut() {
             collections.retain(|coll, _| catalog.get(db, coll).is_some());
         }
@@ -148,5 +153,5 @@ pub fn top(shared: &Shared) -> Document {
             }
         }
     }
-    doc! {"totals": totals, "ok": 1.0}
+    Ok(doc! {"totals": totals, "ok": 1.0})
 }

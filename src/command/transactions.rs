@@ -24,7 +24,7 @@ use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
 /// An open transaction, shared by the statement running in it and the table.
@@ -59,8 +59,21 @@ pub struct TransactionTable {
     reaper_started: AtomicBool,
 }
 
-fn poisoned() -> Error {
-    Error::internal("the transaction table is poisoned")
+/// The names the table's and the transactions' locks are logged and counted under. Both guard
+/// state changed in several steps (a session's number and state; a transaction's pending
+/// writes mid-statement): a poisoned one fails the command.
+const TABLE: &str = "transaction table";
+const TRANSACTION: &str = "transaction";
+
+impl TransactionTable {
+    fn sessions(&self) -> Result<MutexGuard<'_, HashMap<SessionId, Entry>>> {
+        Ok(crate::sync::lock(&self.sessions, TABLE)?)
+    }
+}
+
+/// An open transaction's slot.
+fn slot(handle: &TransactionHandle) -> Result<MutexGuard<'_, Option<Transaction>>> {
+    Ok(crate::sync::lock(handle, TRANSACTION)?)
 }
 
 fn aborted(number: i64) -> Error {
@@ -97,7 +110,7 @@ impl TransactionTable {
         session: SessionId,
         statement: TransactionStatement,
     ) -> Result<TransactionHandle> {
-        let mut sessions = self.sessions.lock().map_err(|_| poisoned())?;
+        let mut sessions = self.sessions()?;
         let number = statement.number;
         if let Some(entry) = sessions.get(&session) {
             if number < entry.number {
@@ -131,7 +144,7 @@ impl TransactionTable {
         }
         // A newer number aborts whatever the session had open.
         let handle: TransactionHandle =
-            Arc::new(Mutex::new(Some(shared.engine.begin_transaction())));
+            Arc::new(Mutex::new(Some(shared.engine.begin_transaction()?)));
         sessions.insert(
             session,
             Entry {
@@ -145,15 +158,14 @@ impl TransactionTable {
     }
 
     /// Aborts `session`'s transaction `number` if it is in progress.
-    fn abort(&self, session: SessionId, number: i64) {
-        let Ok(mut sessions) = self.sessions.lock() else {
-            return;
-        };
+    fn abort(&self, session: SessionId, number: i64) -> Result<()> {
+        let mut sessions = self.sessions()?;
         if let Some(entry) = sessions.get_mut(&session) {
             if entry.number == number {
                 end(&mut entry.state);
             }
         }
+        Ok(())
     }
 
     /// Records that `session`'s transaction `number` runs a statement on `namespace`; returns
@@ -163,59 +175,54 @@ impl TransactionTable {
         session: SessionId,
         number: i64,
         namespace: &str,
-    ) -> Option<String> {
-        let mut sessions = self.sessions.lock().ok()?;
-        let entry = sessions.get_mut(&session).filter(|e| e.number == number)?;
-        match &entry.namespace {
+    ) -> Result<Option<String>> {
+        let mut sessions = self.sessions()?;
+        let Some(entry) = sessions.get_mut(&session).filter(|e| e.number == number) else {
+            return Ok(None);
+        };
+        Ok(match &entry.namespace {
             Some(first) if first != namespace => Some(first.clone()),
             Some(_) => None,
             None => {
                 entry.namespace = Some(namespace.to_owned());
                 None
             }
-        }
+        })
     }
 
     /// A retryable write with a newer `txnNumber` ends the session's transaction, as on mongod.
-    pub fn retryable_write(&self, session: SessionId, number: i64) {
-        let Ok(mut sessions) = self.sessions.lock() else {
-            return;
-        };
+    pub fn retryable_write(&self, session: SessionId, number: i64) -> Result<()> {
+        let mut sessions = self.sessions()?;
         if sessions.get(&session).is_some_and(|e| e.number < number) {
             sessions.remove(&session);
         }
+        Ok(())
     }
 
     /// Aborts the open transactions of the sessions `killed` selects (`killSessions` and
     /// its kin kill what runs in a session, its transaction included).
-    pub fn abort_killed(&self, killed: &super::session_registry::Selector<'_>) {
-        let Ok(mut sessions) = self.sessions.lock() else {
-            return;
-        };
-        for (id, entry) in sessions.iter_mut() {
+    pub fn abort_killed(&self, killed: &super::session_registry::Selector<'_>) -> Result<()> {
+        for (id, entry) in self.sessions()?.iter_mut() {
             if killed.matches(id) {
                 end(&mut entry.state);
             }
         }
+        Ok(())
     }
 
     /// Forgets the transactions of sessions that ended, aborting open ones.
-    pub fn end_sessions(&self, ended: &[SessionId]) {
-        let Ok(mut sessions) = self.sessions.lock() else {
-            return;
-        };
+    pub fn end_sessions(&self, ended: &[SessionId]) -> Result<()> {
+        let mut sessions = self.sessions()?;
         for session in ended {
             sessions.remove(session);
         }
+        Ok(())
     }
 
     /// Aborts the transactions open for `limit` or longer; returns how many.
-    fn abort_expired(&self, limit: Duration) -> usize {
-        let Ok(mut sessions) = self.sessions.lock() else {
-            return 0;
-        };
+    fn abort_expired(&self, limit: Duration) -> Result<usize> {
         let mut expired = 0;
-        for entry in sessions.values_mut() {
+        for entry in self.sessions()?.values_mut() {
             if entry.started.elapsed() < limit {
                 continue;
             }
@@ -223,7 +230,7 @@ impl TransactionTable {
                 expired += 1;
             }
         }
-        expired
+        Ok(expired)
     }
 }
 
@@ -239,8 +246,8 @@ fn end(state: &mut State) -> bool {
 }
 
 /// Takes the transaction out of its handle, waiting for a statement using it to end.
-fn take(handle: &TransactionHandle) -> Option<Transaction> {
-    handle.lock().ok().and_then(|mut slot| slot.take())
+fn take(handle: &TransactionHandle) -> Result<Option<Transaction>> {
+    Ok(slot(handle)?.take())
 }
 
 /// Starts, or finds, the transaction a statement runs in (`None`: not a transaction's
@@ -251,7 +258,7 @@ pub fn enter(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Option<Transacti
     };
     let Some(statement) = req.session.transaction else {
         if let Some(number) = req.session.txn_number {
-            shared.transactions.retryable_write(session, number);
+            shared.transactions.retryable_write(session, number)?;
         }
         return Ok(None);
     };
@@ -277,7 +284,9 @@ pub fn finish(shared: &Shared, req: &Request<'_>, outcome: Result<Reply>) -> Res
     };
     let outcome = outcome.and_then(write_error_fails_statement);
     if outcome.is_err() && !is_commit_or_abort(req.name) {
-        shared.transactions.abort(session, statement.number);
+        // A table that cannot record the abort fails the command with that error: the
+        // transaction may still look open.
+        shared.transactions.abort(session, statement.number)?;
     }
     outcome
 }
@@ -351,11 +360,11 @@ pub fn labels(name: CommandName, code: ErrorCode) -> Vec<&'static str> {
 pub fn read_view(shared: &Shared, req: &Request<'_>) -> Result<ReadView> {
     match &req.transaction {
         Some(handle) => {
-            let mut slot = handle.lock().map_err(|_| poisoned())?;
+            let mut slot = slot(handle)?;
             let transaction = slot.as_mut().ok_or_else(|| lifetime_exceeded(req))?;
             transaction.read_view()
         }
-        None => Ok(shared.engine.read()),
+        None => shared.engine.read(),
     }
 }
 
@@ -364,7 +373,7 @@ pub fn existed_at_start(req: &Request<'_>, db: &str, name: &str) -> Result<bool>
     let Some(handle) = &req.transaction else {
         return Ok(false);
     };
-    let slot = handle.lock().map_err(|_| poisoned())?;
+    let slot = slot(handle)?;
     let transaction = slot.as_ref().ok_or_else(|| lifetime_exceeded(req))?;
     Ok(transaction.existed_at_start(db, name))
 }
@@ -385,7 +394,7 @@ where
     };
     let number = req.session.transaction.map_or(-1, |t| t.number);
     tokio::task::spawn_blocking(move || {
-        let mut slot = handle.lock().map_err(|_| poisoned())?;
+        let mut slot = slot(&handle)?;
         let transaction = slot.as_mut().ok_or_else(|| aborted(number))?;
         transaction.write(job)
     })
@@ -437,7 +446,9 @@ pub async fn commit(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Document>
         } else {
             State::Aborted
         };
-        if let Ok(mut sessions) = shared.transactions.sessions.lock() {
+        // On a poisoned table (counted and logged) the commit's own outcome still stands; a
+        // retry, like every command that needs the table, then fails with the table's error.
+        if let Ok(mut sessions) = shared.transactions.sessions() {
             if let Some(entry) = sessions.get_mut(&session) {
                 if entry.number == number && matches!(entry.state, State::Committing) {
                     entry.state = outcome;
@@ -467,18 +478,21 @@ enum Step {
 }
 
 fn commit_step(shared: &Shared, session: SessionId, number: i64) -> Result<Step> {
-    let mut sessions = shared
-        .transactions
-        .sessions
-        .lock()
-        .map_err(|_| poisoned())?;
+    let mut sessions = shared.transactions.sessions()?;
     match sessions.get_mut(&session) {
         Some(entry) if entry.number == number => match &entry.state {
             State::Committed => Ok(Step::Done),
             State::Committing => Ok(Step::Wait),
             State::Aborted => Err(aborted(number)),
             State::InProgress(handle) => {
-                let transaction = take(handle);
+                // A statement panicked mid-way: what it left is never committed.
+                let transaction = match take(handle) {
+                    Ok(transaction) => transaction,
+                    Err(e) => {
+                        entry.state = State::Aborted;
+                        return Err(e);
+                    }
+                };
                 let Some(transaction) = transaction else {
                     entry.state = State::Aborted;
                     return Err(aborted(number));
@@ -502,16 +516,14 @@ fn commit_step(shared: &Shared, session: SessionId, number: i64) -> Result<Step>
 /// `abortTransaction`: aborts the session's transaction.
 pub fn abort(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let (session, number) = identity(req)?;
-    let mut sessions = shared
-        .transactions
-        .sessions
-        .lock()
-        .map_err(|_| poisoned())?;
+    let mut sessions = shared.transactions.sessions()?;
     match sessions.get_mut(&session) {
         Some(entry) if entry.number == number => match &entry.state {
             State::InProgress(handle) => {
-                let open = take(handle).is_some();
+                let open = take(handle);
+                // Aborted even when a statement panicked in it; the reply says so.
                 entry.state = State::Aborted;
+                let open = open?.is_some();
                 if open {
                     Ok(doc! {"ok": 1.0})
                 } else {
@@ -559,7 +571,7 @@ fn record_commit(
 
 /// Whether the durable record says the session committed transaction `number`.
 async fn committed_before(shared: &Shared, session: SessionId, number: i64) -> Result<bool> {
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let Some(meta) = view.collection(RECORDS_DB, RECORDS) else {
         return Ok(false);
     };
@@ -600,7 +612,9 @@ fn ensure_reaper(shared: &Arc<Shared>) {
                 return;
             };
             let limit = lifetime_limit(&shared);
-            let expired = shared.transactions.abort_expired(limit);
+            // A poisoned table is counted and logged at each try, and fails every command that
+            // needs it.
+            let expired = shared.transactions.abort_expired(limit).unwrap_or(0);
             if expired > 0 {
                 tracing::info!(
                     expired,

@@ -213,7 +213,7 @@ pub async fn create_user(shared: &Shared, req: &Request<'_>) -> Result<Document>
     })?;
     let roles = parse_roles(cmd, "createUser", req.db)?;
     let mechanisms = mechanisms.unwrap_or_else(|| Mechanism::ALL.to_vec());
-    if shared.engine.catalog().user(req.db, name).is_some() {
+    if shared.engine.catalog()?.user(req.db, name).is_some() {
         return Err(already_exists(name, req.db));
     }
     let credentials = build_credentials(name, password, &mechanisms, digest_password).await?;
@@ -266,7 +266,7 @@ pub async fn update_user(shared: &Shared, req: &Request<'_>) -> Result<Document>
     }
     let existing = shared
         .engine
-        .catalog()
+        .catalog()?
         .user(req.db, name)
         .cloned()
         .ok_or_else(|| user_not_found(Missing::Update, name, req.db))?;

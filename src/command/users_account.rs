@@ -28,7 +28,7 @@ pub async fn ensure_account(shared: &Shared) -> Result<()> {
     } else {
         "the configured key"
     };
-    let existing = shared.engine.catalog().user(ACCOUNT_DB, &name).cloned();
+    let existing = shared.engine.catalog()?.user(ACCOUNT_DB, &name).cloned();
     if let Some(user) = &existing {
         let (user_name, key_check) = (name.clone(), key.clone());
         let stored = user.credentials.clone();

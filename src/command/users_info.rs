@@ -101,7 +101,7 @@ pub fn users_info(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             "Privilege or restriction details require exact-match usersInfo queries.",
         ));
     }
-    let catalog = shared.engine.catalog();
+    let catalog = shared.engine.catalog()?;
     let found: Vec<&Arc<User>> = match &wanted {
         Wanted::AllOfDb => catalog.users_in(req.db).collect(),
         Wanted::AllDbs => catalog.all_users().collect(),

@@ -40,7 +40,7 @@ pub fn validate(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         }
     }
     let ns = format!("{}.{coll}", req.db);
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let Some(meta) = view.collection(req.db, coll) else {
         return Err(Error::new(
             ErrorCode::NamespaceNotFound,

@@ -252,7 +252,7 @@ mod tests {
     }
 
     fn check(engine: &Engine, nows: &[i64]) {
-        let view = engine.read();
+        let view = engine.read().unwrap();
         let meta = view.collection("db", "c").unwrap();
         let stored_records = view
             .snapshot
@@ -389,11 +389,14 @@ mod tests {
             })
             .await
             .unwrap();
-        let meta = engine.catalog().get("db", "c").cloned().unwrap();
-        assert_eq!(stored(&engine.read().snapshot, meta.id).unwrap(), None);
+        let meta = engine.catalog().unwrap().get("db", "c").cloned().unwrap();
+        assert_eq!(
+            stored(&engine.read().unwrap().snapshot, meta.id).unwrap(),
+            None
+        );
         drop(engine);
         let engine = Engine::open(dir.path(), clock).unwrap();
-        let view = engine.read();
+        let view = engine.read().unwrap();
         let size = Record::new(0, &doc! {"_id": 0}).unwrap().body.len() as u64;
         assert_eq!(
             view.visible_totals(&meta).unwrap(),
@@ -409,7 +412,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let engine = Engine::open(dir.path(), Arc::new(ManualClock::starting_at_secs(1))).unwrap();
         let snapshot = engine.backend.snapshot();
-        let mut catalog = (*engine.catalog()).clone();
+        let mut catalog = (*engine.catalog().unwrap()).clone();
         let mut txn = crate::engine::Txn::new(&snapshot, &mut catalog);
         let (meta, _) = ddl::ensure_collection(&mut txn, "db", "c").unwrap();
         for i in 0..100 {

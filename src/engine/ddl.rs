@@ -476,7 +476,7 @@ mod tests {
     }
 
     fn multikey(engine: &Engine, name: &str) -> bool {
-        let catalog = engine.catalog();
+        let catalog = engine.catalog().unwrap();
         catalog
             .get("db", "c")
             .unwrap()
@@ -551,7 +551,7 @@ mod tests {
                 .unwrap();
         }
         let engine = open(dir.path());
-        let catalog = engine.catalog();
+        let catalog = engine.catalog().unwrap();
         let meta = catalog.get("db", "c").unwrap();
         assert_eq!(meta.cosmos.as_ref(), Some(&settings));
         assert_eq!(meta.shard_key(), Some("tenant"));
@@ -566,7 +566,10 @@ mod tests {
             .await
             .unwrap();
         drop(engine);
-        assert_eq!(open(dir.path()).catalog().database_settings("db"), None);
+        assert_eq!(
+            open(dir.path()).catalog().unwrap().database_settings("db"),
+            None
+        );
     }
 
     /// A caller's copy of the collection taken before the flag was set cannot write the old
@@ -576,7 +579,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let engine = open(dir.path());
         insert_through_stale_meta(&engine, vec![]).await;
-        let stale = engine.catalog().get("db", "c").cloned().unwrap();
+        let stale = engine.catalog().unwrap().get("db", "c").cloned().unwrap();
         engine
             .write(true, move |txn, now| {
                 collection::insert(txn, &stale, &doc! {"_id": 1, "a": [1, 2]}, now).unwrap();

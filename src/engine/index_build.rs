@@ -36,7 +36,7 @@ use crate::storage::{Backend, Durability, Keyspace, Snapshot};
 use std::collections::BTreeSet;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 
@@ -65,27 +65,30 @@ impl IndexBuilds {
     /// leaves its indexes marked `building`; the next start discards them.
     pub(super) fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
-        let threads = self
-            .threads
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or_default();
+        let threads = std::mem::take(&mut *self.threads());
         for thread in threads {
             let _ = thread.join();
         }
     }
 
     fn waiters(&self, collection_id: u64) -> Vec<watch::Receiver<bool>> {
-        self.active
-            .lock()
-            .map(|active| {
-                active
-                    .iter()
-                    .filter(|b| b.collection_id == collection_id)
-                    .map(|b| b.done.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.active()
+            .iter()
+            .filter(|b| b.collection_id == collection_id)
+            .map(|b| b.done.clone())
+            .collect()
+    }
+
+    /// The builds in progress. Each change is one push or one `retain` of whole entries, so a
+    /// panic cannot leave the list half updated; a poisoned lock is recovered (and counted),
+    /// as an empty list would let a duplicate `createIndexes` answer before the build ends.
+    fn active(&self) -> MutexGuard<'_, Vec<ActiveBuild>> {
+        crate::sync::lock_recovering(&self.active, "index builds")
+    }
+
+    /// The build threads to join at shutdown; one push or `retain` at a time, as [`Self::active`].
+    fn threads(&self) -> MutexGuard<'_, Vec<std::thread::JoinHandle<()>>> {
+        crate::sync::lock_recovering(&self.threads, "index build threads")
     }
 }
 
@@ -98,13 +101,11 @@ impl Engine {
         let (result_tx, result_rx) = oneshot::channel();
         let (done_tx, done_rx) = watch::channel(false);
         let build_id = self.index_builds.next_id.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut active) = self.index_builds.active.lock() {
-            active.push(ActiveBuild {
-                id: build_id,
-                collection_id,
-                done: done_rx,
-            });
-        }
+        self.index_builds.active().push(ActiveBuild {
+            id: build_id,
+            collection_id,
+            done: done_rx,
+        });
         let builds = Arc::clone(&self.index_builds);
         let writer = self.writer.clone();
         let writer_stats = Arc::clone(&self.writer_stats);
@@ -126,17 +127,14 @@ impl Engine {
                     tracing::info!(error = %e, collection_id, "index build ended without an index");
                 }
                 let _ = result_tx.send(result);
-                if let Ok(mut active) = builds.active.lock() {
-                    active.retain(|b| b.id != build_id);
-                }
+                builds.active().retain(|b| b.id != build_id);
                 let _ = done_tx.send(true);
             });
         match spawned {
             Ok(thread) => {
-                if let Ok(mut threads) = self.index_builds.threads.lock() {
-                    threads.retain(|t| !t.is_finished());
-                    threads.push(thread);
-                }
+                let mut threads = self.index_builds.threads();
+                threads.retain(|t| !t.is_finished());
+                threads.push(thread);
             }
             Err(e) => {
                 let build = Build {
@@ -179,7 +177,7 @@ impl Engine {
     /// that has it. For tests and diagnostics.
     pub fn check_index(&self, db: &str, coll: &str, index_name: &str) -> Result<IndexCheck> {
         let view = self.backend.snapshot();
-        let catalog = self.catalog();
+        let catalog = self.catalog()?;
         let Some(meta) = catalog.get(db, coll) else {
             return Err(Error::new(
                 ErrorCode::NamespaceNotFound,
@@ -229,7 +227,7 @@ impl Engine {
 impl Engine {
     /// Entries of every secondary index of `db.coll` (tests: nothing left of a dropped index).
     pub fn index_entry_count(&self, db: &str, coll: &str) -> Result<u64> {
-        let catalog = self.catalog();
+        let catalog = self.catalog()?;
         let Some(meta) = catalog.get(db, coll) else {
             return Ok(0);
         };
@@ -593,7 +591,7 @@ mod tests {
         let check = engine.check_index("db", "c", "a_1").unwrap();
         assert!(check.is_consistent(), "{check:?}");
         assert_eq!(check.documents, n as u64);
-        let meta = engine.catalog().get("db", "c").cloned().unwrap();
+        let meta = engine.catalog().unwrap().get("db", "c").cloned().unwrap();
         let built = meta.index("a_1").unwrap();
         assert!(!built.building);
         assert!(built.multikey, "some documents hold arrays");
@@ -612,7 +610,13 @@ mod tests {
         let index = add_building(&engine, id, unique).await;
         let err = engine.build_indexes(id, vec![index]).await.unwrap_err();
         assert_eq!(err.code, ErrorCode::DuplicateKey);
-        assert!(engine.catalog().get("db", "c").unwrap().indexes.is_empty());
+        assert!(engine
+            .catalog()
+            .unwrap()
+            .get("db", "c")
+            .unwrap()
+            .indexes
+            .is_empty());
         // The entries written before the duplicate are left to the sweeper.
         assert_eq!(engine.sweeper.pending_ranges().unwrap(), 1);
         engine.sweeper.run_pass().await.unwrap();
@@ -649,7 +653,7 @@ mod tests {
         assert_eq!(engine.index_entry_count("db", "c").unwrap(), 22 + 55);
         drop(engine);
         let engine = open(dir.path());
-        let meta = engine.catalog().get("db", "c").cloned().unwrap();
+        let meta = engine.catalog().unwrap().get("db", "c").cloned().unwrap();
         assert!(meta.indexes.is_empty(), "{:?}", meta.indexes);
         // Both indexes' entries were left to the sweeper at the start.
         engine.sweeper.run_pass().await.unwrap();

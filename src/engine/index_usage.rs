@@ -13,7 +13,7 @@ use super::catalog::CollectionMeta;
 use super::exec::Node;
 use crate::clock::Clock;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 /// The id the `_id` index is counted under (stored indexes have ids from 1).
 pub const ID_INDEX: u64 = 0;
@@ -58,9 +58,7 @@ impl IndexUsage {
     /// for each index that has none, none for an index it no longer has, and fresh counters
     /// for all when its namespace changed.
     pub fn observe(&self, meta: &CollectionMeta) {
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
+        let mut entries = self.entries();
         let namespace = meta.namespace();
         let ids: BTreeSet<u64> = index_ids(meta).collect();
         entries.retain(|(collection, index), entry| {
@@ -82,9 +80,7 @@ impl IndexUsage {
     /// commit that failed and rolled the catalog back), changing none: a reader's view may be
     /// older than the catalog the counters follow.
     pub fn ensure(&self, meta: &CollectionMeta) {
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
+        let mut entries = self.entries();
         let now = self.clock.now_millis();
         for id in index_ids(meta) {
             entries.entry((meta.id, id)).or_insert_with(|| Entry {
@@ -99,9 +95,14 @@ impl IndexUsage {
 
     /// Drops every counter of collection `collection_id` (the collection was dropped).
     pub fn forget(&self, collection_id: u64) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.retain(|(collection, _), _| *collection != collection_id);
-        }
+        self.entries()
+            .retain(|(collection, _), _| *collection != collection_id);
+    }
+
+    /// The counters. Statistics only (`$indexStats`): a counter a panic left behind or
+    /// skipped cannot change a query's answer, so a poisoned lock is recovered (and counted).
+    fn entries(&self) -> MutexGuard<'_, HashMap<(u64, u64), Entry>> {
+        crate::sync::lock_recovering(&self.entries, "index usage")
     }
 
     /// Counts one operation on `meta` whose plan is `plan`: each index the plan scans, once.
@@ -110,9 +111,7 @@ impl IndexUsage {
         if used.is_empty() {
             return;
         }
-        let Ok(mut entries) = self.entries.lock() else {
-            return;
-        };
+        let mut entries = self.entries();
         for index in used {
             if let Some(entry) = entries.get_mut(&(meta.id, index)) {
                 entry.usage.ops = entry.usage.ops.saturating_add(1);
@@ -122,8 +121,7 @@ impl IndexUsage {
 
     /// The counter of index `index_id` ([`ID_INDEX`] for `_id`) of `meta`'s collection.
     pub fn get(&self, meta: &CollectionMeta, index_id: u64) -> Option<Usage> {
-        let entries = self.entries.lock().ok()?;
-        entries
+        self.entries()
             .get(&(meta.id, index_id))
             .filter(|e| e.namespace == meta.namespace())
             .map(|e| e.usage)

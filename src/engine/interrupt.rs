@@ -9,7 +9,7 @@
 use crate::clock::Deadline;
 use crate::error::{Error, ErrorCode, Result};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -50,22 +50,31 @@ impl Interrupt {
     /// An operation that must finish before `deadline`, if any.
     pub fn with_deadline(deadline: Option<Deadline>) -> Arc<Interrupt> {
         let interrupt = Interrupt::default();
-        if let Ok(mut slot) = interrupt.deadline.lock() {
-            *slot = deadline;
-        }
+        *interrupt.deadline_slot() = deadline;
         Arc::new(interrupt)
     }
 
     /// Replaces the deadline (each `getMore` brings its own `maxTimeMS`).
     pub fn set_deadline(&self, deadline: Option<Deadline>) {
-        if let Ok(mut slot) = self.deadline.lock() {
-            *slot = deadline;
-        }
+        *self.deadline_slot() = deadline;
         self.changed.notify_waiters();
     }
 
     pub fn deadline(&self) -> Option<Deadline> {
-        self.deadline.lock().ok().and_then(|d| *d)
+        *self.deadline_slot()
+    }
+
+    /// The deadline: one `Option` assigned whole, so a poisoned lock is recovered (and
+    /// counted); treating it as "no deadline" would let an operation run past its `maxTimeMS`.
+    fn deadline_slot(&self) -> MutexGuard<'_, Option<Deadline>> {
+        crate::sync::lock_recovering(&self.deadline, "operation deadline")
+    }
+
+    /// The linked interrupts: changed by whole-entry `retain`, `push` and `take` only, so a
+    /// poisoned lock is recovered (and counted); dropping them would let `killOp` miss a
+    /// cursor's iterators.
+    fn linked(&self) -> MutexGuard<'_, Vec<Weak<Interrupt>>> {
+        crate::sync::lock_recovering(&self.linked, "linked interrupts")
     }
 
     /// Time left before the deadline; `None` when there is none.
@@ -78,11 +87,7 @@ impl Interrupt {
         self.reason.store(reason as u8, Ordering::Relaxed);
         self.killed.store(true, Ordering::Release);
         self.changed.notify_waiters();
-        let linked = self
-            .linked
-            .lock()
-            .map(|mut l| std::mem::take(&mut *l))
-            .unwrap_or_default();
+        let linked = std::mem::take(&mut *self.linked());
         for other in linked.iter().filter_map(Weak::upgrade) {
             other.kill(reason);
         }
@@ -90,7 +95,8 @@ impl Interrupt {
 
     /// Kills `other` too whenever this operation is killed (at once if it already was).
     pub fn link(&self, other: &Arc<Interrupt>) {
-        if let Ok(mut linked) = self.linked.lock() {
+        {
+            let mut linked = self.linked();
             linked.retain(|w| w.strong_count() > 0);
             linked.push(Arc::downgrade(other));
         }
@@ -147,11 +153,7 @@ impl Interrupt {
                 "operation was interrupted",
             ));
         }
-        let passed = self
-            .deadline
-            .lock()
-            .map(|d| d.is_some_and(|d| d.has_passed()))
-            .unwrap_or(false);
+        let passed = self.deadline().is_some_and(|d| d.has_passed());
         if passed {
             return Err(Error::new(
                 ErrorCode::MaxTimeMSExpired,

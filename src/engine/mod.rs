@@ -253,16 +253,14 @@ impl Engine {
         &self.oplog
     }
 
-    /// The catalog as of the last commit.
-    pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog
-            .read()
-            .map(|c| Arc::clone(&c))
-            .unwrap_or_default()
+    /// The catalog as of the last commit; an error when the catalog lock is poisoned (an
+    /// empty catalog would answer "no such collection" for every one).
+    pub fn catalog(&self) -> Result<Arc<Catalog>> {
+        published_catalog(&self.catalog)
     }
 
     /// A consistent view for reading: the catalog, a snapshot, and the time to judge expiry by.
-    pub fn read(&self) -> ReadView {
+    pub fn read(&self) -> Result<ReadView> {
         open_view(
             &self.backend,
             &self.catalog,
@@ -288,12 +286,12 @@ impl Engine {
     }
 
     /// Starts a multi-document transaction on the last commit.
-    pub fn begin_transaction(&self) -> Transaction {
+    pub fn begin_transaction(&self) -> Result<Transaction> {
         self.reader().begin_transaction()
     }
 
     /// Document keys held by open transactions.
-    pub fn transaction_locks(&self) -> usize {
+    pub fn transaction_locks(&self) -> Result<usize> {
         self.locks.len()
     }
 
@@ -344,10 +342,31 @@ impl Engine {
         self.backend.inner().is_persistent()
     }
 
+    /// Poisons the catalog lock, as a thread that panics while publishing a catalog would: for
+    /// tests of what a poisoned lock does. Every later read fails until a restart.
+    pub fn poison_catalog_lock(&self) {
+        let catalog = Arc::clone(&self.catalog);
+        let _ = std::thread::spawn(move || {
+            let _held = catalog.write();
+            std::panic::resume_unwind(Box::new("the catalog lock is poisoned on purpose"));
+        })
+        .join();
+    }
+
     /// The storage fault switches, for tests of storage failures.
     pub fn storage_faults(&self) -> Arc<Faults> {
         Arc::clone(self.backend.faults())
     }
+}
+
+/// The name the catalog's publication lock is logged and counted under.
+pub(crate) const CATALOG_LOCK: &str = "catalog";
+
+/// The catalog the writer published last. The writer replaces it whole after each commit, but
+/// a panic while the lock is held may come between a commit and its publication: a poisoned
+/// lock is an error, never an empty catalog.
+pub(crate) fn published_catalog(catalog: &RwLock<Arc<Catalog>>) -> Result<Arc<Catalog>> {
+    Ok(Arc::clone(&*crate::sync::read(catalog, CATALOG_LOCK)?))
 }
 
 /// The view of the last commit: its catalog and snapshot, judging expiry at `now`.
@@ -357,15 +376,15 @@ fn open_view(
     now: i64,
     plans: &Arc<exec::cache::PlanCache>,
     spill: &exec::spill::SpillDir,
-) -> ReadView {
-    let catalog = catalog.read().map(|c| Arc::clone(&c)).unwrap_or_default();
-    ReadView::new(
+) -> Result<ReadView> {
+    let catalog = published_catalog(catalog)?;
+    Ok(ReadView::new(
         backend.snapshot(),
         catalog,
         now,
         Arc::clone(plans),
         Some(spill.clone()),
-    )
+    ))
 }
 
 /// Opens read views of the engine, as [`Engine::read`] does; cheap to clone.
@@ -403,7 +422,7 @@ impl Reader {
     }
 
     /// A view of the last commit, judging expiry at the current server time.
-    pub fn read(&self) -> ReadView {
+    pub fn read(&self) -> Result<ReadView> {
         open_view(
             &self.backend,
             &self.catalog,
@@ -422,6 +441,10 @@ impl Reader {
     }
 }
 
+#[cfg(test)]
+#[path = "poison_tests.rs"]
+mod poison_tests;
+
 impl Drop for Engine {
     fn drop(&mut self) {
         // Builds stop after their current job; what they leave is discarded at the next start.
@@ -430,11 +453,14 @@ impl Drop for Engine {
         // job is done.
         self.reaper.shutdown();
         self.sweeper.shutdown();
-        for slot in [&self.reaper_thread, &self.sweeper_thread] {
-            if let Ok(mut slot) = slot.lock() {
-                if let Some(thread) = slot.take() {
-                    let _ = thread.join();
-                }
+        // The thread slots are set once at start and taken once here: a poisoned one still
+        // holds its handle whole, and the thread must be joined.
+        for (slot, name) in [
+            (&self.reaper_thread, "reaper thread"),
+            (&self.sweeper_thread, "sweeper thread"),
+        ] {
+            if let Some(thread) = crate::sync::lock_recovering(slot, name).take() {
+                let _ = thread.join();
             }
         }
         // Open cursors may hold writer handles (a pipeline's `$merge`, a change stream's
@@ -446,10 +472,10 @@ impl Drop for Engine {
             &mut self.writer,
             Writer::from_sender(closed),
         ));
-        if let Ok(mut slot) = self.writer_thread.lock() {
-            if let Some(thread) = slot.take() {
-                let _ = thread.join();
-            }
+        if let Some(thread) =
+            crate::sync::lock_recovering(&self.writer_thread, "writer thread").take()
+        {
+            let _ = thread.join();
         }
     }
 }

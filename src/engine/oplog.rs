@@ -27,6 +27,10 @@ use std::sync::Mutex;
 /// The term every entry carries: a one-member set never holds an election after its first.
 pub const TERM: i64 = 1;
 
+/// The name the oldest entry's lock is logged and counted under. It holds one `Option`
+/// assigned whole, so a poisoned lock is recovered (and counted).
+const OLDEST: &str = "oplog oldest entry";
+
 /// Whether the log is kept, how large it may grow, and how large it is.
 #[derive(Debug, Default)]
 pub struct OplogState {
@@ -72,13 +76,11 @@ impl OplogState {
 
     /// The oldest entry still in the log: a resume point before it is gone.
     pub fn oldest(&self) -> Option<Timestamp> {
-        self.oldest.lock().ok().and_then(|o| *o)
+        *crate::sync::lock_recovering(&self.oldest, OLDEST)
     }
 
     fn set_oldest(&self, time: Option<Timestamp>) {
-        if let Ok(mut slot) = self.oldest.lock() {
-            *slot = time;
-        }
+        *crate::sync::lock_recovering(&self.oldest, OLDEST) = time;
     }
 
     /// Records a committed group's effect on the log.

@@ -40,10 +40,8 @@ impl OpClock {
     /// The next time: the wall clock's second, or the last time's second with the next
     /// increment when the wall clock has not moved past it.
     pub(super) fn issue(&self, now_secs: i64) -> Timestamp {
-        let mut last = match self.issued.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        // One `Timestamp` assigned whole: a poisoned lock still holds the last time issued.
+        let mut last = crate::sync::lock_recovering(&self.issued, "operation time");
         let now = u32::try_from(now_secs.max(0)).unwrap_or(u32::MAX);
         let next = if now > last.time {
             Timestamp {

@@ -46,6 +46,11 @@ impl Pace {
     }
 }
 
+/// The name the stop flag's lock is logged and counted under. The flag is one `bool`: a panic
+/// cannot leave it half written, and a poisoned lock must neither stop a background thread
+/// quietly nor keep it from stopping, so it is recovered (and counted).
+const STOP_FLAG: &str = "background stop flag";
+
 /// A background thread's stop flag and wake-up, shared by the reaper and the sweeper.
 #[derive(Default)]
 pub(super) struct Stopper {
@@ -56,22 +61,15 @@ pub(super) struct Stopper {
 impl Stopper {
     /// Waits `interval`, or less when woken; false once stopped (the thread should return).
     pub(super) fn wait(&self, interval: Duration) -> bool {
-        let Ok(stopped) = self.stopped.lock() else {
-            return false;
-        };
+        let stopped = crate::sync::lock_recovering(&self.stopped, STOP_FLAG);
         if *stopped {
             return false;
         }
-        match self.wake.wait_timeout(stopped, interval) {
-            Ok((stopped, _)) => !*stopped,
-            Err(_) => false,
-        }
+        !*crate::sync::wait_timeout_recovering(&self.wake, stopped, interval, STOP_FLAG)
     }
 
     pub(super) fn stop(&self) {
-        if let Ok(mut stopped) = self.stopped.lock() {
-            *stopped = true;
-        }
+        *crate::sync::lock_recovering(&self.stopped, STOP_FLAG) = true;
         self.wake.notify_all();
     }
 

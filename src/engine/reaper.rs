@@ -39,7 +39,7 @@ pub struct ReaperStats {
     pub last_pass_micros: AtomicU64,
     pub errors: AtomicU64,
     pub paused: AtomicBool,
-    pub last_error: Mutex<Option<String>>,
+    pub(super) last_error: Mutex<Option<String>>,
     /// Whether the last pass failed (a repeated failure is counted, not logged again).
     failing: AtomicBool,
 }
@@ -109,9 +109,7 @@ impl Reaper {
     /// Stops the background thread after its current batch and releases the writer.
     pub(super) fn shutdown(&self) {
         self.stopper.stop();
-        if let Ok(mut writer) = self.writer.lock() {
-            writer.take();
-        }
+        writer_slot(&self.writer).take();
     }
 
     pub fn pause(&self) {
@@ -140,12 +138,8 @@ impl Reaper {
                 let message = e.to_string();
                 // A lasting failure (a read-only engine) fails every pass: log it when it
                 // first appears or changes; `serverStatus` counts every failed pass.
-                let same = self
-                    .stats
-                    .last_error
-                    .lock()
-                    .map(|mut last| last.replace(message.clone()).as_ref() == Some(&message))
-                    .unwrap_or(false);
+                let same =
+                    self.stats.last_error().replace(message.clone()).as_ref() == Some(&message);
                 let repeated = self.stats.failing.swap(true, Ordering::Relaxed) && same;
                 if !repeated {
                     tracing::error!(error = %message, "TTL reaper pass failed");
@@ -156,11 +150,9 @@ impl Reaper {
     }
 
     async fn pass(&self) -> Result<u64> {
-        let catalog = self
-            .catalog
-            .read()
-            .map(|c| Arc::clone(&c))
-            .unwrap_or_default();
+        // A poisoned catalog fails the pass: logged, counted in `ttl.errors`, shown in
+        // `ttl.lastError`, and tried again at the next pass.
+        let catalog = super::published_catalog(&self.catalog)?;
         let mut deleted = 0;
         for meta in catalog.all() {
             let Some(ttl) = meta.ttl() else { continue };
@@ -195,7 +187,8 @@ impl Reaper {
         let end = expiry::due_end(collection_id, kind, due);
         let mut deleted = 0u64;
         loop {
-            let Some(writer) = self.writer.lock().ok().and_then(|w| w.clone()) else {
+            // Taken only at shutdown: the reaper stops.
+            let Some(writer) = writer_slot(&self.writer).clone() else {
                 break;
             };
             let clock = Arc::clone(&self.clock);
@@ -233,10 +226,9 @@ impl Reaper {
 
     fn watermark(&self, collection_id: u64, kind: u8, ttl: Option<i32>) -> Vec<u8> {
         let start = expiry::kind_prefix(collection_id, kind);
-        self.watermarks
-            .lock()
-            .ok()
-            .and_then(|w| w.get(&(collection_id, kind)).cloned())
+        watermarks(&self.watermarks)
+            .get(&(collection_id, kind))
+            .cloned()
             .filter(|w| w.ttl == ttl && w.below > start)
             .map_or(start, |w| w.below)
     }
@@ -255,18 +247,13 @@ impl Reaper {
     ) {
         let cap = expiry::due_end(collection_id, kind, if kind == OWN_TTL { now } else { due });
         let below = below.min(cap);
-        if let Ok(mut marks) = self.watermarks.lock() {
-            marks.insert((collection_id, kind), Watermark { ttl, below });
-        }
+        watermarks(&self.watermarks).insert((collection_id, kind), Watermark { ttl, below });
     }
 
-    /// Documents expired but not yet deleted (TTL-24), counted from the expiry ranges.
-    pub fn backlog(&self) -> u64 {
-        let catalog = self
-            .catalog
-            .read()
-            .map(|c| Arc::clone(&c))
-            .unwrap_or_default();
+    /// Documents expired but not yet deleted (TTL-24), counted from the expiry ranges; an
+    /// error when the catalog lock is poisoned.
+    pub fn backlog(&self) -> Result<u64> {
+        let catalog = super::published_catalog(&self.catalog)?;
         let snapshot = self.backend.snapshot();
         let now = self.clock.now_secs();
         let mut backlog = 0u64;
@@ -285,8 +272,31 @@ impl Reaper {
                     .count() as u64;
             }
         }
-        backlog
+        Ok(backlog)
     }
+}
+
+impl ReaperStats {
+    /// The last pass's error. One `Option` replaced whole: a panic cannot leave it half
+    /// written, so a poisoned lock is recovered (and counted).
+    pub fn last_error(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        crate::sync::lock_recovering(&self.last_error, "reaper last error")
+    }
+}
+
+/// The reaper's writer handle: set at start, taken at shutdown, cloned in between; a panic
+/// cannot leave it half written, so a poisoned lock is recovered (and counted).
+fn writer_slot(slot: &Mutex<Option<Writer>>) -> std::sync::MutexGuard<'_, Option<Writer>> {
+    crate::sync::lock_recovering(slot, "reaper writer")
+}
+
+/// Where passes resume. Each update is one insert of a whole mark; and a mark lost or stale
+/// costs re-reading tombstones, never a document kept or deleted wrongly (each batch re-reads
+/// its range inside the writer). A poisoned lock is recovered (and counted).
+fn watermarks(
+    marks: &Mutex<HashMap<(u64, u8), Watermark>>,
+) -> std::sync::MutexGuard<'_, HashMap<(u64, u8), Watermark>> {
+    crate::sync::lock_recovering(marks, "reaper watermarks")
 }
 
 /// What one reaping batch did.
@@ -417,9 +427,9 @@ mod tests {
                 "nothing due yet"
             );
             clock.advance(Duration::from_secs(10));
-            assert_eq!(engine.reaper.backlog(), count as u64);
+            assert_eq!(engine.reaper.backlog().unwrap(), count as u64);
             assert_eq!(engine.reaper.run_pass().await.unwrap(), count as u64);
-            assert_eq!(engine.reaper.backlog(), 0);
+            assert_eq!(engine.reaper.backlog().unwrap(), 0);
             assert_eq!(entries(&engine, Keyspace::Documents, id), 1);
             assert_eq!(entries(&engine, Keyspace::Expiry, id), 0);
             let index_entries = if with_index { 1 } else { 0 };

@@ -147,9 +147,7 @@ impl Sweeper {
     /// Stops the background thread after its current job and releases the writer.
     pub(super) fn shutdown(&self) {
         self.stopper.stop();
-        if let Ok(mut writer) = self.writer.lock() {
-            writer.take();
-        }
+        writer_slot(&self.writer).take();
     }
 
     /// Stops background passes (for tests that look at what a drop leaves).
@@ -191,7 +189,8 @@ impl Sweeper {
         let mut from = marker.prefix.clone();
         let mut swept = 0;
         loop {
-            let Some(writer) = self.writer.lock().ok().and_then(|w| w.clone()) else {
+            // Taken only at shutdown: the sweeper stops.
+            let Some(writer) = writer_slot(&self.writer).clone() else {
                 return Ok(swept);
             };
             let pace = Pace::start(&self.writer_stats);
@@ -211,6 +210,16 @@ impl Sweeper {
         }
     }
 }
+
+/// The sweeper's writer handle: set at start, taken at shutdown, cloned in between; a panic
+/// cannot leave it half written, so a poisoned lock is recovered (and counted) rather than
+/// stopping the sweeper.
+fn writer_slot(slot: &Mutex<Option<Writer>>) -> std::sync::MutexGuard<'_, Option<Writer>> {
+    crate::sync::lock_recovering(slot, SWEEPER_WRITER)
+}
+
+/// The name the sweeper's writer slot is logged and counted under.
+const SWEEPER_WRITER: &str = "sweeper writer";
 
 /// What one job did.
 struct Step {

@@ -72,7 +72,7 @@ async fn a_drop_leaves_markers_and_a_pass_deletes_every_entry() {
     let id = collection_of(&engine, n).await;
     assert_eq!(entries_of(&engine, id), [n, 2 * n, n]);
     drop_c(&engine).await;
-    assert!(engine.catalog().get("db", "c").is_none());
+    assert!(engine.catalog().unwrap().get("db", "c").is_none());
     assert_eq!(
         entries_of(&engine, id),
         [n, 2 * n, n],
@@ -152,6 +152,7 @@ async fn a_dropped_index_is_swept_alone_in_the_background() {
     let id = collection_of(&engine, n).await;
     let a_1 = engine
         .catalog()
+        .unwrap()
         .get("db", "c")
         .unwrap()
         .index("a_1")
@@ -159,6 +160,7 @@ async fn a_dropped_index_is_swept_alone_in_the_background() {
         .id;
     let b_1 = engine
         .catalog()
+        .unwrap()
         .get("db", "c")
         .unwrap()
         .index("b_1")
@@ -219,4 +221,30 @@ fn marker_keys_round_trip() {
         prefix: keys::index_prefix(300, 2),
     };
     assert_eq!(marker.collection_id(), Some(300));
+}
+
+/// The sweeper's writer slot holds a handle a panic cannot leave half written: a poisoned one
+/// is counted, and the sweeper goes on instead of stopping quietly.
+#[tokio::test]
+async fn a_poisoned_writer_slot_is_counted_and_the_sweeper_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path());
+    let id = collection_of(&engine, 3).await;
+    drop_c(&engine).await;
+    let sweeper = Arc::clone(&engine.sweeper);
+    let _ = std::thread::spawn(move || {
+        let _held = sweeper.writer.lock();
+        std::panic::resume_unwind(Box::new("a bug while holding the sweeper's writer"));
+    })
+    .join();
+    let count = || {
+        crate::sync::poisoned_by_lock()
+            .into_iter()
+            .find(|(n, _)| *n == SWEEPER_WRITER)
+            .map_or(0, |(_, n)| n)
+    };
+    let before = count();
+    assert_eq!(engine.sweeper.run_pass().await.unwrap(), 3 + 2 * 3 + 3);
+    assert_eq!(entries_of(&engine, id), [0, 0, 0]);
+    assert!(count() > before);
 }

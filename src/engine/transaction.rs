@@ -40,6 +40,10 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// The name the lock table's lock is logged and counted under. A take checks and inserts, a
+/// release removes key by key: a panic between steps leaves keys held for no one.
+const LOCK_TABLE: &str = "transaction lock table";
+
 /// The document keys open transactions have written, by transaction.
 #[derive(Default)]
 pub struct LockTable {
@@ -48,22 +52,25 @@ pub struct LockTable {
 }
 
 impl LockTable {
-    /// Takes `key` for transaction `owner`; `false` when another transaction holds it.
-    fn take(&self, key: &[u8], owner: u64) -> bool {
-        let Ok(mut held) = self.held.lock() else {
-            return false;
-        };
-        match held.get(key) {
+    /// Takes `key` for transaction `owner`; `false` when another transaction holds it. A
+    /// poisoned table is an error, not a write conflict: a conflict is retried by the client,
+    /// and would be again and again.
+    fn take(&self, key: &[u8], owner: u64) -> Result<bool> {
+        let mut held = crate::sync::lock(&self.held, LOCK_TABLE)?;
+        Ok(match held.get(key) {
             Some(holder) => *holder == owner,
             None => {
                 held.insert(key.to_vec(), owner);
                 true
             }
-        }
+        })
     }
 
+    /// Releases the keys of a transaction that ended. On a poisoned table there is nothing to
+    /// release into: the refusal is logged and counted, and every later statement that needs
+    /// the table fails.
     fn release(&self, keys: &HashSet<Vec<u8>>, owner: u64) {
-        if let Ok(mut held) = self.held.lock() {
+        if let Ok(mut held) = crate::sync::lock(&self.held, LOCK_TABLE) {
             for key in keys {
                 if held.get(key) == Some(&owner) {
                     held.remove(key);
@@ -72,13 +79,13 @@ impl LockTable {
         }
     }
 
-    /// How many keys open transactions hold (`serverStatus`, tests).
-    pub fn len(&self) -> usize {
-        self.held.lock().map(|h| h.len()).unwrap_or(0)
+    /// How many keys open transactions hold (tests).
+    pub fn len(&self) -> Result<usize> {
+        Ok(crate::sync::lock(&self.held, LOCK_TABLE)?.len())
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
     }
 }
 
@@ -109,9 +116,9 @@ pub struct Transaction {
 
 impl Reader {
     /// Starts a transaction on the last commit, judging expiry at the current server time.
-    pub fn begin_transaction(&self) -> Transaction {
-        let view = self.read();
-        Transaction {
+    pub fn begin_transaction(&self) -> Result<Transaction> {
+        let view = self.read()?;
+        Ok(Transaction {
             reader: self.clone(),
             base: view.snapshot,
             base_catalog: Arc::clone(&view.catalog),
@@ -122,7 +129,7 @@ impl Reader {
             logs: self.oplog().is_enabled(),
             id: self.locks().next_id.fetch_add(1, Ordering::Relaxed),
             locked: HashSet::new(),
-        }
+        })
     }
 }
 
@@ -162,7 +169,7 @@ impl Transaction {
             if self.locked.contains(key) {
                 continue;
             }
-            if !locks.take(key, self.id) {
+            if !locks.take(key, self.id)? {
                 return Err(write_conflict());
             }
             self.locked.insert(key.clone());

@@ -96,7 +96,7 @@ fn count(view: &crate::engine::ReadView, coll: &str) -> u64 {
 async fn writes_are_seen_inside_and_appear_outside_only_at_commit() {
     let engine = engine();
     setup(&engine, vec![doc! {"_id": 1, "a": 0, "u": 1}]).await;
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     tx_insert(&mut tx, "c", doc! {"_id": 2, "u": 2}).unwrap();
     tx_set(&mut tx, 1, 5).unwrap();
     tx_insert(&mut tx, "other", doc! {"_id": "x"}).unwrap();
@@ -108,7 +108,7 @@ async fn writes_are_seen_inside_and_appear_outside_only_at_commit() {
     );
     assert_eq!(count(&inside, "c"), 2);
     assert_eq!(count(&inside, "other"), 1);
-    let outside = engine.read();
+    let outside = engine.read().unwrap();
     assert_eq!(
         visible(&outside, "c"),
         vec![doc! {"_id": 1, "a": 0, "u": 1}]
@@ -116,21 +116,21 @@ async fn writes_are_seen_inside_and_appear_outside_only_at_commit() {
     assert!(outside.collection("db", "other").is_none());
 
     commit(&engine, tx).await.unwrap();
-    let after = engine.read();
+    let after = engine.read().unwrap();
     assert_eq!(
         visible(&after, "c"),
         vec![doc! {"_id": 1, "a": 5, "u": 1}, doc! {"_id": 2, "u": 2}]
     );
     assert_eq!(count(&after, "c"), 2);
     assert_eq!(visible(&after, "other"), vec![doc! {"_id": "x"}]);
-    assert_eq!(engine.transaction_locks(), 0);
+    assert_eq!(engine.transaction_locks().unwrap(), 0);
 }
 
 #[tokio::test]
 async fn a_snapshot_does_not_see_later_commits() {
     let engine = engine();
     setup(&engine, vec![doc! {"_id": 1, "a": 0, "u": 1}]).await;
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     set(&engine, 1, 9).await;
     assert_eq!(
         visible(&tx.read_view().unwrap(), "c"),
@@ -142,21 +142,21 @@ async fn a_snapshot_does_not_see_later_commits() {
 async fn the_second_transaction_to_write_a_document_conflicts_at_once() {
     let engine = engine();
     setup(&engine, vec![doc! {"_id": 1, "a": 0, "u": 1}]).await;
-    let mut first = engine.begin_transaction();
-    let mut second = engine.begin_transaction();
+    let mut first = engine.begin_transaction().unwrap();
+    let mut second = engine.begin_transaction().unwrap();
     tx_set(&mut first, 1, 1).unwrap();
     let err = tx_set(&mut second, 1, 2).unwrap_err();
     assert_eq!(err.code, ErrorCode::WriteConflict);
     drop(second);
     commit(&engine, first).await.unwrap();
-    assert_eq!(engine.transaction_locks(), 0);
+    assert_eq!(engine.transaction_locks().unwrap(), 0);
 }
 
 #[tokio::test]
 async fn a_document_committed_since_the_snapshot_conflicts_at_the_write() {
     let engine = engine();
     setup(&engine, vec![doc! {"_id": 1, "a": 0, "u": 1}]).await;
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     set(&engine, 1, 9).await;
     let err = tx_set(&mut tx, 1, 2).unwrap_err();
     assert_eq!(err.code, ErrorCode::WriteConflict);
@@ -166,23 +166,23 @@ async fn a_document_committed_since_the_snapshot_conflicts_at_the_write() {
 async fn a_plain_write_after_the_transactions_write_fails_its_commit_whole() {
     let engine = engine();
     setup(&engine, vec![doc! {"_id": 1, "a": 0, "u": 1}]).await;
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     tx_insert(&mut tx, "c", doc! {"_id": 2, "u": 2}).unwrap();
     tx_set(&mut tx, 1, 5).unwrap();
     set(&engine, 1, 9).await;
     let err = commit(&engine, tx).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::WriteConflict);
-    let after = engine.read();
+    let after = engine.read().unwrap();
     assert_eq!(visible(&after, "c"), vec![doc! {"_id": 1, "a": 9, "u": 1}]);
     assert_eq!(count(&after, "c"), 1);
-    assert_eq!(engine.transaction_locks(), 0);
+    assert_eq!(engine.transaction_locks().unwrap(), 0);
 }
 
 #[tokio::test]
 async fn a_unique_key_taken_since_the_snapshot_fails_the_commit() {
     let engine = engine();
     setup(&engine, vec![]).await;
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     tx_insert(&mut tx, "c", doc! {"_id": 1, "u": 7}).unwrap();
     engine
         .write(true, |txn, now| {
@@ -194,14 +194,17 @@ async fn a_unique_key_taken_since_the_snapshot_fails_the_commit() {
         .unwrap();
     let err = commit(&engine, tx).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::WriteConflict);
-    assert_eq!(visible(&engine.read(), "c"), vec![doc! {"_id": 2, "u": 7}]);
+    assert_eq!(
+        visible(&engine.read().unwrap(), "c"),
+        vec![doc! {"_id": 2, "u": 7}]
+    );
 }
 
 #[tokio::test]
 async fn a_collection_created_inside_conflicts_with_ddl_committed_meanwhile() {
     let engine = engine();
     setup(&engine, vec![]).await;
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     tx_insert(&mut tx, "fresh", doc! {"_id": 1}).unwrap();
     engine
         .write(true, |txn, _| {
@@ -212,23 +215,23 @@ async fn a_collection_created_inside_conflicts_with_ddl_committed_meanwhile() {
         .unwrap();
     let err = commit(&engine, tx).await.unwrap_err();
     assert_eq!(err.code, ErrorCode::WriteConflict);
-    assert!(engine.read().collection("db", "fresh").is_none());
+    assert!(engine.read().unwrap().collection("db", "fresh").is_none());
 }
 
 #[tokio::test]
 async fn an_aborted_transaction_leaves_nothing_and_frees_its_documents() {
     let engine = engine();
     setup(&engine, vec![doc! {"_id": 1, "a": 0, "u": 1}]).await;
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     tx_set(&mut tx, 1, 5).unwrap();
-    assert_eq!(engine.transaction_locks(), 1);
+    assert_eq!(engine.transaction_locks().unwrap(), 1);
     drop(tx);
-    assert_eq!(engine.transaction_locks(), 0);
-    let mut next = engine.begin_transaction();
+    assert_eq!(engine.transaction_locks().unwrap(), 0);
+    let mut next = engine.begin_transaction().unwrap();
     tx_set(&mut next, 1, 6).unwrap();
     commit(&engine, next).await.unwrap();
     assert_eq!(
-        visible(&engine.read(), "c"),
+        visible(&engine.read().unwrap(), "c"),
         vec![doc! {"_id": 1, "a": 6, "u": 1}]
     );
 }
@@ -238,7 +241,7 @@ async fn the_log_has_each_operation_with_the_transactions_session_in_one_commit(
     let engine = engine();
     setup(&engine, vec![doc! {"_id": 1, "a": 0, "u": 1}]).await;
     let before = oplog::entries_after(&engine.backend.snapshot(), None).count();
-    let mut tx = engine.begin_transaction();
+    let mut tx = engine.begin_transaction().unwrap();
     tx_insert(&mut tx, "c", doc! {"_id": 2, "u": 2}).unwrap();
     tx_set(&mut tx, 1, 5).unwrap();
     assert_eq!(

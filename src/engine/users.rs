@@ -77,10 +77,15 @@ mod tests {
                 .await
                 .unwrap()
                 .unwrap();
-            assert!(engine.catalog().has_users());
+            assert!(engine.catalog().unwrap().has_users());
         }
         let engine = open().unwrap();
-        let loaded = engine.catalog().user("admin", "alice").cloned().unwrap();
+        let loaded = engine
+            .catalog()
+            .unwrap()
+            .user("admin", "alice")
+            .cloned()
+            .unwrap();
         assert_eq!(loaded.roles, vec![RoleName::new("root", "admin")]);
         assert!(loaded.credentials.sha256.is_some());
         let removed = engine
@@ -88,9 +93,9 @@ mod tests {
             .await
             .unwrap();
         assert!(removed);
-        assert!(!engine.catalog().has_users());
+        assert!(!engine.catalog().unwrap().has_users());
         drop(engine);
         let engine = open().unwrap();
-        assert!(engine.catalog().user("admin", "alice").is_none());
+        assert!(engine.catalog().unwrap().user("admin", "alice").is_none());
     }
 }

@@ -24,7 +24,7 @@ async fn insert(engine: &Engine, name: &'static str, id: i32) -> Result<()> {
 
 /// Whether a reader of the last commit sees `{_id: id}` in `db.name`.
 fn visible(engine: &Engine, name: &str, id: i32) -> bool {
-    let view = engine.read();
+    let view = engine.read().unwrap();
     let Some(meta) = view.collection("db", name) else {
         return false;
     };
@@ -154,7 +154,7 @@ async fn a_group_that_read_a_failed_commit_fails_with_it_and_the_catalog_goes_ba
         "{first}"
     );
     assert_eq!(second.to_string(), first.to_string());
-    assert!(engine.read().collection("db", "new").is_none());
+    assert!(engine.read().unwrap().collection("db", "new").is_none());
     // The writer's own catalog went back too: the next group creates the collection afresh.
     let (third, _) = insert_after_reading(&engine, "new", 1, 3);
     assert!(!third.await.unwrap().unwrap().unwrap());

@@ -51,6 +51,11 @@ pub fn render(shared: &Shared) -> Result<String, std::fmt::Error> {
     storage(&mut registry, shared);
     ttl(&mut registry, shared);
     dropped_space(&mut registry, shared);
+    registry.register(
+        "locks_poisoned",
+        "Times a lock was found poisoned (a thread panicked while holding it)",
+        ConstCounter::new(crate::sync::poisoned_total()),
+    );
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry)?;
     Ok(text)
@@ -240,8 +245,12 @@ fn storage(registry: &mut Registry, shared: &Shared) {
     }
     let documents = Family::<CollectionLabels, Gauge<i64>>::default();
     let bytes = Family::<CollectionLabels, Gauge<i64>>::default();
-    let view = engine.read();
-    for meta in engine.catalog().all() {
+    // On a poisoned catalog (counted and logged; `locks_poisoned` below) the per-collection
+    // figures are left out rather than shown as none.
+    let Ok(view) = engine.read() else {
+        return;
+    };
+    for meta in view.catalog.all() {
         let Ok(totals) = view.visible_totals(meta) else {
             continue;
         };
@@ -306,11 +315,13 @@ fn ttl(registry: &mut Registry, shared: &Shared) {
         "TTL reaper passes that failed",
         counter(&stats.errors),
     );
-    registry.register(
-        "ttl_backlog",
-        "Documents expired now and not yet deleted",
-        gauge(reaper.backlog()),
-    );
+    if let Ok(backlog) = reaper.backlog() {
+        registry.register(
+            "ttl_backlog",
+            "Documents expired now and not yet deleted",
+            gauge(backlog),
+        );
+    }
     registry.register_with_unit(
         "ttl_last_pass_duration",
         "How long the last reaper pass took",

@@ -304,18 +304,21 @@ impl Collation {
     /// A compiled collation for a normalized spec stored in the catalog (an index's or a
     /// collection's default), compiled once per process and spec.
     pub fn cached(spec: &Document) -> Result<Option<Collation>> {
+        const COLLATION_CACHE: &str = "collation cache";
         use std::collections::HashMap;
         use std::sync::{Mutex, OnceLock};
         static CACHE: OnceLock<Mutex<HashMap<String, Option<Collation>>>> = OnceLock::new();
         let key = render_document(spec);
         let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-        if let Some(found) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        // A cache of whole entries: a poisoned lock is recovered (and counted).
+        if let Some(found) = crate::sync::lock_recovering(cache, COLLATION_CACHE)
+            .get(&key)
+            .cloned()
+        {
             return Ok(found);
         }
         let compiled = Collation::parse(spec)?;
-        if let Ok(mut c) = cache.lock() {
-            c.insert(key, compiled.clone());
-        }
+        crate::sync::lock_recovering(cache, COLLATION_CACHE).insert(key, compiled.clone());
         Ok(compiled)
     }
 }

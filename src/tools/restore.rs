@@ -53,7 +53,7 @@ pub fn run(args: &RestoreArgs) -> Result<(), ToolError> {
     };
     let contents = survey(open()?)?;
     let engine = Engine::open(&args.dbpath, Arc::new(SystemClock::new()))?;
-    refuse_conflicts(&contents, &engine.catalog(), args.drop, &args.dbpath)?;
+    refuse_conflicts(&contents, &*engine.catalog()?, args.drop, &args.dbpath)?;
     let counts = restore(&engine, open()?, args.drop)?;
     eprintln!(
         "mayfly restore: {} collections, {} documents, {} users restored into {}",

@@ -129,6 +129,7 @@ fn records<S: Snapshot>(snapshot: &S) -> BTreeMap<String, BTreeMap<Vec<u8>, Reco
 fn indexes(engine: &Engine) -> BTreeMap<String, Vec<Document>> {
     engine
         .catalog()
+        .unwrap()
         .all()
         .map(|m| {
             let list = m.indexes.iter().map(IndexMeta::to_list_entry).collect();
@@ -181,18 +182,28 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
     let counts = restore::restore(&target, archive.as_slice(), false).unwrap();
     assert_eq!(counts.documents, 2_506);
     assert_eq!(
-        records(&target.read().snapshot),
+        records(&target.read().unwrap().snapshot),
         original,
         "same records, same _ts"
     );
     assert_eq!(indexes(&target), source_indexes);
-    let orders = target.catalog().get("shop", "orders").cloned().unwrap();
+    let orders = target
+        .catalog()
+        .unwrap()
+        .get("shop", "orders")
+        .cloned()
+        .unwrap();
     assert_eq!(orders.cosmos, Some(orders_settings()));
     assert_eq!(orders.partition_path(), Some("tenant"));
-    let user = target.catalog().user("shop", "ann").cloned().unwrap();
+    let user = target
+        .catalog()
+        .unwrap()
+        .user("shop", "ann")
+        .cloned()
+        .unwrap();
     assert_eq!(user.roles, vec![RoleName::new("readWrite", "shop")]);
     let mut lines = Vec::new();
-    assert!(check::check(&target.read().snapshot, &mut lines).unwrap());
+    assert!(check::check(&target.read().unwrap().snapshot, &mut lines).unwrap());
     let lines = String::from_utf8(lines).unwrap();
     assert!(
         lines.contains("other.plain: valid (2500 records)"),
@@ -201,9 +212,10 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
 
     // Again over what is there: refused, naming everything; with drop, replaced.
     let contents = restore::survey(archive.as_slice()).unwrap();
-    let refused = restore::refuse_conflicts(&contents, &target.catalog(), false, to.path())
-        .unwrap_err()
-        .to_string();
+    let refused =
+        restore::refuse_conflicts(&contents, &target.catalog().unwrap(), false, to.path())
+            .unwrap_err()
+            .to_string();
     for name in [
         "collection shop.carts",
         "collection other.plain",
@@ -211,10 +223,12 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
     ] {
         assert!(refused.contains(name), "{refused}");
     }
-    assert!(restore::refuse_conflicts(&contents, &target.catalog(), true, to.path()).is_ok());
+    assert!(
+        restore::refuse_conflicts(&contents, &target.catalog().unwrap(), true, to.path()).is_ok()
+    );
     restore::restore(&target, archive.as_slice(), true).unwrap();
     assert_eq!(
-        records(&target.read().snapshot),
+        records(&target.read().unwrap().snapshot),
         original,
         "replaced, not doubled"
     );
@@ -246,7 +260,12 @@ async fn a_dump_that_fails_leaves_no_archive_and_check_names_the_record() {
     {
         let clock = Arc::new(ManualClock::starting_at_secs(START));
         let engine = engine(from.path(), &clock);
-        let meta = engine.catalog().get("other", "plain").cloned().unwrap();
+        let meta = engine
+            .catalog()
+            .unwrap()
+            .get("other", "plain")
+            .cloned()
+            .unwrap();
         let key = keys::document_key(meta.id, &Bson::Int32(99_999));
         engine
             .write(true, move |txn, _| {

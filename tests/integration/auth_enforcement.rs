@@ -74,6 +74,7 @@ async fn the_localhost_exception_allows_the_first_user_in_admin_then_ends() {
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("admin", "root")
         .is_some());
     // A user exists: the exception is over, on this connection and any other.
@@ -144,6 +145,7 @@ async fn unauthenticated_clients_get_13_except_for_the_handshake_commands() {
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("admin", "x")
         .is_none());
 }

@@ -335,7 +335,12 @@ async fn check_names_a_planted_index_entry_and_exits_1() {
             .unwrap();
         // Behind the engine's back, as the validate test plants it: an entry of n_1 for a
         // document that does not exist.
-        let meta = engine.catalog().get("v", "items").cloned().unwrap();
+        let meta = engine
+            .catalog()
+            .unwrap()
+            .get("v", "items")
+            .cloned()
+            .unwrap();
         let n_index = meta.index("n_1").unwrap();
         let tuple = vec![(Bson::Int32(999), Direction::Ascending)];
         let dangling = keys::index_key(

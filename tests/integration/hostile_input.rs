@@ -326,7 +326,13 @@ use futures::TryStreamExt;
 /// Stores `levels`-deep `{_id: id, a: {a: ...}}` under `_id` directly, past every check.
 async fn store_poison(server: &TestServer, coll: &str, id: i32, levels: usize) {
     let shared = server.shared();
-    let meta = shared.engine.catalog().get("test", coll).unwrap().clone();
+    let meta = shared
+        .engine
+        .catalog()
+        .unwrap()
+        .get("test", coll)
+        .unwrap()
+        .clone();
     let body = with_raw_field(&doc! {"_id": id}, "a", &nested_bytes(levels));
     let record = Record {
         ts: shared.engine.now(),

@@ -134,7 +134,7 @@ async fn writes_to_the_collection_during_a_build_are_indexed() {
     stop.store(true, Ordering::Relaxed);
     assert!(writer.await.unwrap() >= 300);
     assert_complete(&server, "c", "a_1");
-    let catalog = server.shared().engine.catalog();
+    let catalog = server.shared().engine.catalog().unwrap();
     let index = catalog
         .get("test", "c")
         .unwrap()
@@ -250,7 +250,7 @@ async fn requests_during_a_build() {
 /// Whether an index of `coll` is seen `building` within a few seconds.
 async fn wait_until_building(server: &TestServer, coll: &str) -> bool {
     for _ in 0..2_000 {
-        let catalog = server.shared().engine.catalog();
+        let catalog = server.shared().engine.catalog().unwrap();
         if let Some(meta) = catalog.get("test", coll) {
             if meta.indexes.iter().any(|i| i.building) {
                 return true;

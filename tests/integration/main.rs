@@ -48,6 +48,7 @@ mod network;
 mod nul_field_names;
 mod operations;
 mod planner_differential;
+mod poisoned_locks;
 mod profiler;
 mod query_operations;
 mod regex;

@@ -317,7 +317,7 @@ async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
 /// How many documents the case selects when only counted (no sort, no documents decoded: the
 /// planner may count index entries instead).
 fn count(engine: &Engine, coll: &str, case: &Case, hint: Option<Hint>) -> Result<u64, String> {
-    let view = engine.read();
+    let view = engine.read().unwrap();
     let meta = view.collection("d", coll);
     let mut req = ReadRequest::new(case.filter.clone())
         .and_then(|r| r.requested_collation(Some(query_collation(case))))
@@ -344,7 +344,7 @@ fn run(
     case: &Case,
     hint: Option<Hint>,
 ) -> Result<Vec<Document>, String> {
-    let view = engine.read();
+    let view = engine.read().unwrap();
     let meta = view.collection("d", coll);
     let mut req = ReadRequest::new(case.filter.clone())
         .and_then(|r| r.requested_collation(Some(query_collation(case))))

@@ -341,6 +341,7 @@ async fn an_expired_sessions_record_is_removed_with_it() {
         .shared()
         .engine
         .read()
+        .unwrap()
         .collection("config", "transactions")
         .is_some()
         && count(&client.database("config"), "transactions", doc! {}).await > 0

@@ -32,7 +32,7 @@ fn sorted(
     limit: Option<u64>,
     allow_disk_use: bool,
 ) -> Result<(Vec<Document>, StageStats), ErrorCode> {
-    let view = engine.read();
+    let view = engine.read().unwrap();
     let meta = view.collection("d", "c");
     let mut req = ReadRequest::new(doc! {})
         .unwrap()

@@ -116,7 +116,7 @@ async fn a_memory_engine_spills_big_sorts_to_a_temporary_directory() {
         })
         .await
         .unwrap();
-    let view = engine.read();
+    let view = engine.read().unwrap();
     let meta = view.collection("d", "c");
     let mut req = ReadRequest::new(doc! {})
         .unwrap()

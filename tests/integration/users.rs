@@ -218,6 +218,7 @@ async fn update_user_replaces_roles_custom_data_and_credentials() {
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("app", "carol")
         .cloned()
         .unwrap();
@@ -234,6 +235,7 @@ async fn update_user_replaces_roles_custom_data_and_credentials() {
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("app", "carol")
         .cloned()
         .unwrap();
@@ -250,6 +252,7 @@ async fn update_user_replaces_roles_custom_data_and_credentials() {
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("app", "carol")
         .cloned()
         .unwrap();
@@ -391,6 +394,7 @@ async fn the_cosmos_account_user_is_created_at_start_and_rekeyed_when_the_key_ch
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("admin", "localhost")
         .cloned()
         .unwrap();
@@ -400,6 +404,7 @@ async fn the_cosmos_account_user_is_created_at_start_and_rekeyed_when_the_key_ch
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("admin", "localhost")
         .cloned()
         .unwrap();
@@ -416,6 +421,7 @@ async fn the_cosmos_account_user_is_created_at_start_and_rekeyed_when_the_key_ch
         .shared()
         .engine
         .catalog()
+        .unwrap()
         .user("admin", "localhost")
         .cloned()
         .unwrap();

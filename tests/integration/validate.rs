@@ -52,7 +52,13 @@ async fn validate_finds_planted_dangling_and_missing_entries() {
     // Behind the server's back: an entry of n_1 for a value no document has, the entry of
     // document 3 in n_1 removed, and an expiry entry for a document that does not exist.
     let shared = server.shared();
-    let meta = shared.engine.catalog().get("v", "items").cloned().unwrap();
+    let meta = shared
+        .engine
+        .catalog()
+        .unwrap()
+        .get("v", "items")
+        .cloned()
+        .unwrap();
     let n_index = meta.indexes.iter().find(|i| i.name == "n_1").unwrap();
     let asc = |v: i32| vec![(Bson::Int32(v), Direction::Ascending)];
     let dangling = keys::index_key(

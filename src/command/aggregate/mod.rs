@@ -181,7 +181,7 @@ pub fn explain(
     verbosity: Verbosity,
     interrupt: Arc<Interrupt>,
 ) -> Result<Document> {
-    let view = shared.engine.read();
+    let view = shared.engine.read()?;
     let mut args = AggregateArgs::parse(db, cmd, shared.clock.now_datetime(), &|coll| {
         default_collation(&view, db, coll)
     })?;
@@ -280,7 +280,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             )
         }
         (Some(Stage::ListLocalSessions(spec)), _) => {
-            let sessions = super::session_registry::list_local(shared, req, spec);
+            let sessions = super::session_registry::list_local(shared, req, spec)?;
             pipeline.take_first();
             Box::new(sessions.into_iter().map(|doc| Ok(Row::computed(doc))))
         }

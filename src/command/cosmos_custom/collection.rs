@@ -112,7 +112,7 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             "UpdateCollection needs offerThroughput, autoScaleSettings or indexes",
         ));
     }
-    let Some(meta) = shared.engine.catalog().get(req.db, &coll).cloned() else {
+    let Some(meta) = shared.engine.catalog()?.get(req.db, &coll).cloned() else {
         return Err(not_found(req.db, &coll));
     };
     let profile = &shared.config.profile;
@@ -169,7 +169,7 @@ async fn replace_indexes(
     coll: &str,
     wanted: &indexes::RequestedIndexes,
 ) -> Result<()> {
-    let Some(meta) = shared.engine.catalog().get(req.db, coll).cloned() else {
+    let Some(meta) = shared.engine.catalog()?.get(req.db, coll).cloned() else {
         return Err(not_found(req.db, coll));
     };
     let (drop, create) = indexes::replacement(&meta, wanted);
@@ -197,7 +197,7 @@ pub fn get(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             "GetCollection's showIndexes is not supported by mayfly: listIndexes lists the indexes",
         ));
     }
-    let catalog = shared.engine.catalog();
+    let catalog = shared.engine.catalog()?;
     let Some(meta) = catalog.get(req.db, &coll) else {
         return Err(not_found(req.db, &coll));
     };

@@ -88,7 +88,7 @@ fn current_throughput(txn: &Txn<'_>, db: &str) -> Result<Throughput> {
 pub fn get(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     check_fields(req.body, "customAction", &[])?;
     validate_db_name(req.db)?;
-    let catalog = shared.engine.catalog();
+    let catalog = shared.engine.catalog()?;
     if !exists(&catalog, req.db) {
         return Err(not_found(req.db));
     }

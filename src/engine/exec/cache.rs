@@ -18,7 +18,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::HashMap;
 use std::fmt::Write;
 use std::hash::{Hash, Hasher};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// Entries kept at most; a full cache is emptied (a query shape replans once).
 const MAX_ENTRIES: usize = 4096;
@@ -43,35 +43,36 @@ pub struct PlanCache {
 }
 
 impl PlanCache {
+    /// The entries. A cached plan only picks among correct plans (a wrong pick costs time,
+    /// never an answer) and each entry is inserted whole, so a poisoned lock is recovered (and
+    /// counted).
+    fn entries(&self) -> MutexGuard<'_, HashMap<Key, Entry>> {
+        crate::sync::lock_recovering(&self.entries, "plan cache")
+    }
+
     pub fn get(&self, key: &Key) -> Option<Entry> {
-        self.entries.lock().ok()?.get(key).cloned()
+        self.entries().get(key).cloned()
     }
 
     pub fn put(&self, key: Key, entry: Entry) {
-        if let Ok(mut entries) = self.entries.lock() {
-            if entries.len() >= MAX_ENTRIES {
-                entries.clear();
-            }
-            entries.insert(key, entry);
+        let mut entries = self.entries();
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
         }
+        entries.insert(key, entry);
     }
 
     pub fn evict(&self, key: &Key) {
-        if let Ok(mut entries) = self.entries.lock() {
-            entries.remove(key);
-        }
+        self.entries().remove(key);
     }
 
     /// The cached plans' signatures, for diagnostics and tests.
     pub fn plans(&self) -> Vec<String> {
-        self.entries
-            .lock()
-            .map(|e| e.values().map(|v| v.plan.clone()).collect())
-            .unwrap_or_default()
+        self.entries().values().map(|v| v.plan.clone()).collect()
     }
 
     pub fn len(&self) -> usize {
-        self.entries.lock().map(|e| e.len()).unwrap_or(0)
+        self.entries().len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -9,7 +9,7 @@ use super::explain::{self, Totals};
 use super::plan::Node;
 use super::stages::StageStats;
 use bson::Bson;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 /// Plans kept per operation.
 const MAX_PLANS: usize = 8;
@@ -27,11 +27,16 @@ struct Logged {
 }
 
 impl PlanLog {
+    /// What was recorded: for the slow-operation log and the profiler only, never an answer,
+    /// and changed by one push or one addition at a time, so a poisoned lock is recovered (and
+    /// counted).
+    fn logged(&self) -> MutexGuard<'_, Logged> {
+        crate::sync::lock_recovering(&self.plans, "plan log")
+    }
+
     /// Records a plan the operation started; its counters keep filling as it runs.
     pub fn record(&self, node: &Node, stats: &StageStats) {
-        let Ok(mut logged) = self.plans.lock() else {
-            return;
-        };
+        let mut logged = self.logged();
         if logged.kept.len() < MAX_PLANS {
             logged.kept.push((node.clone(), stats.clone()));
         } else {
@@ -42,16 +47,13 @@ impl PlanLog {
     /// mongod's `planSummary` of the first plan (`COLLSCAN`, `IXSCAN { a: 1 }`, `IDHACK`, …),
     /// or `None` when the operation planned nothing.
     pub fn summary(&self) -> Option<String> {
-        let logged = self.plans.lock().ok()?;
+        let logged = self.logged();
         logged.kept.first().map(|(node, _)| summary(node))
     }
 
     /// Keys and documents examined by the kept plans so far.
     pub fn totals(&self) -> Totals {
-        let Ok(logged) = self.plans.lock() else {
-            return Totals::default();
-        };
-        logged
+        self.logged()
             .kept
             .iter()
             .map(|(node, stats)| explain::totals(node, stats))

@@ -316,7 +316,7 @@ impl ChangeStream {
     fn read(&mut self, max_docs: usize, max_bytes: usize) -> Result<Vec<RawDocumentBuf>> {
         // The newest committed time first, then the snapshot: it holds every entry up to it.
         let newest = self.reader.optimes().last_committed();
-        let view = self.reader.read();
+        let view = self.reader.read()?;
         self.env.view = view.clone();
         let mut out = Vec::new();
         let mut bytes = 0usize;
