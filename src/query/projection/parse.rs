@@ -111,7 +111,7 @@ fn number_int(value: &Bson) -> i32 {
         Bson::Int32(i) => *i,
         Bson::Int64(i) => *i as i32,
         Bson::Double(d) => *d as i32,
-        Bson::Decimal128(d) => crate::query::compare::Dec::decode(d).to_f64() as i32,
+        Bson::Decimal128(d) => crate::query::decimal::bson_to_f64(d) as i32,
         _ => 0,
     }
 }
