@@ -94,14 +94,15 @@ fn first_positional(key: &str) -> Option<(usize, usize)> {
 /// A key's components, with mongod's FieldPath rules; `parent` is the path of the enclosing
 /// sub-projection, and the whole path may not be deeper than a stored document.
 fn key_path(key: &str, parent: &[String]) -> Result<Vec<String>> {
-    let path = plain_field_path(key)?;
-    if parent.len().saturating_add(path.len()) > MAX_STORED_DEPTH {
+    // Counted before the components are checked, so a path too deep is mongod's 5729100 and
+    // not the generic FieldPath limit.
+    if parent.len().saturating_add(key.split('.').count()) > MAX_STORED_DEPTH {
         return Err(Error::new(
             ErrorCode::Location5729100,
             "FieldPath is too long",
         ));
     }
-    Ok(path)
+    plain_field_path(key)
 }
 
 /// mongod's `BSONElement::numberInt`: a long is cut to its low 32 bits, a double truncated
