@@ -341,10 +341,7 @@ impl CursorRegistry {
         cursor.last_used_ms = self.clock.now_millis();
         cursor.suspend();
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut map = self
-            .cursors
-            .lock()
-            .map_err(|_| Error::internal("the cursor registry is poisoned"))?;
+        let mut map = self.open_cursors();
         self.sweep(&mut map);
         self.check_limits(&map, &cursor)?;
         map.insert(id, cursor);
@@ -386,20 +383,15 @@ impl CursorRegistry {
 
     /// What open cursors hold materialised, in bytes (`serverStatus`, tests).
     pub fn held_bytes(&self) -> usize {
-        self.cursors
-            .lock()
-            .map(|m| m.values().map(Cursor::held_bytes).sum())
-            .unwrap_or(0)
+        self.open_cursors().values().map(Cursor::held_bytes).sum()
     }
 
     /// Takes cursor `id` out for a getMore; `None` if unknown or timed out.
     pub fn take(&self, id: i64) -> Option<Cursor> {
-        let mut map = self.cursors.lock().ok()?;
+        let mut map = self.open_cursors();
         self.sweep(&mut map);
         let cursor = map.remove(&id)?;
-        if let Ok(mut out) = self.checked_out.lock() {
-            out.insert(id, false);
-        }
+        self.out_cursors().insert(id, false);
         Some(cursor)
     }
 
@@ -412,71 +404,69 @@ impl CursorRegistry {
         }
         cursor.last_used_ms = self.clock.now_millis();
         cursor.suspend();
-        if let Ok(mut map) = self.cursors.lock() {
-            map.insert(id, cursor);
-        }
+        self.open_cursors().insert(id, cursor);
     }
 
     /// Forgets that cursor `id` is out (its getMore ended it); whether it was killed meanwhile.
     pub fn release(&self, id: i64) -> bool {
-        self.checked_out
-            .lock()
-            .ok()
-            .and_then(|mut out| out.remove(&id))
-            .unwrap_or(false)
+        self.out_cursors().remove(&id).unwrap_or(false)
     }
 
     /// Closes cursor `id`; whether it was open. A cursor a getMore has out is closed when that
     /// getMore ends.
     pub fn kill(&self, id: i64) -> bool {
-        let removed = self
-            .cursors
-            .lock()
-            .map(|mut m| m.remove(&id).is_some())
-            .unwrap_or(false);
+        let removed = self.open_cursors().remove(&id).is_some();
         if removed {
             return true;
         }
-        self.checked_out
-            .lock()
-            .ok()
-            .and_then(|mut out| out.get_mut(&id).map(|killed| *killed = true))
+        self.out_cursors()
+            .get_mut(&id)
+            .map(|killed| *killed = true)
             .is_some()
     }
 
     /// Closes every open cursor (the engine is shutting down, or reopening its storage).
     pub fn close_all(&self) {
-        let closed: Vec<Cursor> = match self.cursors.lock() {
-            Ok(mut map) => map.drain().map(|(_, c)| c).collect(),
-            Err(_) => Vec::new(),
-        };
+        let closed: Vec<Cursor> = self.open_cursors().drain().map(|(_, c)| c).collect();
         drop(closed);
     }
 
     /// Whether open cursor `id` tails a source (a change stream).
     pub fn is_tailable(&self, id: i64) -> bool {
-        self.cursors
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&id).map(Cursor::is_tailable))
-            .unwrap_or(false)
+        self.open_cursors()
+            .get(&id)
+            .is_some_and(Cursor::is_tailable)
     }
 
     /// The namespace of an open cursor.
     pub fn namespace_of(&self, id: i64) -> Option<String> {
-        self.cursors.lock().ok()?.get(&id).map(|c| c.ns.clone())
+        self.open_cursors().get(&id).map(|c| c.ns.clone())
     }
 
     pub fn open_count(&self) -> usize {
-        self.cursors.lock().map(|m| m.len()).unwrap_or(0)
+        self.open_cursors().len()
     }
 
     /// Open `noCursorTimeout` cursors (`serverStatus.metrics.cursor.open.noTimeout`).
     pub fn no_timeout_count(&self) -> usize {
-        self.cursors
-            .lock()
-            .map(|m| m.values().filter(|c| c.no_timeout).count())
-            .unwrap_or(0)
+        self.open_cursors()
+            .values()
+            .filter(|c| c.no_timeout)
+            .count()
+    }
+
+    /// The open cursors. Every holder inserts or removes whole entries, so a panic while one
+    /// held the lock can at worst have lost a cursor (its getMore then answers 43, as for any
+    /// closed cursor): a poisoned registry is taken as it is, counted and logged
+    /// ([`crate::sync`]), rather than making every cursor unreachable.
+    fn open_cursors(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Cursor>> {
+        crate::sync::lock_recovering(&self.cursors, "cursor registry")
+    }
+
+    /// The cursors a getMore has out, and whether each was killed meanwhile; recovered when
+    /// poisoned, as [`CursorRegistry::open_cursors`].
+    fn out_cursors(&self) -> std::sync::MutexGuard<'_, HashMap<i64, bool>> {
+        crate::sync::lock_recovering(&self.checked_out, "checked-out cursors")
     }
 
     fn sweep(&self, map: &mut HashMap<i64, Cursor>) {

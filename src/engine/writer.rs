@@ -98,21 +98,24 @@ pub struct WriterStats {
     last_error: Mutex<Option<String>>,
 }
 
+/// The names of the writer's status locks ([`crate::sync`]); each holds one value assigned
+/// whole, so a poisoned one is taken as it is.
+const READ_ONLY_LOCK: &str = "writer read-only reason";
+const LAST_ERROR_LOCK: &str = "writer last error";
+
 impl WriterStats {
     /// Why writes are refused, or `None` while the writer takes them.
     pub fn read_only_reason(&self) -> Option<String> {
-        self.read_only.lock().ok().and_then(|r| r.clone())
+        crate::sync::lock_recovering(&self.read_only, READ_ONLY_LOCK).clone()
     }
 
     /// The last commit failure's message.
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().ok().and_then(|r| r.clone())
+        crate::sync::lock_recovering(&self.last_error, LAST_ERROR_LOCK).clone()
     }
 
     fn enter_read_only(&self, reason: String) {
-        if let Ok(mut slot) = self.read_only.lock() {
-            slot.get_or_insert(reason);
-        }
+        crate::sync::lock_recovering(&self.read_only, READ_ONLY_LOCK).get_or_insert(reason);
     }
 
     /// The error a failed commit gives its jobs; a failure that leaves the group's fate unknown
@@ -120,9 +123,7 @@ impl WriterStats {
     fn commit_failed(&self, error: StorageError) -> Error {
         use std::sync::atomic::Ordering::Relaxed;
         self.failed_commits.fetch_add(1, Relaxed);
-        if let Ok(mut slot) = self.last_error.lock() {
-            *slot = Some(error.to_string());
-        }
+        *crate::sync::lock_recovering(&self.last_error, LAST_ERROR_LOCK) = Some(error.to_string());
         if error.outcome_unknown() {
             tracing::error!(
                 error = %error,
@@ -512,9 +513,9 @@ impl Committer {
                 self.optimes.publish(time, wall_millis);
             }
             if let Some(catalog) = group.catalog {
-                if let Ok(mut slot) = self.published.write() {
-                    *slot = catalog;
-                }
+                // The commit is durable: publish its catalog even on a poisoned lock (one whole
+                // assignment). Readers keep refusing a poisoned catalog lock ([`crate::sync`]).
+                *crate::sync::write_recovering(&self.published, super::CATALOG_LOCK) = catalog;
             }
         }
         (committed, group.acks)

@@ -46,7 +46,8 @@ impl Faults {
     /// While on, every commit waits at its start, before anything of it is applied (and before
     /// the other switches are read), until this is turned off.
     pub fn hold_commits(&self, held: bool) {
-        if let Ok(_gate) = self.gate.lock() {
+        {
+            let _gate = crate::sync::lock_recovering(&self.gate, "storage fault gate");
             self.held.store(held, Ordering::SeqCst);
         }
         self.released.notify_all();
@@ -61,9 +62,7 @@ impl Faults {
         if !self.held.load(Ordering::SeqCst) {
             return;
         }
-        let Ok(mut gate) = self.gate.lock() else {
-            return;
-        };
+        let mut gate = crate::sync::lock_recovering(&self.gate, "storage fault gate");
         self.waiting.fetch_add(1, Ordering::SeqCst);
         while self.held.load(Ordering::SeqCst) {
             gate = match self.released.wait(gate) {

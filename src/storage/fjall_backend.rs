@@ -136,6 +136,10 @@ pub(super) struct Generation {
     keyspaces: Handles,
 }
 
+/// The name of the lock over the open generation ([`crate::sync`]): a reopen swaps it in
+/// several steps, so a poisoned one refuses every operation.
+pub(super) const GENERATION_LOCK: &str = "storage engine generation";
+
 /// A durable database on a local directory.
 pub struct FjallBackend {
     /// The open database; `None` only after a reopen closed it and failed to open it again.
@@ -233,7 +237,7 @@ impl FjallBackend {
 
     /// The open database, or the error every operation gets while it is closed.
     pub(super) fn generation(&self) -> Result<Arc<Generation>, StorageError> {
-        match self.current.read() {
+        match crate::sync::read(&self.current, GENERATION_LOCK) {
             Ok(slot) => slot.clone().ok_or_else(|| self.halt_error()),
             Err(_) => Err(StorageError::Poisoned),
         }

@@ -143,7 +143,8 @@ impl FjallBackend {
             return Ok(());
         }
         self.space_for_reopen()?;
-        let mut slot = self.current.write().map_err(|_| StorageError::Poisoned)?;
+        let mut slot = crate::sync::write(&self.current, super::fjall_backend::GENERATION_LOCK)
+            .map_err(|_| StorageError::Poisoned)?;
         let deadline = Instant::now() + wait;
         if let Some(old) = slot.as_ref() {
             // Readers that finish drop their handles; new readers wait on `slot`.

@@ -97,9 +97,8 @@ impl MemoryBackend {
     /// Bytes of keys and values held, every version included. Walks every entry: for
     /// occasional statistics, not for hot paths.
     pub fn bytes_held(&self) -> u64 {
-        let Ok(data) = self.shared.data.read() else {
-            return 0;
-        };
+        // Statistics: a poisoned store (refused by every read and write) is still measured.
+        let data = crate::sync::read_recovering(&self.shared.data, DATA_LOCK);
         let mut total = 0u64;
         for map in &data.maps {
             for (key, versions) in map {
@@ -124,6 +123,13 @@ impl MemoryBackend {
             .unwrap_or(0)
     }
 }
+
+/// The store's locks ([`crate::sync`]): the data is changed in several steps by a commit, so a
+/// poisoned data or commit lock refuses every read and write; the pins (snapshot counts and the
+/// published sequence number) change one value at a time and are taken as they are.
+const DATA_LOCK: &str = "memory store data";
+const COMMIT_LOCK: &str = "memory store commit";
+const PINS_LOCK: &str = "memory store snapshots";
 
 fn poisoned() -> StorageError {
     StorageError::Poisoned
@@ -221,13 +227,11 @@ impl Backend for MemoryBackend {
     type Snapshot = MemorySnapshot;
 
     fn snapshot(&self) -> MemorySnapshot {
-        let seqno = match self.shared.pins.lock() {
-            Ok(mut pins) => {
-                let seqno = pins.published;
-                *pins.counts.entry(seqno).or_default() += 1;
-                seqno
-            }
-            Err(_) => 0,
+        let seqno = {
+            let mut pins = crate::sync::lock_recovering(&self.shared.pins, PINS_LOCK);
+            let seqno = pins.published;
+            *pins.counts.entry(seqno).or_default() += 1;
+            seqno
         };
         MemorySnapshot {
             pin: Arc::new(Pin {
@@ -242,15 +246,17 @@ impl Backend for MemoryBackend {
             return Ok(());
         }
         batch.check_keys()?;
-        let _commit = self.shared.commit.lock().map_err(|_| poisoned())?;
-        let mut data = self.shared.data.write().map_err(|_| poisoned())?;
+        let _commit =
+            crate::sync::lock(&self.shared.commit, COMMIT_LOCK).map_err(|_| poisoned())?;
+        let mut data = crate::sync::write(&self.shared.data, DATA_LOCK).map_err(|_| poisoned())?;
         if self.limit > 0 && batch.writes().any(|(_, _, value)| value.is_some()) {
             let needed = batch.approximate_size() as u64;
             if data.held.saturating_add(needed) > self.limit {
                 // Versions of deleted or rewritten keys that no snapshot reads any more may
                 // still wait for the sweep: reclaim them all before refusing.
                 let live: Vec<u64> = {
-                    let pins = self.shared.pins.lock().map_err(|_| poisoned())?;
+                    let pins =
+                        crate::sync::lock(&self.shared.pins, PINS_LOCK).map_err(|_| poisoned())?;
                     pins.counts
                         .keys()
                         .copied()
@@ -267,7 +273,10 @@ impl Backend for MemoryBackend {
                 });
             }
         }
-        let seqno = self.shared.pins.lock().map_err(|_| poisoned())?.published + 1;
+        let seqno = crate::sync::lock(&self.shared.pins, PINS_LOCK)
+            .map_err(|_| poisoned())?
+            .published
+            + 1;
         let mut written: Vec<(Keyspace, Vec<u8>)> = Vec::with_capacity(batch.len());
         for (keyspace, key, value) in batch.into_writes() {
             let Some(map) = data.maps.get_mut(keyspace as usize) else {
@@ -286,7 +295,8 @@ impl Backend for MemoryBackend {
         }
         // Publish only once every version is in place: a snapshot taken from now on sees all.
         let live: Vec<u64> = {
-            let mut pins = self.shared.pins.lock().map_err(|_| poisoned())?;
+            let mut pins =
+                crate::sync::lock(&self.shared.pins, PINS_LOCK).map_err(|_| poisoned())?;
             pins.published = seqno;
             pins.counts
                 .keys()
@@ -317,7 +327,8 @@ struct Pin {
 
 impl Drop for Pin {
     fn drop(&mut self) {
-        if let Ok(mut pins) = self.shared.pins.lock() {
+        {
+            let mut pins = crate::sync::lock_recovering(&self.shared.pins, PINS_LOCK);
             if let Some(count) = pins.counts.get_mut(&self.seqno) {
                 *count -= 1;
                 if *count == 0 {
@@ -347,7 +358,7 @@ impl Snapshot for MemorySnapshot {
         if key.is_empty() {
             return Ok(None);
         }
-        let data = self.pin.shared.data.read().map_err(|_| poisoned())?;
+        let data = crate::sync::read(&self.pin.shared.data, DATA_LOCK).map_err(|_| poisoned())?;
         Ok(data
             .maps
             .get(keyspace as usize)
@@ -390,7 +401,7 @@ pub struct MemoryIter {
 impl MemoryIter {
     fn refill(&mut self) -> Result<(), StorageError> {
         let shared = Arc::clone(&self.snapshot.pin.shared);
-        let data = shared.data.read().map_err(|_| poisoned())?;
+        let data = crate::sync::read(&shared.data, DATA_LOCK).map_err(|_| poisoned())?;
         let Some(map) = data.maps.get(self.keyspace as usize) else {
             self.done = true;
             return Ok(());
