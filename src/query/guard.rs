@@ -3,7 +3,7 @@
 //!
 //! Owns: the thread's current [`Checkpoint`], the work counter that consults it every
 //! [`CHECK_EVERY`] units, the refusal of an operation that grows the heap while the process is
-//! past its memory limit ([`crate::allocation`]), and the size limits of values computed by expressions (mongod's:
+//! past its memory limit ([`crate::allocation`]; judged at every unit while it is), and the size limits of values computed by expressions (mongod's:
 //! strings shorter than 16 MiB, 16493; documents and arrays within 16 MiB + 16 KiB, 10334). Does not own:
 //! the interrupt itself (`engine::Interrupt` implements [`Checkpoint`]), nor where an
 //! operation's work starts (the command layer and the writer install the checkpoint there).
@@ -89,10 +89,17 @@ pub fn check() -> Result<()> {
         None => Ok(false),
     })?;
     if installed && allocation::over_limit() {
-        let grown = allocation::thread_net() - BASELINE.with(Cell::get);
-        if grown > GROWING_BYTES {
-            return Err(out_of_memory(grown));
-        }
+        check_memory()?;
+    }
+    Ok(())
+}
+
+/// Fails the current operation when its thread has grown the heap past [`GROWING_BYTES`]
+/// (called while the process is over its limit).
+fn check_memory() -> Result<()> {
+    let grown = allocation::thread_net() - BASELINE.with(Cell::get);
+    if grown > GROWING_BYTES {
+        return Err(out_of_memory(grown));
     }
     Ok(())
 }
@@ -124,10 +131,16 @@ pub fn tick_n(units: u32) -> Result<()> {
         n >= CHECK_EVERY
     });
     if due {
-        check()
-    } else {
-        Ok(())
+        return check();
     }
+    // Memory is judged at every unit, not every `CHECK_EVERY`: one unit may build a value of
+    // megabytes, and with many operations growing at once the heap would pass the limit by
+    // far more than the kernel's headroom between two checkpoints. While the process is under
+    // its limit this costs three relaxed loads.
+    if allocation::over_limit() && CURRENT.with(|c| c.borrow().is_some()) {
+        check_memory()?;
+    }
+    Ok(())
 }
 
 /// Units of work for handling `bytes` bytes (at least one).
