@@ -99,6 +99,13 @@ pub fn cgroup_limit(root: &std::path::Path, own: &str) -> Option<u64> {
         .min()
 }
 
+/// This process's resident size in bytes, from `/proc/self/status` (one short read: cheap
+/// enough to sample every few milliseconds); `None` where there is no such file.
+pub fn resident_bytes() -> Option<u64> {
+    let kib = read_kib_field("/proc/self/status", "VmRSS:")?;
+    u64::try_from(kib).ok().map(|k| k.saturating_mul(1024))
+}
+
 /// Resident and virtual size of this process in MiB, from `/proc/self/status`.
 pub fn process_mem_mb() -> (i64, i64) {
     let resident = read_kib_field("/proc/self/status", "VmRSS:").unwrap_or(0) / 1024;
@@ -131,6 +138,20 @@ fn read_kib_field(path: &str, field: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::cgroup_limit;
+
+    #[test]
+    fn the_resident_size_grows_with_memory_touched() {
+        let before = super::resident_bytes().expect("Linux has /proc/self/status");
+        assert!(before > 0);
+        // 64 MiB written, so its pages are resident.
+        let touched = vec![1u8; 64 << 20];
+        let after = super::resident_bytes().unwrap();
+        assert!(
+            after >= before + (32 << 20),
+            "{before} -> {after} with {} bytes touched",
+            touched.len()
+        );
+    }
 
     #[test]
     fn cgroup_limits_are_read_along_the_process_path_in_v2_and_v1() {

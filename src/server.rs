@@ -76,8 +76,12 @@ impl Server {
             config.cursor_memory_limit_bytes,
             config.max_no_timeout_cursors,
         );
-        // Process-wide: the heap counted by `allocation::Metered`, where the binary installs it.
+        // Process-wide: the heap counted by `allocation::Metered`, where the binary installs it,
+        // and the resident size, sampled while the process lives.
         crate::allocation::set_limit(config.memory_limit_bytes);
+        if crate::allocation::is_metered() {
+            sample_resident_memory();
+        }
         let mut shared = Shared::open(config, clock)
             .map_err(|e| io::Error::other(format!("cannot open the data directory: {e}")))?;
         shared.replica_set = replica_set(&shared, &listeners);
@@ -310,4 +314,32 @@ fn bracket_ipv6(ip: &str) -> String {
     } else {
         ip.to_owned()
     }
+}
+
+/// How often the resident size is read for [`crate::allocation::over_limit`]: often enough that
+/// a burst of allocations is seen before it can take the process past its container's limit.
+const RESIDENT_SAMPLE_EVERY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Starts, once per process, the thread that samples the process's resident size. It belongs
+/// to the process, as the counted heap it stands beside does: it holds nothing and sleeps
+/// between two reads of `/proc/self/status`; it ends with the process.
+fn sample_resident_memory() {
+    static STARTED: std::sync::Once = std::sync::Once::new();
+    STARTED.call_once(|| {
+        let Some(first) = crate::host::resident_bytes() else {
+            return;
+        };
+        crate::allocation::set_resident(first);
+        let spawned = std::thread::Builder::new()
+            .name("mayfly-resident".into())
+            .spawn(|| loop {
+                std::thread::sleep(RESIDENT_SAMPLE_EVERY);
+                if let Some(bytes) = crate::host::resident_bytes() {
+                    crate::allocation::set_resident(bytes);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot start the resident memory sampler");
+        }
+    });
 }
