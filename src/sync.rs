@@ -5,8 +5,8 @@
 //! name, with one of two policies chosen where the lock is declared:
 //!
 //! - [`lock`], [`read`], [`write`]: the lock guards state updated in several steps (the
-//!   catalog's publication, the session and transaction tables, the running operations), so
-//!   what the panicking thread left may be half done. The caller gets [`Poisoned`], which
+//!   published catalog as readers take it, the session and transaction tables, the memory
+//!   store's data), so what the panicking thread left may be half done. The caller gets [`Poisoned`], which
 //!   becomes the command's error reply (`InternalError`); never an empty or default answer.
 //! - [`lock_recovering`], [`read_recovering`], [`write_recovering`]: the lock guards a value a
 //!   panic cannot leave half written (one assignment), or a cache or counter whose loss cannot
