@@ -20,6 +20,7 @@
 //!                order, Decimal128 numbers, collation, regex, depth and size: pure)
 //!                ttl (the Cosmos TTL rules: pure)
 //!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
+//!                calendar (civil dates, time zones, date units, ISO text: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),
 //!                allocation (the counting global allocator and the process's memory limit),
 //!                protocol (limits and compressor names every layer shares), status (counters),
@@ -50,6 +51,7 @@
 #[allow(unsafe_code)]
 pub mod allocation;
 pub mod auth;
+pub mod calendar;
 pub mod clock;
 pub mod command;
 pub mod config;

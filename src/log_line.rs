@@ -133,21 +133,11 @@ pub fn render(event: &Event<'_>, ctx: &str) -> String {
     Bson::Document(line).into_relaxed_extjson().to_string()
 }
 
-/// mongod's timestamp: milliseconds and an explicit UTC offset.
+/// mongod's timestamp: milliseconds and an explicit UTC offset. A wall clock outside the
+/// years -9999..=9999 is written as the epoch.
 fn timestamp(millis: i64) -> String {
-    let nanos = i128::from(millis).saturating_mul(1_000_000);
-    let datetime = time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}+00:00",
-        datetime.year(),
-        u8::from(datetime.month()),
-        datetime.day(),
-        datetime.hour(),
-        datetime.minute(),
-        datetime.second(),
-        datetime.millisecond()
-    )
+    crate::calendar::iso::log_timestamp(millis)
+        .unwrap_or_else(|| String::from("1970-01-01T00:00:00.000+00:00"))
 }
 
 /// mongod's one-letter severities.

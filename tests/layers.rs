@@ -26,6 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "sync",
     ],
     &["error"],
+    &["calendar"],
     &["query", "auth", "log_line"],
     &["ttl", "profile", "recent_log"],
     &["storage"],
@@ -41,6 +42,7 @@ const LAYERS: &[&[&str]] = &[
 const PURE: &[(&str, &[&str])] = &[
     ("query", &["error", "protocol", "allocation", "sync"]),
     ("ttl", &["error"]),
+    ("calendar", &["error"]),
     ("auth", &["error"]),
 ];
 

@@ -13,8 +13,8 @@
 //! (not with `"full"`) and the field. Like mongod, at most 500,000 documents are generated.
 
 use super::memory::{held_row, Blocking, StageLimits};
-use super::window::unit::TimeUnit;
 use super::{Row, Rows};
+use crate::calendar::{unit::add, TimeUnit, Zone};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::OrdBson;
 use crate::query::collation::Collation;
@@ -320,7 +320,7 @@ impl Densify {
         };
         if let (Some(unit), Bson::DateTime(d)) = (self.unit, v) {
             let step = crate::query::expr::value::integral_i64(&self.step).unwrap_or(1);
-            let ms = unit.add(d.timestamp_millis(), step).ok_or_else(overflow)?;
+            let ms = add(d.timestamp_millis(), unit, step, &Zone::Utc).ok_or_else(overflow)?;
             return Ok(Bson::DateTime(bson::DateTime::from_millis(ms)));
         }
         Ok(match (v, &self.step) {

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-const DAY: i64 = 24 * 60 * 60;
+const DAY: i64 = crate::calendar::civil::DAY_SECONDS;
 /// The CA lives ten years.
 const CA_VALIDITY: i64 = 3650 * DAY;
 /// The server certificate lives 825 days: the longest validity macOS and iOS accept for a TLS

@@ -7,8 +7,8 @@
 //! ascending `sortBy` field; `"current"` is the current document's position, as mongod's
 //! partition iterator takes it.
 
-use super::unit::TimeUnit;
 use super::SortBy;
+use crate::calendar::{unit::add, TimeUnit, Zone};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::{compare_values, is_number, type_bracket};
 use crate::query::expr::value::type_name;
@@ -233,10 +233,11 @@ fn range_endpoints(
     };
     let threshold = |delta: f64| -> Result<Bson> {
         match (unit, &base) {
-            (Some(unit), Bson::DateTime(d)) => unit
-                .add(d.timestamp_millis(), delta as i64)
-                .map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms)))
-                .ok_or_else(|| Error::new(ErrorCode::Overflow, "date overflow in window range")),
+            (Some(step), Bson::DateTime(d)) => {
+                add(d.timestamp_millis(), step, delta as i64, &Zone::Utc)
+                    .map(|ms| Bson::DateTime(bson::DateTime::from_millis(ms)))
+                    .ok_or_else(|| Error::new(ErrorCode::Overflow, "date overflow in window range"))
+            }
             _ => Ok(Bson::Double(numeric(&base).unwrap_or(f64::NAN) + delta)),
         }
     };

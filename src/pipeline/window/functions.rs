@@ -13,7 +13,6 @@
 use super::frames::{numeric, Frame};
 use super::partition::PartitionRows;
 use super::series::{covariance, derivative, integral, linear_fill};
-use super::unit::TimeUnit;
 use super::SortBy;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::accumulator::Accumulator;
@@ -497,8 +496,8 @@ fn parse_unit(v: &Bson) -> Result<i64> {
             crate::query::path::type_name(v)
         )));
     };
-    TimeUnit::parse(s)?
-        .millis()
+    crate::calendar::TimeUnit::parse(s)?
+        .utc_millis()
         .ok_or_else(|| Error::new(ErrorCode::Location5490710, "unit must be 'week' or smaller"))
 }
 

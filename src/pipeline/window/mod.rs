@@ -4,8 +4,8 @@
 //!
 //! Owns: parsing the stage, sorting and partitioning its input, and writing the outputs as the
 //! cursor pulls them. Does not own: a partition's rows, their spilling and the partition's
-//! budget (`partition.rs`), frames (`frames.rs`), the functions (`functions.rs`), time units
-//! (`unit.rs`, shared with `$densify`), the accumulators (`query::accumulator`).
+//! budget (`partition.rs`), frames (`frames.rs`), the functions (`functions.rs`), time units and
+//! their arithmetic (`crate::calendar`, shared with `$densify`), the accumulators (`query::accumulator`).
 //!
 //! Like mongod, the stage sorts its whole input by partition key, then `sortBy` (a sort that
 //! holds at most 100 MB and spills with `allowDiskUse` as `$sort` does, 292 without), then
@@ -26,7 +26,6 @@ mod frames;
 mod functions;
 mod partition;
 mod series;
-pub(super) mod unit;
 
 use super::memory::{
     entry_row, row_fields, Blocking, Entries, SpillingSort, StageLimits, StageMemory,

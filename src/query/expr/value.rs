@@ -125,20 +125,7 @@ pub fn check_depth(value: &Bson) -> crate::error::Result<()> {
 /// `2024-01-31T12:00:00.000Z`, always with milliseconds.
 pub fn iso_date_string(date: bson::DateTime) -> String {
     let millis = date.timestamp_millis();
-    let secs = millis.div_euclid(1000);
-    let ms = millis.rem_euclid(1000);
-    match time::OffsetDateTime::from_unix_timestamp(secs) {
-        Ok(t) => format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        ),
-        // Outside the years time can represent (±9999): mongod prints these too, but no
-        // client relies on the form; say what it is.
-        Err(_) => format!("Date({millis})"),
-    }
+    // Outside the years -9999..=9999: mongod prints these too, but no client relies on the
+    // form; say what it is.
+    crate::calendar::iso::date_string(millis).unwrap_or_else(|| format!("Date({millis})"))
 }

@@ -4,8 +4,8 @@
 use super::super::super::value::type_name;
 use super::super::super::{Compiler, Context, Node, Operator, Value};
 use super::super::op;
-use super::timezone::Zone;
 use super::{coerce_to_date, eval_opt, object_arg, present, shown, Fields, ZoneArg};
+use crate::calendar::Zone;
 use crate::error::{Error, ErrorCode, Result};
 use bson::Bson;
 use std::fmt::Write;

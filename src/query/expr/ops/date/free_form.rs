@@ -8,7 +8,8 @@
 //! string is refused, as mongod refuses it. timelib's relative forms ("next monday",
 //! "+1 week") are not read: such strings fail with 241.
 
-use super::parse::{check_valid, month_number, Cursor, ParseError, Parsed, StringZone};
+use super::scan::{check_valid, month_number, Cursor, ParseError, Parsed, StringZone};
+use crate::calendar::civil::{civil_from_days, days_from_civil, days_from_iso};
 
 /// Abbreviations read as zones, with their UTC offsets in seconds.
 const ABBREVIATIONS: &[(&str, i64)] = &[
@@ -132,8 +133,8 @@ fn number_token(c: &mut Cursor<'_>, p: &mut Parsed) -> Result<(), ParseError> {
                     }
                     _ => 1,
                 };
-                let days = super::civil::days_from_iso(n, week, day);
-                let (y, m, d) = super::civil::civil_from_days(days);
+                let days = days_from_iso(n, week, day);
+                let (y, m, d) = civil_from_days(days);
                 return set_date(c, p, y, m, d);
             }
             if c.peek().is_some_and(|b| b.is_ascii_alphabetic()) {
@@ -146,8 +147,8 @@ fn number_token(c: &mut Cursor<'_>, p: &mut Parsed) -> Result<(), ParseError> {
             let m = c.digits(3).ok_or_else(|| c.error("Unexpected character"))?;
             if c.pos - m_start == 3 {
                 // An ordinal date: the day of the year.
-                let days = super::civil::days_from_civil(n, 1, m);
-                let (y, mo, d) = super::civil::civil_from_days(days);
+                let days = days_from_civil(n, 1, m);
+                let (y, mo, d) = civil_from_days(days);
                 return set_date(c, p, y, mo, d);
             }
             let d = separated_number(c, b'-', 2)?;

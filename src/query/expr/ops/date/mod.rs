@@ -3,29 +3,29 @@
 //! the calendar arithmetic `$dateAdd`, `$dateSubtract`, `$dateDiff`, `$dateTrunc`; all in UTC or
 //! a time zone.
 //!
-//! Owns: the operators, what they accept as a date (a date, a Timestamp, an ObjectId), and how
-//! their `timezone` operands are read. Calendar arithmetic lives in `civil`, zones in
-//! `timezone`, string formats in `format` and `parse`.
+//! Owns: the operators, what they accept as a date (a date, a Timestamp, an ObjectId), how
+//! their `timezone` operands are read, and the string formats (`format`, `parse`, `free_form`,
+//! with `scan` the reader they share). Does not own: the calendar, time zones and unit
+//! arithmetic (`crate::calendar`).
 
 mod arithmetic;
-mod civil;
 mod format;
 mod free_form;
 mod parse;
 mod parts;
+mod scan;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tests_arithmetic;
 #[cfg(test)]
 mod tests_strings;
-mod timezone;
 
 use super::super::value::{nullish, render, type_name};
 use super::super::{Compiler, Context, Node, Value};
+use crate::calendar::Zone;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Bson, DateTime, Document};
-use timezone::Zone;
 
 pub(super) fn compile(name: &str, arg: &Bson, c: &mut Compiler<'_>) -> Option<Result<Node>> {
     parts::compile(name, arg, c)

@@ -6,45 +6,19 @@
 use super::super::super::value::type_name;
 use super::super::super::{Compiler, Context, Node, Operator, Value};
 use super::super::op;
-use super::civil::{days_from_civil, days_from_iso, days_in_month, Local};
-use super::format::{check_format, MONTHS};
-use super::timezone::Zone;
+use super::format::check_format;
+use super::scan::{check_valid, month_number, Cursor, ParseError, Parsed, StringZone};
 use super::{eval_opt, free_form, present, shown, Fields, ZoneArg};
+use crate::calendar::civil::DAY_MS;
+use crate::calendar::civil::{
+    civil_from_days, days_from_civil, days_from_iso, local_millis, Local,
+};
+use crate::calendar::Zone;
 use crate::error::{Error, ErrorCode, Result};
 use bson::Bson;
 
 /// The specifiers `$dateFromString`'s `format` accepts.
 const FROM_STRING_SPECIFIERS: &str = "bBdGHjLmMSuVYzZ";
-
-/// A zone the date string names itself.
-#[derive(Debug, Clone, PartialEq)]
-pub(super) enum StringZone {
-    /// A UTC offset (`+02:00`, `GMT-5`), in seconds.
-    Offset(i64),
-    /// An abbreviation (`Z`, `UTC`, `EDT`) and its offset in seconds.
-    Abbr(String, i64),
-}
-
-/// What a string gave; `None` for what it did not.
-#[derive(Debug, Default)]
-pub(super) struct Parsed {
-    pub year: Option<i64>,
-    pub month: Option<i64>,
-    pub day: Option<i64>,
-    pub hour: Option<i64>,
-    pub minute: Option<i64>,
-    pub second: Option<i64>,
-    pub millis: Option<i64>,
-    pub zone: Option<StringZone>,
-    /// A weekday name: the date moves forward to it (1 = Sunday).
-    pub weekday: Option<i64>,
-}
-
-/// A failure to read a string: where, and why.
-pub(super) struct ParseError {
-    pub pos: usize,
-    pub message: &'static str,
-}
 
 pub(super) fn conversion(message: impl Into<String>) -> Error {
     Error::new(ErrorCode::ConversionFailure, message)
@@ -97,15 +71,10 @@ pub(super) fn from_string(s: &str, zone: &Zone, format: Option<&str>) -> Result<
     }
     let mut days = days_from_civil(year, month, day);
     if let Some(weekday) = p.weekday {
-        let current = Local::at(days * 86_400_000, 0).day_of_week();
+        let current = Local::at(days * DAY_MS, 0).day_of_week();
         days += (weekday - current).rem_euclid(7);
     }
-    let local_ms = (i128::from(days) * 86_400
-        + i128::from(hour) * 3600
-        + i128::from(minute) * 60
-        + i128::from(second))
-        * 1000
-        + i128::from(p.millis.unwrap_or(0));
+    let local_ms = local_millis(days, hour, minute, second, p.millis.unwrap_or(0));
     let instant = match &p.zone {
         Some(StringZone::Offset(o) | StringZone::Abbr(_, o)) => {
             i64::try_from(local_ms - i128::from(*o) * 1000).ok()
@@ -113,119 +82,6 @@ pub(super) fn from_string(s: &str, zone: &Zone, format: Option<&str>) -> Result<
         None => zone.instant(local_ms),
     };
     instant.ok_or_else(|| conversion(format!("Error parsing date string '{s}'")))
-}
-
-/// Checks the parsed fields as timelib does: a time of day and a calendar date that exist.
-pub(super) fn check_valid(p: &Parsed) -> std::result::Result<(), &'static str> {
-    if let (Some(h), Some(i), Some(s)) = (p.hour, p.minute, p.second) {
-        if !(0..=23).contains(&h) || !(0..=59).contains(&i) || !(0..=59).contains(&s) {
-            return Err("The parsed time was invalid");
-        }
-    }
-    if let (Some(y), Some(m), Some(d)) = (p.year, p.month, p.day) {
-        if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-            return Err("The parsed date was invalid");
-        }
-    }
-    Ok(())
-}
-
-/// A month name, full or its first three letters, any case; its number.
-pub(super) fn month_number(word: &str) -> Option<i64> {
-    let lower = word.to_ascii_lowercase();
-    MONTHS.iter().zip(1..).find_map(|(name, n)| {
-        let name = name.to_ascii_lowercase();
-        (lower == name
-            || (lower.len() == 3 && name.starts_with(&lower))
-            || lower == "sept" && n == 9)
-            .then_some(n)
-    })
-}
-
-/// A cursor over the bytes of a date string.
-pub(super) struct Cursor<'a> {
-    pub bytes: &'a [u8],
-    pub pos: usize,
-}
-
-impl Cursor<'_> {
-    pub fn peek(&self) -> Option<u8> {
-        self.bytes.get(self.pos).copied()
-    }
-
-    pub fn peek_at(&self, ahead: usize) -> Option<u8> {
-        self.bytes.get(self.pos + ahead).copied()
-    }
-
-    pub fn error(&self, message: &'static str) -> ParseError {
-        ParseError {
-            pos: self.pos,
-            message,
-        }
-    }
-
-    /// Up to `max` digits; `None` when there is none.
-    pub fn digits(&mut self, max: usize) -> Option<i64> {
-        let start = self.pos;
-        let mut n: i64 = 0;
-        while self.pos - start < max {
-            match self.peek() {
-                Some(b) if b.is_ascii_digit() => {
-                    n = n * 10 + i64::from(b - b'0');
-                    self.pos += 1;
-                }
-                _ => break,
-            }
-        }
-        (self.pos > start).then_some(n)
-    }
-
-    /// timelib's number reading: skips anything before the first digit.
-    pub fn number(&mut self, max: usize) -> Option<i64> {
-        while self.peek().is_some_and(|b| !b.is_ascii_digit()) {
-            self.pos += 1;
-        }
-        self.digits(max)
-    }
-
-    /// A run of ASCII letters.
-    pub fn word(&mut self) -> &str {
-        let start = self.pos;
-        while self.peek().is_some_and(|b| b.is_ascii_alphabetic()) {
-            self.pos += 1;
-        }
-        std::str::from_utf8(self.bytes.get(start..self.pos).unwrap_or_default()).unwrap_or("")
-    }
-
-    /// Milliseconds from the digits of a fraction of a second.
-    pub fn fraction_millis(&mut self) -> i64 {
-        let start = self.pos;
-        let mut millis = 0;
-        while let Some(b) = self.peek().filter(u8::is_ascii_digit) {
-            if self.pos - start < 3 {
-                millis = millis * 10 + i64::from(b - b'0');
-            }
-            self.pos += 1;
-        }
-        let read = (self.pos - start).min(3);
-        millis * 10_i64.pow(3 - u32::try_from(read).unwrap_or(3))
-    }
-
-    /// A zone offset after its sign: `H`, `HH`, `HHMM`, `HMM`, `HH:MM`; in seconds.
-    pub fn offset(&mut self, negative: bool) -> Option<i64> {
-        let start = self.pos;
-        let n = self.digits(4)?;
-        let (hours, minutes) = match self.pos - start {
-            1 | 2 if self.peek() == Some(b':') => {
-                self.pos += 1;
-                (n, self.digits(2)?)
-            }
-            1 | 2 => (n, 0),
-            _ => (n / 100, n % 100),
-        };
-        let seconds = hours * 3600 + minutes * 60;
-        Some(if negative { -seconds } else { seconds })
-    }
 }
 
 fn with_format(s: &str, format: &str) -> std::result::Result<Parsed, ParseError> {
@@ -329,7 +185,7 @@ fn with_format(s: &str, format: &str) -> std::result::Result<Parsed, ParseError>
                     );
                 };
                 // timelib counts this day from 0, as PHP's `z`.
-                let (y, m, d) = super::civil::civil_from_days(days_from_civil(year, 1, 1) + n);
+                let (y, m, d) = civil_from_days(days_from_civil(year, 1, 1) + n);
                 (p.year, p.month, p.day) = (Some(y), Some(m), Some(d));
             }
             'b' | 'B' => {
@@ -369,7 +225,7 @@ fn with_format(s: &str, format: &str) -> std::result::Result<Parsed, ParseError>
     }
     if let Some(year) = iso_year {
         let days = days_from_iso(year, iso_week.unwrap_or(1), iso_day.unwrap_or(1));
-        let (y, m, d) = super::civil::civil_from_days(days);
+        let (y, m, d) = civil_from_days(days);
         (p.year, p.month, p.day) = (Some(y), Some(m), Some(d));
     }
     if p.hour.is_some() || p.minute.is_some() || p.second.is_some() || p.millis.is_some() {

@@ -5,9 +5,11 @@
 use super::super::super::value::{integral_i64, nullish, type_name};
 use super::super::super::{Compiler, Context, Node, Operator, Value};
 use super::super::op;
-use super::civil::{days_from_civil, days_from_iso, normalize_month, Local};
-use super::timezone::Zone;
 use super::{coerce_to_date, eval_opt, object_arg, present, shown, Fields, ZoneArg};
+use crate::calendar::civil::{
+    days_from_civil, days_from_iso, local_millis, normalize_month, Local,
+};
+use crate::calendar::Zone;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson};
 
@@ -373,13 +375,7 @@ impl Operator for FromParts {
                 days_from_civil(y, m, third_part)
             }
         };
-        let local_ms = ((i128::from(days) * 86_400
-            + i128::from(h) * 3600
-            + i128::from(mi) * 60
-            + i128::from(s))
-            * 1000)
-            + i128::from(ms);
-        zone.instant(local_ms)
+        zone.instant(local_millis(days, h, mi, s, ms))
             .map(|ms| Some(Bson::DateTime(bson::DateTime::from_millis(ms))))
             .ok_or_else(|| {
                 Error::new(

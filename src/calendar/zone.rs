@@ -1,11 +1,13 @@
 //! Time zones as mongod names them: `UTC`, an Olson identifier (matched exactly, case
-//! included), or a fixed offset `+hh`, `+hhmm`, `+hh:mm`; anything else is 40485. Olson zones
-//! come from the IANA database compiled into the binary (jiff's bundled copy), so no system
-//! tzdata is read. Owns: an instant's UTC offset in a zone, its civil fields there, and the
-//! instant of a civil time (a time in a DST gap moves forward, an ambiguous one takes the
-//! earlier instant, as timelib does). Does not own: calendar arithmetic (`civil`).
+//! included), or a fixed offset `+hh`, `+hhmm`, `+hh:mm`; anything else is 40485. This is the
+//! one place a user's `timezone` string becomes a zone. Olson zones come from the IANA
+//! database compiled into the binary (jiff's bundled copy), so no system tzdata is read.
+//! Owns: an instant's UTC offset in a zone, its civil fields there, and the instant of a civil
+//! time (a time in a DST gap is read at the offset before the gap, so it lands that much
+//! later; an ambiguous one takes the earlier instant, as timelib does). Does not own: the
+//! calendar (`civil`), nor how an operator reads its `timezone` operand (`query::expr`).
 
-use super::civil::{civil_from_days, Local};
+use super::civil::{civil_from_days, Local, DAY_SECONDS};
 use crate::error::{Error, ErrorCode, Result};
 use jiff::civil::DateTime;
 use jiff::tz::TimeZone;
@@ -13,7 +15,7 @@ use jiff::Timestamp;
 
 /// A time zone an operator works in.
 #[derive(Debug, Clone)]
-pub(super) enum Zone {
+pub enum Zone {
     /// UTC: no zone given, `"UTC"`, or a zero offset.
     Utc,
     /// A fixed offset from UTC, in seconds east.
@@ -24,7 +26,7 @@ pub(super) enum Zone {
 
 impl Zone {
     /// Resolves a time zone name with mongod's rules.
-    pub(super) fn parse(name: &str) -> Result<Zone> {
+    pub fn parse(name: &str) -> Result<Zone> {
         if name == "UTC" {
             return Ok(Zone::Utc);
         }
@@ -44,12 +46,13 @@ impl Zone {
         }
     }
 
-    pub(super) fn is_utc(&self) -> bool {
+    /// Whether this is UTC itself (a string naming its own offset may only meet UTC).
+    pub fn is_utc(&self) -> bool {
         matches!(self, Zone::Utc)
     }
 
     /// The UTC offset (seconds east) in effect at the instant `ms`.
-    pub(super) fn offset_at(&self, ms: i64) -> i64 {
+    pub fn offset_at(&self, ms: i64) -> i64 {
         match self {
             Zone::Utc => 0,
             Zone::Offset(seconds) => *seconds,
@@ -66,13 +69,13 @@ impl Zone {
     }
 
     /// The civil fields of the instant `ms` in this zone.
-    pub(super) fn local(&self, ms: i64) -> Local {
+    pub fn local(&self, ms: i64) -> Local {
         Local::at(ms, self.offset_at(ms))
     }
 
     /// The instant (milliseconds since the epoch) of the civil time `local_ms` (milliseconds
     /// since the local epoch) in this zone; `None` when it is not a representable date.
-    pub(super) fn instant(&self, local_ms: i128) -> Option<i64> {
+    pub fn instant(&self, local_ms: i128) -> Option<i64> {
         let offset = match self {
             Zone::Utc => 0,
             Zone::Offset(seconds) => *seconds,
@@ -84,8 +87,8 @@ impl Zone {
 
 /// The offset a civil time (seconds since the local epoch) takes in `tz`.
 fn named_offset(tz: &TimeZone, local_secs: i128) -> Option<i64> {
-    let days = i64::try_from(local_secs.div_euclid(86_400)).ok()?;
-    let in_day = i64::try_from(local_secs.rem_euclid(86_400)).ok()?;
+    let days = i64::try_from(local_secs.div_euclid(i128::from(DAY_SECONDS))).ok()?;
+    let in_day = i64::try_from(local_secs.rem_euclid(i128::from(DAY_SECONDS))).ok()?;
     let (year, month, day) = civil_from_days(days);
     let civil = (|| {
         DateTime::new(
@@ -135,52 +138,4 @@ fn parse_offset(spec: &str) -> Option<i64> {
         _ => return None,
     };
     Some(bias * (hours * 3600 + minutes * 60))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_and_offsets_resolve_as_mongod() {
-        assert!(matches!(Zone::parse("UTC"), Ok(Zone::Utc)));
-        assert!(matches!(Zone::parse("+00:00"), Ok(Zone::Utc)));
-        assert!(matches!(Zone::parse("-0530"), Ok(Zone::Offset(-19_800))));
-        assert!(matches!(Zone::parse("+03"), Ok(Zone::Offset(10_800))));
-        assert!(matches!(Zone::parse("+04:45"), Ok(Zone::Offset(17_100))));
-        assert!(matches!(
-            Zone::parse("America/New_York"),
-            Ok(Zone::Named(_))
-        ));
-        assert!(matches!(Zone::parse("Europe/London"), Ok(Zone::Named(_))));
-        assert!(matches!(Zone::parse("GMT"), Ok(Zone::Named(_))));
-        for bad in [
-            "america/new_york",
-            "Mars/Olympus",
-            "+1",
-            "+123",
-            "05:00",
-            "",
-            "+ab",
-        ] {
-            let err = Zone::parse(bad).err().map(|e| e.code);
-            assert_eq!(err, Some(ErrorCode::Location40485), "{bad}");
-        }
-    }
-
-    #[test]
-    fn civil_times_in_dst_transitions_resolve_as_timelib() {
-        let ny = Zone::parse("America/New_York").unwrap();
-        // 2021-03-14 02:30 does not exist in New York: it is read at the old offset (EST),
-        // 07:30Z (03:30 EDT).
-        let gap =
-            i128::from(super::super::civil::days_from_civil(2021, 3, 14)) * 86_400_000 + 9_000_000;
-        assert_eq!(ny.instant(gap), Some(1_615_707_000_000));
-        // 2021-11-07 01:30 happens twice: the earlier (EDT, 05:30Z).
-        let overlap =
-            i128::from(super::super::civil::days_from_civil(2021, 11, 7)) * 86_400_000 + 5_400_000;
-        assert_eq!(ny.instant(overlap), Some(1_636_263_000_000));
-        assert_eq!(ny.offset_at(1_636_263_000_000), -14_400);
-        assert_eq!(ny.offset_at(1_636_270_200_000), -18_000);
-    }
 }

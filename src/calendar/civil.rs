@@ -1,13 +1,18 @@
-//! Proleptic Gregorian calendar arithmetic on plain integers: days since the epoch to and from
-//! year/month/day, and the week numbers mongod computes. Pure and total over the whole range of
-//! BSON dates (±292 million years); knows nothing of time zones.
+//! The proleptic Gregorian calendar on plain integers: days since the epoch to and from
+//! year/month/day (astronomical years: year 0 is 1 BC and
+//! negative years run on before it, as mongod's `$year` reports them), leap years and month lengths, an instant's civil fields at a UTC offset, and the
+//! week numbers mongod computes (`$week`, ISO 8601 weeks). Total over the whole range of BSON
+//! dates (±292 million years). Does not own: time zones (`zone`), unit arithmetic (`unit`).
 
 /// Milliseconds in a day.
-pub(super) const DAY_MS: i64 = 86_400_000;
+pub const DAY_MS: i64 = 86_400_000;
+
+/// Seconds in a day.
+pub const DAY_SECONDS: i64 = 86_400;
 
 /// Days from 1970-01-01 to `year-month-day`; `month` in 1..=12, `day` may run past the month
 /// (day 0 is the last day of the month before).
-pub(super) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let y = if month <= 2 { year - 1 } else { year };
     let era = y.div_euclid(400);
     let yoe = y - era * 400;
@@ -18,7 +23,7 @@ pub(super) fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 }
 
 /// The year, month (1..=12) and day (1..=31) of a day counted from 1970-01-01.
-pub(super) fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -32,16 +37,18 @@ pub(super) fn civil_from_days(days: i64) -> (i64, i64, i64) {
 }
 
 /// Normalises a month that may lie outside 1..=12 into the year.
-pub(super) fn normalize_month(year: i64, month: i64) -> (i64, i64) {
+pub fn normalize_month(year: i64, month: i64) -> (i64, i64) {
     let m0 = month - 1;
     (year + m0.div_euclid(12), m0.rem_euclid(12) + 1)
 }
 
-pub(super) fn is_leap(year: i64) -> bool {
+/// Whether `year` has a 29 February (proleptic Gregorian: year 0 and -4 do, 1900 does not).
+pub fn is_leap(year: i64) -> bool {
     year.rem_euclid(4) == 0 && (year.rem_euclid(100) != 0 || year.rem_euclid(400) == 0)
 }
 
-pub(super) fn days_in_month(year: i64, month: i64) -> i64 {
+/// The days of `month` (1..=12) of `year`.
+pub fn days_in_month(year: i64, month: i64) -> i64 {
     match month {
         2 if is_leap(year) => 29,
         2 => 28,
@@ -50,9 +57,21 @@ pub(super) fn days_in_month(year: i64, month: i64) -> i64 {
     }
 }
 
+/// Milliseconds since the local epoch of a civil time: `days` since 1970-01-01 and a time of
+/// day whose fields may run past their ranges (mongod's `$dateFromParts` lets them). In
+/// `i128`, so no field overflows.
+pub fn local_millis(days: i64, hour: i64, minute: i64, second: i64, millis: i64) -> i128 {
+    ((i128::from(days) * i128::from(DAY_SECONDS)
+        + i128::from(hour) * 3600
+        + i128::from(minute) * 60
+        + i128::from(second))
+        * 1000)
+        + i128::from(millis)
+}
+
 /// The civil fields of an instant seen at some UTC offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Local {
+pub struct Local {
     pub year: i64,
     pub month: i64,
     pub day: i64,
@@ -67,10 +86,10 @@ pub(super) struct Local {
 impl Local {
     /// The fields of the instant `ms` (milliseconds since the epoch) at UTC offset `offset`
     /// (seconds). Works in seconds, so no instant overflows.
-    pub(super) fn at(ms: i64, offset: i64) -> Local {
+    pub fn at(ms: i64, offset: i64) -> Local {
         let secs = ms.div_euclid(1000) + offset;
-        let days = secs.div_euclid(86_400);
-        let in_day = secs.rem_euclid(86_400);
+        let days = secs.div_euclid(DAY_SECONDS);
+        let in_day = secs.rem_euclid(DAY_SECONDS);
         let (year, month, day) = civil_from_days(days);
         Local {
             year,
@@ -84,34 +103,40 @@ impl Local {
         }
     }
 
-    pub(super) fn days(&self) -> i64 {
+    /// Days from 1970-01-01 to this date.
+    pub fn days(&self) -> i64 {
         days_from_civil(self.year, self.month, self.day)
     }
 
     /// Day of the year, 1..=366.
-    pub(super) fn day_of_year(&self) -> i64 {
+    pub fn day_of_year(&self) -> i64 {
         self.days() - days_from_civil(self.year, 1, 1) + 1
     }
 
+    /// Milliseconds since midnight.
+    pub fn time_of_day_millis(&self) -> i64 {
+        ((self.hour * 60 + self.minute) * 60 + self.second) * 1000 + self.millisecond
+    }
+
     /// Day of the week, 1 (Sunday) ..= 7 (Saturday).
-    pub(super) fn day_of_week(&self) -> i64 {
+    pub fn day_of_week(&self) -> i64 {
         // 1970-01-01 was a Thursday (5).
         (self.days() + 4).rem_euclid(7) + 1
     }
 
     /// ISO day of the week, 1 (Monday) ..= 7 (Sunday).
-    pub(super) fn iso_day_of_week(&self) -> i64 {
+    pub fn iso_day_of_week(&self) -> i64 {
         (self.days() + 3).rem_euclid(7) + 1
     }
 
     /// Week of the year, 0..=53, weeks starting on Sunday (mongod's `$week`).
-    pub(super) fn week(&self) -> i64 {
+    pub fn week(&self) -> i64 {
         let prev_sunday = self.day_of_year() - self.day_of_week();
         (prev_sunday + 7) / 7
     }
 
     /// The ISO 8601 week-numbering year and week (1..=53).
-    pub(super) fn iso_week(&self) -> (i64, i64) {
+    pub fn iso_week(&self) -> (i64, i64) {
         let days = self.days();
         // The Thursday of this ISO week decides its year.
         let thursday = days - self.iso_day_of_week() + 4;
@@ -123,7 +148,7 @@ impl Local {
 
 /// Days from the epoch to the day `iso_day` (1 = Monday) of week `iso_week` of `iso_year`;
 /// weeks and days past their ranges run on into the next ones.
-pub(super) fn days_from_iso(iso_year: i64, iso_week: i64, iso_day: i64) -> i64 {
+pub fn days_from_iso(iso_year: i64, iso_week: i64, iso_day: i64) -> i64 {
     let jan1 = days_from_civil(iso_year, 1, 1);
     // ISO day of the week of 1 January, 1 (Monday) ..= 7.
     let dow = (jan1 + 3).rem_euclid(7) + 1;
@@ -133,40 +158,4 @@ pub(super) fn days_from_iso(iso_year: i64, iso_week: i64, iso_day: i64) -> i64 {
         jan1 + (8 - dow)
     };
     week1_monday + (iso_week - 1) * 7 + (iso_day - 1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_round_trips() {
-        for days in [
-            -1_000_000_000_i64,
-            -719_468,
-            -1,
-            0,
-            1,
-            10_957,
-            2_932_896,
-            1_000_000_000,
-        ] {
-            let (y, m, d) = civil_from_days(days);
-            assert_eq!(days_from_civil(y, m, d), days, "{days}");
-        }
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(10_957), (2000, 1, 1));
-        assert_eq!(days_from_civil(2021, 3, 0), days_from_civil(2021, 2, 28));
-    }
-
-    #[test]
-    fn weeks_match_mongod() {
-        // 2016-01-01 is a Friday: $week 0, ISO week 53 of 2015.
-        let l = Local::at(1_451_606_400_000, 0);
-        assert_eq!((l.day_of_week(), l.iso_day_of_week(), l.week()), (6, 5, 0));
-        assert_eq!(l.iso_week(), (2015, 53));
-        assert_eq!(days_from_iso(2015, 53, 5), l.days());
-        // 2014-12-29 (Monday) is ISO week 1 of 2015.
-        assert_eq!(days_from_iso(2015, 1, 1), days_from_civil(2014, 12, 29));
-    }
 }
