@@ -169,6 +169,7 @@ error_codes! {
     Unauthorized = 13,
     KeyTooLong = 17280,
     CannotIndexParallelArrays = 171,
+    QueryPlanKilled = 175,
     Location15969 = 15969,
     Location31120 = 31120,
     Location31249 = 31249,

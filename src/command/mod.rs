@@ -482,8 +482,10 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::Find => blocking(shared, req, find::find).await,
         C::GetMore => change_stream::get_more(shared, req).await,
         C::KillCursors => cursor::kill_cursors(shared, req).map(Reply::from),
-        C::Update => awaiting_writer(req, write::update(shared, req)).await,
-        C::Delete => awaiting_writer(req, write::delete(shared, req)).await,
+        // Each waits for its writer jobs itself: a multi-document statement stops between its
+        // batches, not while one is being committed.
+        C::Update => write::update(shared, req).await.map(Reply::from),
+        C::Delete => write::delete(shared, req).await.map(Reply::from),
         C::FindAndModify | C::FindAndModifyLower => {
             awaiting_writer(req, write::find_and_modify(shared, req)).await
         }

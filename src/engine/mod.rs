@@ -27,6 +27,7 @@ pub mod reaper;
 pub mod record;
 pub mod record_key;
 pub mod sweep;
+pub mod targets;
 pub mod transaction;
 pub mod txn;
 pub mod users;

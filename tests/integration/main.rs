@@ -16,6 +16,7 @@ mod aggregate_stages;
 mod aggregate_window;
 mod auth_enforcement;
 mod auth_roles_e2e;
+mod bounded_writes;
 mod change_streams;
 mod collation;
 mod command_fields;

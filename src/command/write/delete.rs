@@ -1,18 +1,19 @@
 //! `delete`: a batch of `{q, limit: 0 | 1, hint, collation}` statements, ordered or not,
 //! replying `{n, [writeErrors], ok}`.
 
-use super::command_variables;
+use super::multi::{self, MultiWrite, Run};
 use super::{
-    check_statement_fields, collation_of, hint_arg, missing, required_doc, selection, statements,
-    targets,
+    awaiting_job, check_statement_fields, collation_of, command_variables, hint_arg, missing,
+    required_doc, selection, statements, targets,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
 use crate::command::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
-use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::exec::ReadRequest;
-use crate::engine::{collection, Interrupt, Txn};
+use crate::engine::targets::Recheck;
+use crate::engine::{collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::shard_keys::ShardKeys;
 use crate::query::expr::Variables;
@@ -50,6 +51,7 @@ pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(Stri
 }
 
 pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    req.interrupt.check()?;
     let cmd = req.body;
     check_fields(cmd, "delete", FIELDS)?;
     let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
@@ -69,10 +71,18 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let retryable = RetryableWrite::of(req);
     let stmt_ids = retryable::statement_ids(cmd, "delete", parsed.len())?;
 
+    if req.transaction.is_none()
+        && retryable.is_none()
+        && parsed.iter().any(|s| matches!(s, Ok(s) if s.is_multi()))
+    {
+        let target = (req.db.to_owned(), coll);
+        return in_batches(shared, req, target, parsed, ordered, durable(cmd)).await;
+    }
+
     let db = req.db.to_owned();
     let interrupt = Arc::clone(&req.interrupt);
     let clock = Arc::clone(shared.engine.clock());
-    let (n, retried, errors) =
+    let written =
         crate::command::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let mut history = History::load(txn, retryable, now)?;
             let mut n = 0usize;
@@ -103,15 +113,111 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 history.save(txn, now, clock.now_datetime())?;
             }
             Ok::<_, Error>((n, retried, errors))
-        })
-        .await??;
-
+        });
+    let (n, retried, errors) = awaiting_job(&req.interrupt, written).await??;
     let mut reply = doc! {"n": batch::count(n)};
     retryable::note_retried(&mut reply, &retried);
     Ok(batch::reply(reply, &errors?))
 }
 
+/// The command, outside a transaction and a retryable write, when a statement deletes every
+/// match: the statements run in order, each such statement in batches ([`multi`]) and the
+/// others, while they follow one another, in one writer job as before. `n` is the sum.
+async fn in_batches(
+    shared: &Shared,
+    req: &Request<'_>,
+    target: (String, String),
+    parsed: Vec<Result<Statement>>,
+    ordered: bool,
+    durable: bool,
+) -> Result<Document> {
+    let interrupt = &req.interrupt;
+    let mut n = 0usize;
+    let mut errors: Vec<(usize, Error)> = Vec::new();
+    for run in multi::runs(parsed, Statement::is_multi) {
+        match run {
+            Run::OneJob(group) => {
+                let (indexes, statements): (Vec<usize>, Vec<_>) = group.into_iter().unzip();
+                let (db, coll) = target.clone();
+                let job_interrupt = Arc::clone(interrupt);
+                let job = move |txn: &mut Txn<'_>, now: i64| {
+                    let mut deleted = 0usize;
+                    let i = &job_interrupt;
+                    batch::run_interruptible(statements, ordered, i, |_, s: Statement| {
+                        deleted += s.run(txn, (&db, &coll), now, i)?;
+                        Ok(())
+                    })
+                    .map(|errors| (deleted, errors))
+                };
+                let (deleted, group_errors) =
+                    awaiting_job(interrupt, shared.engine.write(durable, job)).await??;
+                n += deleted;
+                let index = |j: usize| indexes.get(j).copied().unwrap_or(j);
+                errors.extend(group_errors.into_iter().map(|(j, e)| (index(j), e)));
+            }
+            Run::Batched(i, s) => {
+                let (db, coll) = (target.0.as_str(), target.1.as_str());
+                match multi::run(&shared.engine, (db, coll), Arc::new(s), durable, interrupt).await
+                {
+                    Ok(counts) => n += counts.matched,
+                    Err(e) => {
+                        // An interruption fails the command; anything else is the statement's.
+                        interrupt.check()?;
+                        errors.push((i, e));
+                    }
+                }
+            }
+        }
+        if ordered && !errors.is_empty() {
+            break;
+        }
+    }
+    Ok(batch::reply(doc! {"n": batch::count(n)}, &errors))
+}
+
+impl MultiWrite for Statement {
+    type Prepared = StoredDoc;
+
+    fn query(&self) -> &ReadRequest {
+        &self.query
+    }
+
+    /// Nothing to check: the shard-key rule binds only a delete of one document.
+    fn check(&self, _meta: &CollectionMeta) -> Result<()> {
+        Ok(())
+    }
+
+    fn prepare(&self, target: StoredDoc, _at: DateTime) -> Result<StoredDoc> {
+        Ok(target)
+    }
+
+    fn target(prepared: &StoredDoc) -> &StoredDoc {
+        prepared
+    }
+
+    fn write(
+        &self,
+        txn: &mut Txn<'_>,
+        meta: &CollectionMeta,
+        target: StoredDoc,
+        recheck: Recheck,
+        _times: (i64, DateTime),
+    ) -> Result<bool> {
+        match recheck {
+            Recheck::Unchanged => collection::delete(txn, meta, &target)?,
+            Recheck::Changed(current) => collection::delete(txn, meta, &current)?,
+            Recheck::Gone => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
 impl Statement {
+    /// Deletes every match (`limit: 0`).
+    fn is_multi(&self) -> bool {
+        self.query.limit != Some(1)
+    }
+
     /// The outer `Result` is the command's (structure); the inner one the statement's.
     fn parse(stmt: &Document, vars: &Variables) -> Result<Result<Statement>> {
         check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;

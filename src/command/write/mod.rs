@@ -3,7 +3,9 @@
 //! or mistyped field) fails the whole command, as mongod's IDL parser does, while a statement
 //! whose filter or update is invalid becomes a write error at its index — then runs every
 //! statement in one writer job, so a batch applies in statement order and sees its own earlier
-//! statements.
+//! statements. Outside a transaction and a retryable write, a multi-document statement
+//! (`update` with `multi: true`, `delete` with `limit: 0`) runs instead in bounded batches, each
+//! its own writer job (`multi`), as mongod yields between the documents of such a statement.
 //!
 //! Owns: argument parsing, statement execution on top of `engine::plan` and
 //! `engine::collection`, and the reply shapes. Does not own: filter and update semantics
@@ -11,6 +13,7 @@
 
 mod delete;
 mod find_and_modify;
+mod multi;
 mod update;
 
 pub use delete::delete;
@@ -57,6 +60,21 @@ pub fn explained_selection(
             )
         }
     })
+}
+
+/// Waits for a command's writer job unless the operation is interrupted first (`maxTimeMS`,
+/// `killOp`, a closed connection); a job already queued may still commit, as a write mongod
+/// started may. A multi-document statement in batches does not race its jobs: it checks the
+/// interrupt between them, so that it stops after a whole batch.
+async fn awaiting_job<T>(
+    interrupt: &Interrupt,
+    job: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    interrupt.check()?;
+    tokio::select! {
+        outcome = job => outcome,
+        err = interrupt.interrupted() => Err(err),
+    }
 }
 
 /// mongod explains one write statement at a time.

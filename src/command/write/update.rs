@@ -1,19 +1,20 @@
 //! `update`: a batch of `{q, u, upsert, multi, arrayFilters, hint, collation}` statements,
 //! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
 
-use super::command_variables;
+use super::multi::{self, MultiWrite, Run};
 use super::{
-    apply_update, array_filter_docs, check_statement_fields, collation_of, hint_arg, missing,
-    parse_update, refuse_collated_update, required_doc, selection, statements, store_change,
-    targets, update_compares_strings, upsert_document,
+    apply_update, array_filter_docs, awaiting_job, check_statement_fields, collation_of,
+    command_variables, hint_arg, missing, parse_update, refuse_collated_update, required_doc,
+    selection, statements, store_change, targets, update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
 use crate::command::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
-use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::exec::ReadRequest;
-use crate::engine::{collection, ddl, Interrupt, Txn};
+use crate::engine::targets::Recheck;
+use crate::engine::{collection, ddl, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::shard_keys::{ShardKey, ShardKeys};
 use crate::profile::DocumentLimit;
@@ -83,6 +84,7 @@ pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(Stri
 }
 
 pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
+    req.interrupt.check()?;
     let cmd = req.body;
     check_fields(cmd, "update", FIELDS)?;
     let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
@@ -112,10 +114,18 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let retryable = RetryableWrite::of(req);
     let stmt_ids = retryable::statement_ids(cmd, "update", parsed.len())?;
 
+    if req.transaction.is_none()
+        && retryable.is_none()
+        && parsed.iter().any(|s| matches!(s, Ok(s) if s.multi))
+    {
+        let target = (req.db.to_owned(), coll);
+        return in_batches(shared, req, target, parsed, ordered, durable(cmd)).await;
+    }
+
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
     let interrupt = Arc::clone(&req.interrupt);
-    let (matched, modified, upserted, retried, errors) =
+    let written =
         crate::command::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let at = clock.now_datetime();
             let mut history = History::load(txn, retryable, now)?;
@@ -163,9 +173,16 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 retried,
                 errors,
             ))
-        })
-        .await??;
+        });
+    let (matched, modified, upserted, retried, errors) =
+        awaiting_job(&req.interrupt, written).await??;
+    let mut reply = counts_reply(matched, modified, upserted);
+    retryable::note_retried(&mut reply, &retried);
+    Ok(batch::reply(reply, &errors?))
+}
 
+/// `{n, nModified, [upserted]}`; `matched` counts the upserted documents too.
+fn counts_reply(matched: usize, modified: usize, upserted: Vec<(usize, Bson)>) -> Document {
     let mut reply = doc! {"n": batch::count(matched), "nModified": batch::count(modified)};
     if !upserted.is_empty() {
         let entries: Vec<Bson> = upserted
@@ -174,8 +191,170 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             .collect();
         reply.insert("upserted", entries);
     }
-    retryable::note_retried(&mut reply, &retried);
-    Ok(batch::reply(reply, &errors?))
+    reply
+}
+
+/// The command, outside a transaction and a retryable write, when a statement is multi: the
+/// statements run in order, each multi statement in batches ([`multi`]) and the others, while
+/// they follow one another, in one writer job as before. `n` and `nModified` are the sums.
+async fn in_batches(
+    shared: &Shared,
+    req: &Request<'_>,
+    target: (String, String),
+    parsed: Vec<Result<Statement>>,
+    ordered: bool,
+    durable: bool,
+) -> Result<Document> {
+    let interrupt = &req.interrupt;
+    let (mut matched, mut modified) = (0usize, 0usize);
+    let mut upserted: Vec<(usize, Bson)> = Vec::new();
+    let mut errors: Vec<(usize, Error)> = Vec::new();
+    for run in multi::runs(parsed, |s| s.multi) {
+        let done: Vec<(usize, Done)> = match run {
+            Run::OneJob(group) => {
+                let (indexes, statements): (Vec<usize>, Vec<_>) = group.into_iter().unzip();
+                let (db, coll) = target.clone();
+                let clock = Arc::clone(shared.engine.clock());
+                let job_interrupt = Arc::clone(interrupt);
+                let job = move |txn: &mut Txn<'_>, now: i64| {
+                    let at = clock.now_datetime();
+                    let mut done = Vec::new();
+                    let i = &job_interrupt;
+                    batch::run_interruptible(statements, ordered, i, |j, s: Statement| {
+                        done.push((j, s.run(txn, (&db, &coll), now, at, i)?));
+                        Ok(())
+                    })
+                    .map(|errors| (done, errors))
+                };
+                let (done, group_errors) =
+                    awaiting_job(interrupt, shared.engine.write(durable, job)).await??;
+                let index = |j: usize| indexes.get(j).copied().unwrap_or(j);
+                errors.extend(group_errors.into_iter().map(|(j, e)| (index(j), e)));
+                done.into_iter().map(|(j, d)| (index(j), d)).collect()
+            }
+            Run::Batched(i, s) => {
+                match multi_statement(shared, &target, s, durable, interrupt).await {
+                    Ok(done) => vec![(i, done)],
+                    Err(e) => {
+                        // An interruption fails the command; anything else is the statement's.
+                        interrupt.check()?;
+                        errors.push((i, e));
+                        Vec::new()
+                    }
+                }
+            }
+        };
+        for (i, d) in done {
+            matched += d.matched;
+            modified += d.modified;
+            if let Some(id) = d.upserted {
+                upserted.push((i, id));
+            }
+        }
+        if ordered && !errors.is_empty() {
+            break;
+        }
+    }
+    let reply = counts_reply(matched + upserted.len(), modified, upserted);
+    Ok(batch::reply(reply, &errors))
+}
+
+/// One multi statement in batches; when nothing matched and it upserts, the upsert is one more
+/// writer job that inserts without selecting again (as in mongod, two upserts racing on a
+/// filter no unique index covers may both insert).
+async fn multi_statement(
+    shared: &Shared,
+    (db, coll): &(String, String),
+    statement: Statement,
+    durable: bool,
+    interrupt: &Arc<Interrupt>,
+) -> Result<Done> {
+    let statement = Arc::new(statement);
+    let counts = multi::run(
+        &shared.engine,
+        (db, coll),
+        Arc::clone(&statement),
+        durable,
+        interrupt,
+    )
+    .await?;
+    if counts.matched > 0 || !statement.upsert {
+        return Ok(Done {
+            matched: counts.matched,
+            modified: counts.modified,
+            upserted: None,
+        });
+    }
+    let (db, coll) = (db.clone(), coll.clone());
+    let clock = Arc::clone(shared.engine.clock());
+    let job = move |txn: &mut Txn<'_>, now: i64| {
+        let meta = collection::existing_collection(txn, &db, &coll);
+        let shard_key = meta
+            .as_ref()
+            .and_then(|m| statement.shard_keys.key(m.shard_key()));
+        if let Some(key) = &shard_key {
+            key.check_target(&statement.query.filter_doc)?;
+        }
+        let at = clock.now_datetime();
+        statement.upsert_if_asked(txn, &db, &coll, now, at, shard_key.as_ref())
+    };
+    awaiting_job(interrupt, shared.engine.write(durable, job)).await?
+}
+
+impl MultiWrite for Statement {
+    type Prepared = (StoredDoc, Option<Document>);
+
+    fn query(&self) -> &ReadRequest {
+        &self.query
+    }
+
+    fn check(&self, meta: &CollectionMeta) -> Result<()> {
+        if self.compares_strings {
+            refuse_collated_update(meta, &self.query)?;
+        }
+        if let Some(key) = self.shard_keys.key(meta.shard_key()) {
+            if self.upsert {
+                key.check_target(&self.query.filter_doc)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn prepare(&self, target: StoredDoc, at: DateTime) -> Result<Self::Prepared> {
+        let new = self.updated(&target, at)?;
+        Ok((target, new))
+    }
+
+    fn target(prepared: &Self::Prepared) -> &StoredDoc {
+        &prepared.0
+    }
+
+    fn write(
+        &self,
+        txn: &mut Txn<'_>,
+        meta: &CollectionMeta,
+        (target, new): Self::Prepared,
+        recheck: Recheck,
+        (now, at): (i64, DateTime),
+    ) -> Result<bool> {
+        let (old, new) = match recheck {
+            Recheck::Unchanged => (target, new),
+            // Changed since the snapshot: the update is evaluated again on what is stored.
+            Recheck::Changed(current) => {
+                let new = self.updated(&current, at)?;
+                (current, new)
+            }
+            Recheck::Gone => return Ok(false),
+        };
+        let Some(new) = new else {
+            return Ok(false);
+        };
+        if let Some(key) = self.shard_keys.key(meta.shard_key()) {
+            key.check_unchanged(&old.doc, &new)?;
+        }
+        store_change(txn, meta, &old, &new, &self.update, now)?;
+        Ok(true)
+    }
 }
 
 impl Done {
@@ -312,13 +491,7 @@ impl Statement {
         };
         let mut changes = Vec::new();
         for old in &matched {
-            if let Some(new) = apply_update(
-                old,
-                &self.update,
-                &self.array_filters,
-                &self.query.filter,
-                (at, self.limit),
-            )? {
+            if let Some(new) = self.updated(old, at)? {
                 if let Some(key) = &shard_key {
                     key.check_unchanged(&old.doc, &new)?;
                 }
@@ -333,6 +506,17 @@ impl Statement {
             modified: changes.len(),
             upserted: None,
         })
+    }
+
+    /// What `old` becomes, or `None` when the update leaves it as it is ([`apply_update`]).
+    fn updated(&self, old: &StoredDoc, at: DateTime) -> Result<Option<Document>> {
+        apply_update(
+            old,
+            &self.update,
+            &self.array_filters,
+            &self.query.filter,
+            (at, self.limit),
+        )
     }
 
     fn upsert_if_asked(
