@@ -6,12 +6,13 @@
 //! Owns: the explain envelope and verbosities. Does not own: the stage trees (`engine::exec::
 //! explain`) or parsing each command's arguments (their own modules).
 
-use super::args::check_fields;
 use super::find::FindArgs;
-use super::introspection::MONGODB_VERSION;
 use super::read::{CountArgs, DistinctArgs};
-use super::{aggregate, write, Request, Shared};
+use super::{aggregate, write};
 use crate::clock::Stopwatch;
+use crate::command::admin::introspection::MONGODB_VERSION;
+use crate::command::args::check_fields;
+use crate::command::{Request, Shared};
 use crate::engine::exec::explain::{describe, totals};
 use crate::engine::exec::stages::Counters;
 use crate::engine::exec::ReadRequest;

@@ -1,7 +1,7 @@
 //! What the server says about itself: `buildInfo`, `hostInfo`, `serverStatus`,
 //! `getCmdLineOpts`, `listCommands`.
 
-use super::{args, CommandName, Scope, Shared};
+use crate::command::{args, CommandName, Scope, Shared};
 use crate::host;
 use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE};
 use crate::status::Counters;
@@ -346,7 +346,7 @@ pub fn list_commands(shared: &Shared) -> Document {
     let mut commands = Document::new();
     for &name in CommandName::ALL {
         // Test commands without --enable-test-commands, Cosmos's outside its profile.
-        if super::lookup(shared, name.name()).is_err() {
+        if crate::command::lookup(shared, name.name()).is_err() {
             continue;
         }
         commands.insert(

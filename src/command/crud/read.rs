@@ -8,8 +8,8 @@
 //! does, less the expired documents not yet reaped (TTL-18).
 //! Opcounters: mongod counts these under `command` only, which dispatch already does.
 
-use super::args::{check_fields, optional_doc, optional_i64, optional_str};
-use super::{Request, Shared};
+use crate::command::args::{check_fields, optional_doc, optional_i64, optional_str};
+use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_db_name};
 use crate::engine::exec::{Hint, ReadRequest};
 use crate::error::{Error, ErrorCode, Result};
@@ -85,7 +85,7 @@ pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         };
         let n = total.saturating_sub(args.read.skip);
         let n = args.read.limit.map_or(n, |limit| n.min(limit));
-        return Ok(doc! {"n": super::stats::number(n), "ok": 1.0});
+        return Ok(doc! {"n": crate::command::catalog::stats::number(n), "ok": 1.0});
     }
     let execution = view.execute(
         meta.as_deref(),
@@ -98,7 +98,7 @@ pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         d?;
         n += 1;
     }
-    Ok(doc! {"n": super::stats::number(n), "ok": 1.0})
+    Ok(doc! {"n": crate::command::catalog::stats::number(n), "ok": 1.0})
 }
 
 const DISTINCT_FIELDS: &[&str] = &["key", "query", "collation", "hint", "sampleId", "mirrored"];
@@ -147,7 +147,7 @@ impl DistinctArgs {
 
 pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let args = DistinctArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
-    let view = super::transactions::read_view(shared, req)?;
+    let view = crate::command::transactions::read_view(shared, req)?;
     let meta = view.collection(req.db, &args.collection);
     // Values equal under the collation (the command's, else the collection's) are one value.
     let collation = match &meta {

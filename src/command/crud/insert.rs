@@ -3,9 +3,10 @@
 //! session already executed is counted, not inserted again. In the Cosmos profile a document
 //! without its sharded collection's shard key is a write error (`profile::shard_keys`).
 
-use super::args::{check_fields, documents_of, durable, optional_bool};
-use super::retryable::{self, History, RetryableWrite};
-use super::{batch, Request, Shared};
+use super::batch;
+use crate::command::args::{check_fields, documents_of, durable, optional_bool};
+use crate::command::retryable::{self, History, RetryableWrite};
+use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::new_document::NewDocument;
 use crate::engine::{collection, ddl};
@@ -54,7 +55,7 @@ pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let clock = Arc::clone(shared.engine.clock());
     let shard_keys = ShardKeys::of(&shared.config.profile);
     let (n, retried, errors) =
-        super::transactions::write(shared, req, durable(cmd), move |txn, now| {
+        crate::command::transactions::write(shared, req, durable(cmd), move |txn, now| {
             let mut history = History::load(txn, retryable, now)?;
             let meta = match ddl::ensure_collection(txn, &db, &coll) {
                 Ok((meta, _)) => meta,

@@ -4,12 +4,14 @@
 //!
 //! Owns the checks a user change must pass (names, passwords, mechanisms, built-in roles,
 //! duplicates) and building the stored credentials. Does not own storage (`engine::users`),
-//! reading users (`users_info`), who may run these commands (`authz`) or SCRAM itself.
+//! reading users (`info`), who may run these commands (`authz`) or SCRAM itself.
 
-use super::args::{check_fields, durable, optional_array, optional_bool, optional_doc, wrong_type};
-use super::{Request, Shared};
 use crate::auth::credentials::{Mechanism, ScramCredential};
 use crate::auth::{roles, Credentials, RoleName, User};
+use crate::command::args::{
+    check_fields, durable, optional_array, optional_bool, optional_doc, wrong_type,
+};
+use crate::command::{Request, Shared};
 use crate::engine::users;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
@@ -85,7 +87,7 @@ pub fn parse_roles(cmd: &Document, command: &str, db: &str) -> Result<Vec<RoleNa
             other => {
                 return Err(Error::bad_value(format!(
                     "Role names must be either strings or objects, found {}",
-                    super::args::type_name(other)
+                    crate::command::args::type_name(other)
                 )))
             }
         };

@@ -7,11 +7,11 @@
 //! derived from the index list by the catalog, so creating or dropping the index turns TTL on or
 //! off (TTL-1, TTL-9). Does not own: building entries or unique checks (`engine::ddl`).
 
-use super::args::{
+use super::ddl::{cursor_batch_size, listing_cursor};
+use crate::command::args::{
     check_fields, durable, is_truthy, optional_array, optional_bool, type_name, wrong_type,
 };
-use super::ddl::{cursor_batch_size, listing_cursor};
-use super::{Request, Shared};
+use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta, IndexMeta};
 use crate::engine::ddl;
 use crate::error::{Error, ErrorCode, Result};
@@ -114,7 +114,7 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
 /// The requested index specifications (`createIndexes.indexes`), parsed and checked against the
 /// profile's rules. Conflicts among them (and with `_id_`) are found here, before anything is
 /// written, so a failing request never creates the collection.
-pub(super) fn parse_requested(
+pub(in crate::command) fn parse_requested(
     profile: &crate::profile::Profile,
     items: &[Bson],
     ignore_unknown: bool,
@@ -144,7 +144,7 @@ pub(super) fn parse_requested(
 /// Inside the writer: adds `specs` to `db.coll`, which the same job just created (`customAction`
 /// `CreateCollection` with `indexes`). The collection is empty, so every index is ready at once;
 /// all or nothing.
-pub(super) fn add_to_new_collection(
+pub(in crate::command) fn add_to_new_collection(
     txn: &mut crate::engine::Txn<'_>,
     db: &str,
     coll: &str,
@@ -161,7 +161,10 @@ pub(super) fn add_to_new_collection(
 
 /// The requested indexes as they would be created on `meta`: one that names no collation takes
 /// the collection's default.
-pub(super) fn as_on(meta: &CollectionMeta, specs: Vec<(IndexMeta, bool)>) -> Vec<IndexMeta> {
+pub(in crate::command) fn as_on(
+    meta: &CollectionMeta,
+    specs: Vec<(IndexMeta, bool)>,
+) -> Vec<IndexMeta> {
     let default = meta.default_collation_spec();
     specs
         .into_iter()
@@ -189,13 +192,13 @@ async fn create_in_transaction(
     shard_keys: ShardKeys,
 ) -> Result<Document> {
     let ns = format!("{db}.{coll}");
-    if super::transactions::existed_at_start(req, &db, &coll)? {
+    if crate::command::transactions::existed_at_start(req, &db, &coll)? {
         return Err(Error::new(
             ErrorCode::OperationNotSupportedInTransaction,
             format!("Cannot create new indexes on existing collection {ns} in a multi-document transaction."),
         ));
     }
-    let step = super::transactions::write(shared, req, durable, move |txn, _now| {
+    let step = crate::command::transactions::write(shared, req, durable, move |txn, _now| {
         // Only a collection the transaction creates gets indexes: it is empty.
         add_indexes(txn, &db, &coll, specs, false, shard_keys)
     })
@@ -839,7 +842,7 @@ pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let changes: Vec<&String> = cmd
         .keys()
         .skip(1)
-        .filter(|k| !super::args::is_generic(k))
+        .filter(|k| !crate::command::args::is_generic(k))
         .collect();
     let changes_ttl =
         matches!(cmd.get("index"), Some(Bson::Document(i)) if i.contains_key("expireAfterSeconds"));

@@ -1,8 +1,8 @@
 //! Cursor replies: the first batch of a command's cursor, `getMore` and `killCursors`.
 
-use super::args::{check_fields, optional_array, optional_i64, wrong_type};
-use super::session_id::SessionId;
-use super::{Request, Shared};
+use crate::command::args::{check_fields, optional_array, optional_i64, wrong_type};
+use crate::command::session_id::SessionId;
+use crate::command::{Request, Shared};
 use crate::engine::catalog::collection_arg;
 use crate::engine::cursor::{Cursor, Item};
 use crate::error::{Error, ErrorCode, Result};

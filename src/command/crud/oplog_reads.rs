@@ -6,7 +6,7 @@
 //!
 //! Owns: the translation. Does not own the entries (`engine::oplog`).
 
-use super::args::check_fields;
+use crate::command::args::check_fields;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 
@@ -14,7 +14,7 @@ pub const DB: &str = "local";
 pub const COLLECTION: &str = "oplog.rs";
 
 /// Whether `db.coll` is the operation log and the log is kept.
-pub fn is_oplog(shared: &super::Shared, db: &str, coll: &str) -> bool {
+pub fn is_oplog(shared: &crate::command::Shared, db: &str, coll: &str) -> bool {
     db == DB && coll == COLLECTION && shared.engine.oplog().is_enabled()
 }
 
@@ -33,7 +33,7 @@ pub fn find_as_aggregate(find: &Document) -> Result<Document> {
     let options: Document = find
         .iter()
         .skip(1)
-        .filter(|(k, _)| !super::args::is_generic(k))
+        .filter(|(k, _)| !crate::command::args::is_generic(k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let mut named = doc! {"find": COLLECTION};
@@ -70,7 +70,7 @@ pub fn find_as_aggregate(find: &Document) -> Result<Document> {
     // One batch and no cursor: at most a batch's worth, which then fits the first batch.
     if options
         .get("singleBatch")
-        .is_some_and(super::args::is_truthy)
+        .is_some_and(crate::command::args::is_truthy)
     {
         let batch = options
             .get("batchSize")
@@ -89,7 +89,7 @@ pub fn find_as_aggregate(find: &Document) -> Result<Document> {
     }
     let mut aggregate = doc! {"aggregate": COLLECTION, "pipeline": pipeline, "cursor": cursor};
     for (k, v) in find.iter().skip(1) {
-        if super::args::is_generic(k) {
+        if crate::command::args::is_generic(k) {
             aggregate.insert(k.clone(), v.clone());
         }
     }

@@ -1,8 +1,9 @@
 //! The source stages the command produces itself: `$collStats`' one document and
 //! `$currentOp`'s operations, with their options checked as mongod checks them.
 
-use super::super::args;
-use super::super::{stats, Shared};
+use crate::command::args;
+use crate::command::catalog::stats;
+use crate::command::Shared;
 use crate::engine::{CollectionMeta, ReadView};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};

@@ -5,10 +5,10 @@
 //! Owns creating or re-keying that one user. Does not own the flags (`config`) or how the user
 //! authenticates (SCRAM).
 
-use super::users::build_credentials;
-use super::Shared;
+use super::manage::build_credentials;
 use crate::auth::credentials::{Mechanism, ScramCredential};
 use crate::auth::{RoleName, User};
+use crate::command::Shared;
 use crate::config::EMULATOR_COSMOS_KEY;
 use crate::engine::users;
 use crate::error::Result;

@@ -7,9 +7,9 @@
 //! Owns: the command's arguments for a stream and the awaiting `getMore`. Does not own: the
 //! stream (`pipeline::change_stream`), batches and replies (`cursor`).
 
-use super::args::{check_fields, documents_of, optional_doc, optional_i64, wrong_type};
 use super::cursor::first_batch_reply;
-use super::{Reply, Request, Shared};
+use crate::command::args::{check_fields, documents_of, optional_doc, optional_i64, wrong_type};
+use crate::command::{Reply, Request, Shared};
 use crate::engine::cursor::{Cursor, Held};
 use crate::error::{Error, ErrorCode, Result};
 use crate::pipeline::change_stream::{ChangeStream, Options};
@@ -56,7 +56,10 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             "The $changeStream stage is only supported on replica sets",
         ));
     }
-    if cmd.get("explain").is_some_and(super::args::is_truthy) {
+    if cmd
+        .get("explain")
+        .is_some_and(crate::command::args::is_truthy)
+    {
         return Err(Error::new(
             ErrorCode::NotImplemented,
             "explain of a $changeStream pipeline is not supported by this server",
@@ -66,7 +69,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
     // simply, so another collation is refused rather than ignored.
     if let Some(value) = cmd.get("collation") {
         let Bson::Document(spec) = value else {
-            return Err(super::args::wrong_type(
+            return Err(crate::command::args::wrong_type(
                 "aggregate",
                 "collation",
                 value,
@@ -169,7 +172,7 @@ pub async fn get_more(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Reply> 
         }
     }
     if !tailing {
-        return super::blocking(shared, req, super::cursor::get_more).await;
+        return crate::command::blocking(shared, req, super::cursor::get_more).await;
     }
     // On an awaitData cursor maxTimeMS is how long to wait for data, not a deadline that
     // fails the command.
@@ -185,7 +188,7 @@ pub async fn get_more(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Reply> 
     let mut commits = shared.engine.optimes().subscribe();
     loop {
         commits.borrow_and_update();
-        let reply = super::blocking(shared, req, super::cursor::get_more).await?;
+        let reply = crate::command::blocking(shared, req, super::cursor::get_more).await?;
         let Reply::Raw(raw) = &reply else {
             return Ok(reply);
         };
@@ -218,11 +221,13 @@ fn waits_for_more(reply: &RawDocumentBuf) -> bool {
 /// resumable code carries `ResumableChangeStreamError`, as mongod adds it.
 fn injected_failure(shared: &Shared, id: i64, tailing: bool) -> Option<Document> {
     shared.engine.cursors.namespace_of(id)?;
-    let code = super::failpoint::get_more_failure(shared)?;
+    let code = crate::command::failpoint::get_more_failure(shared)?;
     shared.engine.cursors.kill(id);
-    let mut reply =
-        super::failpoint::error_reply(code, "Hit the failGetMoreAfterCursorCheckout failpoint");
-    if tailing && super::error_labels::is_resumable_change_stream_error(code) {
+    let mut reply = crate::command::failpoint::error_reply(
+        code,
+        "Hit the failGetMoreAfterCursorCheckout failpoint",
+    );
+    if tailing && crate::command::error_labels::is_resumable_change_stream_error(code) {
         reply.insert("errorLabels", vec!["ResumableChangeStreamError"]);
     }
     Some(reply)

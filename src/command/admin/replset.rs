@@ -1,10 +1,10 @@
 //! The replica-set commands of a one-member set: `replSetGetStatus`, `replSetGetConfig`,
 //! `replSetInitiate` (already initiated), `replSetStepDown` (no secondary to hand over to) and
 //! `replSetReconfig` (the configuration is fixed). Without `--replSet` each answers 76
-//! NoReplicationEnabled with mongod's message.
+//! NoReplicationEnabled with mongod's message. The member itself is `command::replset`'s.
 
-use super::{op_time, ReplicaSet, CONFIG_VERSION, TERM};
 use crate::command::args::{optional_bool, wrong_type};
+use crate::command::replset::{op_time, ReplicaSet, CONFIG_VERSION, TERM};
 use crate::command::{Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};

@@ -7,9 +7,9 @@
 //! a snapshot, so it never blocks writers. `repair: true` and `metadata: true` (a check of the
 //! metadata alone) are refused with 238.
 
-use super::args::{check_fields, optional_bool};
 use super::stats::number as count;
-use super::{Request, Shared};
+use crate::command::args::{check_fields, optional_bool};
+use crate::command::{Request, Shared};
 use crate::engine::catalog::collection_arg;
 use crate::engine::validate::validate as check;
 use crate::error::{Error, ErrorCode, Result};

@@ -2,8 +2,8 @@
 //! warnings), `whatsmyuri`,
 //! `connectionStatus`.
 
-use super::args::{is_generic, is_truthy, type_name};
-use super::{Connection, Request, Shared};
+use crate::command::args::{is_generic, is_truthy, type_name};
+use crate::command::{Connection, Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 
@@ -131,20 +131,22 @@ fn startup_warning_lines(shared: &Shared) -> Result<Vec<Bson>> {
     let date = bson::DateTime::from_millis(shared.start_millis)
         .try_to_rfc3339_string()
         .unwrap_or_default();
-    Ok(super::authz::startup_warnings(&shared.config, has_users)
-        .into_iter()
-        .map(|msg| {
-            let line = doc! {
-                "t": {"$date": date.as_str()},
-                "s": "W",
-                "c": "CONTROL",
-                "ctx": "initandlisten",
-                "msg": msg,
-                "tags": ["startupWarnings"],
-            };
-            Bson::String(Bson::Document(line).into_relaxed_extjson().to_string())
-        })
-        .collect())
+    Ok(
+        crate::command::authz::startup_warnings(&shared.config, has_users)
+            .into_iter()
+            .map(|msg| {
+                let line = doc! {
+                    "t": {"$date": date.as_str()},
+                    "s": "W",
+                    "c": "CONTROL",
+                    "ctx": "initandlisten",
+                    "msg": msg,
+                    "tags": ["startupWarnings"],
+                };
+                Bson::String(Bson::Document(line).into_relaxed_extjson().to_string())
+            })
+            .collect(),
+    )
 }
 
 pub fn whats_my_uri(conn: &Connection) -> Document {
@@ -159,7 +161,7 @@ pub fn connection_status(
     req: &Request<'_>,
 ) -> Result<Document> {
     let show_privileges = req.body.get("showPrivileges").is_some_and(is_truthy);
-    let current = super::authz::current_users(shared, conn)?;
+    let current = crate::command::authz::current_users(shared, conn)?;
     let users: Vec<Bson> = current
         .iter()
         .map(|u| Bson::Document(doc! {"user": u.name.as_str(), "db": u.db.as_str()}))

@@ -14,13 +14,13 @@
 
 mod sources;
 
-use super::args::{
-    check_fields, documents_of, optional_bool, optional_doc, optional_i64, wrong_type,
-};
 use super::cursor::first_batch_reply;
 use super::explain::{explain_read, Root, Verbosity};
 use super::read::{collation_arg, validate_read_namespace};
-use super::{Reply, Request, Shared};
+use crate::command::args::{
+    check_fields, documents_of, optional_bool, optional_doc, optional_i64, wrong_type,
+};
+use crate::command::{Reply, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::Hint;
@@ -253,7 +253,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         limits: limits.clone(),
         vars: args.vars,
         writes: shared.engine.write_handle(),
-        durable: super::args::durable(req.body),
+        durable: crate::command::args::durable(req.body),
     };
     let meta = view.collection(req.db, coll);
     let rows: Rows = match (pipeline.first(), &meta) {
@@ -280,7 +280,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
             )
         }
         (Some(Stage::ListLocalSessions(spec)), _) => {
-            let sessions = super::session_registry::list_local(shared, req, spec)?;
+            let sessions = crate::command::session_registry::list_local(shared, req, spec)?;
             pipeline.take_first();
             Box::new(sessions.into_iter().map(|doc| Ok(Row::computed(doc))))
         }

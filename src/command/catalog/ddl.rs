@@ -6,12 +6,12 @@
 //! clustered collections — are refused with 115, never ignored; a default collation is kept,
 //! normalized, in the options), and the reply shapes. Does not own: catalog changes (`engine::ddl`), indexes (`index`).
 
-use super::args::{
+use super::index::id_index_entry;
+use crate::command::args::{
     check_fields, durable, optional_bool, optional_doc, optional_i64, optional_str, wrong_type,
 };
-use super::cursor::first_batch_reply;
-use super::index::id_index_entry;
-use super::{Request, Shared};
+use crate::command::crud::cursor::first_batch_reply;
+use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, validate_db_name};
 use crate::engine::cursor::Cursor;
 use crate::engine::cursor::Item;
@@ -55,7 +55,7 @@ pub async fn create(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     validate_collection_name(req.db, &coll)?;
     let options = create_options(cmd)?;
     let db = req.db.to_owned();
-    super::transactions::write(shared, req, durable(cmd), move |txn, _now| {
+    crate::command::transactions::write(shared, req, durable(cmd), move |txn, _now| {
         ddl::create_collection(txn, &db, &coll, options).map(|_| ())
     })
     .await??;
@@ -164,7 +164,7 @@ pub async fn drop(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
     check_fields(cmd, "drop", &[])?;
     let coll = collection_arg(cmd.get("drop"), "drop")?.to_owned();
-    if coll == super::profiler::PROFILE_COLLECTION {
+    if coll == crate::command::profiler::PROFILE_COLLECTION {
         if shared.profiler.level(req.db) != 0 {
             return Err(Error::new(
                 ErrorCode::IllegalOperation,
@@ -454,7 +454,7 @@ pub fn images_option(cmd: &Document, command: &str) -> Result<Option<bool>> {
         return Ok(None);
     };
     let Bson::Document(images) = value else {
-        return Err(super::args::wrong_type(
+        return Err(crate::command::args::wrong_type(
             command,
             "changeStreamPreAndPostImages",
             value,
@@ -471,7 +471,7 @@ pub fn images_option(cmd: &Document, command: &str) -> Result<Option<bool>> {
     }
     match images.get("enabled") {
         Some(Bson::Boolean(enabled)) => Ok(Some(*enabled)),
-        Some(other) => Err(super::args::wrong_type(
+        Some(other) => Err(crate::command::args::wrong_type(
             command,
             "changeStreamPreAndPostImages.enabled",
             other,

@@ -5,10 +5,10 @@
 //! Reads the catalog only; never shows a password (there is none), and shows the salted keys
 //! only when asked, as mongod.
 
-use super::args::{check_fields, optional_bool, optional_doc, wrong_type};
-use super::{Request, Shared};
 use crate::auth::roles::{privileges_of, Privilege};
 use crate::auth::{ScramCredential, User};
+use crate::command::args::{check_fields, optional_bool, optional_doc, wrong_type};
+use crate::command::{Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};

@@ -1,8 +1,8 @@
 //! Test-only commands, present only with `--enable-test-commands`.
 
-use super::args::{optional_i64, optional_str, type_name};
-use super::{Request, Shared};
 use crate::clock::Deadline;
+use crate::command::args::{optional_i64, optional_str, type_name};
+use crate::command::{Request, Shared};
 use crate::error::{Error, Result};
 use bson::{doc, Bson, Document};
 use std::time::Duration;

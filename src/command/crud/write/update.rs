@@ -8,7 +8,7 @@ use super::{
     targets, update_compares_strings, upsert_document,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
-use crate::command::batch;
+use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};

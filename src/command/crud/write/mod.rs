@@ -17,9 +17,9 @@ pub use delete::delete;
 pub use find_and_modify::find_and_modify;
 pub use update::update;
 
-use super::args::{documents_of, wrong_type};
 use super::explain::Root;
-use super::handshake::MAX_WRITE_BATCH_SIZE;
+use crate::command::args::{documents_of, wrong_type};
+use crate::command::handshake::MAX_WRITE_BATCH_SIZE;
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
 use crate::engine::{collection, Interrupt, StoredDoc, Txn};
@@ -192,7 +192,7 @@ fn parse_update(value: &Bson, vars: &Variables) -> Result<Update> {
 
 /// The variables a write's expressions see: its `let` option and `$$NOW`.
 fn command_variables(cmd: &Document, command: &str, now: DateTime) -> Result<Variables> {
-    Variables::new(now).with_let(super::args::optional_doc(cmd, command, "let")?)
+    Variables::new(now).with_let(crate::command::args::optional_doc(cmd, command, "let")?)
 }
 
 /// `arrayFilters`: an array of documents.

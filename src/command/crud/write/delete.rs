@@ -7,7 +7,7 @@ use super::{
     targets,
 };
 use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
-use crate::command::batch;
+use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};

@@ -7,8 +7,8 @@
 //! estimated from at most [`INDEX_SAMPLE`] visible documents. Does not own: the size of the data
 //! directory (`Engine::disk_space`).
 
-use super::args::{check_fields, optional_bool, optional_i64};
-use super::{Request, Shared};
+use crate::command::args::{check_fields, optional_bool, optional_i64};
+use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_db_name, CollectionMeta};
 use crate::engine::ReadView;
 use crate::error::{Error, ErrorCode, Result};
@@ -162,7 +162,7 @@ pub fn coll_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
     check_fields(cmd, "collStats", COLL_STATS_FIELDS)?;
     let coll = collection_arg(cmd.get("collStats"), "collStats")?;
-    super::read::validate_read_namespace(req.db, coll)?;
+    crate::command::crud::read::validate_read_namespace(req.db, coll)?;
     let scale = parse_scale(cmd, "collStats")?;
     for flag in ["verbose", "waitForLock", "numericOnly"] {
         optional_bool(cmd, "collStats", flag)?;

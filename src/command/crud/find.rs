@@ -1,9 +1,9 @@
 //! `find`: parse the arguments once into the executor's read request, run it, and open a
 //! cursor over the projected result.
 
-use super::args::{check_fields, optional_bool, optional_doc, optional_i64};
 use super::cursor::{first_batch_reply, SizedDocs};
-use super::{Request, Shared};
+use crate::command::args::{check_fields, optional_bool, optional_doc, optional_i64};
+use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_read_collection_name};
 use crate::engine::cursor::{Cursor, Item, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::{keyed, Hint, ReadRequest};
@@ -177,7 +177,7 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
     args.read = args.read.under(&shared.config.profile);
     shared.counters.count(OpKind::Query, 1);
     let ns = format!("{}.{}", req.db, args.collection);
-    let view = super::transactions::read_view(shared, req)?;
+    let view = crate::command::transactions::read_view(shared, req)?;
     // One clock cell for the plan and the cursor: each batch judges expiry at its own time.
     let now = view.now_cell();
     let meta = view.collection(req.db, &args.collection);
@@ -302,7 +302,7 @@ fn non_negative(cmd: &Document, field: &str) -> Result<Option<u64>> {
 fn find_in_oplog(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
     let body = Arc::new(super::oplog_reads::find_as_aggregate(req.body)?);
     let aggregate = Request {
-        name: super::CommandName::Aggregate,
+        name: crate::command::CommandName::Aggregate,
         db: req.db,
         body: &body,
         documents: None,
@@ -311,8 +311,8 @@ fn find_in_oplog(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocument
         transaction: req.transaction.clone(),
     };
     match super::aggregate::aggregate(shared, &aggregate)? {
-        super::Reply::Raw(raw) => Ok(raw),
-        super::Reply::Document(doc) => bson::RawDocumentBuf::from_document(&doc)
+        crate::command::Reply::Raw(raw) => Ok(raw),
+        crate::command::Reply::Document(doc) => bson::RawDocumentBuf::from_document(&doc)
             .map_err(|e| Error::internal(format!("cannot encode a reply: {e}"))),
     }
 }
