@@ -15,7 +15,7 @@
 mod sources;
 
 use super::cursor::first_batch_reply;
-use super::explain::{explain_read, Root, Verbosity};
+use super::explain::plan::{explain_read, Root, Verbosity};
 use super::read::{collation_arg, validate_read_namespace};
 use crate::command::args::{
     check_fields, documents_of, optional_bool, optional_doc, optional_i64, wrong_type,

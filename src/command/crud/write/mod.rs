@@ -17,7 +17,7 @@ pub use delete::delete;
 pub use find_and_modify::find_and_modify;
 pub use update::update;
 
-use super::explain::Root;
+use super::explain::plan::Root;
 use crate::command::args::{documents_of, wrong_type};
 use crate::command::handshake::MAX_WRITE_BATCH_SIZE;
 use crate::engine::catalog::CollectionMeta;
