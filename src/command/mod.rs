@@ -30,6 +30,7 @@ pub(crate) mod operation_session;
 mod operations;
 pub mod profiler;
 pub mod replset;
+mod reply_number;
 pub mod request_units;
 mod retryable;
 mod sasl;

@@ -4,23 +4,22 @@
 //! Owns: their arguments, which `create` options mayfly accepts (options that would change
 //! semantics it does not implement — capped collections, views, time series, validation,
 //! clustered collections — are refused with 115, never ignored; a default collation is kept,
-//! normalized, in the options), and the reply shapes. Does not own: catalog changes (`engine::ddl`), indexes (`index`).
+//! normalized, in the options), and the reply shapes. Does not own: catalog changes
+//! (`engine::ddl`), indexes (`index`), listing cursors (`listing`) or the change-stream images
+//! option (`images`).
 
+use super::images::images_option;
 use super::index::id_index_entry;
+use super::listing::{cursor_batch_size, listing_cursor};
 use crate::command::args::{
     check_fields, durable, optional_bool, optional_doc, optional_i64, optional_str, wrong_type,
 };
-use crate::command::crud::cursor::first_batch_reply;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, validate_db_name};
-use crate::engine::cursor::Cursor;
-use crate::engine::cursor::Item;
 use crate::engine::ddl;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
-use std::sync::atomic::AtomicI64;
-use std::sync::Arc;
 
 // ---------------------------------------------------------------------------------------------
 // create
@@ -406,80 +405,5 @@ fn compile_filter(cmd: &Document, command: &str) -> Result<Option<Filter>> {
     match optional_doc(cmd, command, "filter")? {
         Some(f) if !f.is_empty() => Filter::compile(f).map(Some),
         _ => Ok(None),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Cursors over catalog listings (also used by `listIndexes`)
-
-/// `cursor: {batchSize: n}`: the first batch's size, `None` for all.
-pub(super) fn cursor_batch_size(cmd: &Document, command: &str) -> Result<Option<usize>> {
-    let Some(cursor) = optional_doc(cmd, command, "cursor")? else {
-        return Ok(None);
-    };
-    for field in cursor.keys() {
-        if field != "batchSize" {
-            return Err(Error::new(
-                ErrorCode::IDLUnknownField,
-                format!("BSON field 'cursor.{field}' is an unknown field."),
-            ));
-        }
-    }
-    match optional_i64(cursor, "cursor", "batchSize")? {
-        None => Ok(None),
-        Some(n) if n < 0 => Err(Error::bad_value(format!(
-            "BatchSize value must be non-negative, but received: {n}"
-        ))),
-        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-    }
-}
-
-/// A cursor over catalog entries already in memory; `getMore` continues it when a batch size
-/// leaves some behind.
-pub(super) fn listing_cursor(
-    shared: &Shared,
-    ns: String,
-    entries: Vec<Document>,
-    batch_size: Option<usize>,
-) -> Result<bson::RawDocumentBuf> {
-    let sized = entries.into_iter().map(|entry| Item::lasting(&entry));
-    let now = shared.engine.now();
-    let cursor = Cursor::new(ns, Box::new(sized), Arc::new(AtomicI64::new(now)), None);
-    first_batch_reply(shared, cursor, now, batch_size, false)
-}
-
-/// `changeStreamPreAndPostImages: {enabled: <bool>}` of `create` or `collMod`, if given.
-pub fn images_option(cmd: &Document, command: &str) -> Result<Option<bool>> {
-    let Some(value) = cmd.get("changeStreamPreAndPostImages") else {
-        return Ok(None);
-    };
-    let Bson::Document(images) = value else {
-        return Err(crate::command::args::wrong_type(
-            command,
-            "changeStreamPreAndPostImages",
-            value,
-            "object",
-        ));
-    };
-    if let Some(field) = images.keys().find(|k| k.as_str() != "enabled") {
-        return Err(Error::new(
-            ErrorCode::IDLUnknownField,
-            format!(
-                "BSON field '{command}.changeStreamPreAndPostImages.{field}' is an unknown field."
-            ),
-        ));
-    }
-    match images.get("enabled") {
-        Some(Bson::Boolean(enabled)) => Ok(Some(*enabled)),
-        Some(other) => Err(crate::command::args::wrong_type(
-            command,
-            "changeStreamPreAndPostImages.enabled",
-            other,
-            "bool",
-        )),
-        None => Err(Error::new(
-            ErrorCode::Location40414,
-            format!("BSON field '{command}.changeStreamPreAndPostImages.enabled' is missing but a required field"),
-        )),
     }
 }

@@ -8,6 +8,7 @@
 //! directory (`Engine::disk_space`).
 
 use crate::command::args::{check_fields, optional_bool, optional_i64};
+use crate::command::reply_number::number;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_db_name, CollectionMeta};
 use crate::engine::ReadView;
@@ -112,14 +113,6 @@ pub fn parse_scale(cmd: &Document, command: &str) -> Result<u64> {
             ErrorCode::Location51024,
             format!("BSON field 'scale' value must be >= 1, actual value '{n}'"),
         )),
-    }
-}
-
-/// A count or size as mongod's `appendNumber` writes it: int32 when it fits, else int64.
-pub fn number(n: u64) -> Bson {
-    match i32::try_from(n) {
-        Ok(small) => Bson::Int32(small),
-        Err(_) => Bson::Int64(i64::try_from(n).unwrap_or(i64::MAX)),
     }
 }
 
@@ -230,15 +223,4 @@ pub fn db_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     }
     reply.insert("ok", 1.0);
     Ok(reply)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_are_int32_when_they_fit() {
-        assert_eq!(number(5), Bson::Int32(5));
-        assert_eq!(number(1 << 40), Bson::Int64(1 << 40));
-    }
 }

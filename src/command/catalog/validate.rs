@@ -7,8 +7,8 @@
 //! a snapshot, so it never blocks writers. `repair: true` and `metadata: true` (a check of the
 //! metadata alone) are refused with 238.
 
-use super::stats::number as count;
 use crate::command::args::{check_fields, optional_bool};
+use crate::command::reply_number::number as count;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::collection_arg;
 use crate::engine::validate::validate as check;

@@ -72,7 +72,7 @@ pub fn reply(mut counts: Document, errors: &[(usize, Error)]) -> Document {
 
 /// A count as mongod sends it: an int, a long only when it does not fit.
 pub fn count(n: usize) -> Bson {
-    crate::command::catalog::stats::number(n as u64)
+    crate::command::reply_number::number(n as u64)
 }
 
 #[cfg(test)]

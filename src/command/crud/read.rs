@@ -85,7 +85,7 @@ pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         };
         let n = total.saturating_sub(args.read.skip);
         let n = args.read.limit.map_or(n, |limit| n.min(limit));
-        return Ok(doc! {"n": crate::command::catalog::stats::number(n), "ok": 1.0});
+        return Ok(doc! {"n": crate::command::reply_number::number(n), "ok": 1.0});
     }
     let execution = view.execute(
         meta.as_deref(),
@@ -98,7 +98,7 @@ pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         d?;
         n += 1;
     }
-    Ok(doc! {"n": crate::command::catalog::stats::number(n), "ok": 1.0})
+    Ok(doc! {"n": crate::command::reply_number::number(n), "ok": 1.0})
 }
 
 const DISTINCT_FIELDS: &[&str] = &["key", "query", "collation", "hint", "sampleId", "mirrored"];

@@ -30,7 +30,7 @@ pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     }
     // Only the logging of document images for change streams may change.
     if let (Some(enabled), 1) = (
-        crate::command::catalog::ddl::images_option(cmd, "collMod")?,
+        crate::command::catalog::images::images_option(cmd, "collMod")?,
         changes.len(),
     ) {
         let (db, name) = (req.db.to_owned(), coll.to_owned());

@@ -2,7 +2,7 @@
 
 use super::spec::{unsupported, ID_INDEX_NAME};
 use crate::command::args::{check_fields, optional_bool};
-use crate::command::catalog::ddl::{cursor_batch_size, listing_cursor};
+use crate::command::catalog::listing::{cursor_batch_size, listing_cursor};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, IndexMeta};
 use crate::error::{Error, ErrorCode, Result};

@@ -3,7 +3,7 @@
 
 use crate::command::args;
 use crate::command::catalog::stats;
-use crate::command::Shared;
+use crate::command::{reply_number, Shared};
 use crate::engine::{CollectionMeta, ReadView};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
@@ -100,7 +100,7 @@ pub fn coll_stats(
         row.insert("storageStats", stats::storage_stats(&sizes, scale));
     }
     if count {
-        row.insert("count", stats::number(sizes.count));
+        row.insert("count", reply_number::number(sizes.count));
     }
     Ok(row)
 }
