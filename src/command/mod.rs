@@ -12,34 +12,25 @@
 //! `wire`).
 
 mod admin;
-mod aggregate;
 mod args;
 mod auth;
 mod auth_failures;
 mod authz;
-mod batch;
-mod change_stream;
+mod catalog;
 mod cluster_fields;
 mod context;
 mod cosmos;
 mod cosmos_custom;
-mod cursor;
-mod ddl;
+mod crud;
 mod error_labels;
-mod explain;
 mod failpoint;
-mod find;
 mod handshake;
-mod index;
-mod insert;
-mod introspection;
 pub mod latencies;
 pub(crate) mod operation_session;
 mod operations;
-mod oplog_reads;
 pub mod profiler;
-mod read;
 pub mod replset;
+mod reply_number;
 pub mod request_units;
 mod retryable;
 mod sasl;
@@ -47,25 +38,23 @@ pub mod secrets;
 mod session_id;
 mod session_registry;
 mod sessions;
-mod stats;
 mod table;
-mod testing;
 pub mod top;
 mod transactions;
 mod users;
-mod users_account;
-mod users_info;
-mod validate;
-mod write;
 
+pub use admin::introspection::MONGODB_VERSION;
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
-pub use introspection::MONGODB_VERSION;
 pub use operations::watch_request_time;
 pub use replset::{exhaust_next, is_awaitable_hello};
 pub use session_registry::SessionRegistry;
 pub use table::{CommandName, Scope};
-pub use users_account::ensure_account;
+pub use users::ensure_account;
+
+use admin::{introspection, testing};
+use catalog::{ddl, index, stats, validate};
+use crud::{aggregate, change_stream, cursor, explain, find, insert, read, write};
 
 use crate::clock::Deadline;
 use crate::engine::Interrupt;
@@ -449,11 +438,11 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
             .await
         }
         C::WhatsMyUri => Ok(admin::whats_my_uri(conn).into()),
-        C::ReplSetGetStatus => replset::get_status(shared, req).map(Reply::from),
-        C::ReplSetGetConfig => replset::get_config(shared, req).map(Reply::from),
-        C::ReplSetInitiate => replset::initiate(shared).map(Reply::from),
-        C::ReplSetStepDown => replset::step_down(shared, req).map(Reply::from),
-        C::ReplSetReconfig => replset::reconfig(shared).map(Reply::from),
+        C::ReplSetGetStatus => admin::replset::get_status(shared, req).map(Reply::from),
+        C::ReplSetGetConfig => admin::replset::get_config(shared, req).map(Reply::from),
+        C::ReplSetInitiate => admin::replset::initiate(shared).map(Reply::from),
+        C::ReplSetStepDown => admin::replset::step_down(shared, req).map(Reply::from),
+        C::ReplSetReconfig => admin::replset::reconfig(shared).map(Reply::from),
         C::ConnectionStatus => Ok(admin::connection_status(shared, conn, req)?.into()),
         C::ListCommands => Ok(introspection::list_commands(shared).into()),
         C::StartSession => sessions::start_session(shared, conn).map(Reply::from),
@@ -528,7 +517,7 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::DropAllUsersFromDatabase => {
             awaiting_writer(req, users::drop_all_users(shared, req)).await
         }
-        C::UsersInfo => users_info::users_info(shared, req).map(Reply::from),
+        C::UsersInfo => users::users_info(shared, req).map(Reply::from),
         C::GrantRolesToUser => awaiting_writer(req, users::change_roles(shared, req, true)).await,
         C::RevokeRolesFromUser => {
             awaiting_writer(req, users::change_roles(shared, req, false)).await

@@ -17,7 +17,7 @@
 //! build cut short by a stop) and leaves their entries, and any other leftovers, to the
 //! sweeper before anything else runs.
 //!
-//! Does not own: parsing index specifications or conflicts between them (`command::index`).
+//! Does not own: parsing index specifications or conflicts between them (`command::catalog::index`).
 
 use super::catalog::{Catalog, CollectionMeta};
 use super::collection;

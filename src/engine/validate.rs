@@ -7,7 +7,7 @@
 //! per document that can expire (TTL-20). The stored counter must equal the records' count and
 //! body bytes. Memory grows with the expected index and expiry keys of the collection.
 //!
-//! Owns: the check and its findings. Does not own: the reply's shape (`command::validate`).
+//! Owns: the check and its findings. Does not own: the reply's shape (`command::catalog::validate`).
 
 use super::catalog::{CollectionMeta, IndexMeta};
 use super::interrupt::Interrupt;

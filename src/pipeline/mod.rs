@@ -6,7 +6,7 @@
 //! (TTL-18: a row derived from a stored document disappears with it). Does not own:
 //! expressions and reshaping (`query::expr`, `query::reshape`, shared with pipeline updates),
 //! reading collections (`engine`), the command's arguments or its cursor reply
-//! (`command::aggregate`).
+//! (`command::crud::aggregate`).
 //!
 //! Streaming stages stay lazy, so a cursor pulls from the snapshot batch by batch; blocking
 //! stages (`$group`, `$sort`, `$sample`, `$count`) consume their input when the pipeline is

@@ -15,7 +15,8 @@
 
 use super::{as_command, indexes, throughput};
 use crate::command::args::{check_fields, durable, optional_array, optional_bool, wrong_type};
-use crate::command::{index, CommandName, Request, Shared};
+use crate::command::catalog::index;
+use crate::command::{CommandName, Request, Shared};
 use crate::engine::catalog::validate_collection_name;
 use crate::engine::{ddl, Txn};
 use crate::error::{Error, ErrorCode, Result};

@@ -5,10 +5,10 @@
 //!
 //! Owns: finding the `_id` entry (any name: the page writes `{key: {_id: 1}, name: "_id_1"}`),
 //! and what replacing an index list drops and creates. Does not own: parsing a specification or
-//! creating and dropping indexes (`command::index`, whose rules, the Cosmos ones included,
+//! creating and dropping indexes (`command::catalog::index`, whose rules, the Cosmos ones included,
 //! apply unchanged).
 
-use crate::command::index::{as_on, parse_requested};
+use crate::command::catalog::index::{as_on, parse_requested};
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
 use crate::error::{Error, Result};
 use crate::profile::shard_keys::ShardKey;

@@ -1,18 +1,15 @@
 //! Replica-set mode (`--replSet NAME`): mayfly is the one member of a replica set, its primary,
 //! as a one-member mongod 7.0 set answers. This module owns that member's identity (set name,
 //! advertised host, topology version, election), the replica-set fields of `hello`, the
-//! awaitable `hello` wait and the exhaust stream, the `replSet*` commands, the `$clusterTime` /
-//! `operationTime` reply fields, and the read and write concerns a replica set accepts.
+//! awaitable `hello` wait and the exhaust stream, the `$clusterTime` / `operationTime` reply
+//! fields, and the read and write concerns a replica set accepts.
 //!
 //! Does not own: operation times (`engine::optime`), sessions, transactions, retryable writes
-//! or the operation log. In a standalone server (no `--replSet`) nothing here is consulted,
-//! except the `replSet*` commands, which answer 76 NoReplicationEnabled as mongod does.
-
-mod commands;
+//! or the operation log, nor the `replSet*` commands (`admin::replset`), which read the member
+//! from here. In a standalone server (no `--replSet`) nothing here is consulted.
 pub(in crate::command) mod concern;
 mod times;
 
-pub use commands::{get_config, get_status, initiate, reconfig, step_down};
 pub use concern::{check_read_concern, check_transaction_concerns, write_concern_error};
 pub use times::{check_gossip, decorate};
 

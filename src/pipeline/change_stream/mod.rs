@@ -10,7 +10,7 @@
 //! them a stream starts after the last committed change.
 //!
 //! Owns: the stage's options, the stream's position and its batches. Does not own: the log
-//! (`engine::oplog`), the cursor and its waiting (`command::change_stream`).
+//! (`engine::oplog`), the cursor and its waiting (`command::crud::change_stream`).
 
 mod event;
 mod token;

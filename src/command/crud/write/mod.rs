@@ -1,0 +1,345 @@
+//! Write commands that change or remove stored documents: `update`, `delete` and
+//! `findAndModify`. Each parses its arguments once — a structural mistake (unknown field, missing
+//! or mistyped field) fails the whole command, as mongod's IDL parser does, while a statement
+//! whose filter or update is invalid becomes a write error at its index — then runs every
+//! statement in one writer job, so a batch applies in statement order and sees its own earlier
+//! statements. Outside a transaction and a retryable write, a multi-document statement
+//! (`update` with `multi: true`, `delete` with `limit: 0`) runs instead in bounded batches, each
+//! its own writer job (`multi`), as mongod yields between the documents of such a statement.
+//!
+//! Owns: argument parsing, statement execution on top of `engine::plan` and
+//! `engine::collection`, and the reply shapes. Does not own: filter and update semantics
+//! (`query`) or visibility (`engine`: only visible documents are matched, TTL-18/TTL-19).
+
+mod delete;
+mod find_and_modify;
+mod multi;
+mod update;
+
+pub use delete::delete;
+pub use find_and_modify::find_and_modify;
+pub use update::update;
+
+use super::explain::plan::Root;
+use crate::command::args::{documents_of, wrong_type};
+use crate::command::handshake::MAX_WRITE_BATCH_SIZE;
+use crate::engine::catalog::CollectionMeta;
+use crate::engine::exec::{self, Hint, ReadRequest};
+use crate::engine::{collection, Interrupt, StoredDoc, Txn};
+use crate::error::{Error, ErrorCode, Result};
+use crate::profile::DocumentLimit;
+use crate::query::collation::Collation;
+use crate::query::expr::Variables;
+use crate::query::filter::{equality_fields, Filter};
+use crate::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
+use bson::{Bson, DateTime, Document};
+use std::sync::Arc;
+
+/// What an explained write selects: its collection, the read request and the stage above it.
+pub fn explained_selection(
+    name: &str,
+    db: &str,
+    cmd: &Document,
+    now: DateTime,
+) -> Result<(String, ReadRequest, Root)> {
+    Ok(match name {
+        "update" => {
+            let (coll, read) = update::explained(db, cmd, now)?;
+            (coll, read, Root::Update)
+        }
+        "delete" => {
+            let (coll, read) = delete::explained(db, cmd, now)?;
+            (coll, read, Root::Delete)
+        }
+        _ => {
+            let (coll, read, removes) = find_and_modify::explained(db, cmd, now)?;
+            (
+                coll,
+                read,
+                if removes { Root::Delete } else { Root::Update },
+            )
+        }
+    })
+}
+
+/// Waits for a command's writer job unless the operation is interrupted first (`maxTimeMS`,
+/// `killOp`, a closed connection); a job already queued may still commit, as a write mongod
+/// started may. A multi-document statement in batches does not race its jobs: it checks the
+/// interrupt between them, so that it stops after a whole batch.
+async fn awaiting_job<T>(
+    interrupt: &Interrupt,
+    job: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    interrupt.check()?;
+    tokio::select! {
+        outcome = job => outcome,
+        err = interrupt.interrupted() => Err(err),
+    }
+}
+
+/// mongod explains one write statement at a time.
+fn single_statement(stmts: Vec<&Document>) -> Result<&Document> {
+    match stmts.as_slice() {
+        [one] => Ok(one),
+        _ => Err(Error::new(
+            ErrorCode::InvalidLength,
+            "explained write batches must be of size 1",
+        )),
+    }
+}
+
+/// Refuses statement fields mongod does not know: `BSON field 'update.updates.x' is an unknown
+/// field.` (40415). `prefix` is the statement's path, e.g. `update.updates`.
+fn check_statement_fields(stmt: &Document, prefix: &str, known: &[&str]) -> Result<()> {
+    match stmt.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(field) => Err(Error::new(
+            ErrorCode::IDLUnknownField,
+            format!("BSON field '{prefix}.{field}' is an unknown field."),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `BSON field 'update.updates.q' is missing but a required field` (40414).
+fn missing(prefix: &str, field: &str) -> Error {
+    Error::new(
+        ErrorCode::Location40414,
+        format!("BSON field '{prefix}.{field}' is missing but a required field"),
+    )
+}
+
+/// A required document field of a statement.
+fn required_doc<'a>(stmt: &'a Document, prefix: &str, field: &str) -> Result<&'a Document> {
+    match stmt.get(field) {
+        None => Err(missing(prefix, field)),
+        Some(Bson::Document(d)) => Ok(d),
+        Some(other) => Err(wrong_type(prefix, field, other, "object")),
+    }
+}
+
+/// The statements of a batch (`updates`, `deletes`): required, documents, and between 1 and
+/// `maxWriteBatchSize` of them.
+fn statements<'a>(cmd: &'a Document, command: &str, field: &str) -> Result<Vec<&'a Document>> {
+    if !cmd.contains_key(field) {
+        return Err(missing(command, field));
+    }
+    let stmts = documents_of(cmd, command, field)?;
+    let max = usize::try_from(MAX_WRITE_BATCH_SIZE).unwrap_or(usize::MAX);
+    if stmts.is_empty() || stmts.len() > max {
+        return Err(Error::write_batch_size(stmts.len()));
+    }
+    Ok(stmts)
+}
+
+/// `hint` must be a string or a document when present (its index is checked at run time).
+fn hint_arg(stmt: &Document) -> Result<Option<Bson>> {
+    match stmt.get("hint") {
+        None => Ok(None),
+        Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
+        Some(_) => Err(Error::failed_to_parse(
+            "Hint must be either a string or nested object",
+        )),
+    }
+}
+
+/// A statement's `collation`: `None` when absent or empty (the collection's default applies),
+/// else the parsed collation (`Some(None)`: simple).
+fn collation_of(collation: Option<&Document>) -> Result<Option<Option<Collation>>> {
+    match collation {
+        Some(c) if !c.is_empty() => Collation::parse(c).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Whether an update compares strings outside its query, where mongod applies the collation
+/// too: array filters, pipelines, `$pull`, `$pullAll`, `$addToSet`, `$min`, `$max`, and
+/// `$push` with `$sort`. Those compare by bytes here.
+fn update_compares_strings(u: &Bson, array_filters: Option<&[Document]>) -> bool {
+    if array_filters.is_some_and(|f| !f.is_empty()) {
+        return true;
+    }
+    match u {
+        Bson::Document(ops) => ops.iter().any(|(op, arg)| match op.as_str() {
+            "$pull" | "$pullAll" | "$addToSet" | "$min" | "$max" => true,
+            "$push" => matches!(arg, Bson::Document(fields) if fields.values().any(
+                |v| matches!(v, Bson::Document(m) if m.contains_key("$sort"))
+            )),
+            _ => false,
+        }),
+        _ => true,
+    }
+}
+
+/// Refuses, rather than half applies, an update that compares strings outside its query (see
+/// [`update_compares_strings`]) under a collation other than simple (its own, else the
+/// collection's).
+fn refuse_collated_update(meta: &CollectionMeta, query: &ReadRequest) -> Result<()> {
+    if query.for_collection(meta)?.collation.is_some() {
+        return Err(Error::new(
+            ErrorCode::NotImplemented,
+            "under a collation other than simple, updates with arrayFilters, pipelines, $pull, \
+             $pullAll, $addToSet, $min, $max or $push with $sort are not supported by this \
+             server",
+        ));
+    }
+    Ok(())
+}
+
+/// The `u` of an update statement or the `update` of findAndModify: a document (replacement or
+/// operators) or a pipeline.
+fn parse_update(value: &Bson, vars: &Variables) -> Result<Update> {
+    match value {
+        Bson::Document(d) => Update::parse(d),
+        Bson::Array(stages) => {
+            let stages: Vec<Document> = stages
+                .iter()
+                .map(|s| match s {
+                    Bson::Document(d) => Ok(d.clone()),
+                    _ => Err(Error::type_mismatch(
+                        "Each element of the 'pipeline' array must be an object",
+                    )),
+                })
+                .collect::<Result<_>>()?;
+            Update::parse_pipeline(&stages, vars)
+        }
+        _ => Err(Error::failed_to_parse(
+            "Update argument must be either an object or an array",
+        )),
+    }
+}
+
+/// The variables a write's expressions see: its `let` option and `$$NOW`.
+fn command_variables(cmd: &Document, command: &str, now: DateTime) -> Result<Variables> {
+    Variables::new(now).with_let(crate::command::args::optional_doc(cmd, command, "let")?)
+}
+
+/// `arrayFilters`: an array of documents.
+fn array_filter_docs(stmt: &Document, prefix: &str) -> Result<Option<Vec<Document>>> {
+    match stmt.get("arrayFilters") {
+        None => Ok(None),
+        Some(Bson::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Bson::Document(d) => Ok(d.clone()),
+                other => Err(wrong_type(
+                    prefix,
+                    &format!("arrayFilters.{i}"),
+                    other,
+                    "object",
+                )),
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(other) => Err(wrong_type(prefix, "arrayFilters", other, "array")),
+    }
+}
+
+/// What a statement selects: its filter, and for a single-document statement its sort, hint and
+/// limit of one. The filter's source is kept for upsert seeds.
+fn selection(
+    filter: &Document,
+    sort: Document,
+    hint: Option<&Bson>,
+    just_one: bool,
+    collation: Option<Option<Collation>>,
+    vars: &Variables,
+) -> Result<ReadRequest> {
+    let mut query = ReadRequest::with_variables(filter.clone(), vars.clone())?
+        .requested_collation(collation)?
+        .sorted(sort)?;
+    query.hint = Hint::parse(hint)?;
+    if just_one {
+        query.limit = Some(1);
+    }
+    Ok(query)
+}
+
+/// The documents a statement acts on, selected by the executor as of this point in the group.
+fn targets(
+    txn: &Txn<'_>,
+    meta: &CollectionMeta,
+    query: &ReadRequest,
+    now: i64,
+    interrupt: &Arc<Interrupt>,
+) -> Result<Vec<StoredDoc>> {
+    exec::select_in_txn(txn, meta, query, now, Arc::clone(interrupt))
+}
+
+/// Applies `update` to a matched document. `Some(new)` only when the result differs byte for
+/// byte from what is stored: a document the update leaves as it was is not rewritten, so its
+/// `_ts` stays (TTL-15) and it does not count in `nModified`.
+fn apply_update(
+    stored: &StoredDoc,
+    update: &Update,
+    filters: &ArrayFilters,
+    filter: &Filter,
+    (at, limit): (DateTime, DocumentLimit),
+) -> Result<Option<Document>> {
+    let mut doc = stored.doc.clone();
+    let ctx = UpdateContext {
+        now: at,
+        is_upsert_insert: false,
+        array_filters: filters,
+        positional_match: filter.positional_match(&stored.doc),
+    };
+    update.apply(&mut doc, &ctx)?;
+    // Compare bytes, not `Document`s: `Document` equality ignores field order, and a
+    // replacement that only reorders fields is a change.
+    let mut bytes = Vec::with_capacity(stored.record.body.len());
+    doc.to_writer(&mut bytes)
+        .map_err(|e| Error::internal(format!("cannot encode document: {e}")))?;
+    if bytes == stored.record.body {
+        return Ok(None);
+    }
+    limit.check(bytes.len())?;
+    Ok(Some(doc))
+}
+
+/// Stores `new` in place of `old`: the operation log records a replacement as the whole new
+/// document and any other update as its difference, as mongod's does.
+fn store_change(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    old: &StoredDoc,
+    new: &Document,
+    update: &Update,
+    now: i64,
+) -> Result<()> {
+    if update.is_replacement() {
+        collection::replace(txn, meta, old, new, now)
+    } else {
+        collection::update(txn, meta, old, new, now)
+    }
+}
+
+/// The document an upsert inserts when nothing matched: the query's equality fields with the
+/// update applied as an insert (`$setOnInsert` fires), `_id` first and generated when absent.
+fn upsert_document(
+    query: &ReadRequest,
+    update: &Update,
+    filters: &ArrayFilters,
+    at: DateTime,
+) -> Result<Document> {
+    let ctx = UpdateContext {
+        now: at,
+        is_upsert_insert: true,
+        array_filters: filters,
+        positional_match: None,
+    };
+    let seed = match update {
+        // A replacement takes only `_id` from the query, and may not change it (66, as mongod).
+        Update::Replacement(_) => {
+            let mut seed = Document::new();
+            if let Ok(equalities) = equality_fields(&query.filter_doc) {
+                if let Some(id) = equalities.get("_id") {
+                    seed.insert("_id", id.clone());
+                }
+            }
+            update.apply(&mut seed, &ctx)?;
+            seed
+        }
+        _ => upsert_seed(&equality_fields(&query.filter_doc)?, update, &ctx)?,
+    };
+    collection::prepare_for_insert(seed)
+}
