@@ -2,8 +2,8 @@
 //! from layers below it, the pure modules import nothing with I/O, and no new import circle
 //! appears between the files of `src/`.
 //!
-//! The graph is read from the source text, not from the compiler: every `crate::`, `super::` and
-//! `self::` path (in `use` trees, braces expanded, and inline) outside comments, string
+//! The graph is read from the source text, not from the compiler: every `crate::`, `super::`,
+//! `self::` and `<child module>::` path (in `use` trees, braces expanded, and inline) outside comments, string
 //! literals and test code is resolved to the deepest module file it names. A path to a name
 //! that a module re-exports therefore points at the re-exporting module, which is what a
 //! reader following the path sees. Test code (`tests.rs`, `*_tests.rs`, `#[cfg(test)] mod`
@@ -294,47 +294,136 @@ impl TreeParser<'_> {
     }
 }
 
-/// The file-level import graph: each module and the modules its code names.
+/// The file-level import graph: each module and the modules outside it that its code names. A
+/// path through a
+/// name a module re-exports (`pub use child::Name;`) is followed to the re-export's source, as
+/// the compiler resolves it: the edge names the real home, and the re-exporting module keeps
+/// its own edge to that home.
 fn import_graph(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     let files = module_files(src);
-    let mut graph = BTreeMap::new();
+    let mut paths: BTreeMap<Module, Vec<(Vec<String>, bool)>> = BTreeMap::new();
     for (module, path) in &files {
         let text = std::fs::read_to_string(path).unwrap();
         let code = without_test_modules(&code_only(&text));
-        let mut targets = BTreeSet::new();
-        for keyword in ["crate", "super", "self"] {
-            let pattern = format!("{keyword}::");
-            for (at, _) in code.match_indices(&pattern) {
-                let before = code[..at].chars().next_back();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
-                    continue;
+        paths.insert(module.clone(), named_paths(module, &files, &code));
+    }
+    // What each module re-exports: the name it gives and the module the name comes from.
+    let mut reexports: BTreeMap<Module, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    for (module, named) in &paths {
+        for (path, public_use) in named {
+            if let (true, Some(name)) = (*public_use, path.last()) {
+                if name != "*" {
+                    reexports
+                        .entry(module.clone())
+                        .or_default()
+                        .insert(name.clone(), path.clone());
                 }
-                for segments in use_tree(&code[at + pattern.len()..]) {
-                    let (mut base, mut rest): (Module, &[String]) = match keyword {
-                        "crate" => (Vec::new(), &segments),
-                        "self" => (module.clone(), &segments),
-                        _ => (module[..module.len().saturating_sub(1)].to_vec(), &segments),
-                    };
-                    while rest.first().is_some_and(|s| s == "super") {
-                        base.pop();
-                        rest = &rest[1..];
-                    }
-                    base.extend(rest.iter().filter(|s| *s != "self" && *s != "*").cloned());
-                    let target = (1..=base.len())
-                        .rev()
-                        .map(|k| base[..k].to_vec())
-                        .find(|m| files.contains_key(m));
-                    if let Some(target) = target {
-                        if &target != module {
-                            targets.insert(target);
-                        }
-                    }
+            }
+        }
+    }
+    let mut graph = BTreeMap::new();
+    for (module, named) in &paths {
+        let mut targets = BTreeSet::new();
+        for (path, _) in named {
+            if let Some(target) = resolve(path, &files, &reexports) {
+                // A module's own submodules are part of it (a folder's `mod.rs` uses its
+                // children, the children the folder's shared items): an edge down into them is
+                // no import between modules.
+                if !target.starts_with(module) {
+                    targets.insert(target);
                 }
             }
         }
         graph.insert(module.clone(), targets);
     }
     graph
+}
+
+/// The deepest module file `path` names, following re-exports (a few hops at most).
+fn resolve(
+    path: &[String],
+    files: &BTreeMap<Module, PathBuf>,
+    reexports: &BTreeMap<Module, BTreeMap<String, Vec<String>>>,
+) -> Option<Module> {
+    let mut path = path.to_vec();
+    for _ in 0..8 {
+        let home = (1..=path.len())
+            .rev()
+            .map(|k| path[..k].to_vec())
+            .find(|m| files.contains_key(m))?;
+        let next = path.get(home.len());
+        match next.and_then(|name| reexports.get(&home)?.get(name)) {
+            Some(source) if source.as_slice() != path.as_slice() => {
+                let mut followed = source.clone();
+                followed.extend(path.iter().skip(home.len() + 1).cloned());
+                path = followed;
+            }
+            _ => return Some(home),
+        }
+    }
+    None
+}
+
+/// Every path `code` (of `module`) names, made absolute, and whether it is a public `use` (a
+/// re-export). A path may start at `crate::`, `super::`, `self::` or a child module's bare
+/// name (`use child::x;`, `child::f()`), which Rust resolves as `self::child`.
+fn named_paths(
+    module: &Module,
+    files: &BTreeMap<Module, PathBuf>,
+    code: &str,
+) -> Vec<(Vec<String>, bool)> {
+    let children = files
+        .keys()
+        .filter(|m| m.len() == module.len() + 1 && m.starts_with(module))
+        .filter_map(|m| m.last().cloned());
+    let keywords = ["crate", "super", "self"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(children);
+    let mut named = Vec::new();
+    for keyword in keywords {
+        let pattern = format!("{keyword}::");
+        for (at, _) in code.match_indices(&pattern) {
+            let before = code[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
+                continue;
+            }
+            let public_use = is_public_use(&code[..at]);
+            for segments in use_tree(&code[at + pattern.len()..]) {
+                let (mut base, mut rest): (Module, &[String]) = match keyword.as_str() {
+                    "crate" => (Vec::new(), &segments),
+                    "self" => (module.clone(), &segments),
+                    "super" => (module[..module.len().saturating_sub(1)].to_vec(), &segments),
+                    child => {
+                        let mut base = module.clone();
+                        base.push(child.to_owned());
+                        (base, &segments)
+                    }
+                };
+                while rest.first().is_some_and(|s| s == "super") {
+                    base.pop();
+                    rest = &rest[1..];
+                }
+                base.extend(rest.iter().filter(|s| *s != "self").cloned());
+                named.push((base, public_use));
+            }
+        }
+    }
+    named
+}
+
+/// Whether the path starting right after `head` is the tree of a `pub use` (any visibility).
+fn is_public_use(head: &str) -> bool {
+    let Some(head) = head.trim_end().strip_suffix("use") else {
+        return false;
+    };
+    let head = head.trim_end();
+    head.ends_with("pub")
+        || (head.ends_with(')')
+            && head
+                .rsplit("pub")
+                .next()
+                .is_some_and(|v| v.trim_start().starts_with('(') && !v.contains(';')))
 }
 
 /// The strongly connected components of more than one module (Tarjan's algorithm, iterative).

@@ -308,7 +308,7 @@ impl<'a> Txn<'a> {
     pub(super) fn finish(self) -> Result<(WriteBatch, bool)> {
         // The overlay holds each key once: its runs become the batch's as they are.
         let (writes, changed) = self.finish_writes()?;
-        Ok((writes.into_batch(), changed))
+        Ok((WriteBatch::of_overlay(writes), changed))
     }
 
     /// The group's pending writes, with each changed counter written once, and whether the

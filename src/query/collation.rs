@@ -550,7 +550,7 @@ fn optional_integer(spec: &Document, field: &str, known: &mut usize) -> Result<O
     let n = match value {
         Bson::Int32(i) => Some(i64::from(*i)),
         Bson::Int64(i) => Some(*i),
-        Bson::Double(_) | Bson::Decimal128(_) => crate::query::filter::integral_value(value),
+        Bson::Double(_) | Bson::Decimal128(_) => crate::query::decimal::integral(value),
         other => {
             return Err(Error::type_mismatch(format!(
                 "Expected field \"{field}\" to have numeric type, but found {}",

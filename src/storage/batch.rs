@@ -3,7 +3,7 @@
 //!
 //! A batch holds its writes in *runs*, each a `Vec` of writes to one keyspace: writes pushed one
 //! by one extend the last run while they go to its keyspace, and a group's pending writes become
-//! a batch with their runs taken as they are ([`super::overlay::Overlay::into_batch`]), so a
+//! a batch with their runs taken as they are ([`WriteBatch::of_overlay`]), so a
 //! group holds each write once, and committing it moves no write into another list. A batch can
 //! also share a group's pending writes instead of taking them ([`WriteBatch::of_group`]), so the
 //! next group can read them while this one is committed.
@@ -51,6 +51,13 @@ impl WriteBatch {
         batch
     }
 
+    /// Every pending write of `overlay`, consumed, as a batch that holds each key once: each
+    /// keyspace's runs become the batch's runs as they are, so committing a group moves no write
+    /// into another list.
+    pub fn of_overlay(overlay: Overlay) -> Self {
+        WriteBatch::with_unique_keys(overlay.into_runs().collect())
+    }
+
     /// A batch of a group's pending writes, shared rather than taken, so the group after it can
     /// read them while this batch is committed. Each key is written once (an overlay holds each
     /// key once), so a backend applies them with no order and no deduplication.
@@ -76,7 +83,7 @@ impl WriteBatch {
             return;
         };
         let overlay = Arc::try_unwrap(group).unwrap_or_else(|shared| (*shared).clone());
-        let mut runs = overlay.into_batch().runs;
+        let mut runs = WriteBatch::of_overlay(overlay).runs;
         runs.append(&mut self.runs);
         self.runs = runs;
     }
@@ -302,7 +309,7 @@ mod tests {
         }
         overlay.delete(Keyspace::Expiry, b"x".to_vec());
         overlay.put(Keyspace::Catalog, b"k".to_vec(), b"v".to_vec());
-        let taken = overlay.clone().into_batch();
+        let taken = WriteBatch::of_overlay(overlay.clone());
         let shared = Arc::new(overlay);
         let batch = WriteBatch::of_group(Arc::clone(&shared));
         assert_eq!(

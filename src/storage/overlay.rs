@@ -7,8 +7,9 @@
 //! Owns: the pending entries and the merge order. Does not own: what the entries mean, or when
 //! they are committed (the engine's writer).
 
+use super::pending::Entry;
 pub use super::pending::Pending;
-use super::{KeyValue, Keyspace, Snapshot, StorageError, WriteBatch};
+use super::{KeyValue, Keyspace, Snapshot, StorageError};
 use std::iter::Peekable;
 use std::ops::Bound;
 use std::sync::Arc;
@@ -91,15 +92,13 @@ impl Overlay {
         })
     }
 
-    /// Every pending write, consumed, as a batch that holds each key once: each keyspace's runs
-    /// become the batch's runs as they are, so committing a group moves no write into another
-    /// list ([`super::WriteBatch`]).
-    pub fn into_batch(self) -> WriteBatch {
-        let runs = Keyspace::ALL
+    /// Every pending write, consumed, as runs of one keyspace each that hold each key once
+    /// (what [`super::WriteBatch::of_overlay`] commits as they are).
+    pub(super) fn into_runs(self) -> impl Iterator<Item = (Keyspace, Vec<Entry>)> {
+        Keyspace::ALL
             .into_iter()
             .zip(self.keyspaces)
-            .flat_map(|(keyspace, pending)| pending.into_runs().map(move |run| (keyspace, run)));
-        WriteBatch::with_unique_keys(runs.collect())
+            .flat_map(|(keyspace, pending)| pending.into_runs().map(move |run| (keyspace, run)))
     }
 }
 

@@ -166,3 +166,17 @@ pub(crate) fn nearest_i64(d: &BsonDecimal) -> Option<(i64, bool)> {
 pub(crate) fn exact_i64(d: &BsonDecimal) -> Option<i64> {
     nearest_i64(d).and_then(|(n, exact)| exact.then_some(n))
 }
+
+/// Any BSON number as an exact integer, if it has no fractional part and fits an `i64`
+/// (a Decimal128 judged through its nearest double, as the filter's and the options' readers
+/// always have); `None` for anything else.
+pub(crate) fn integral(value: &bson::Bson) -> Option<i64> {
+    let f = match value {
+        bson::Bson::Int32(i) => return Some(i64::from(*i)),
+        bson::Bson::Int64(i) => return Some(*i),
+        bson::Bson::Double(d) => *d,
+        bson::Bson::Decimal128(d) => bson_to_f64(d),
+        _ => return None,
+    };
+    (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
+}

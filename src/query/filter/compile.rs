@@ -231,7 +231,7 @@ fn type_selector(value: &Bson) -> Result<TypeSel> {
             .map(|(_, code)| TypeSel::Code(*code))
             .ok_or_else(|| Error::bad_value(format!("Unknown type name alias: {name}"))),
         v if is_number(v) => {
-            let code = integral(v).and_then(|n| i32::try_from(n).ok());
+            let code = crate::query::decimal::integral(v).and_then(|n| i32::try_from(n).ok());
             match code {
                 Some(c) if c == -1 || c == 127 || (1..=19).contains(&c) => Ok(TypeSel::Code(c)),
                 _ => Err(Error::bad_value(format!(
@@ -243,23 +243,6 @@ fn type_selector(value: &Bson) -> Result<TypeSel> {
         _ => Err(Error::type_mismatch(
             "type must be represented as a number or a string",
         )),
-    }
-}
-
-/// The value as an exact integer, if it is a number with no fractional part.
-pub(crate) fn integral(value: &Bson) -> Option<i64> {
-    match value {
-        Bson::Int32(i) => Some(i64::from(*i)),
-        Bson::Int64(i) => Some(*i),
-        Bson::Double(d) if d.fract() == 0.0 && d.abs() < 9.2e18 => Some(*d as i64),
-        Bson::Decimal128(_) => {
-            let f = crate::query::compare::Number::of(value).map(|n| match n {
-                crate::query::compare::Number::Decimal(d) => d.to_f64(),
-                _ => f64::NAN,
-            })?;
-            (f.fract() == 0.0 && f.abs() < 9.2e18).then_some(f as i64)
-        }
-        _ => None,
     }
 }
 
@@ -275,9 +258,8 @@ fn size(arg: &Bson) -> Result<usize> {
             }
             *d as i64
         }
-        Bson::Decimal128(_) => {
-            integral(arg).ok_or_else(|| Error::bad_value("$size must be a whole number"))?
-        }
+        Bson::Decimal128(_) => crate::query::decimal::integral(arg)
+            .ok_or_else(|| Error::bad_value("$size must be a whole number"))?,
         _ => return Err(Error::bad_value("$size needs a number")),
     };
     usize::try_from(n).map_err(|_| Error::bad_value("$size may not be negative"))

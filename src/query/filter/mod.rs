@@ -32,8 +32,8 @@ pub(crate) use in_set::InSet;
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+pub(crate) use crate::query::decimal::integral as integral_value;
 pub use compile::equality_fields;
-pub(crate) use compile::integral as integral_value;
 
 /// A compiled query filter.
 #[derive(Debug, Clone)]
