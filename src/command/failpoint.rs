@@ -405,7 +405,7 @@ fn supports_write_concern(command: CommandName, body: &Document) -> bool {
             .and_then(Bson::as_document)
             .and_then(|stage| stage.keys().next())
             .is_some_and(|stage| stage == "$out" || stage == "$merge"),
-        other => super::replset::concern::takes_write_concern(other),
+        other => other.has(super::Fact::WriteConcern),
     }
 }
 

@@ -29,6 +29,7 @@ mod error_labels;
 mod explain;
 mod failpoint;
 mod find;
+mod generic;
 mod handshake;
 mod index;
 mod insert;
@@ -47,6 +48,7 @@ pub mod secrets;
 mod session_id;
 mod session_registry;
 mod sessions;
+mod spec;
 mod stats;
 mod table;
 mod testing;
@@ -56,6 +58,7 @@ mod users;
 mod users_account;
 mod users_info;
 mod validate;
+mod values;
 mod write;
 
 pub use authz::startup_warnings;
@@ -64,7 +67,7 @@ pub use introspection::MONGODB_VERSION;
 pub use operations::watch_request_time;
 pub use replset::{exhaust_next, is_awaitable_hello};
 pub use session_registry::SessionRegistry;
-pub use table::{CommandName, Scope};
+pub use table::{CommandName, Fact, Scope, Target};
 pub use users_account::ensure_account;
 
 use crate::clock::Deadline;
@@ -75,6 +78,7 @@ pub use crate::protocol::Reply;
 use crate::query::guard;
 use crate::status::OpKind;
 use bson::{Bson, Document};
+use generic::GenericArgs;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -140,10 +144,12 @@ pub async fn execute(
     interrupt: Arc<Interrupt>,
 ) -> (String, Outcome) {
     let name = body.keys().next().cloned().unwrap_or_default();
+    // Taken once; every envelope step below reads its generic field from here.
+    let generic = GenericArgs::take(&body);
     let run = run(
         shared,
         conn,
-        &name,
+        (&name, &generic),
         (&body, documents.as_ref()),
         legacy_db,
         interrupt,
@@ -158,7 +164,7 @@ pub async fn execute(
     if let (Some(rs), Outcome::Reply(reply)) = (&shared.replica_set, &mut outcome) {
         if let (Some(command), Reply::Document(doc)) = (CommandName::from_name(&name), &mut *reply)
         {
-            error_labels::add(command, &body, doc);
+            error_labels::add(command, &generic, doc);
         }
         replset::decorate(rs, shared, reply);
     }
@@ -168,7 +174,7 @@ pub async fn execute(
 async fn run(
     shared: &Arc<Shared>,
     conn: &mut Connection,
-    name: &str,
+    (name, generic): (&str, &GenericArgs<'_>),
     (body, documents): (&Arc<Document>, Option<&Arc<RawDocuments>>),
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
@@ -215,6 +221,7 @@ async fn run(
         ));
     }
     let session = operation_session::parse(
+        generic,
         body,
         command,
         &conn.authenticated,
@@ -227,7 +234,7 @@ async fn run(
         failpoint::Before::Close => return Ok(Outcome::Close),
     }
     let replicated = shared.replica_set.is_some();
-    args::check_write_concern(body, replicated)?;
+    args::check_write_concern(generic.write_concern, replicated)?;
     cluster_fields::check(name, body)?;
     if let Some(rs) = &shared.replica_set {
         replset::check_gossip(body)?;
@@ -237,7 +244,7 @@ async fn run(
             None => replset::check_read_concern(command, body, now)?,
         }
     }
-    if let Some(millis) = max_time_ms(body)? {
+    if let Some(millis) = generic.max_time_ms()? {
         interrupt.set_deadline(Some(Deadline::after_millis(millis)));
     }
     shared.counters.count(OpKind::Command, 1);
@@ -317,34 +324,6 @@ async fn run(
     }))
 }
 
-/// The command's `maxTimeMS` in milliseconds; `None` when absent or 0 (no limit). mongod's
-/// `parseMaxTimeMS`: a number, integral, between 0 and 2^31 - 1, else 2 BadValue.
-fn max_time_ms(body: &Document) -> Result<Option<u64>> {
-    let Some(value) = body.get("maxTimeMS") else {
-        return Ok(None);
-    };
-    let (millis, integral) = match value {
-        Bson::Int32(n) => (i64::from(*n), true),
-        Bson::Int64(n) => (*n, true),
-        // mongod's safeNumberLong: saturating, NaN as 0.
-        Bson::Double(d) => (*d as i64, d.is_nan() || d.floor() == *d),
-        Bson::Decimal128(d) => {
-            let d = crate::query::decimal::bson_to_f64(d);
-            (d as i64, true)
-        }
-        _ => return Err(Error::bad_value("maxTimeMS must be a number")),
-    };
-    if !(0..=i64::from(i32::MAX)).contains(&millis) {
-        return Err(Error::bad_value(format!(
-            "{millis} value for maxTimeMS is out of range"
-        )));
-    }
-    if !integral {
-        return Err(Error::bad_value("maxTimeMS has non-integral value"));
-    }
-    Ok(u64::try_from(millis).ok().filter(|ms| *ms > 0))
-}
-
 /// Runs a command that reads storage on the blocking pool. The closure owns what it uses: the
 /// shared state, the body (shared) and the database name.
 async fn blocking<R: Into<Reply> + Send + 'static>(
@@ -394,7 +373,7 @@ async fn awaiting_writer(
 pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
     match CommandName::from_name(name) {
         // Cosmos's own commands exist only in its profile: mongod has none of them.
-        Some(c) if cosmos::only_in_cosmos(c) && !shared.config.profile.is_cosmos() => Err(
+        Some(c) if c.has(Fact::CosmosOnly) && !shared.config.profile.is_cosmos() => Err(
             Error::new(ErrorCode::CommandNotFound, format!("no such command: '{name}'")),
         ),
         Some(c) if !c.scope().is_test() || shared.config.enable_test_commands => Ok(c),
@@ -530,45 +509,6 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::GrantRolesToUser => awaiting_writer(req, users::change_roles(shared, req, true)).await,
         C::RevokeRolesFromUser => {
             awaiting_writer(req, users::change_roles(shared, req, false)).await
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bson::doc;
-
-    #[test]
-    fn max_time_ms_is_read_as_mongod_reads_it() {
-        let parse = |v: Bson| max_time_ms(&doc! {"find": "c", "maxTimeMS": v});
-        assert_eq!(max_time_ms(&doc! {"ping": 1}).unwrap(), None);
-        assert_eq!(parse(Bson::Int32(0)).unwrap(), None, "0 is no limit");
-        assert_eq!(parse(Bson::Int32(250)).unwrap(), Some(250));
-        assert_eq!(
-            parse(Bson::Int64(i64::from(i32::MAX))).unwrap(),
-            Some(2_147_483_647)
-        );
-        assert_eq!(parse(Bson::Double(1000.0)).unwrap(), Some(1000));
-        for (value, message) in [
-            (Bson::String("1".into()), "maxTimeMS must be a number"),
-            (Bson::Boolean(true), "maxTimeMS must be a number"),
-            (Bson::Null, "maxTimeMS must be a number"),
-            (Bson::Int32(-1), "-1 value for maxTimeMS is out of range"),
-            (
-                Bson::Int64(1 << 31),
-                "2147483648 value for maxTimeMS is out of range",
-            ),
-            (Bson::Double(-0.5), "maxTimeMS has non-integral value"),
-            (Bson::Double(2.5), "maxTimeMS has non-integral value"),
-            (
-                Bson::Double(1e300),
-                "9223372036854775807 value for maxTimeMS is out of range",
-            ),
-        ] {
-            let err = parse(value.clone()).unwrap_err();
-            assert_eq!(err.code, ErrorCode::BadValue, "{value}");
-            assert_eq!(err.message, message, "{value}");
         }
     }
 }

@@ -6,7 +6,7 @@
 //! (`engine::interrupt`): `killOp` only sets the kill flag the operation checks.
 
 use super::args::{is_generic, type_name};
-use super::{CommandName, Connection, Request, Shared};
+use super::{CommandName, Connection, Fact, Request, Shared, Target};
 use crate::clock::Stopwatch;
 use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode, Result};
@@ -54,20 +54,8 @@ struct RunningOp {
     started: Stopwatch,
     started_at: bson::DateTime,
     interrupt: Arc<Interrupt>,
-    /// Whether the profile's request time limit applies ([`time_limited`]).
+    /// Whether the profile's request time limit applies (not to [`Fact::NoRequestTimeLimit`]).
     time_limited: bool,
-}
-
-/// Whether the profile's request time limit applies to a command: not to `hello` (its wait is
-/// bounded by `maxAwaitTimeMS`) nor to `getMore` (a cursor's later batches).
-fn time_limited(name: CommandName) -> bool {
-    !matches!(
-        name,
-        CommandName::Hello
-            | CommandName::IsMaster
-            | CommandName::IsMasterLower
-            | CommandName::GetMore
-    )
 }
 
 /// The registry of running operations, keyed by op id.
@@ -129,7 +117,7 @@ impl OpRegistry {
             started: Stopwatch::start(),
             started_at: shared.clock.now_datetime(),
             interrupt: Arc::clone(&req.interrupt),
-            time_limited: time_limited(req.name),
+            time_limited: !req.name.has(Fact::NoRequestTimeLimit),
         };
         self.ops().insert(opid, op);
         OpGuard {
@@ -233,27 +221,10 @@ fn op_type(name: CommandName) -> &'static str {
 
 /// `db.collection` for commands on a collection, `db.$cmd` for the others.
 fn namespace(req: &Request<'_>) -> String {
-    use CommandName as C;
-    let collection = match req.name {
-        C::GetMore => req.body.get_str("collection").ok(),
-        C::Find
-        | C::Count
-        | C::Distinct
-        | C::Aggregate
-        | C::Insert
-        | C::Update
-        | C::Delete
-        | C::FindAndModify
-        | C::FindAndModifyLower
-        | C::Create
-        | C::Drop
-        | C::CreateIndexes
-        | C::ListIndexes
-        | C::DropIndexes
-        | C::CollMod
-        | C::CollStats
-        | C::Validate => req.body.get_str(req.name.name()).ok(),
-        _ => None,
+    let collection = match req.name.target() {
+        Target::Cursor => req.body.get_str("collection").ok(),
+        Target::Collection => req.body.get_str(req.name.name()).ok(),
+        Target::Database => None,
     };
     format!("{}.{}", req.db, collection.unwrap_or("$cmd"))
 }

@@ -11,7 +11,7 @@
 //! itself; `w` above 1 or a tag cannot be satisfied by one member, and, as on mongod, the write
 //! is still applied and the reply carries a `writeConcernError`.
 
-use crate::command::CommandName;
+use crate::command::{CommandName, Fact};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document, Timestamp};
 
@@ -143,7 +143,7 @@ fn supports(command: CommandName, level: &str) -> bool {
 
 /// A `writeConcernError` for a write concern one member cannot satisfy, or `None`.
 pub fn write_concern_error(command: CommandName, body: &Document) -> Option<Document> {
-    if !takes_write_concern(command) {
+    if !command.has(Fact::WriteConcern) {
         return None;
     }
     let wc = body.get_document("writeConcern").ok()?;
@@ -184,35 +184,6 @@ pub fn write_concern_error(command: CommandName, body: &Document) -> Option<Docu
         "errmsg": message,
         "errInfo": {"writeConcern": shown},
     })
-}
-
-/// The commands that take a `writeConcern` (they write); an `aggregate` ending in `$out` or
-/// `$merge` also does (`failpoint`), though its concern is not checked here.
-pub(in crate::command) fn takes_write_concern(command: CommandName) -> bool {
-    use CommandName as C;
-    matches!(
-        command,
-        C::Insert
-            | C::Update
-            | C::Delete
-            | C::FindAndModify
-            | C::FindAndModifyLower
-            | C::Create
-            | C::Drop
-            | C::DropDatabase
-            | C::RenameCollection
-            | C::CreateIndexes
-            | C::DropIndexes
-            | C::CollMod
-            | C::CreateUser
-            | C::UpdateUser
-            | C::DropUser
-            | C::DropAllUsersFromDatabase
-            | C::GrantRolesToUser
-            | C::RevokeRolesFromUser
-            | C::CommitTransaction
-            | C::AbortTransaction
-    )
 }
 
 fn pack(t: Timestamp) -> u64 {
