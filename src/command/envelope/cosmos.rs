@@ -5,8 +5,8 @@
 //! rules on indexes, sorts, documents and shard keys apply where those are decided
 //! ([`crate::profile`]).
 
-use super::table::Fact;
-use super::{CommandName, Request, Shared};
+use super::super::table::Fact;
+use super::super::{CommandName, Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::refusal::refuse;
 use crate::profile::{Profile, Rule};

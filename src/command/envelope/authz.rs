@@ -6,8 +6,8 @@
 //! Owns the command → privilege map. Does not own what a role grants (`auth::roles`), how users
 //! authenticate (SASL), or where users are stored (the engine's catalog).
 
-use super::context::AuthenticatedUser;
-use super::{CommandName, Connection, Fact, Reply, Request, Shared};
+use super::super::context::AuthenticatedUser;
+use super::super::{CommandName, Connection, Fact, Reply, Request, Shared};
 use crate::auth::roles::{self, Action, Resource, ResourcePattern};
 use crate::auth::RoleName;
 use crate::config::Config;
@@ -207,11 +207,17 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::Delete => on_target(&[A::Remove]),
         C::FindAndModify | C::FindAndModifyLower => {
             let mut needs = on_target(&[A::Find]);
-            if body.get("remove").is_some_and(super::args::is_truthy) {
+            if body
+                .get("remove")
+                .is_some_and(super::super::args::is_truthy)
+            {
                 needs.push((target, &[A::Remove]));
             } else {
                 needs.push((target, &[A::Update]));
-                if body.get("upsert").is_some_and(super::args::is_truthy) {
+                if body
+                    .get("upsert")
+                    .is_some_and(super::super::args::is_truthy)
+                {
                     needs.push((target, &[A::Insert]));
                 }
             }
@@ -250,8 +256,8 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::CreateIndexes => on_target(&[A::CreateIndex]),
         C::ListIndexes => on_target(&[A::ListIndexes]),
         C::DropIndexes => on_target(&[A::DropIndex]),
-        C::CustomAction => super::cosmos_custom::needs(db, body),
-        C::ShardCollection => super::cosmos_custom::shard_collection_needs(db, body),
+        C::CustomAction => super::super::cosmos_custom::needs(db, body),
+        C::ShardCollection => super::super::cosmos_custom::shard_collection_needs(db, body),
         C::CollMod => on_target(&[A::CollMod]),
         C::GetParameter => cluster(&[A::GetParameter]),
         C::GetLog => cluster(&[A::GetLog]),
@@ -284,7 +290,10 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
             if body
                 .get("usersInfo")
                 .and_then(Bson::as_document)
-                .is_some_and(|d| d.get("forAllDBs").is_some_and(super::args::is_truthy))
+                .is_some_and(|d| {
+                    d.get("forAllDBs")
+                        .is_some_and(super::super::args::is_truthy)
+                })
             {
                 cluster(&[A::ViewUser])
             } else {
@@ -401,7 +410,7 @@ fn any_upsert(statements: Option<&Bson>, field: &str) -> bool {
         Some(Bson::Array(items)) => items.iter().any(|s| {
             s.as_document()
                 .and_then(|d| d.get(field))
-                .is_some_and(super::args::is_truthy)
+                .is_some_and(super::super::args::is_truthy)
         }),
         _ => false,
     }
@@ -436,7 +445,10 @@ fn rename_needs(body: &Document) -> Vec<Need<'_>> {
             (dest, &[A::CreateIndex]),
         ]
     };
-    if body.get("dropTarget").is_some_and(super::args::is_truthy) {
+    if body
+        .get("dropTarget")
+        .is_some_and(super::super::args::is_truthy)
+    {
         needs.push((dest, &[A::DropCollection]));
     }
     needs
@@ -494,7 +506,7 @@ fn user_dbs(arg: Option<&Bson>) -> impl Iterator<Item = &str> {
 /// (`secrets`).
 pub fn not_authorized(db: &str, body: &Document) -> Error {
     let mut shown = String::new();
-    write_document(&mut shown, &super::secrets::for_logging(body), 0);
+    write_document(&mut shown, &super::super::secrets::for_logging(body), 0);
     Error::new(
         ErrorCode::Unauthorized,
         format!("not authorized on {db} to execute command {shown}"),

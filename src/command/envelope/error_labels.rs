@@ -7,8 +7,8 @@
 //!
 //! Owns: the rules. Does not own the errors.
 
-use super::generic::GenericArgs;
-use super::CommandName;
+use super::super::generic::GenericArgs;
+use super::super::CommandName;
 use crate::error::ErrorCode;
 use bson::{Bson, Document};
 
@@ -60,14 +60,14 @@ pub fn add(name: CommandName, generic: &GenericArgs<'_>, reply: &mut Document) {
     let mut labels: Vec<&str> = Vec::new();
     if in_transaction && !commit_or_abort {
         if let Some(code) = code.and_then(ErrorCode::from_code) {
-            labels.extend(super::transactions::labels(name, code));
+            labels.extend(super::super::transactions::labels(name, code));
         }
     } else if commit_or_abort {
         if let Some(code) = code {
             if is_retryable(code) {
                 labels.push(RETRYABLE_WRITE);
             } else if let Some(code) = ErrorCode::from_code(code) {
-                labels.extend(super::transactions::labels(name, code));
+                labels.extend(super::super::transactions::labels(name, code));
             }
         }
         if concern_code.is_some_and(is_retryable) {

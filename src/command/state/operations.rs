@@ -5,8 +5,8 @@
 //! it), op ids, and the `inprog` entries mongod reports. Does not own how an operation stops
 //! (`engine::interrupt`): `killOp` only sets the kill flag the operation checks.
 
-use super::args::{is_generic, type_name};
-use super::{CommandName, Connection, Fact, Request, Shared, Target};
+use super::super::args::{is_generic, type_name};
+use super::super::{CommandName, Connection, Fact, Request, Shared, Target};
 use crate::clock::Stopwatch;
 use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode, Result};
@@ -172,7 +172,7 @@ impl RunningOp {
             "client": self.client.as_str(),
         };
         if let Some(meta) = &self.client_metadata {
-            if let Some(app) = super::context::app_name(meta) {
+            if let Some(app) = super::identity::app_name(meta) {
                 entry.insert("appName", app);
             }
             entry.insert("clientMetadata", meta.clone());
@@ -275,7 +275,7 @@ fn with_documents<'r>(
 /// The `command` of a `currentOp` entry: secrets replaced (`secrets`), past a kilobyte a
 /// summary.
 fn reported_command(body: &Document) -> Document {
-    let body = super::secrets::for_logging(body);
+    let body = super::super::secrets::for_logging(body);
     let body = body.as_ref();
     if crate::query::size::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
         return body.clone();

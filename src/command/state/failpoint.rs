@@ -10,15 +10,15 @@
 //! Owns: the registry (mode, data, and how many times the fail point fired), mongod's rules for
 //! each mode (`FailPoint::parseBSON` and `_evaluateByMode`), and the two hooks the dispatcher
 //! calls around every command: [`before`] and [`after`]. Does not own: closing the connection
-//! (the session does, on [`super::Outcome::Close`]), nor which commands and clients the data
+//! (the session does, on [`super::super::Outcome::Close`]), nor which commands and clients the data
 //! names (`fail_command`).
 
 mod fail_command;
 mod get_more;
 mod primary_write;
 
-use super::args::type_name;
-use super::{CommandName, Connection, Request, Shared};
+use super::super::args::type_name;
+use super::super::{CommandName, Connection, Request, Shared};
 use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
@@ -313,8 +313,8 @@ pub fn after(
     command: CommandName,
     db: &str,
     body: &Document,
-    reply: super::Reply,
-) -> super::Reply {
+    reply: super::super::Reply,
+) -> super::super::Reply {
     if reply.is_error() || !supports_write_concern(command, body) {
         return reply;
     }
@@ -332,7 +332,7 @@ pub fn after(
     if let Some(labels) = &data.error_labels {
         reply.insert("errorLabels", labels.clone());
     }
-    super::Reply::Document(reply)
+    super::super::Reply::Document(reply)
 }
 
 /// Reaches `failCommand` for this command of this connection, if it applies and `acts` holds.
@@ -369,7 +369,7 @@ fn app_name<'a>(conn: &'a Connection, command: CommandName, body: &'a Document) 
         None if handshake => body.get_document("client").ok(),
         None => None,
     };
-    metadata.and_then(super::context::app_name).unwrap_or("")
+    metadata.and_then(super::identity::app_name).unwrap_or("")
 }
 
 /// The failure `failCommand` injects: `{ok: 0, errmsg, code, codeName}`, with its labels
@@ -405,7 +405,7 @@ fn supports_write_concern(command: CommandName, body: &Document) -> bool {
             .and_then(Bson::as_document)
             .and_then(|stage| stage.keys().next())
             .is_some_and(|stage| stage == "$out" || stage == "$merge"),
-        other => other.has(super::Fact::WriteConcern),
+        other => other.has(super::super::Fact::WriteConcern),
     }
 }
 

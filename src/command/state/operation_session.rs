@@ -7,11 +7,11 @@
 //! (`session_registry`), what a retry returns (`retryable`), nor the transactions
 //! (`transactions`).
 
-use super::context::AuthenticatedUser;
-use super::generic::GenericArgs;
+use super::super::generic::GenericArgs;
+use super::super::table::Fact;
+use super::super::CommandName;
+use super::identity::AuthenticatedUser;
 use super::session_id::SessionId;
-use super::table::Fact;
-use super::CommandName;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Bson, Document};
 
@@ -70,7 +70,7 @@ pub fn parse(
         None => None,
         Some(Bson::Int64(n)) => Some(*n),
         Some(other) => {
-            return Err(super::args::wrong_type(
+            return Err(super::super::args::wrong_type(
                 "OperationSessionInfo",
                 "txnNumber",
                 other,
@@ -165,7 +165,7 @@ fn optional_bool(value: Option<&Bson>, field: &str) -> Result<Option<bool>> {
     match value {
         None => Ok(None),
         Some(Bson::Boolean(b)) => Ok(Some(*b)),
-        Some(other) => Err(super::args::wrong_type(
+        Some(other) => Err(super::super::args::wrong_type(
             "OperationSessionInfo",
             field,
             other,
