@@ -12,6 +12,7 @@ use crate::auth::roles::{self, Action, Resource, ResourcePattern};
 use crate::auth::RoleName;
 use crate::config::Config;
 use crate::error::{Error, ErrorCode, Result};
+use crate::pipeline::lite::{Involvement, LitePipeline};
 use bson::{Bson, Document};
 use std::fmt::Write;
 
@@ -224,14 +225,15 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
             needs
         }
         C::Aggregate => {
-            let mut needs = match first_stage(body) {
+            let pipeline = LitePipeline::of(body.get("pipeline"));
+            let mut needs = match pipeline.first() {
                 Some("$collStats") => on_target(&[A::CollStats]),
                 Some("$indexStats") => on_target(&[A::IndexStats]),
                 Some("$currentOp") => cluster(&[A::Inprog]),
                 Some("$changeStream") => on_target(&[A::Find, A::ChangeStream]),
                 _ => on_target(&[A::Find]),
             };
-            needs.extend(pipeline_needs(db, body.get("pipeline")));
+            needs.extend(pipeline_needs(db, &pipeline));
             needs
         }
         C::Explain => match body.get("explain") {
@@ -329,80 +331,30 @@ fn target_of<'a>(name: CommandName, db: &'a str, body: &'a Document) -> Resource
     }
 }
 
-/// What the stages of a pipeline need beyond its source: `find` on every collection `$lookup`,
-/// `$graphLookup` and `$unionWith` read (their sub-pipelines and `$facet`'s included), `insert`
-/// and `remove` on `$out`'s target, `insert` and `update` on `$merge`'s. Walked without
-/// recursion: the nesting is the client's.
-fn pipeline_needs<'a>(db: &'a str, pipeline: Option<&'a Bson>) -> Vec<Need<'a>> {
+/// What the stages of a pipeline need beyond its source, from what it names
+/// ([`LitePipeline::involved`]): `find` on every collection it reads, `insert` and `remove`
+/// on `$out`'s target, `insert` and `update` on `$merge`'s.
+fn pipeline_needs<'a>(db: &'a str, pipeline: &LitePipeline<'a>) -> Vec<Need<'a>> {
     use Action as A;
     let mut needs = Vec::new();
-    let mut pending: Vec<&'a Bson> = pipeline.into_iter().collect();
-    let collection = |db: &'a str, coll: &'a str| Resource::Collection {
-        db,
-        collection: coll,
-    };
-    while let Some(item) = pending.pop() {
-        let Bson::Array(stages) = item else {
-            continue;
+    for (ns, involvement) in pipeline.involved() {
+        let resource = Resource::Collection {
+            db: ns.db.unwrap_or(db),
+            collection: ns.collection,
         };
-        for (name, arg) in stages.iter().filter_map(Bson::as_document).flatten() {
-            match (name.as_str(), arg) {
-                ("$lookup" | "$graphLookup", Bson::Document(spec)) => {
-                    if let Ok(from) = spec.get_str("from") {
-                        needs.push((collection(db, from), &[A::Find] as &'static [Action]));
-                    }
-                    pending.extend(spec.get("pipeline"));
-                }
-                ("$unionWith", Bson::String(coll)) => {
-                    needs.push((collection(db, coll), &[A::Find]))
-                }
-                ("$unionWith", Bson::Document(spec)) => {
-                    if let Ok(coll) = spec.get_str("coll") {
-                        needs.push((collection(db, coll), &[A::Find]));
-                    }
-                    pending.extend(spec.get("pipeline"));
-                }
-                ("$facet", Bson::Document(facets)) => pending.extend(facets.values()),
-                ("$out", target) | ("$merge", target) => {
-                    let target = match target {
-                        Bson::Document(d) if name == "$merge" => d.get("into").unwrap_or(target),
-                        other => other,
-                    };
-                    let resource = match target {
-                        Bson::String(coll) => Some(collection(db, coll)),
-                        Bson::Document(d) => match (d.get_str("db"), d.get_str("coll")) {
-                            (Ok(out_db), Ok(coll)) => Some(collection(out_db, coll)),
-                            (Err(_), Ok(coll)) => Some(collection(db, coll)),
-                            _ => None,
-                        },
-                        _ => None,
-                    };
-                    if let Some(resource) = resource {
-                        let replaces: &'static [Action] = if name == "$out" {
-                            &[A::Remove]
-                        } else {
-                            &[A::Update]
-                        };
-                        needs.push((resource, &[A::Insert]));
-                        needs.push((resource, replaces));
-                    }
-                }
-                _ => {}
+        match involvement {
+            Involvement::Read => needs.push((resource, &[A::Find] as &'static [Action])),
+            Involvement::Replace => {
+                needs.push((resource, &[A::Insert]));
+                needs.push((resource, &[A::Remove]));
+            }
+            Involvement::Merge => {
+                needs.push((resource, &[A::Insert]));
+                needs.push((resource, &[A::Update]));
             }
         }
     }
     needs
-}
-
-fn first_stage(body: &Document) -> Option<&str> {
-    match body.get("pipeline") {
-        Some(Bson::Array(stages)) => stages
-            .first()
-            .and_then(Bson::as_document)
-            .and_then(|stage| stage.keys().next())
-            .map(String::as_str),
-        _ => None,
-    }
 }
 
 fn any_upsert(statements: Option<&Bson>, field: &str) -> bool {

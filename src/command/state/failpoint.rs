@@ -21,6 +21,7 @@ use super::super::args::type_name;
 use super::super::{CommandName, Connection, Request, Shared};
 use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
+use crate::pipeline::lite::LitePipeline;
 use bson::{doc, Bson, Document};
 use fail_command::{namespace_of, Caller, FailCommand};
 pub use get_more::GetMoreFailure;
@@ -398,13 +399,10 @@ fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
 /// catalog and user commands, and an `aggregate` ending in `$out` or `$merge`.
 fn supports_write_concern(command: CommandName, body: &Document) -> bool {
     match command {
-        CommandName::Aggregate => body
-            .get_array("pipeline")
-            .ok()
-            .and_then(|stages| stages.last())
-            .and_then(Bson::as_document)
-            .and_then(|stage| stage.keys().next())
-            .is_some_and(|stage| stage == "$out" || stage == "$merge"),
+        CommandName::Aggregate => matches!(
+            LitePipeline::of(body.get("pipeline")).last(),
+            Some("$out" | "$merge")
+        ),
         other => other.has(super::super::Fact::WriteConcern),
     }
 }

@@ -13,6 +13,7 @@ use super::super::CommandName;
 use super::identity::AuthenticatedUser;
 use super::session_id::SessionId;
 use crate::error::{Error, ErrorCode, Result};
+use crate::pipeline::lite::LitePipeline;
 use bson::{Bson, Document};
 
 /// The session fields of one command, once accepted.
@@ -41,11 +42,8 @@ fn stage_not_in_transaction(name: CommandName, body: &Document) -> Option<&str> 
     if name != CommandName::Aggregate {
         return None;
     }
-    body.get_array("pipeline")
-        .ok()?
-        .iter()
-        .filter_map(|stage| stage.as_document()?.keys().next())
-        .map(String::as_str)
+    LitePipeline::of(body.get("pipeline"))
+        .names()
         .find(|stage| matches!(*stage, "$out" | "$merge" | "$changeStream"))
 }
 
