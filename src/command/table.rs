@@ -60,6 +60,21 @@ macro_rules! command_table {
     };
 }
 
+impl CommandName {
+    /// mongod's `op` for the command in `currentOp`, the profiler and `top`: the CRUD commands
+    /// have their own, every other command is `command`.
+    pub fn op_type(self) -> &'static str {
+        match self {
+            CommandName::Find => "query",
+            CommandName::GetMore => "getmore",
+            CommandName::Insert => "insert",
+            CommandName::Update => "update",
+            CommandName::Delete => "remove",
+            _ => "command",
+        }
+    }
+}
+
 /// Where a command may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {

@@ -1,4 +1,5 @@
-//! The steps every command goes through around its handler: authorization (`authz`), the Cosmos profile's gate (`cosmos`), error labels
+//! The steps every command goes through around its handler, in the order `run` keeps:
+//! authorization (`authz`), the Cosmos profile's gate (`cosmos`), error labels
 //! (`error_labels`), and what an operation leaves behind when it ends: the profiler, the
 //! per-command latencies, `top`'s counters and the request units.
 //!
@@ -11,4 +12,5 @@ pub mod error_labels;
 pub mod latencies;
 pub mod profiler;
 pub mod request_units;
+pub mod run;
 pub mod top;

@@ -14,7 +14,7 @@
 //! (`engine::exec::plan_log`).
 
 use super::super::args::{check_fields, optional_i64};
-use super::super::{Connection, Outcome, Request, Shared};
+use super::super::{CommandName, Connection, Outcome, Request, Shared};
 use crate::engine::{collection, ddl, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::Reply;
@@ -183,14 +183,7 @@ impl Operation<'_> {
 
     /// mongod's `op` of a profile entry (and `top`'s category).
     pub fn kind(&self) -> &'static str {
-        match self.command() {
-            "find" => "query",
-            "getMore" => "getmore",
-            "insert" => "insert",
-            "update" => "update",
-            "delete" => "remove",
-            _ => "command",
-        }
+        CommandName::from_name(self.command()).map_or("command", CommandName::op_type)
     }
 
     /// The reply, if there is one. Read it in place: a cursor batch can hold 16 MB of

@@ -6,7 +6,7 @@
 //! (`engine::interrupt`): `killOp` only sets the kill flag the operation checks.
 
 use super::super::args::{is_generic, type_name};
-use super::super::{CommandName, Connection, Fact, Request, Shared, Target};
+use super::super::{Connection, Fact, Request, Shared, Target};
 use crate::clock::Stopwatch;
 use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode, Result};
@@ -108,7 +108,7 @@ impl OpRegistry {
             client: conn.peer.to_string(),
             host: format!("{}:{}", crate::host::hostname(), conn.local.port()),
             client_metadata: conn.client_metadata.clone(),
-            op: op_type(req.name),
+            op: req.name.op_type(),
             ns: namespace(req),
             command: Sent {
                 body: Arc::clone(req.body),
@@ -204,18 +204,6 @@ impl RunningOp {
         entry.insert("waitingForLock", false);
         entry.insert("lockStats", Document::new());
         entry
-    }
-}
-
-/// The `op` label mongod gives a command.
-fn op_type(name: CommandName) -> &'static str {
-    match name {
-        CommandName::Find => "query",
-        CommandName::GetMore => "getmore",
-        CommandName::Insert => "insert",
-        CommandName::Update => "update",
-        CommandName::Delete => "remove",
-        _ => "command",
     }
 }
 
@@ -396,6 +384,7 @@ fn parse_op_id(cmd: &Document) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::CommandName;
 
     #[test]
     fn an_inserts_document_sequence_is_reported_as_its_documents_field() {
