@@ -3,7 +3,7 @@
 //!
 //! Taking is one pass over the document and cannot fail; each field is then judged by its own
 //! envelope step, in mongod's order (the session fields, then `failCommand`, the write concern,
-//! the read concern, `maxTimeMS`), so that a command with two bad fields gets mongod's error.
+//! the gossiped cluster time, the read concern, `maxTimeMS`), so that a command with two bad fields gets mongod's error.
 //! Owns: the list of generic fields and the typed reading of `maxTimeMS`. Does not own what the
 //! session fields, concerns or `comment` mean (`operation_session`, `args`, `replset`).
 
@@ -47,6 +47,8 @@ pub struct GenericArgs<'a> {
     pub write_concern: Option<&'a Bson>,
     pub max_time_ms: Option<&'a Bson>,
     pub comment: Option<&'a Bson>,
+    /// `$clusterTime`, gossiped by drivers to a replica set member.
+    pub cluster_time: Option<&'a Bson>,
 }
 
 impl<'a> GenericArgs<'a> {
@@ -64,6 +66,7 @@ impl<'a> GenericArgs<'a> {
                 "writeConcern" => &mut args.write_concern,
                 "maxTimeMS" => &mut args.max_time_ms,
                 "comment" => &mut args.comment,
+                "$clusterTime" => &mut args.cluster_time,
                 _ => continue,
             };
             *slot = Some(value);

@@ -142,11 +142,11 @@ async fn run(
     args::check_write_concern(generic.write_concern, replicated)?;
     cluster_fields::check(name, body)?;
     if let Some(rs) = &shared.replica_set {
-        replset::check_gossip(body)?;
+        replset::check_gossip(generic.cluster_time)?;
         let now = rs.last_op_time(shared.engine.optimes());
         match session.transaction {
-            Some(statement) => replset::check_transaction_concerns(command, body, statement)?,
-            None => replset::check_read_concern(command, body, now)?,
+            Some(statement) => replset::check_transaction_concerns(command, generic, statement)?,
+            None => replset::check_read_concern(command, generic, now)?,
         }
     }
     if let Some(millis) = generic.max_time_ms()? {
@@ -214,7 +214,7 @@ async fn run(
     }
     if replicated {
         if let (Some(error), Reply::Document(reply)) =
-            (replset::write_concern_error(command, body), &mut reply)
+            (replset::write_concern_error(command, generic), &mut reply)
         {
             // Before `ok`, where mongod puts it: the write is applied, its concern unmet.
             let ok = reply.remove("ok").unwrap_or(Bson::Double(1.0));
