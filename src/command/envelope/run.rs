@@ -14,7 +14,7 @@ use super::super::{
     args, cluster_fields, dispatch, failpoint, operation_session, replset, retryable, session_id,
     session_registry, transactions, CommandName, Connection, Fact, Outcome, Request, Scope, Shared,
 };
-use super::{authz, cosmos, error_labels};
+use super::{authz, cosmos, error_labels, fail_command};
 use crate::clock::Deadline;
 use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
@@ -133,10 +133,10 @@ async fn run(
         shared.config.replication.enabled(),
     )?;
     // Where mongod evaluates `failCommand`: after the session fields, before maxTimeMS.
-    match failpoint::before(shared, conn, command, db, body, &interrupt).await {
-        failpoint::Before::Run => {}
-        failpoint::Before::Fail(failure) => return Ok(Outcome::Reply(Reply::Document(failure))),
-        failpoint::Before::Close => return Ok(Outcome::Close),
+    match fail_command::before(shared, conn, command, db, body, &interrupt).await {
+        fail_command::Before::Run => {}
+        fail_command::Before::Fail(failure) => return Ok(Outcome::Reply(Reply::Document(failure))),
+        fail_command::Before::Close => return Ok(Outcome::Close),
     }
     let replicated = shared.replica_set.is_some();
     args::check_write_concern(generic.write_concern, replicated)?;
@@ -222,7 +222,7 @@ async fn run(
             reply.insert("ok", ok);
         }
     }
-    let reply = failpoint::after(shared, conn, command, db, body, reply);
+    let reply = fail_command::after(shared, conn, command, db, body, reply);
     Ok(Outcome::Reply(match access {
         authz::Access::Allowed => reply,
         authz::Access::OnlyDatabasesOf(roles) => authz::only_databases_of(&roles, reply),
