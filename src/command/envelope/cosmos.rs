@@ -1,5 +1,6 @@
 //! The Cosmos profile's rules that apply to a whole command (`--compat cosmos`): which commands
-//! exist (Cosmos's own only in its profile, mayfly's that an account lacks refused), the
+//! exist (the command table's `CosmosOnly` and `NotInCosmos` facts: Cosmos's own only in its
+//! profile, mayfly's that an account lacks refused), the
 //! aggregation stages of the account's version, the refusal of retryable writes, transactions
 //! on sharded collections, and Cosmos's words for a transaction that is no longer open. The
 //! rules on indexes, sorts, documents and shard keys apply where those are decided

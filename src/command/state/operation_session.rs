@@ -1,11 +1,11 @@
 //! A command's session fields — `lsid`, `txnNumber`, `autocommit`, `startTransaction` — checked
 //! in mongod's order (`initializeOperationSessionInfo`, then the retryable-command check).
 //!
-//! Owns: which combinations are allowed and their errors (which commands may run in a
-//! multi-document transaction, and which are retryable writes, are facts of the command table). Retryable writes and transactions need a
-//! replica set member (20 on a standalone, as mongod). Does not own the sessions themselves
-//! (`session_registry`), what a retry returns (`retryable`), nor the transactions
-//! (`transactions`).
+//! Owns: which combinations are allowed and their errors. Retryable writes and transactions
+//! need a replica set member (20 on a standalone, as mongod). Does not own which commands may
+//! run in a transaction or are retryable writes (facts of the command table), the fields'
+//! taking (`generic`), the sessions themselves (`session_registry`), what a retry returns
+//! (`retryable`), nor the transactions (`transactions`).
 
 use super::super::generic::GenericArgs;
 use super::super::table::Fact;
