@@ -1,22 +1,12 @@
-//! Reading typed command arguments, with mongod's error messages for wrong types.
+//! Reading typed command arguments one by one, with mongod's error messages for wrong types,
+//! and the envelope's `writeConcern` check. Handlers converted to a spec reader
+//! ([`super::spec::Spec`]) read their fields in one pass instead.
 
 use crate::error::{Error, Result};
 use bson::{Bson, Document};
 
-/// mongod's name for a BSON value's type, as used in error messages.
-pub use crate::query::path::type_name;
-
-/// mongod's truthiness of an argument value (`{x: 1}`, `{x: true}`).
-pub fn is_truthy(value: &Bson) -> bool {
-    match value {
-        Bson::Boolean(b) => *b,
-        Bson::Int32(n) => *n != 0,
-        Bson::Int64(n) => *n != 0,
-        Bson::Double(n) => *n != 0.0,
-        Bson::Null | Bson::Undefined => false,
-        _ => true,
-    }
-}
+pub use super::generic::is_generic;
+pub use super::values::{is_truthy, type_name, wrong_type};
 
 /// An optional field that must be a string.
 pub fn optional_str<'a>(cmd: &'a Document, command: &str, field: &str) -> Result<Option<&'a str>> {
@@ -56,46 +46,6 @@ pub fn optional_i64(cmd: &Document, command: &str, field: &str) -> Result<Option
     }
 }
 
-/// `BSON field 'cmd.field' is the wrong type 'string', expected type 'array'` (14 TypeMismatch).
-pub fn wrong_type(command: &str, field: &str, value: &Bson, expected: &str) -> Error {
-    let noun = if expected.starts_with('[') {
-        "types"
-    } else {
-        "type"
-    };
-    Error::type_mismatch(format!(
-        "BSON field '{command}.{field}' is the wrong type '{}', expected {noun} '{expected}'",
-        type_name(value)
-    ))
-}
-
-/// Fields any command may carry that say nothing about the command itself
-/// (mongod's `generic_argument.idl`).
-pub const GENERIC_FIELDS: &[&str] = &[
-    "$db",
-    "lsid",
-    "txnNumber",
-    "autocommit",
-    "startTransaction",
-    "$clusterTime",
-    "$readPreference",
-    "$audit",
-    "$client",
-    "apiVersion",
-    "apiStrict",
-    "apiDeprecationErrors",
-    "comment",
-    "maxTimeMS",
-    "readConcern",
-    "writeConcern",
-    "clientOperationKey",
-    "mayBypassWriteBlocking",
-];
-
-pub fn is_generic(field: &str) -> bool {
-    GENERIC_FIELDS.contains(&field)
-}
-
 /// Refuses fields the command does not know, as mongod's IDL parser does:
 /// `BSON field 'find.foo' is an unknown field.` (40415). Generic fields, and the fields mongod
 /// knows that only its own cluster sends (`cluster_fields`), are always known.
@@ -114,13 +64,13 @@ pub fn check_fields(cmd: &Document, command: &str, known: &[&str]) -> Result<()>
     Ok(())
 }
 
-/// Checks a command's `writeConcern` as mongod does: a malformed one is refused (9
+/// Checks a command's `writeConcern` (its generic field) as mongod does: a malformed one is refused (9
 /// FailedToParse, 14 TypeMismatch). A standalone takes `w` 0, 1 or `"majority"` (there are no
 /// other members to wait for) and refuses a `w` above 1 or a named mode (2 BadValue); a
 /// replica-set member (`replicated`) takes them, and its reply says they were not satisfied
 /// (`replset::write_concern_error`).
-pub fn check_write_concern(cmd: &Document, replicated: bool) -> Result<()> {
-    let Some(wc) = cmd.get("writeConcern") else {
+pub fn check_write_concern(write_concern: Option<&Bson>, replicated: bool) -> Result<()> {
+    let Some(wc) = write_concern else {
         return Ok(());
     };
     let Bson::Document(wc) = wc else {
@@ -271,12 +221,11 @@ mod write_concern_tests {
             doc! {"w": "dc1"},
             doc! {"w": "majority"},
         ] {
-            check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, true)
+            check_write_concern(Some(&Bson::Document(wc.clone())), true)
                 .unwrap_or_else(|e| panic!("{wc}: {e}"));
         }
         for wc in [doc! {"w": 51}, doc! {"w": -1}, doc! {"w": true}] {
-            let err = check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, true)
-                .unwrap_err();
+            let err = check_write_concern(Some(&Bson::Document(wc.clone())), true).unwrap_err();
             assert_eq!(err.code, ErrorCode::FailedToParse, "{wc}");
         }
     }
@@ -293,7 +242,7 @@ mod write_concern_tests {
             doc! {"fsync": 1},
             doc! {"wtimeout": "soon"},
         ] {
-            check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, false)
+            check_write_concern(Some(&Bson::Document(wc.clone())), false)
                 .unwrap_or_else(|e| panic!("{wc}: {e}"));
         }
         for (wc, code, message) in [
@@ -354,7 +303,7 @@ mod write_concern_tests {
             ),
         ] {
             let err =
-                check_write_concern(&doc! {"insert": "c", "writeConcern": wc.clone()}, false)
+                check_write_concern(Some(&wc), false)
                     .unwrap_err();
             assert_eq!((err.code, err.message.as_str()), (code, message), "{wc}");
         }

@@ -7,8 +7,8 @@
 
 use super::args::{check_fields, optional_str};
 use super::auth_failures::{Attempt, AUTHENTICATION_SUCCEEDED_LOG_ID};
-use super::context::AuthenticatedUser;
 use super::sasl::Refusal;
+use super::state::identity::AuthenticatedUser;
 use super::{Connection, Request, Shared};
 use crate::auth::{Mechanism, User};
 use crate::error::{Error, ErrorCode, Result};

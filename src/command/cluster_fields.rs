@@ -6,7 +6,7 @@
 //!
 //! Owns: the two lists and the refusal, which runs for every command before it is dispatched.
 //! Does not own: the fields clients send (each command's own list, checked by
-//! `args::check_fields`, which asks `is_known` here), nor `lsid`'s own fields (`session_id`).
+//! `args::check_fields` and `spec::Spec::finish`, which ask `is_known` here), nor `lsid`'s own fields (`session_id`).
 
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Bson, Document};
@@ -263,8 +263,8 @@ pub fn check(command: &str, body: &Document) -> Result<()> {
         };
         let refused = match when {
             When::Present => true,
-            When::True => crate::command::args::is_truthy(value),
-            When::False => !crate::command::args::is_truthy(value),
+            When::True => super::values::is_truthy(value),
+            When::False => !super::values::is_truthy(value),
             When::NonEmpty => {
                 !matches!(value, Bson::Array(a) if a.is_empty())
                     && !matches!(value, Bson::Document(d) if d.is_empty())

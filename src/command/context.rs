@@ -1,7 +1,7 @@
 //! What a command runs against: the server-wide [`Shared`] state and the [`Connection`] it
 //! arrived on. Owns no sockets: the session layer fills in the addresses.
 
-use crate::auth::RoleName;
+pub use super::state::identity::{app_name, AuthenticatedUser};
 use crate::clock::{Clock, Stopwatch};
 use crate::config::{Config, StorageKind};
 use crate::engine::Engine;
@@ -93,14 +93,6 @@ impl Shared {
     }
 }
 
-/// A user this connection authenticated as.
-#[derive(Debug, Clone)]
-pub struct AuthenticatedUser {
-    pub db: String,
-    pub name: String,
-    pub roles: Vec<RoleName>,
-}
-
 /// Per-connection state.
 #[derive(Debug)]
 pub struct Connection {
@@ -158,12 +150,4 @@ impl Connection {
             None => format!("{name}/{version}"),
         }
     }
-}
-
-/// `application.name` of a handshake's client metadata.
-pub fn app_name(metadata: &Document) -> Option<&str> {
-    metadata
-        .get_document("application")
-        .and_then(|a| a.get_str("name"))
-        .ok()
 }

@@ -13,6 +13,7 @@
 //! an async worker; shutdown and a closed connection end the wait) before it replies.
 
 use super::args::{optional_array, optional_str};
+use super::session_registry::LOGICAL_SESSION_TIMEOUT_MINUTES;
 use super::{CommandName, Connection, Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::{Compressor, MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE};
@@ -22,7 +23,6 @@ pub const MIN_WIRE_VERSION: i32 = 0;
 /// `maxWriteBatchSize` in the Cosmos profile.
 pub const COSMOS_MAX_WRITE_BATCH_SIZE: i32 = 1000;
 pub use crate::protocol::MAX_WRITE_BATCH_SIZE;
-pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
 
 pub async fn hello(shared: &Shared, conn: &mut Connection, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;

@@ -1,69 +1,68 @@
-//! The command layer: one `match` on the command name, then a module per family. Each command
-//! reads its typed arguments from the command document and returns its reply document (or an
-//! [`Error`], turned into `{ok: 0, ...}` in exactly one place, [`execute`]).
+//! The command layer: one `match` on the command name ([`dispatch`]), then a module per family.
+//! Each command reads its typed arguments from the command document and returns its reply
+//! document (or an [`Error`], turned into `{ok: 0, ...}` in exactly one place, [`execute`]).
 //!
-//! Owns: envelope rules shared by all commands (`$db`, `maxTimeMS`, admin-only and test-only
-//! commands, the session fields `lsid`/`txnNumber` and the session each command touches, the
-//! legacy OP_QUERY allow-list), the list of running operations, and where a command runs:
-//! commands that read storage run on tokio's blocking pool, never on an async worker; commands
-//! that wait for the writer stay async and stop waiting when interrupted; and the
-//! `failCommand` fail point's two hooks around each command, whose outcome may be to close the
-//! connection ([`Outcome::Close`]). Does not own: sockets, framing or compression (`session`,
-//! `wire`).
+//! Rooms: `envelope/` holds the steps every command goes through and their order
+//! (`envelope/run.rs`: `$db`, the session fields, fail points, concerns, `maxTimeMS`,
+//! authorization, the Cosmos gate, request units, error labels, the profiler's records);
+//! `state/` holds what outlives a command (sessions, transactions, running operations,
+//! retryable-write records, fail points) and imports nothing from the envelope. Below both:
+//! the command table (`table.rs`, every per-command fact), the generic fields taken once
+//! (`generic.rs`) and the readers of a command's own fields (`spec.rs`, `args.rs`).
+//!
+//! Owns here: the request a handler receives and where a command runs: commands that read
+//! storage run on tokio's blocking pool, never on an async worker; commands that wait for the
+//! writer stay async and stop waiting when interrupted. Does not own: sockets, framing or
+//! compression (`session`, `wire`).
 
 mod admin;
 mod args;
 mod auth;
 mod auth_failures;
-mod authz;
 mod catalog;
 mod cluster_fields;
 mod context;
-mod cosmos;
 mod cosmos_custom;
 mod crud;
-mod error_labels;
-mod failpoint;
+mod envelope;
+mod generic;
 mod handshake;
-pub mod latencies;
-pub(crate) mod operation_session;
-mod operations;
-pub mod profiler;
 pub mod replset;
 mod reply_number;
-pub mod request_units;
-mod retryable;
 mod sasl;
 pub mod secrets;
-mod session_id;
-mod session_registry;
 mod sessions;
+mod spec;
+mod state;
 mod table;
-pub mod top;
-mod transactions;
 mod users;
+mod values;
 
 pub use admin::introspection::MONGODB_VERSION;
+pub use envelope::run::{execute, lookup};
+use envelope::{authz, error_labels};
+pub use envelope::{latencies, profiler, request_units, top};
+pub(crate) use state::operation_session;
+use state::{failpoint, operations, retryable, session_id, session_registry, transactions};
+
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
 pub use operations::watch_request_time;
 pub use replset::{exhaust_next, is_awaitable_hello};
 pub use session_registry::SessionRegistry;
-pub use table::{CommandName, Scope};
+pub use table::{CommandName, Fact, Scope, Target};
 pub use users::ensure_account;
 
 use admin::{introspection, testing};
 use catalog::{ddl, index, stats, validate};
 use crud::{aggregate, change_stream, cursor, explain, find, insert, read, write};
 
-use crate::clock::Deadline;
 use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::RawDocuments;
 pub use crate::protocol::Reply;
 use crate::query::guard;
-use crate::status::OpKind;
-use bson::{Bson, Document};
+use bson::Document;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -94,19 +93,6 @@ pub struct Request<'a> {
     pub transaction: Option<transactions::TransactionHandle>,
 }
 
-/// Commands a legacy OP_QUERY may carry (mongod's `check_allowed_op_query_cmd.cpp`).
-const OP_QUERY_COMMANDS: &[&str] = &[
-    "hello",
-    "isMaster",
-    "ismaster",
-    "saslStart",
-    "saslContinue",
-    "buildinfo",
-    "buildInfo",
-    "authenticate",
-    "_isSelf",
-];
-
 /// What the connection does once a command is done.
 #[derive(Debug)]
 pub enum Outcome {
@@ -114,224 +100,6 @@ pub enum Outcome {
     Reply(Reply),
     /// Close the connection without a reply (the `failCommand` fail point's `closeConnection`).
     Close,
-}
-
-/// Runs one command and returns what to do: reply with success or
-/// `{ok: 0, errmsg, code, codeName}`, or close the connection. `legacy_db` is the database of
-/// an OP_QUERY namespace, `None` for OP_MSG. `interrupt` is the operation's: the caller may
-/// kill it (the client went away); `maxTimeMS` sets its deadline.
-pub async fn execute(
-    shared: &Arc<Shared>,
-    conn: &mut Connection,
-    body: Arc<Document>,
-    documents: Option<Arc<RawDocuments>>,
-    legacy_db: Option<&str>,
-    interrupt: Arc<Interrupt>,
-) -> (String, Outcome) {
-    let name = body.keys().next().cloned().unwrap_or_default();
-    let run = run(
-        shared,
-        conn,
-        &name,
-        (&body, documents.as_ref()),
-        legacy_db,
-        interrupt,
-    );
-    let mut outcome = match run.await {
-        Ok(outcome) => outcome,
-        Err(err) => {
-            let err = cosmos::translate(&shared.config.profile, err);
-            Outcome::Reply(Reply::Document(err.to_reply()))
-        }
-    };
-    if let (Some(rs), Outcome::Reply(reply)) = (&shared.replica_set, &mut outcome) {
-        if let (Some(command), Reply::Document(doc)) = (CommandName::from_name(&name), &mut *reply)
-        {
-            error_labels::add(command, &body, doc);
-        }
-        replset::decorate(rs, shared, reply);
-    }
-    (name, outcome)
-}
-
-async fn run(
-    shared: &Arc<Shared>,
-    conn: &mut Connection,
-    name: &str,
-    (body, documents): (&Arc<Document>, Option<&Arc<RawDocuments>>),
-    legacy_db: Option<&str>,
-    interrupt: Arc<Interrupt>,
-) -> Result<Outcome> {
-    let db = match legacy_db {
-        Some(db) => {
-            if !OP_QUERY_COMMANDS.contains(&name) {
-                return Err(Error::new(
-                    ErrorCode::UnsupportedOpQueryCommand,
-                    format!(
-                        "Unsupported OP_QUERY command: {name}. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal"
-                    ),
-                ));
-            }
-            if body.contains_key("$db") {
-                return Err(Error::new(
-                    ErrorCode::Location40621,
-                    "$db is not allowed in OP_QUERY requests",
-                ));
-            }
-            db
-        }
-        None => match body.get("$db") {
-            Some(bson::Bson::String(db)) => db.as_str(),
-            Some(other) => {
-                return Err(Error::type_mismatch(format!(
-                    "BSON field '$db' is the wrong type '{}', expected type 'string'",
-                    args::type_name(other)
-                )))
-            }
-            None => {
-                return Err(Error::new(
-                    ErrorCode::Location40571,
-                    "OP_MSG requests require a $db argument",
-                ))
-            }
-        },
-    };
-    let command = lookup(shared, name)?;
-    if matches!(command.scope(), Scope::Admin | Scope::TestAdmin) && db != "admin" {
-        return Err(Error::new(
-            ErrorCode::Unauthorized,
-            format!("{name} may only be run against the admin database."),
-        ));
-    }
-    let session = operation_session::parse(
-        body,
-        command,
-        &conn.authenticated,
-        shared.config.replication.enabled(),
-    )?;
-    // Where mongod evaluates `failCommand`: after the session fields, before maxTimeMS.
-    match failpoint::before(shared, conn, command, db, body, &interrupt).await {
-        failpoint::Before::Run => {}
-        failpoint::Before::Fail(failure) => return Ok(Outcome::Reply(Reply::Document(failure))),
-        failpoint::Before::Close => return Ok(Outcome::Close),
-    }
-    let replicated = shared.replica_set.is_some();
-    args::check_write_concern(body, replicated)?;
-    cluster_fields::check(name, body)?;
-    if let Some(rs) = &shared.replica_set {
-        replset::check_gossip(body)?;
-        let now = rs.last_op_time(shared.engine.optimes());
-        match session.transaction {
-            Some(statement) => replset::check_transaction_concerns(command, body, statement)?,
-            None => replset::check_read_concern(command, body, now)?,
-        }
-    }
-    if let Some(millis) = max_time_ms(body)? {
-        interrupt.set_deadline(Some(Deadline::after_millis(millis)));
-    }
-    shared.counters.count(OpKind::Command, 1);
-    let mut request = Request {
-        name: command,
-        db,
-        body,
-        documents,
-        interrupt,
-        session,
-        transaction: None,
-    };
-    let access = authz::check(shared, conn, &request)?;
-    cosmos::check(&shared.config.profile, &request)?;
-    shared.request_units.admit(shared, &request).await?;
-    let _op = shared.ops.register(shared, conn, &request);
-    let _in_session = match session.session {
-        Some(id) => {
-            session_registry::ensure_reaper(shared);
-            Some(shared.sessions.begin(
-                id,
-                session_id::user_name(&conn.authenticated),
-                shared.clock.now_millis(),
-                Arc::clone(&request.interrupt),
-            )?)
-        }
-        None => None,
-    };
-    request.transaction = transactions::enter(shared, &request)?;
-    // A statement the profile refuses fails, and aborts its transaction, as any statement's
-    // error does.
-    let refused = match request.transaction {
-        Some(_) => cosmos::check_in_transaction(shared, &request).err(),
-        None => None,
-    };
-    // `onPrimaryTransactionalWrite`, where mongod reaches it: at a retryable write's commit.
-    let primary_write = retryable::RetryableWrite::of(&request)
-        .and_then(|write| Some((write, failpoint::primary_write(shared)?)));
-    if let Some((write, point)) = &primary_write {
-        if let Some(code) = point.fail_before_commit {
-            if point.close_connection {
-                return Ok(Outcome::Close);
-            }
-            let write = format!("{}:{}", write.session, write.txn_number);
-            return Ok(Outcome::Reply(Reply::Document(failpoint::write_failure(
-                code, &write,
-            ))));
-        }
-    }
-    let outcome = match refused {
-        Some(error) => Err(error),
-        None => dispatch(shared, conn, &request).await,
-    };
-    let outcome = past_time_limit(&request, outcome);
-    let mut reply = transactions::finish(shared, &request, outcome)?;
-    if primary_write.is_some_and(|(_, point)| point.close_connection) && !reply.is_error() {
-        // The write is committed; its reply is lost.
-        return Ok(Outcome::Close);
-    }
-    if let Some(id) = session.session {
-        session_registry::adopt_reply_cursor(&shared.sessions, id, &reply)?;
-    }
-    if replicated {
-        if let (Some(error), Reply::Document(reply)) =
-            (replset::write_concern_error(command, body), &mut reply)
-        {
-            // Before `ok`, where mongod puts it: the write is applied, its concern unmet.
-            let ok = reply.remove("ok").unwrap_or(Bson::Double(1.0));
-            reply.insert("writeConcernError", error);
-            reply.insert("ok", ok);
-        }
-    }
-    let reply = failpoint::after(shared, conn, command, db, body, reply);
-    Ok(Outcome::Reply(match access {
-        authz::Access::Allowed => reply,
-        authz::Access::OnlyDatabasesOf(roles) => authz::only_databases_of(&roles, reply),
-    }))
-}
-
-/// The command's `maxTimeMS` in milliseconds; `None` when absent or 0 (no limit). mongod's
-/// `parseMaxTimeMS`: a number, integral, between 0 and 2^31 - 1, else 2 BadValue.
-fn max_time_ms(body: &Document) -> Result<Option<u64>> {
-    let Some(value) = body.get("maxTimeMS") else {
-        return Ok(None);
-    };
-    let (millis, integral) = match value {
-        Bson::Int32(n) => (i64::from(*n), true),
-        Bson::Int64(n) => (*n, true),
-        // mongod's safeNumberLong: saturating, NaN as 0.
-        Bson::Double(d) => (*d as i64, d.is_nan() || d.floor() == *d),
-        Bson::Decimal128(d) => {
-            let d = crate::query::decimal::bson_to_f64(d);
-            (d as i64, true)
-        }
-        _ => return Err(Error::bad_value("maxTimeMS must be a number")),
-    };
-    if !(0..=i64::from(i32::MAX)).contains(&millis) {
-        return Err(Error::bad_value(format!(
-            "{millis} value for maxTimeMS is out of range"
-        )));
-    }
-    if !integral {
-        return Err(Error::bad_value("maxTimeMS has non-integral value"));
-    }
-    Ok(u64::try_from(millis).ok().filter(|ms| *ms > 0))
 }
 
 /// Runs a command that reads storage on the blocking pool. The closure owns what it uses: the
@@ -376,43 +144,6 @@ async fn awaiting_writer(
     tokio::select! {
         reply = command => reply.map(Reply::from),
         err = req.interrupt.interrupted() => Err(err),
-    }
-}
-
-/// The command a name refers to, if this server has it (test commands only when enabled).
-pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
-    match CommandName::from_name(name) {
-        // Cosmos's own commands exist only in its profile: mongod has none of them.
-        Some(c) if cosmos::only_in_cosmos(c) && !shared.config.profile.is_cosmos() => Err(
-            Error::new(ErrorCode::CommandNotFound, format!("no such command: '{name}'")),
-        ),
-        Some(c) if !c.scope().is_test() || shared.config.enable_test_commands => Ok(c),
-        // mongod's answer for a command it lacks, and what turns this one on.
-        Some(_) => Err(Error::new(
-            ErrorCode::CommandNotFound,
-            format!(
-                "no such command: '{name}' (a test command: start mayfly with --enable-test-commands to enable it)"
-            ),
-        )),
-        None => Err(Error::new(
-            ErrorCode::CommandNotFound,
-            format!("no such command: '{name}'"),
-        )),
-    }
-}
-
-/// The profile's error for a command stopped at its request time limit
-/// ([`operations::watch_request_time`]); any other outcome as it is.
-fn past_time_limit(req: &Request<'_>, outcome: Result<Reply>) -> Result<Reply> {
-    match outcome {
-        Err(e)
-            if e.code == ErrorCode::Interrupted
-                && req.interrupt.kill_reason()
-                    == Some(crate::engine::KillReason::RequestTimeLimit) =>
-        {
-            Err(crate::profile::limits::request_timed_out())
-        }
-        outcome => outcome,
     }
 }
 
@@ -521,45 +252,6 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::GrantRolesToUser => awaiting_writer(req, users::change_roles(shared, req, true)).await,
         C::RevokeRolesFromUser => {
             awaiting_writer(req, users::change_roles(shared, req, false)).await
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bson::doc;
-
-    #[test]
-    fn max_time_ms_is_read_as_mongod_reads_it() {
-        let parse = |v: Bson| max_time_ms(&doc! {"find": "c", "maxTimeMS": v});
-        assert_eq!(max_time_ms(&doc! {"ping": 1}).unwrap(), None);
-        assert_eq!(parse(Bson::Int32(0)).unwrap(), None, "0 is no limit");
-        assert_eq!(parse(Bson::Int32(250)).unwrap(), Some(250));
-        assert_eq!(
-            parse(Bson::Int64(i64::from(i32::MAX))).unwrap(),
-            Some(2_147_483_647)
-        );
-        assert_eq!(parse(Bson::Double(1000.0)).unwrap(), Some(1000));
-        for (value, message) in [
-            (Bson::String("1".into()), "maxTimeMS must be a number"),
-            (Bson::Boolean(true), "maxTimeMS must be a number"),
-            (Bson::Null, "maxTimeMS must be a number"),
-            (Bson::Int32(-1), "-1 value for maxTimeMS is out of range"),
-            (
-                Bson::Int64(1 << 31),
-                "2147483648 value for maxTimeMS is out of range",
-            ),
-            (Bson::Double(-0.5), "maxTimeMS has non-integral value"),
-            (Bson::Double(2.5), "maxTimeMS has non-integral value"),
-            (
-                Bson::Double(1e300),
-                "9223372036854775807 value for maxTimeMS is out of range",
-            ),
-        ] {
-            let err = parse(value.clone()).unwrap_err();
-            assert_eq!(err.code, ErrorCode::BadValue, "{value}");
-            assert_eq!(err.message, message, "{value}");
         }
     }
 }

@@ -26,7 +26,7 @@ pub fn start_session(shared: &Shared, conn: &Connection) -> Result<Document> {
     )?;
     Ok(doc! {
         "id": {"id": uuid},
-        "timeoutMinutes": super::handshake::LOGICAL_SESSION_TIMEOUT_MINUTES,
+        "timeoutMinutes": super::session_registry::LOGICAL_SESSION_TIMEOUT_MINUTES,
         "ok": 1.0,
     })
 }

@@ -24,6 +24,7 @@ mod graph_lookup;
 mod group;
 pub mod index_stats;
 pub mod list_local_sessions;
+pub mod lite;
 mod lookup;
 pub mod memory;
 mod merge;

@@ -13,6 +13,7 @@ use crate::command::{Reply, Request, Shared};
 use crate::engine::cursor::{Cursor, Held};
 use crate::error::{Error, ErrorCode, Result};
 use crate::pipeline::change_stream::{ChangeStream, Options};
+use crate::pipeline::lite::LitePipeline;
 use crate::pipeline::{Env, StageLimits};
 use crate::query::expr::Variables;
 use bson::{Bson, Document, RawDocumentBuf};
@@ -37,13 +38,7 @@ const FIELDS: &[&str] = &[
 
 /// Whether `cmd` is an aggregate whose pipeline opens with `$changeStream`.
 pub fn opens_stream(cmd: &Document) -> bool {
-    matches!(
-        cmd.get("pipeline"),
-        Some(Bson::Array(stages)) if matches!(
-            stages.first(),
-            Some(Bson::Document(first)) if first.contains_key("$changeStream")
-        )
-    )
+    LitePipeline::of(cmd.get("pipeline")).first() == Some("$changeStream")
 }
 
 /// `aggregate` with `$changeStream` first: opens the stream and replies with its first batch.

@@ -1,14 +1,16 @@
-//! `find`: parse the arguments once into the executor's read request, run it, and open a
-//! cursor over the projected result.
+//! `find`: read the arguments once into a `FindSpec` (one pass, unknown fields refused at its
+//! end), compile them into the executor's read request, run it, and open a cursor over the
+//! projected result.
 
 use super::cursor::{first_batch_reply, SizedDocs};
-use crate::command::args::{check_fields, optional_bool, optional_doc, optional_i64};
+use crate::command::spec::Spec;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_read_collection_name};
 use crate::engine::cursor::{Cursor, Item, DEFAULT_FIRST_BATCH};
 use crate::engine::exec::{keyed, Hint, ReadRequest};
 use crate::engine::StoredDoc;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::collation::Collation;
 use crate::query::expr::Variables;
 use crate::query::filter::Filter;
 use crate::query::projection::{Projection, Source};
@@ -19,30 +21,61 @@ use std::sync::Arc;
 /// Matching documents, lazily.
 pub type StoredDocs = Box<dyn Iterator<Item = Result<StoredDoc>> + Send>;
 
-const FIELDS: &[&str] = &[
-    "filter",
-    "sort",
-    "projection",
-    "hint",
-    "skip",
-    "limit",
-    "batchSize",
-    "singleBatch",
-    "max",
-    "min",
-    "returnKey",
-    "showRecordId",
-    "tailable",
-    "awaitData",
-    "noCursorTimeout",
-    "allowPartialResults",
-    "collation",
-    "allowDiskUse",
-    "let",
-    "oplogReplay",
-    "readOnce",
-    "term",
-];
+/// `find`'s own fields as the command carries them, read in one pass by [`Spec`]: typed, the
+/// validators of `skip` and `batchSize` applied, nothing else judged yet.
+struct FindSpec<'a> {
+    filter: Option<&'a Document>,
+    sort: Option<&'a Document>,
+    projection: Option<&'a Document>,
+    hint: Option<&'a Bson>,
+    skip: Option<u64>,
+    limit: Option<i64>,
+    batch_size: Option<u64>,
+    single_batch: Option<bool>,
+    max: Option<&'a Document>,
+    min: Option<&'a Document>,
+    return_key: Option<bool>,
+    show_record_id: Option<bool>,
+    tailable: Option<&'a Bson>,
+    await_data: Option<&'a Bson>,
+    no_cursor_timeout: Option<bool>,
+    collation: Option<&'a Document>,
+    allow_disk_use: Option<bool>,
+    let_vars: Option<&'a Document>,
+}
+
+impl<'a> FindSpec<'a> {
+    /// Reads every field of `cmd` but the first; `finish` refuses what no field took.
+    fn read(cmd: &'a Document) -> Result<FindSpec<'a>> {
+        let mut spec = Spec::new("find", cmd);
+        let find = FindSpec {
+            filter: spec.doc("filter"),
+            sort: spec.doc("sort"),
+            projection: spec.doc("projection"),
+            hint: spec.take("hint"),
+            skip: non_negative(&mut spec, "skip", "Skip"),
+            limit: spec.i64("limit"),
+            batch_size: non_negative(&mut spec, "batchSize", "BatchSize"),
+            single_batch: spec.bool("singleBatch"),
+            max: spec.doc("max"),
+            min: spec.doc("min"),
+            return_key: spec.bool("returnKey"),
+            show_record_id: spec.bool("showRecordId"),
+            tailable: spec.take("tailable"),
+            await_data: spec.take("awaitData"),
+            no_cursor_timeout: spec.bool("noCursorTimeout"),
+            collation: spec.doc("collation"),
+            allow_disk_use: spec.bool("allowDiskUse"),
+            let_vars: spec.doc("let"),
+        };
+        // Known to mongod and meaningless on one node, or kept for old clients: taken, unused.
+        for field in ["allowPartialResults", "oplogReplay", "readOnce", "term"] {
+            spec.take(field);
+        }
+        spec.finish()?;
+        Ok(find)
+    }
+}
 
 /// A parsed `find`: what the executor reads, and how the cursor returns it.
 pub struct FindArgs {
@@ -59,53 +92,53 @@ pub struct FindArgs {
 }
 
 impl FindArgs {
-    /// Parses `cmd`; `now` is `$$NOW` for the filter's `$expr`s.
+    /// Parses `cmd`; `now` is `$$NOW` for the filter's `$expr`s. The fields are read first (the
+    /// first bad one in the document's order is the error, as mongod's parser reports it), then
+    /// the filter, sort and projection are compiled.
     pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<FindArgs> {
-        check_fields(cmd, "find", FIELDS)?;
+        // The first field: its error comes before any other.
         let coll = collection_arg(cmd.get("find"), "find")?;
+        let spec = FindSpec::read(cmd)?;
         validate_read_collection_name(db, coll)?;
-        let filter_doc = optional_doc(cmd, "find", "filter")?
-            .cloned()
-            .unwrap_or_default();
-        let sort = optional_doc(cmd, "find", "sort")?
-            .cloned()
-            .unwrap_or_default();
-        let vars = Variables::new(now).with_let(optional_doc(cmd, "find", "let")?)?;
+        let filter_doc = spec.filter.cloned().unwrap_or_default();
+        let sort = spec.sort.cloned().unwrap_or_default();
+        let vars = Variables::new(now).with_let(spec.let_vars)?;
+        let collation = match spec.collation {
+            None => None,
+            Some(c) if c.is_empty() => None,
+            Some(c) => Some(Collation::parse(c)?),
+        };
         let mut read = ReadRequest::with_variables(filter_doc, vars)?
-            .requested_collation(super::read::collation_arg(cmd, "find")?)?
+            .requested_collation(collation)?
             .sorted(sort)?;
-        let projection = match optional_doc(cmd, "find", "projection")? {
+        let projection = match spec.projection {
             Some(p) if !p.is_empty() => Some(Projection::find(p, &read.filter, &read.vars)?),
             _ => None,
         };
         let projection_matches = projection.as_ref().is_some_and(Projection::has_elem_match);
-        read.skip = non_negative(cmd, "skip")?.unwrap_or(0);
-        let mut limit = optional_i64(cmd, "find", "limit")?;
-        let mut single_batch = optional_bool(cmd, "find", "singleBatch")?.unwrap_or(false);
+        read.skip = spec.skip.unwrap_or(0);
+        let mut limit = spec.limit;
+        let mut single_batch = spec.single_batch.unwrap_or(false);
         if let Some(l) = limit.filter(|l| *l < 0) {
             // A negative limit means "this many, in one batch".
             limit = Some(-l);
             single_batch = true;
         }
         read.limit = limit.filter(|l| *l != 0).map(|l| l.unsigned_abs());
-        read.hint = Hint::parse(cmd.get("hint"))?;
-        read.allow_disk_use = optional_bool(cmd, "find", "allowDiskUse")?.unwrap_or(false);
-        read.min = optional_doc(cmd, "find", "min")?
-            .filter(|d| !d.is_empty())
-            .cloned();
-        read.max = optional_doc(cmd, "find", "max")?
-            .filter(|d| !d.is_empty())
-            .cloned();
-        read.return_key = optional_bool(cmd, "find", "returnKey")?.unwrap_or(false);
-        let show_record_id = optional_bool(cmd, "find", "showRecordId")?.unwrap_or(false);
+        read.hint = Hint::parse(spec.hint)?;
+        read.allow_disk_use = spec.allow_disk_use.unwrap_or(false);
+        read.min = spec.min.filter(|d| !d.is_empty()).cloned();
+        read.max = spec.max.filter(|d| !d.is_empty()).cloned();
+        read.return_key = spec.return_key.unwrap_or(false);
+        let show_record_id = spec.show_record_id.unwrap_or(false);
         // Documents returned as stored need no decoding (a sort still decodes what it orders).
         read.decode = projection.is_some() || read.return_key || show_record_id;
-        refuse_unsupported(cmd)?;
+        refuse_unsupported(&spec)?;
         Ok(FindArgs {
             collection: coll.to_owned(),
             single_batch,
-            batch_size: non_negative(cmd, "batchSize")?,
-            no_timeout: optional_bool(cmd, "find", "noCursorTimeout")?.unwrap_or(false),
+            batch_size: spec.batch_size,
+            no_timeout: spec.no_cursor_timeout.unwrap_or(false),
             show_record_id,
             projection_matches,
             // `returnKey` replaces each document by its index key: nothing is left to project.
@@ -116,9 +149,9 @@ impl FindArgs {
 }
 
 /// Options this server parses but cannot honour yet are refused rather than ignored.
-fn refuse_unsupported(cmd: &Document) -> Result<()> {
-    for option in ["tailable", "awaitData"] {
-        let set = match cmd.get(option) {
+fn refuse_unsupported(spec: &FindSpec<'_>) -> Result<()> {
+    for (option, value) in [("tailable", spec.tailable), ("awaitData", spec.await_data)] {
+        let set = match value {
             None | Some(Bson::Boolean(false)) => false,
             Some(Bson::Document(d)) => !d.is_empty(),
             Some(_) => true,
@@ -287,15 +320,20 @@ pub fn project(
     }))
 }
 
-fn non_negative(cmd: &Document, field: &str) -> Result<Option<u64>> {
-    match optional_i64(cmd, "find", field)? {
-        None => Ok(None),
-        Some(n) if n < 0 => Err(Error::bad_value(format!(
-            "{} value must be non-negative, but received: {n}",
-            if field == "skip" { "Skip" } else { "BatchSize" }
-        ))),
-        Some(n) => Ok(Some(n.unsigned_abs())),
+/// A count that must not be negative (mongod's validator on `skip` and `batchSize`); `noun`
+/// names it in the error.
+fn non_negative(spec: &mut Spec<'_>, field: &str, noun: &str) -> Option<u64> {
+    let n = spec.i64(field)?;
+    if n < 0 {
+        spec.refuse(
+            field,
+            Error::bad_value(format!(
+                "{noun} value must be non-negative, but received: {n}"
+            )),
+        );
+        return None;
     }
+    Some(n.unsigned_abs())
 }
 
 /// A `find` on `local.oplog.rs`, run as its aggregation.

@@ -11,15 +11,20 @@
 //! itself; `w` above 1 or a tag cannot be satisfied by one member, and, as on mongod, the write
 //! is still applied and the reply carries a `writeConcernError`.
 
-use crate::command::CommandName;
+use crate::command::generic::GenericArgs;
+use crate::command::{CommandName, Fact};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document, Timestamp};
 
 const LEVELS: &[&str] = &["local", "majority", "linearizable", "available", "snapshot"];
 
 /// Checks a command's `readConcern` against the member's cluster time `now`.
-pub fn check_read_concern(command: CommandName, body: &Document, now: Timestamp) -> Result<()> {
-    let Some(value) = body.get("readConcern") else {
+pub fn check_read_concern(
+    command: CommandName,
+    generic: &GenericArgs<'_>,
+    now: Timestamp,
+) -> Result<()> {
+    let Some(value) = generic.read_concern else {
         return Ok(());
     };
     let Bson::Document(rc) = value else {
@@ -142,11 +147,13 @@ fn supports(command: CommandName, level: &str) -> bool {
 }
 
 /// A `writeConcernError` for a write concern one member cannot satisfy, or `None`.
-pub fn write_concern_error(command: CommandName, body: &Document) -> Option<Document> {
-    if !takes_write_concern(command) {
+pub fn write_concern_error(command: CommandName, generic: &GenericArgs<'_>) -> Option<Document> {
+    if !command.has(Fact::WriteConcern) {
         return None;
     }
-    let wc = body.get_document("writeConcern").ok()?;
+    let Some(Bson::Document(wc)) = generic.write_concern else {
+        return None;
+    };
     let (code, message) = match wc.get("w")? {
         Bson::String(mode) if mode == "majority" => return None,
         Bson::String(mode) => (
@@ -184,35 +191,6 @@ pub fn write_concern_error(command: CommandName, body: &Document) -> Option<Docu
         "errmsg": message,
         "errInfo": {"writeConcern": shown},
     })
-}
-
-/// The commands that take a `writeConcern` (they write); an `aggregate` ending in `$out` or
-/// `$merge` also does (`failpoint`), though its concern is not checked here.
-pub(in crate::command) fn takes_write_concern(command: CommandName) -> bool {
-    use CommandName as C;
-    matches!(
-        command,
-        C::Insert
-            | C::Update
-            | C::Delete
-            | C::FindAndModify
-            | C::FindAndModifyLower
-            | C::Create
-            | C::Drop
-            | C::DropDatabase
-            | C::RenameCollection
-            | C::CreateIndexes
-            | C::DropIndexes
-            | C::CollMod
-            | C::CreateUser
-            | C::UpdateUser
-            | C::DropUser
-            | C::DropAllUsersFromDatabase
-            | C::GrantRolesToUser
-            | C::RevokeRolesFromUser
-            | C::CommitTransaction
-            | C::AbortTransaction
-    )
 }
 
 fn pack(t: Timestamp) -> u64 {
@@ -253,20 +231,20 @@ fn wrong_type(field: &str, expected: &str, found: &Bson) -> Error {
 /// name a write concern.
 pub fn check_transaction_concerns(
     command: CommandName,
-    body: &Document,
+    generic: &GenericArgs<'_>,
     statement: crate::command::operation_session::TransactionStatement,
 ) -> Result<()> {
     let ends = matches!(
         command,
         CommandName::CommitTransaction | CommandName::AbortTransaction
     );
-    if body.contains_key("writeConcern") && !ends {
+    if generic.write_concern.is_some() && !ends {
         return Err(Error::new(
             ErrorCode::InvalidOptions,
             "writeConcern is not allowed within a multi-statement transaction",
         ));
     }
-    let Some(value) = body.get("readConcern") else {
+    let Some(value) = generic.read_concern else {
         return Ok(());
     };
     if !statement.start {

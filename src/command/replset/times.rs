@@ -43,11 +43,11 @@ pub fn cluster_time(ts: Timestamp) -> Document {
     }
 }
 
-/// Checks a gossiped `$clusterTime` as mongod reads it (`LogicalTimeMetadata`): an object
+/// Checks a gossiped `$clusterTime` (its generic field) as mongod reads it (`LogicalTimeMetadata`): an object
 /// with a Timestamp `clusterTime` and a `signature` holding a BinData `hash` and an integer
 /// `keyId`.
-pub fn check_gossip(body: &Document) -> Result<()> {
-    let Some(value) = body.get("$clusterTime") else {
+pub fn check_gossip(cluster_time: Option<&Bson>) -> Result<()> {
+    let Some(value) = cluster_time else {
         return Ok(());
     };
     let Bson::Document(gossip) = value else {

@@ -123,18 +123,3 @@ fn modes_are_parsed_as_mongod_parses_them() {
         "When setting a failpoint, you must supply a 'mode'"
     );
 }
-
-#[test]
-fn injected_failures_carry_mongod_code_names_and_given_labels() {
-    let plain = failure(91, None);
-    assert_eq!(plain.get_str("codeName").unwrap(), "ShutdownInProgress");
-    assert_eq!(plain.get_str("errmsg").unwrap(), FAILED_BY_FAIL_POINT);
-    assert!(!plain.contains_key("errorLabels"));
-    let unnamed = failure(1234, None);
-    assert_eq!(unnamed.get_str("codeName").unwrap(), "Location1234");
-    let labelled = failure(2, Some(&vec![Bson::from("RetryableWriteError")]));
-    assert_eq!(
-        labelled.get_array("errorLabels").unwrap(),
-        &vec![Bson::from("RetryableWriteError")]
-    );
-}

@@ -6,35 +6,15 @@
 //! Owns the command → privilege map. Does not own what a role grants (`auth::roles`), how users
 //! authenticate (SASL), or where users are stored (the engine's catalog).
 
-use super::context::AuthenticatedUser;
-use super::{CommandName, Connection, Reply, Request, Shared};
+use super::super::context::AuthenticatedUser;
+use super::super::{CommandName, Connection, Fact, Reply, Request, Shared};
 use crate::auth::roles::{self, Action, Resource, ResourcePattern};
 use crate::auth::RoleName;
 use crate::config::Config;
 use crate::error::{Error, ErrorCode, Result};
+use crate::pipeline::lite::{Involvement, LitePipeline};
 use bson::{Bson, Document};
 use std::fmt::Write;
-
-/// Commands anyone may run before authenticating (mongod's `requiresAuth() == false`).
-const WITHOUT_AUTH: &[&str] = &[
-    "hello",
-    "isMaster",
-    "ismaster",
-    "ping",
-    "buildInfo",
-    "buildinfo",
-    "saslStart",
-    "saslContinue",
-    "authenticate",
-    "getnonce",
-    "getLastError",
-    "getlasterror",
-    "logout",
-    "connectionStatus",
-    "whatsmyuri",
-    "endSessions",
-    "listCommands",
-];
 
 /// Who is asking.
 pub struct Caller<'a> {
@@ -94,7 +74,7 @@ pub fn authorize(
     db: &str,
     body: &Document,
 ) -> Result<Access> {
-    if WITHOUT_AUTH.contains(&name.name()) {
+    if name.has(Fact::WithoutAuth) {
         return Ok(Access::Allowed);
     }
     if caller.users.is_empty() {
@@ -228,25 +208,32 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::Delete => on_target(&[A::Remove]),
         C::FindAndModify | C::FindAndModifyLower => {
             let mut needs = on_target(&[A::Find]);
-            if body.get("remove").is_some_and(super::args::is_truthy) {
+            if body
+                .get("remove")
+                .is_some_and(super::super::args::is_truthy)
+            {
                 needs.push((target, &[A::Remove]));
             } else {
                 needs.push((target, &[A::Update]));
-                if body.get("upsert").is_some_and(super::args::is_truthy) {
+                if body
+                    .get("upsert")
+                    .is_some_and(super::super::args::is_truthy)
+                {
                     needs.push((target, &[A::Insert]));
                 }
             }
             needs
         }
         C::Aggregate => {
-            let mut needs = match first_stage(body) {
+            let pipeline = LitePipeline::of(body.get("pipeline"));
+            let mut needs = match pipeline.first() {
                 Some("$collStats") => on_target(&[A::CollStats]),
                 Some("$indexStats") => on_target(&[A::IndexStats]),
                 Some("$currentOp") => cluster(&[A::Inprog]),
                 Some("$changeStream") => on_target(&[A::Find, A::ChangeStream]),
                 _ => on_target(&[A::Find]),
             };
-            needs.extend(pipeline_needs(db, body.get("pipeline")));
+            needs.extend(pipeline_needs(db, &pipeline));
             needs
         }
         C::Explain => match body.get("explain") {
@@ -271,8 +258,8 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
         C::CreateIndexes => on_target(&[A::CreateIndex]),
         C::ListIndexes => on_target(&[A::ListIndexes]),
         C::DropIndexes => on_target(&[A::DropIndex]),
-        C::CustomAction => super::cosmos_custom::needs(db, body),
-        C::ShardCollection => super::cosmos_custom::shard_collection_needs(db, body),
+        C::CustomAction => super::super::cosmos_custom::needs(db, body),
+        C::ShardCollection => super::super::cosmos_custom::shard_collection_needs(db, body),
         C::CollMod => on_target(&[A::CollMod]),
         C::GetParameter => cluster(&[A::GetParameter]),
         C::GetLog => cluster(&[A::GetLog]),
@@ -305,7 +292,10 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
             if body
                 .get("usersInfo")
                 .and_then(Bson::as_document)
-                .is_some_and(|d| d.get("forAllDBs").is_some_and(super::args::is_truthy))
+                .is_some_and(|d| {
+                    d.get("forAllDBs")
+                        .is_some_and(super::super::args::is_truthy)
+                })
             {
                 cluster(&[A::ViewUser])
             } else {
@@ -341,80 +331,30 @@ fn target_of<'a>(name: CommandName, db: &'a str, body: &'a Document) -> Resource
     }
 }
 
-/// What the stages of a pipeline need beyond its source: `find` on every collection `$lookup`,
-/// `$graphLookup` and `$unionWith` read (their sub-pipelines and `$facet`'s included), `insert`
-/// and `remove` on `$out`'s target, `insert` and `update` on `$merge`'s. Walked without
-/// recursion: the nesting is the client's.
-fn pipeline_needs<'a>(db: &'a str, pipeline: Option<&'a Bson>) -> Vec<Need<'a>> {
+/// What the stages of a pipeline need beyond its source, from what it names
+/// ([`LitePipeline::involved`]): `find` on every collection it reads, `insert` and `remove`
+/// on `$out`'s target, `insert` and `update` on `$merge`'s.
+fn pipeline_needs<'a>(db: &'a str, pipeline: &LitePipeline<'a>) -> Vec<Need<'a>> {
     use Action as A;
     let mut needs = Vec::new();
-    let mut pending: Vec<&'a Bson> = pipeline.into_iter().collect();
-    let collection = |db: &'a str, coll: &'a str| Resource::Collection {
-        db,
-        collection: coll,
-    };
-    while let Some(item) = pending.pop() {
-        let Bson::Array(stages) = item else {
-            continue;
+    for (ns, involvement) in pipeline.involved() {
+        let resource = Resource::Collection {
+            db: ns.db.unwrap_or(db),
+            collection: ns.collection,
         };
-        for (name, arg) in stages.iter().filter_map(Bson::as_document).flatten() {
-            match (name.as_str(), arg) {
-                ("$lookup" | "$graphLookup", Bson::Document(spec)) => {
-                    if let Ok(from) = spec.get_str("from") {
-                        needs.push((collection(db, from), &[A::Find] as &'static [Action]));
-                    }
-                    pending.extend(spec.get("pipeline"));
-                }
-                ("$unionWith", Bson::String(coll)) => {
-                    needs.push((collection(db, coll), &[A::Find]))
-                }
-                ("$unionWith", Bson::Document(spec)) => {
-                    if let Ok(coll) = spec.get_str("coll") {
-                        needs.push((collection(db, coll), &[A::Find]));
-                    }
-                    pending.extend(spec.get("pipeline"));
-                }
-                ("$facet", Bson::Document(facets)) => pending.extend(facets.values()),
-                ("$out", target) | ("$merge", target) => {
-                    let target = match target {
-                        Bson::Document(d) if name == "$merge" => d.get("into").unwrap_or(target),
-                        other => other,
-                    };
-                    let resource = match target {
-                        Bson::String(coll) => Some(collection(db, coll)),
-                        Bson::Document(d) => match (d.get_str("db"), d.get_str("coll")) {
-                            (Ok(out_db), Ok(coll)) => Some(collection(out_db, coll)),
-                            (Err(_), Ok(coll)) => Some(collection(db, coll)),
-                            _ => None,
-                        },
-                        _ => None,
-                    };
-                    if let Some(resource) = resource {
-                        let replaces: &'static [Action] = if name == "$out" {
-                            &[A::Remove]
-                        } else {
-                            &[A::Update]
-                        };
-                        needs.push((resource, &[A::Insert]));
-                        needs.push((resource, replaces));
-                    }
-                }
-                _ => {}
+        match involvement {
+            Involvement::Read => needs.push((resource, &[A::Find] as &'static [Action])),
+            Involvement::Replace => {
+                needs.push((resource, &[A::Insert]));
+                needs.push((resource, &[A::Remove]));
+            }
+            Involvement::Merge => {
+                needs.push((resource, &[A::Insert]));
+                needs.push((resource, &[A::Update]));
             }
         }
     }
     needs
-}
-
-fn first_stage(body: &Document) -> Option<&str> {
-    match body.get("pipeline") {
-        Some(Bson::Array(stages)) => stages
-            .first()
-            .and_then(Bson::as_document)
-            .and_then(|stage| stage.keys().next())
-            .map(String::as_str),
-        _ => None,
-    }
 }
 
 fn any_upsert(statements: Option<&Bson>, field: &str) -> bool {
@@ -422,7 +362,7 @@ fn any_upsert(statements: Option<&Bson>, field: &str) -> bool {
         Some(Bson::Array(items)) => items.iter().any(|s| {
             s.as_document()
                 .and_then(|d| d.get(field))
-                .is_some_and(super::args::is_truthy)
+                .is_some_and(super::super::args::is_truthy)
         }),
         _ => false,
     }
@@ -457,7 +397,10 @@ fn rename_needs(body: &Document) -> Vec<Need<'_>> {
             (dest, &[A::CreateIndex]),
         ]
     };
-    if body.get("dropTarget").is_some_and(super::args::is_truthy) {
+    if body
+        .get("dropTarget")
+        .is_some_and(super::super::args::is_truthy)
+    {
         needs.push((dest, &[A::DropCollection]));
     }
     needs
@@ -515,7 +458,7 @@ fn user_dbs(arg: Option<&Bson>) -> impl Iterator<Item = &str> {
 /// (`secrets`).
 pub fn not_authorized(db: &str, body: &Document) -> Error {
     let mut shown = String::new();
-    write_document(&mut shown, &super::secrets::for_logging(body), 0);
+    write_document(&mut shown, &super::super::secrets::for_logging(body), 0);
     Error::new(
         ErrorCode::Unauthorized,
         format!("not authorized on {db} to execute command {shown}"),

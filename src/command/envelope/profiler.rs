@@ -13,8 +13,8 @@
 //! Does not own: the slow-operation line (`session::slow_op`), the plan counters
 //! (`engine::exec::plan_log`).
 
-use super::args::{check_fields, optional_i64};
-use super::{Connection, Outcome, Request, Shared};
+use super::super::args::{check_fields, optional_i64};
+use super::super::{CommandName, Connection, Outcome, Request, Shared};
 use crate::engine::{collection, ddl, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::Reply;
@@ -183,14 +183,7 @@ impl Operation<'_> {
 
     /// mongod's `op` of a profile entry (and `top`'s category).
     pub fn kind(&self) -> &'static str {
-        match self.command() {
-            "find" => "query",
-            "getMore" => "getmore",
-            "insert" => "insert",
-            "update" => "update",
-            "delete" => "remove",
-            _ => "command",
-        }
+        CommandName::from_name(self.command()).map_or("command", CommandName::op_type)
     }
 
     /// The reply, if there is one. Read it in place: a cursor batch can hold 16 MB of
@@ -215,7 +208,7 @@ pub fn collection_of(body: &Document) -> Option<&str> {
 
 /// The profile entry of `op`, in mongod's shape.
 fn entry(op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Document {
-    let command = command_of(&super::secrets::for_logging(op.body));
+    let command = command_of(&super::super::secrets::for_logging(op.body));
     let mut entry = doc! {"op": op.kind(), "ns": op.namespace(), "command": command};
     if let Some(plan) = op.interrupt.plans.summary() {
         let totals = op.interrupt.plans.totals();
@@ -332,7 +325,7 @@ pub fn profile(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         Some(Bson::Int32(r)) => Some(f64::from(*r)),
         Some(Bson::Int64(r)) => Some(*r as f64),
         Some(other) => {
-            return Err(super::args::wrong_type(
+            return Err(super::super::args::wrong_type(
                 "profile",
                 "sampleRate",
                 other,
@@ -354,7 +347,7 @@ pub fn profile(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         Some(Bson::String(s)) if s == "unset" => Some(None),
         Some(Bson::Document(f)) => Some(Some((f.clone(), Arc::new(Filter::compile(f)?)))),
         Some(other) => {
-            return Err(super::args::wrong_type(
+            return Err(super::super::args::wrong_type(
                 "profile",
                 "filter",
                 other,

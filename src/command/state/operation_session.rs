@@ -1,16 +1,19 @@
 //! A command's session fields — `lsid`, `txnNumber`, `autocommit`, `startTransaction` — checked
 //! in mongod's order (`initializeOperationSessionInfo`, then the retryable-command check).
 //!
-//! Owns: which combinations are allowed and their errors, and which commands may run in a
-//! multi-document transaction (`autocommit: false`). Retryable writes and transactions need a
-//! replica set member (20 on a standalone, as mongod). Does not own the sessions themselves
-//! (`session_registry`), what a retry returns (`retryable`), nor the transactions
-//! (`transactions`).
+//! Owns: which combinations are allowed and their errors. Retryable writes and transactions
+//! need a replica set member (20 on a standalone, as mongod). Does not own which commands may
+//! run in a transaction or are retryable writes (facts of the command table), the fields'
+//! taking (`generic`), the sessions themselves (`session_registry`), what a retry returns
+//! (`retryable`), nor the transactions (`transactions`).
 
-use super::context::AuthenticatedUser;
+use super::super::generic::GenericArgs;
+use super::super::table::Fact;
+use super::super::CommandName;
+use super::identity::AuthenticatedUser;
 use super::session_id::SessionId;
-use super::CommandName;
 use crate::error::{Error, ErrorCode, Result};
+use crate::pipeline::lite::LitePipeline;
 use bson::{Bson, Document};
 
 /// The session fields of one command, once accepted.
@@ -33,76 +36,39 @@ pub struct TransactionStatement {
     pub start: bool,
 }
 
-/// Commands a multi-document transaction may run (mongod's `txnCmdAllowlist`, less the
-/// sharding and two-phase-commit commands).
-fn runs_in_transaction(name: CommandName) -> bool {
-    use CommandName as C;
-    matches!(
-        name,
-        C::Find
-            | C::Aggregate
-            | C::Distinct
-            | C::GetMore
-            | C::KillCursors
-            | C::Insert
-            | C::Update
-            | C::Delete
-            | C::FindAndModify
-            | C::FindAndModifyLower
-            | C::Create
-            | C::CreateIndexes
-            | C::CommitTransaction
-            | C::AbortTransaction
-    )
-}
-
 /// The stage of an `aggregate` a transaction may not run: one that writes (`$out`, `$merge`)
 /// or streams changes.
 fn stage_not_in_transaction(name: CommandName, body: &Document) -> Option<&str> {
     if name != CommandName::Aggregate {
         return None;
     }
-    body.get_array("pipeline")
-        .ok()?
-        .iter()
-        .filter_map(|stage| stage.as_document()?.keys().next())
-        .map(String::as_str)
+    LitePipeline::of(body.get("pipeline"))
+        .names()
         .find(|stage| matches!(*stage, "$out" | "$merge" | "$changeStream"))
-}
-
-/// Commands that may carry a `txnNumber` without `autocommit` (mongod's retryable writes).
-fn is_retryable(name: CommandName) -> bool {
-    matches!(
-        name,
-        CommandName::Insert
-            | CommandName::Update
-            | CommandName::Delete
-            | CommandName::FindAndModify
-            | CommandName::FindAndModifyLower
-    )
 }
 
 fn invalid(message: &str) -> Error {
     Error::new(ErrorCode::InvalidOptions, message)
 }
 
-/// Reads and checks `body`'s session fields for command `name` on a connection authenticated
+/// Checks the session fields of `generic`, taken from `body`, for command `name` on a connection authenticated
 /// as `users`; `replica_set` says whether this server is a replica set member.
 pub fn parse(
+    generic: &GenericArgs<'_>,
     body: &Document,
     name: CommandName,
     users: &[AuthenticatedUser],
     replica_set: bool,
 ) -> Result<OperationSession> {
-    let session = body
-        .get("lsid")
+    let session = generic
+        .lsid
         .map(|lsid| SessionId::parse(lsid, "lsid", users))
         .transpose()?;
-    let txn_number = match body.get("txnNumber") {
+    let txn_number = match generic.txn_number {
         None => None,
         Some(Bson::Int64(n)) => Some(*n),
         Some(other) => {
-            return Err(super::args::wrong_type(
+            return Err(super::super::args::wrong_type(
                 "OperationSessionInfo",
                 "txnNumber",
                 other,
@@ -110,8 +76,8 @@ pub fn parse(
             ))
         }
     };
-    let autocommit = optional_bool(body, "autocommit")?;
-    let start_transaction = optional_bool(body, "startTransaction")?;
+    let autocommit = optional_bool(generic.autocommit, "autocommit")?;
+    let start_transaction = optional_bool(generic.start_transaction, "startTransaction")?;
     if session.is_none() && txn_number.is_some() {
         return Err(invalid(
             "Transaction number requires a session ID to also be specified",
@@ -142,7 +108,7 @@ pub fn parse(
             if start_transaction == Some(false) {
                 return Err(invalid("Specifying startTransaction=false is not allowed."));
             }
-            if !runs_in_transaction(name) {
+            if !name.has(Fact::InTransaction) {
                 return Err(Error::new(
                     ErrorCode::OperationNotSupportedInTransaction,
                     format!(
@@ -174,7 +140,7 @@ pub fn parse(
         }
         None => {}
     }
-    if txn_number.is_some() && !is_retryable(name) {
+    if txn_number.is_some() && !name.has(Fact::RetryableWrite) {
         return Err(Error::new(
             ErrorCode::NotARetryableWriteCommand,
             format!(
@@ -193,11 +159,11 @@ pub fn parse(
     })
 }
 
-fn optional_bool(body: &Document, field: &str) -> Result<Option<bool>> {
-    match body.get(field) {
+fn optional_bool(value: Option<&Bson>, field: &str) -> Result<Option<bool>> {
+    match value {
         None => Ok(None),
         Some(Bson::Boolean(b)) => Ok(Some(*b)),
-        Some(other) => Err(super::args::wrong_type(
+        Some(other) => Err(super::super::args::wrong_type(
             "OperationSessionInfo",
             field,
             other,
@@ -209,6 +175,15 @@ fn optional_bool(body: &Document, field: &str) -> Result<Option<bool>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn parse_doc(
+        body: &Document,
+        name: CommandName,
+        users: &[AuthenticatedUser],
+        replica_set: bool,
+    ) -> Result<OperationSession> {
+        parse(&GenericArgs::take(body), body, name, users, replica_set)
+    }
     use bson::spec::BinarySubtype;
     use bson::{doc, Binary};
 
@@ -283,10 +258,10 @@ mod tests {
             ),
         ];
         for (body, name, replica_set, code) in cases {
-            let err = parse(&body, name, &[], replica_set).unwrap_err();
+            let err = parse_doc(&body, name, &[], replica_set).unwrap_err();
             assert_eq!(err.code, code, "{body}");
         }
-        let ok = parse(
+        let ok = parse_doc(
             &doc! {"lsid": lsid(), "txnNumber": 4_i64},
             insert,
             &[],
@@ -295,9 +270,9 @@ mod tests {
         .unwrap();
         assert_eq!(ok.txn_number, Some(4));
         assert!(ok.session.is_some());
-        let plain = parse(&doc! {"lsid": lsid()}, find, &[], false).unwrap();
+        let plain = parse_doc(&doc! {"lsid": lsid()}, find, &[], false).unwrap();
         assert_eq!(plain.txn_number, None);
-        let started = parse(
+        let started = parse_doc(
             &doc! {"lsid": lsid(), "txnNumber": 2_i64, "autocommit": false, "startTransaction": true},
             insert,
             &[],
@@ -311,7 +286,7 @@ mod tests {
                 start: true
             })
         );
-        let continued = parse(
+        let continued = parse_doc(
             &doc! {"lsid": lsid(), "txnNumber": 2_i64, "autocommit": false},
             find,
             &[],

@@ -1,44 +1,20 @@
 //! The Cosmos profile's rules that apply to a whole command (`--compat cosmos`): which commands
-//! exist (Cosmos's own only in its profile, mayfly's that an account lacks refused), the
+//! exist (the command table's `CosmosOnly` and `NotInCosmos` facts: Cosmos's own only in its
+//! profile, mayfly's that an account lacks refused), the
 //! aggregation stages of the account's version, the refusal of retryable writes, transactions
 //! on sharded collections, and Cosmos's words for a transaction that is no longer open. The
 //! rules on indexes, sorts, documents and shard keys apply where those are decided
 //! ([`crate::profile`]).
 
-use super::{CommandName, Request, Shared};
+use super::super::table::Fact;
+use super::super::{CommandName, Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::refusal::refuse;
 use crate::profile::{Profile, Rule};
 
-/// Commands mayfly has that Cosmos DB for MongoDB (RU) does not, at every server version (the
-/// feature-support tables for 3.6 to 7.0); each answers 115 `Command <name> not supported.`,
-/// as Cosmos answers `collMod` and `hostInfo`.
-const UNSUPPORTED: &[&str] = &[
-    "collMod",
-    "renameCollection",
-    "killOp",
-    "connectionStatus",
-    "listCommands",
-    "hostInfo",
-    "top",
-    "profile",
-];
-
 /// Cosmos's text when an account without the `EnableMongoRetryableWrites` capability gets a
 /// retryable write.
 pub const RETRYABLE_WRITES: &str = "Retryable writes are not supported. Please disable retryable writes by specifying \"retrywrites=false\" in the connection string or an equivalent driver specific config.";
-
-/// Commands only a Cosmos account has: outside the Cosmos profile they do not exist.
-const COSMOS_ONLY: &[CommandName] = &[
-    CommandName::GetLastRequestStatistics,
-    CommandName::CustomAction,
-    CommandName::ShardCollection,
-];
-
-/// Whether `command` exists only in the Cosmos profile.
-pub fn only_in_cosmos(command: CommandName) -> bool {
-    COSMOS_ONLY.contains(&command)
-}
 
 /// Refuses `req` as the account would, before it runs.
 pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
@@ -46,7 +22,7 @@ pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
         return Ok(());
     }
     let name = req.name.name();
-    if profile.enforces(Rule::UnsupportedCommands) && UNSUPPORTED.contains(&name) {
+    if profile.enforces(Rule::UnsupportedCommands) && req.name.has(Fact::NotInCosmos) {
         return Err(refuse(
             Rule::UnsupportedCommands,
             ErrorCode::CommandNotSupported,

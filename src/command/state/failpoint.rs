@@ -7,22 +7,20 @@
 //! `getMore` fails: [`get_more`]). Any other name is answered as mongod answers a fail point it
 //! lacks (266).
 //!
-//! Owns: the registry (mode, data, and how many times the fail point fired), mongod's rules for
-//! each mode (`FailPoint::parseBSON` and `_evaluateByMode`), and the two hooks the dispatcher
-//! calls around every command: [`before`] and [`after`]. Does not own: closing the connection
-//! (the session does, on [`super::Outcome::Close`]), nor which commands and clients the data
-//! names (`fail_command`).
+//! Owns: the registry (mode, data, and how many times the fail point fired) and mongod's rules
+//! for each mode (`FailPoint::parseBSON` and `_evaluateByMode`). Does not own: the two hooks
+//! the envelope runs around every command (`envelope::fail_command`), closing the connection
+//! (the session does), nor which commands and clients the data names (`fail_command`).
 
 mod fail_command;
 mod get_more;
 mod primary_write;
 
-use super::args::type_name;
-use super::{CommandName, Connection, Request, Shared};
-use crate::engine::Interrupt;
+use super::super::args::type_name;
+use super::super::{Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
-use fail_command::{namespace_of, Caller, FailCommand};
+pub use fail_command::{namespace_of, Caller, FailCommand};
 pub use get_more::GetMoreFailure;
 pub use primary_write::PrimaryWrite;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -34,9 +32,6 @@ const FAIL_COMMAND: &str = "failCommand";
 const ON_PRIMARY_WRITE: &str = "onPrimaryTransactionalWrite";
 /// mongod's fail point on a `getMore` that found its cursor.
 const GET_MORE: &str = "failGetMoreAfterCursorCheckout";
-
-/// The message of every failure `failCommand` injects.
-const FAILED_BY_FAIL_POINT: &str = "Failing command via 'failCommand' failpoint";
 
 /// How a fail point decides, each time it is reached, whether it fires.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -156,7 +151,8 @@ impl FailPoints {
         self.fail_command.times_entered()
     }
 
-    fn reach(&self, applies: impl Fn(&FailCommand) -> bool) -> Option<Arc<FailCommand>> {
+    /// Reaches `failCommand` when its data `applies`: counts the firing, and moves the mode on.
+    pub fn reach(&self, applies: impl Fn(&FailCommand) -> bool) -> Option<Arc<FailCommand>> {
         self.fail_command.reach(&self.entered, applies)
     }
 
@@ -244,168 +240,6 @@ pub async fn wait(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             () = entered => {}
             err = req.interrupt.interrupted() => return Err(err),
         }
-    }
-}
-
-/// What `failCommand` does to a command about to run.
-pub enum Before {
-    /// Run it (after a `blockConnection` wait, if any).
-    Run,
-    /// Answer this failure instead.
-    Fail(Document),
-    /// Close the connection without a reply.
-    Close,
-}
-
-/// Consulted once per command before it runs, where mongod evaluates `failCommand`
-/// (`CommandHelpers::evaluateFailCommandFailPoint`): the fail point fires only for a command
-/// it applies to and only when it would do something here (wait, fail or close). A wait
-/// sleeps on the timer, not on an async worker, and ends early when the operation is
-/// interrupted (the client went away).
-pub async fn before(
-    shared: &Shared,
-    conn: &Connection,
-    command: CommandName,
-    db: &str,
-    body: &Document,
-    interrupt: &Interrupt,
-) -> Before {
-    let Some(data) = reach(shared, conn, command, db, body, FailCommand::acts_before) else {
-        return Before::Run;
-    };
-    if let Some(wait) = data.block {
-        tracing::info!(
-            command = command.name(),
-            ?wait,
-            "blocking command via failCommand"
-        );
-        tokio::select! {
-            () = tokio::time::sleep(wait) => {}
-            err = interrupt.interrupted() => return Before::Fail(err.to_reply()),
-        }
-    }
-    if data.close_connection {
-        tracing::info!(
-            command = command.name(),
-            "failing command via failCommand: closing connection"
-        );
-        return Before::Close;
-    }
-    match data.error_code {
-        Some(code) => {
-            tracing::info!(
-                command = command.name(),
-                code,
-                "failing command via failCommand"
-            );
-            Before::Fail(failure(code, data.error_labels.as_ref()))
-        }
-        None => Before::Run,
-    }
-}
-
-/// Consulted after a command that supports a write concern succeeded, where mongod waits for
-/// its write concern: a `failCommand` with `writeConcernError` that applies adds it to the
-/// reply (and its `errorLabels`, if any); the command's work is done and stays done.
-pub fn after(
-    shared: &Shared,
-    conn: &Connection,
-    command: CommandName,
-    db: &str,
-    body: &Document,
-    reply: super::Reply,
-) -> super::Reply {
-    if reply.is_error() || !supports_write_concern(command, body) {
-        return reply;
-    }
-    let Some(data) = reach(shared, conn, command, db, body, |d| {
-        d.write_concern_error.is_some()
-    }) else {
-        return reply;
-    };
-    let Some(wce) = &data.write_concern_error else {
-        return reply;
-    };
-    let mut reply = reply.into_document();
-    reply.insert("writeConcernError", wce.clone());
-    // Labels the fail point names replace those mongod's rules give (`error_labels`).
-    if let Some(labels) = &data.error_labels {
-        reply.insert("errorLabels", labels.clone());
-    }
-    super::Reply::Document(reply)
-}
-
-/// Reaches `failCommand` for this command of this connection, if it applies and `acts` holds.
-fn reach(
-    shared: &Shared,
-    conn: &Connection,
-    command: CommandName,
-    db: &str,
-    body: &Document,
-    acts: impl Fn(&FailCommand) -> bool,
-) -> Option<Arc<FailCommand>> {
-    let namespace = namespace_of(command, db, body);
-    let thread_name = format!("conn{}", conn.id);
-    let caller = Caller {
-        command,
-        namespace: &namespace,
-        app_name: app_name(conn, command, body),
-        thread_name: &thread_name,
-    };
-    shared
-        .fail_points
-        .reach(|data| data.applies_to(&caller) && acts(data))
-}
-
-/// The client's `application.name`: from the handshake, or, on the handshake itself, from the
-/// `client` document it carries (mongod reads it before evaluating the fail point).
-fn app_name<'a>(conn: &'a Connection, command: CommandName, body: &'a Document) -> &'a str {
-    let handshake = matches!(
-        command,
-        CommandName::Hello | CommandName::IsMaster | CommandName::IsMasterLower
-    );
-    let metadata = match &conn.client_metadata {
-        Some(meta) => Some(meta),
-        None if handshake => body.get_document("client").ok(),
-        None => None,
-    };
-    metadata.and_then(super::context::app_name).unwrap_or("")
-}
-
-/// The failure `failCommand` injects: `{ok: 0, errmsg, code, codeName}`, with its labels
-/// ([`labels`]). Built here rather than as an [`Error`]: the code is any number a test names,
-/// not only those of [`ErrorCode`].
-fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
-    let name = ErrorCode::from_code(code)
-        .map(|c| c.name().to_owned())
-        // mongod's codeName for a code it has no name for.
-        .unwrap_or_else(|| format!("Location{code}"));
-    let mut reply = doc! {
-        "ok": 0.0,
-        "errmsg": FAILED_BY_FAIL_POINT,
-        "code": code,
-        "codeName": name,
-    };
-    // Labels the fail point names (even none) replace those mongod's rules give
-    // (`error_labels`).
-    if let Some(labels) = labels {
-        reply.insert("errorLabels", labels.clone());
-    }
-    reply
-}
-
-/// Commands that take a `writeConcern` (mongod's `supportsWriteConcern`): the writes, the
-/// catalog and user commands, and an `aggregate` ending in `$out` or `$merge`.
-fn supports_write_concern(command: CommandName, body: &Document) -> bool {
-    match command {
-        CommandName::Aggregate => body
-            .get_array("pipeline")
-            .ok()
-            .and_then(|stages| stages.last())
-            .and_then(Bson::as_document)
-            .and_then(|stage| stage.keys().next())
-            .is_some_and(|stage| stage == "$out" || stage == "$merge"),
-        other => super::replset::concern::takes_write_concern(other),
     }
 }
 

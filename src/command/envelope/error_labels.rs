@@ -7,7 +7,8 @@
 //!
 //! Owns: the rules. Does not own the errors.
 
-use super::CommandName;
+use super::super::generic::GenericArgs;
+use super::super::CommandName;
 use crate::error::ErrorCode;
 use bson::{Bson, Document};
 
@@ -28,9 +29,9 @@ pub fn is_resumable_change_stream_error(code: i32) -> bool {
     is_retryable(code) || matches!(code, 63 | 133 | 150 | 202 | 234 | 249 | 330 | 13388)
 }
 
-/// Adds the labels the rules give to `reply`, an answer to `body` (command `name`) on a
-/// replica set member, unless it has labels already.
-pub fn add(name: CommandName, body: &Document, reply: &mut Document) {
+/// Adds the labels the rules give to `reply`, an answer to command `name` with the generic
+/// fields `generic`, on a replica set member, unless it has labels already.
+pub fn add(name: CommandName, generic: &GenericArgs<'_>, reply: &mut Document) {
     if reply.contains_key("errorLabels") {
         return;
     }
@@ -51,7 +52,7 @@ pub fn add(name: CommandName, body: &Document, reply: &mut Document) {
         reply.insert("errorLabels", vec!["NonResumableChangeStreamError"]);
         return;
     }
-    let in_transaction = body.contains_key("autocommit");
+    let in_transaction = generic.in_transaction();
     let commit_or_abort = matches!(
         name,
         CommandName::CommitTransaction | CommandName::AbortTransaction
@@ -59,14 +60,14 @@ pub fn add(name: CommandName, body: &Document, reply: &mut Document) {
     let mut labels: Vec<&str> = Vec::new();
     if in_transaction && !commit_or_abort {
         if let Some(code) = code.and_then(ErrorCode::from_code) {
-            labels.extend(super::transactions::labels(name, code));
+            labels.extend(super::super::transactions::labels(name, code));
         }
     } else if commit_or_abort {
         if let Some(code) = code {
             if is_retryable(code) {
                 labels.push(RETRYABLE_WRITE);
             } else if let Some(code) = ErrorCode::from_code(code) {
-                labels.extend(super::transactions::labels(name, code));
+                labels.extend(super::super::transactions::labels(name, code));
             }
         }
         if concern_code.is_some_and(is_retryable) {
@@ -81,7 +82,7 @@ pub fn add(name: CommandName, body: &Document, reply: &mut Document) {
         {
             labels.push("UnknownTransactionCommitResult");
         }
-    } else if body.contains_key("txnNumber")
+    } else if generic.txn_number.is_some()
         && (code.is_some_and(is_retryable) || concern_code.is_some_and(is_retryable))
     {
         labels.push(RETRYABLE_WRITE);
@@ -167,7 +168,7 @@ mod tests {
             ),
         ];
         for (name, body, mut reply, expected) in cases {
-            add(name, body, &mut reply);
+            add(name, &GenericArgs::take(body), &mut reply);
             let got: Option<Vec<String>> = reply.get_array("errorLabels").ok().map(|labels| {
                 labels
                     .iter()

@@ -8,8 +8,8 @@
 //! retryable writes, is stored durably by `retryable`. Owns no cursor: it names them, and the
 //! engine's cursor registry closes them.
 
+use super::super::Shared;
 use super::session_id::SessionId;
-use super::Shared;
 use crate::engine::{CursorRegistry, Interrupt, KillReason};
 use crate::error::{Error, ErrorCode, Result};
 use crate::pipeline::list_local_sessions::ListLocalSessions;
@@ -19,6 +19,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 use tokio::sync::Notify;
+
+pub const LOGICAL_SESSION_TIMEOUT_MINUTES: i32 = 30;
 
 /// mongod's `logicalSessionRefreshMillis`: how often idle sessions are looked for.
 pub const DEFAULT_REAP_INTERVAL: Duration = Duration::from_secs(5 * 60);
@@ -333,8 +335,7 @@ pub fn ensure_reaper(shared: &Arc<Shared>) {
             let Some(shared) = weak.upgrade() else {
                 return;
             };
-            let timeout_ms =
-                i64::from(super::handshake::LOGICAL_SESSION_TIMEOUT_MINUTES) * 60 * 1000;
+            let timeout_ms = i64::from(LOGICAL_SESSION_TIMEOUT_MINUTES) * 60 * 1000;
             // A poisoned registry is counted and logged at each pass (`sync`); nothing is
             // expired or removed while the sessions in use cannot be known.
             let Ok(expired) = shared.sessions.reap(
@@ -376,7 +377,7 @@ async fn reap_retryable_records(shared: &Shared) {
 /// The documents `$listLocalSessions` produces for `req`'s caller.
 pub fn list_local(
     shared: &Shared,
-    req: &super::Request<'_>,
+    req: &super::super::Request<'_>,
     spec: &ListLocalSessions,
 ) -> Result<Vec<Document>> {
     match spec {
@@ -399,14 +400,14 @@ pub fn list_local(
 pub fn adopt_reply_cursor(
     registry: &SessionRegistry,
     session: SessionId,
-    reply: &super::Reply,
+    reply: &super::super::Reply,
 ) -> Result<()> {
     let id = match reply {
-        super::Reply::Document(d) => d
+        super::super::Reply::Document(d) => d
             .get_document("cursor")
             .ok()
             .and_then(|c| c.get("id").cloned()),
-        super::Reply::Raw(r) => r
+        super::super::Reply::Raw(r) => r
             .get_document("cursor")
             .ok()
             .and_then(|c| c.get_i64("id").ok())

@@ -20,8 +20,8 @@
 //! Does not own which commands are retryable (`operation_session`) nor the statements
 //! themselves (`insert`, `write/`).
 
+use super::super::Request;
 use super::session_id::SessionId;
-use super::Request;
 use crate::engine::{collection, ddl, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
@@ -58,7 +58,9 @@ impl RetryableWrite {
 pub fn statement_ids(cmd: &Document, command: &str, n: usize) -> Result<Vec<i32>> {
     if let Some(ids) = cmd.get("stmtIds") {
         let Bson::Array(ids) = ids else {
-            return Err(super::args::wrong_type(command, "stmtIds", ids, "array"));
+            return Err(super::super::args::wrong_type(
+                command, "stmtIds", ids, "array",
+            ));
         };
         if ids.len() != n {
             return Err(Error::new(
@@ -70,14 +72,20 @@ pub fn statement_ids(cmd: &Document, command: &str, n: usize) -> Result<Vec<i32>
             .iter()
             .map(|id| match id {
                 Bson::Int32(id) => Ok(*id),
-                other => Err(super::args::wrong_type(command, "stmtIds", other, "int")),
+                other => Err(super::super::args::wrong_type(
+                    command, "stmtIds", other, "int",
+                )),
             })
             .collect();
     }
     let first = match cmd.get("stmtId") {
         None => 0,
         Some(Bson::Int32(id)) => *id,
-        Some(other) => return Err(super::args::wrong_type(command, "stmtId", other, "int")),
+        Some(other) => {
+            return Err(super::super::args::wrong_type(
+                command, "stmtId", other, "int",
+            ))
+        }
     };
     Ok((0..n)
         .map(|i| first.saturating_add(i32::try_from(i).unwrap_or(i32::MAX)))

@@ -6,7 +6,7 @@
 //! mongod, so two users who send the same UUID have two sessions. Owns no state: the sessions
 //! themselves live in `session_registry`.
 
-use super::context::AuthenticatedUser;
+use super::identity::AuthenticatedUser;
 use crate::error::{Error, ErrorCode, Result};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
@@ -46,7 +46,7 @@ impl SessionId {
     /// sends must be its own user's (mongod: 13 Unauthorized otherwise).
     pub fn parse(lsid: &Bson, field: &str, users: &[AuthenticatedUser]) -> Result<SessionId> {
         let Bson::Document(fields) = lsid else {
-            return Err(super::args::wrong_type(
+            return Err(super::super::args::wrong_type(
                 "OperationSessionInfo",
                 field,
                 lsid,
@@ -135,7 +135,7 @@ fn uuid_bytes(value: &Bson) -> Result<[u8; 16]> {
                 "uuid must be a 16-byte binary field with UUID (4) subtype",
             )
         }),
-        other => Err(super::args::wrong_type(IDL, "id", other, "binData")),
+        other => Err(super::super::args::wrong_type(IDL, "id", other, "binData")),
     }
 }
 
@@ -143,7 +143,7 @@ fn uid_bytes(value: &Bson) -> Result<[u8; 32]> {
     match value {
         Bson::Binary(Binary { bytes, .. }) => <[u8; 32]>::try_from(bytes.as_slice())
             .map_err(|_| Error::bad_value("Unsupported SHA256Block hash length")),
-        other => Err(super::args::wrong_type(IDL, "uid", other, "binData")),
+        other => Err(super::super::args::wrong_type(IDL, "uid", other, "binData")),
     }
 }
 

@@ -5,8 +5,8 @@
 //! it), op ids, and the `inprog` entries mongod reports. Does not own how an operation stops
 //! (`engine::interrupt`): `killOp` only sets the kill flag the operation checks.
 
-use super::args::{is_generic, type_name};
-use super::{CommandName, Connection, Request, Shared};
+use super::super::args::{is_generic, type_name};
+use super::super::{Connection, Fact, Request, Shared, Target};
 use crate::clock::Stopwatch;
 use crate::engine::{Interrupt, KillReason};
 use crate::error::{Error, ErrorCode, Result};
@@ -54,20 +54,8 @@ struct RunningOp {
     started: Stopwatch,
     started_at: bson::DateTime,
     interrupt: Arc<Interrupt>,
-    /// Whether the profile's request time limit applies ([`time_limited`]).
+    /// Whether the profile's request time limit applies (not to [`Fact::NoRequestTimeLimit`]).
     time_limited: bool,
-}
-
-/// Whether the profile's request time limit applies to a command: not to `hello` (its wait is
-/// bounded by `maxAwaitTimeMS`) nor to `getMore` (a cursor's later batches).
-fn time_limited(name: CommandName) -> bool {
-    !matches!(
-        name,
-        CommandName::Hello
-            | CommandName::IsMaster
-            | CommandName::IsMasterLower
-            | CommandName::GetMore
-    )
 }
 
 /// The registry of running operations, keyed by op id.
@@ -120,7 +108,7 @@ impl OpRegistry {
             client: conn.peer.to_string(),
             host: format!("{}:{}", crate::host::hostname(), conn.local.port()),
             client_metadata: conn.client_metadata.clone(),
-            op: op_type(req.name),
+            op: req.name.op_type(),
             ns: namespace(req),
             command: Sent {
                 body: Arc::clone(req.body),
@@ -129,7 +117,7 @@ impl OpRegistry {
             started: Stopwatch::start(),
             started_at: shared.clock.now_datetime(),
             interrupt: Arc::clone(&req.interrupt),
-            time_limited: time_limited(req.name),
+            time_limited: !req.name.has(Fact::NoRequestTimeLimit),
         };
         self.ops().insert(opid, op);
         OpGuard {
@@ -184,7 +172,7 @@ impl RunningOp {
             "client": self.client.as_str(),
         };
         if let Some(meta) = &self.client_metadata {
-            if let Some(app) = super::context::app_name(meta) {
+            if let Some(app) = super::identity::app_name(meta) {
                 entry.insert("appName", app);
             }
             entry.insert("clientMetadata", meta.clone());
@@ -219,41 +207,12 @@ impl RunningOp {
     }
 }
 
-/// The `op` label mongod gives a command.
-fn op_type(name: CommandName) -> &'static str {
-    match name {
-        CommandName::Find => "query",
-        CommandName::GetMore => "getmore",
-        CommandName::Insert => "insert",
-        CommandName::Update => "update",
-        CommandName::Delete => "remove",
-        _ => "command",
-    }
-}
-
 /// `db.collection` for commands on a collection, `db.$cmd` for the others.
 fn namespace(req: &Request<'_>) -> String {
-    use CommandName as C;
-    let collection = match req.name {
-        C::GetMore => req.body.get_str("collection").ok(),
-        C::Find
-        | C::Count
-        | C::Distinct
-        | C::Aggregate
-        | C::Insert
-        | C::Update
-        | C::Delete
-        | C::FindAndModify
-        | C::FindAndModifyLower
-        | C::Create
-        | C::Drop
-        | C::CreateIndexes
-        | C::ListIndexes
-        | C::DropIndexes
-        | C::CollMod
-        | C::CollStats
-        | C::Validate => req.body.get_str(req.name.name()).ok(),
-        _ => None,
+    let collection = match req.name.target() {
+        Target::Cursor => req.body.get_str("collection").ok(),
+        Target::Collection => req.body.get_str(req.name.name()).ok(),
+        Target::Database => None,
     };
     format!("{}.{}", req.db, collection.unwrap_or("$cmd"))
 }
@@ -304,7 +263,7 @@ fn with_documents<'r>(
 /// The `command` of a `currentOp` entry: secrets replaced (`secrets`), past a kilobyte a
 /// summary.
 fn reported_command(body: &Document) -> Document {
-    let body = super::secrets::for_logging(body);
+    let body = super::super::secrets::for_logging(body);
     let body = body.as_ref();
     if crate::query::size::document_size(body) <= MAX_REPORTED_COMMAND_BYTES {
         return body.clone();
@@ -425,6 +384,7 @@ fn parse_op_id(cmd: &Document) -> Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::CommandName;
 
     #[test]
     fn an_inserts_document_sequence_is_reported_as_its_documents_field() {

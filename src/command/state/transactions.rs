@@ -14,10 +14,10 @@
 //! Owns: the states, their errors and labels. Does not own the transaction's data or conflicts
 //! (`engine::transaction`), nor the session fields' parsing (`operation_session`).
 
-use super::args::durable;
+use super::super::args::durable;
+use super::super::{CommandName, Reply, Request, Shared};
 use super::operation_session::TransactionStatement;
 use super::session_id::SessionId;
-use super::{CommandName, Reply, Request, Shared};
 use crate::clock::Stopwatch;
 use crate::engine::{collection, ddl, ReadView, Transaction, Txn};
 use crate::error::{Error, ErrorCode, Result};

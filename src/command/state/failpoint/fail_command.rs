@@ -6,8 +6,8 @@
 //! Does not own: the fail point's mode (`failpoint`), nor what the session does with a closed
 //! connection.
 
-use super::super::args::type_name;
-use super::super::CommandName;
+use super::super::super::args::type_name;
+use super::super::super::CommandName;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Bson, Document};
 use std::time::Duration;

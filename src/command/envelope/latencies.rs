@@ -4,7 +4,7 @@
 //! Does not own: `serverStatus`'s opcounters (`status::Counters`), or exposing the figures
 //! (`metrics`).
 
-use super::table::CommandName;
+use super::super::table::CommandName;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;

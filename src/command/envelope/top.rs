@@ -6,8 +6,8 @@
 //! next `top`.
 //! Does not own: per-command latencies (`latencies`), the profiler (`profiler`).
 
+use super::super::Shared;
 use super::profiler::Operation;
-use super::Shared;
 use crate::error::Result;
 use bson::{doc, Document};
 use std::collections::BTreeMap;

@@ -6,8 +6,8 @@
 //! A command is admitted before it runs ([`RequestUnits::admit`]) and charged when it ends
 //! ([`RequestUnits::account`]): its charge depends on what it examined and returned.
 
+use super::super::{CommandName, Connection, Request, Shared};
 use super::profiler::{collection_of, Operation};
-use super::{CommandName, Connection, Request, Shared};
 use crate::clock::Stopwatch;
 use crate::error::Result;
 use crate::profile::ru::{charge, Facts, Work};

@@ -1,0 +1,204 @@
+//! The spec reader: a command's own fields read in one pass into its typed spec, then
+//! [`Spec::finish`] refuses whatever is left, as mongod's IDL parser does.
+//!
+//! A field is taken when its reader asks for it; a value of the wrong type (or one a field's
+//! validator refuses) is noted, not returned at once, because mongod's parser reports the first
+//! bad field in the document's order, whether it is unknown or mistyped. `finish` returns that
+//! error. The generic fields (`generic`) belong to the envelope and the fields only mongod's
+//! cluster sends (`cluster_fields`) are judged before the command runs: neither is unknown here.
+//!
+//! Owns: taking fields, the order of errors, the unknown-field refusal (40415). Does not own
+//! what a field means: each command's spec does.
+
+use super::values::{is_truthy, wrong_type};
+use crate::error::{Error, ErrorCode, Result};
+use bson::{Bson, Document};
+
+/// A command document being read: which fields were taken, and the first error by position.
+pub struct Spec<'a> {
+    /// The command's name as mongod's messages show it (`find`).
+    command: &'static str,
+    body: &'a Document,
+    /// By position in `body`; the first field (the command's own) is taken by [`Spec::new`].
+    taken: Vec<bool>,
+    /// The earliest error noted so far, with its field's position.
+    error: Option<(usize, Error)>,
+}
+
+impl<'a> Spec<'a> {
+    /// Starts reading `body`, whose first field names `command`.
+    pub fn new(command: &'static str, body: &'a Document) -> Spec<'a> {
+        let mut taken = vec![false; body.len()];
+        if let Some(first) = taken.first_mut() {
+            *first = true;
+        }
+        Spec {
+            command,
+            body,
+            taken,
+            error: None,
+        }
+    }
+
+    /// Takes `field`: its value, or `None` when absent.
+    pub fn take(&mut self, field: &str) -> Option<&'a Bson> {
+        let (position, value) = self.find(field)?;
+        if let Some(taken) = self.taken.get_mut(position) {
+            *taken = true;
+        }
+        Some(value)
+    }
+
+    /// Notes `error` for `field`'s value (a validator's refusal); the earliest by position wins.
+    pub fn refuse(&mut self, field: &str, error: Error) {
+        let position = self.find(field).map_or(usize::MAX, |(p, _)| p);
+        self.note(position, error);
+    }
+
+    /// An optional document.
+    pub fn doc(&mut self, field: &str) -> Option<&'a Document> {
+        match self.take(field)? {
+            Bson::Document(d) => Some(d),
+            other => self.wrong(field, other, "object"),
+        }
+    }
+
+    /// An optional boolean (numbers count by their truthiness, as mongod's parser allows).
+    pub fn bool(&mut self, field: &str) -> Option<bool> {
+        match self.take(field)? {
+            v @ (Bson::Boolean(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)) => {
+                Some(is_truthy(v))
+            }
+            other => self.wrong(field, other, "bool"),
+        }
+    }
+
+    /// An optional whole number, from any numeric BSON type.
+    pub fn i64(&mut self, field: &str) -> Option<i64> {
+        match self.take(field)? {
+            Bson::Int32(n) => Some(i64::from(*n)),
+            Bson::Int64(n) => Some(*n),
+            Bson::Double(n) if n.fract() == 0.0 && n.abs() < 9.0e18 => Some(*n as i64),
+            other => self.wrong(field, other, "[long, int, decimal, double]"),
+        }
+    }
+
+    /// Ends the reading: the first error in the document's order, a type error or a field
+    /// nobody took (`BSON field 'find.foo' is an unknown field.`, 40415).
+    pub fn finish(mut self) -> Result<()> {
+        let unknown = self
+            .body
+            .keys()
+            .zip(&self.taken)
+            .position(|(field, taken)| {
+                !taken
+                    && !super::generic::is_generic(field)
+                    && !super::cluster_fields::is_known(self.command, field)
+            });
+        if let Some(position) = unknown {
+            let field = self.body.keys().nth(position).map_or("", String::as_str);
+            let error = Error::new(
+                ErrorCode::IDLUnknownField,
+                format!("BSON field '{}.{field}' is an unknown field.", self.command),
+            );
+            self.note(position, error);
+        }
+        match self.error {
+            Some((_, error)) => Err(error),
+            None => Ok(()),
+        }
+    }
+
+    fn find(&self, field: &str) -> Option<(usize, &'a Bson)> {
+        self.body
+            .iter()
+            .enumerate()
+            .find(|(_, (name, _))| name.as_str() == field)
+            .map(|(position, (_, value))| (position, value))
+    }
+
+    fn wrong<T>(&mut self, field: &str, value: &Bson, expected: &str) -> Option<T> {
+        let error = wrong_type(self.command, field, value, expected);
+        self.refuse(field, error);
+        None
+    }
+
+    fn note(&mut self, position: usize, error: Error) {
+        if self
+            .error
+            .as_ref()
+            .is_none_or(|(first, _)| position < *first)
+        {
+            self.error = Some((position, error));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn read(body: &Document) -> Result<(Option<&Document>, Option<bool>, Option<i64>)> {
+        let mut spec = Spec::new("find", body);
+        let filter = spec.doc("filter");
+        let single = spec.bool("singleBatch");
+        let limit = spec.i64("limit");
+        spec.finish().map(|()| (filter, single, limit))
+    }
+
+    #[test]
+    fn fields_are_taken_typed_and_generic_ones_left_to_the_envelope() {
+        let body = doc! {"find": "c", "filter": {"a": 1}, "singleBatch": 1, "limit": 2.0,
+        "lsid": {"id": 1}, "$db": "d", "maxTimeMS": 5, "stmtId": 0};
+        let (filter, single, limit) = read(&body).unwrap();
+        assert_eq!(filter, Some(&doc! {"a": 1}));
+        assert_eq!((single, limit), (Some(true), Some(2)));
+        assert_eq!(read(&doc! {"find": "c"}).unwrap(), (None, None, None));
+    }
+
+    #[test]
+    fn the_first_bad_field_in_document_order_is_the_error() {
+        let cases = [
+            (
+                doc! {"find": "c", "bogus": 1},
+                ErrorCode::IDLUnknownField,
+                "BSON field 'find.bogus' is an unknown field.",
+            ),
+            (
+                doc! {"find": "c", "filter": 1},
+                ErrorCode::TypeMismatch,
+                "BSON field 'find.filter' is the wrong type 'int', expected type 'object'",
+            ),
+            (
+                doc! {"find": "c", "bogus": 1, "filter": 1},
+                ErrorCode::IDLUnknownField,
+                "BSON field 'find.bogus' is an unknown field.",
+            ),
+            (
+                doc! {"find": "c", "limit": "x", "bogus": 1},
+                ErrorCode::TypeMismatch,
+                "BSON field 'find.limit' is the wrong type 'string', expected types '[long, int, decimal, double]'",
+            ),
+            (
+                doc! {"find": "c", "singleBatch": "yes", "limit": "x"},
+                ErrorCode::TypeMismatch,
+                "BSON field 'find.singleBatch' is the wrong type 'string', expected type 'bool'",
+            ),
+        ];
+        for (body, code, message) in cases {
+            let err = read(&body).unwrap_err();
+            assert_eq!((err.code, err.message.as_str()), (code, message), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_validators_refusal_takes_its_fields_place() {
+        let body = doc! {"find": "c", "skip": -1, "bogus": 1};
+        let mut spec = Spec::new("find", &body);
+        if spec.i64("skip").is_some_and(|n| n < 0) {
+            spec.refuse("skip", Error::bad_value("negative"));
+        }
+        assert_eq!(spec.finish().unwrap_err().message, "negative");
+    }
+}
