@@ -8,6 +8,7 @@ use crate::common;
 
 use common::bson::{doc, Document};
 use common::{error_code, TestServer};
+use mongodb::options::WriteConcern;
 use mongodb::{Client, Collection};
 use std::future::IntoFuture;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,15 +17,18 @@ use std::time::{Duration, Instant};
 
 /// Targets of the large statements.
 const MILLION: i64 = 1_000_000;
-/// Targets of one writer job (`MULTI_WRITE_BATCH_DOCS` in `command/write/multi.rs`).
+/// The most targets one writer job takes (`MAX_DOCS` in `command/write/batch_size.rs`); a job
+/// takes fewer when the writer is slow.
 const BATCH: i64 = 1_000;
 /// The longest a concurrent single-document insert may wait while a large statement runs.
 const MAX_INSERT_LATENCY: Duration = Duration::from_millis(100);
 /// How far the server's resident size may grow over its size before a large statement. A
 /// statement that loads its million targets at once holds each as a `StoredDoc` (its key, its
 /// record and its decoded document: several hundred bytes each) plus, for an update, the new
-/// document, and its group's pending writes: far over this. Batched, what moves is fjall's
-/// memtables and block cache and whatever the tests running beside this one hold.
+/// document, and its group's pending writes: far over this (by that count, several hundred MB
+/// for a million; the single-job form was not measured). Batched, what moves is fjall's
+/// memtables and block cache and whatever the tests running beside this one hold: 85-125 MB in
+/// the debug runs measured.
 const MAX_RESIDENT_GROWTH_MB: i64 = 400;
 
 async fn resident_mb(client: &Client) -> i64 {
@@ -50,6 +54,36 @@ async fn fill(coll: &Collection<Document>, count: i64) {
             .await
             .unwrap();
         start = end;
+    }
+}
+
+/// [`fill`] as fast as the server takes it: loading is not what is tested. Four clients send
+/// unordered inserts of 25,000 documents each, unjournaled (the server still writes its
+/// journal; it only skips the sync), so the server prepares one insert while the writer runs
+/// another.
+async fn fill_fast(server: &TestServer, coll: &str, count: i64) {
+    const LOADERS: i64 = 4;
+    const CHUNK: i64 = 25_000;
+    let unsynced = WriteConcern::builder().journal(false).build();
+    let mut loaders = Vec::new();
+    for loader in 0..LOADERS {
+        let coll: Collection<Document> = server.client().await.database("bw").collection(coll);
+        let unsynced = unsynced.clone();
+        loaders.push(tokio::spawn(async move {
+            let mut start = loader * CHUNK;
+            while start < count {
+                let end = (start + CHUNK).min(count);
+                coll.insert_many((start..end).map(|i| doc! {"_id": i, "n": 0}))
+                    .ordered(false)
+                    .write_concern(unsynced.clone())
+                    .await
+                    .unwrap();
+                start += LOADERS * CHUNK;
+            }
+        }));
+    }
+    for loader in loaders {
+        loader.await.unwrap();
     }
 }
 
@@ -143,18 +177,24 @@ fn assert_served_and_bounded(what: &str, beside: &Beside, before_mb: i64) {
     );
 }
 
-/// Takes about 100 s and more in a debug build on two shared cores (30-40 s to insert, 60-80 s to
-/// update), where a batch of 1,000 documents holds the writer for ~40 ms and a probe insert
-/// waits up to ~200 ms: it is meant for a release build,
+/// In a debug build on two shared cores (~140 s: load 25-29 s, update 40-47 s, delete ~43 s)
+/// the probes' median is 15-20 ms but the slowest pass 100 ms (p99 80-118 ms, max 186-541 ms):
+/// a probe waits for its own group's sync (20-90 ms there) after the commit of the batch before
+/// it, and that commit's memtable inserts (20-200 ms in a debug build under load) are not part
+/// of the job time the batch sizing measures. Run it in a release build,
 /// `cargo test --release --test integration bounded_writes -- --ignored`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "a million documents: run in a release build (see the comment)"]
+#[ignore = "the 100 ms bound is not held in a debug build under load (see the comment)"]
 async fn a_million_document_update_and_delete_leave_other_writers_and_memory_alone() {
     let server = TestServer::start().await;
     let client = server.client().await;
     let coll: Collection<Document> = client.database("bw").collection("big");
     let started = Instant::now();
-    fill(&coll, MILLION).await;
+    fill_fast(&server, "big", MILLION).await;
+    assert_eq!(
+        coll.estimated_document_count().await.unwrap(),
+        MILLION as u64
+    );
     eprintln!("inserted {MILLION} documents in {:?}", started.elapsed());
 
     let before = resident_mb(&client).await;
@@ -289,7 +329,9 @@ async fn a_multi_upsert_inserts_when_nothing_matches_and_updates_every_match_oth
 }
 
 /// A `deleteMany` given too little time fails with 50 between two batches: what it deleted
-/// stays deleted, in whole batches, and what it had not reached stays.
+/// stays deleted, and what it had not reached stays. The batches' sizes follow the writer's
+/// speed, so what is checked is that the deleted documents are the scan's first ones (`_id`
+/// order), with nothing skipped and nothing past them deleted.
 #[tokio::test]
 async fn a_multi_delete_past_max_time_stops_between_batches() {
     let server = TestServer::start().await;
@@ -317,7 +359,14 @@ async fn a_multi_delete_past_max_time_stops_between_batches() {
             }
             Err(e) => {
                 assert_eq!(error_code(&e), Some(50), "{e}");
-                assert_eq!(left % BATCH, 0, "{left} documents left: whole batches only");
+                let deleted = count - left;
+                assert_eq!(
+                    coll.count_documents(doc! {"_id": {"$gte": deleted}})
+                        .await
+                        .unwrap() as i64,
+                    left,
+                    "{deleted} deleted: the scan's first ones, in order"
+                );
                 if left > 0 && left < count {
                     stopped_part_way = true;
                     break;

@@ -11,6 +11,7 @@
 //! `engine::collection`, and the reply shapes. Does not own: filter and update semantics
 //! (`query`) or visibility (`engine`: only visible documents are matched, TTL-18/TTL-19).
 
+mod batch_size;
 mod delete;
 mod find_and_modify;
 mod multi;

@@ -3,17 +3,21 @@
 //! documents: the statement's plan runs on one snapshot ([`TargetBatches`]), a blocking thread
 //! reads the next batch of targets and computes what each becomes, and one writer job re-checks
 //! every target ([`targets::recheck`]) and writes the batch, committed (and synced, for a durable
-//! write) like any other job. Other clients' writes are grouped between the batches, the server
-//! holds one or two batches of a statement, not all its targets, and the operation's interrupt
-//! (`maxTimeMS`, `killOp`, a closed connection) is checked between batches, after the batch in
-//! the writer has committed, so a stopped statement leaves whole batches written.
+//! write) like any other job. Each job's time in the writer is measured and sizes the batches
+//! after it ([`BatchSizer`]), so a job holds the writer for about mongod's yield period. Other
+//! clients' writes are grouped between the batches, the server holds one or two batches of a
+//! statement, not all its targets, and the operation's interrupt (`maxTimeMS`, `killOp`, a
+//! closed connection) is checked between batches, after the batch in the writer has committed,
+//! so a stopped statement leaves whole batches written.
 //!
-//! Owns: the batch loop and its limits, and splitting a command's statements into the runs that
-//! execute them. Does not own what a statement writes (`update`, `delete`), the snapshot walk and
-//! the re-check (`engine::targets`), or transactions and retryable writes, whose statements all
-//! run in one job as before (a transaction's write set is one; a retryable write may not be
-//! multi).
+//! Owns: the batch loop, and splitting a command's statements into the runs that execute them.
+//! Does not own what a statement writes (`update`, `delete`), the batches' sizes
+//! (`batch_size`), the snapshot walk and the re-check (`engine::targets`), or transactions and
+//! retryable writes, whose statements all run in one job as before (a transaction's write set is
+//! one; a retryable write may not be multi).
 
+use super::batch_size::BatchSizer;
+use crate::clock::Stopwatch;
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::{self, BatchLimits, Recheck, TargetBatches};
@@ -22,18 +26,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::query::guard;
 use bson::DateTime;
 use std::sync::Arc;
-
-/// One writer job's worth of targets: 1,000 documents or 4 MiB of stored bodies, whichever comes
-/// first. A job's time is what another client's write may wait behind it: 1,000 small documents
-/// are a few milliseconds of the writer's time (tens in a debug build), well under what one sync
-/// costs, while the sync each batch adds is shared by 1,000 documents. The byte bound keeps a batch
-/// of large documents (up to 16 MiB each) from holding gigabytes: the server holds a batch twice
-/// (the snapshot's copies and what they become) for the batch being written and the one read
-/// ahead.
-pub(super) const BATCH_LIMITS: BatchLimits = BatchLimits {
-    docs: 1_000,
-    bytes: 4 * 1024 * 1024,
-};
+use std::time::Duration;
 
 /// What a multi-document statement does to each target.
 pub(super) trait MultiWrite: Send + Sync + 'static {
@@ -105,12 +98,38 @@ pub(super) fn runs<S>(statements: Vec<Result<S>>, is_multi: impl Fn(&S) -> bool)
 /// Runs `write` on `db.coll` batch by batch; returns the sums of the batches' counts. An error
 /// ends the statement there: the batches before it stay written (as the documents before a
 /// failing one stay written in mongod). An interruption surfaces as the interrupt's error.
+///
+/// A durable statement is synced once, when it ends, however it ends, as mongod waits for the
+/// journal once for a command's write concern and not at each yield: the batches are committed
+/// without a sync of their own, and the sync that follows the last one covers them all (the
+/// journal is written in order). So a client's write queued behind a batch waits for that
+/// batch's job and commit and then its own group's sync, not for a sync of the batch as well,
+/// and a statement of a million targets costs one sync, not one per batch.
 pub(super) async fn run<W: MultiWrite>(
     engine: &Engine,
-    (db, coll): (&str, &str),
+    target: (&str, &str),
     write: Arc<W>,
     durable: bool,
     interrupt: &Arc<Interrupt>,
+) -> Result<Counts> {
+    let mut committed = false;
+    let outcome = run_batches(engine, target, write, interrupt, &mut committed).await;
+    if durable && committed {
+        let synced = engine.write(true, |_: &mut Txn<'_>, _: i64| ()).await;
+        if outcome.is_ok() {
+            synced?;
+        }
+    }
+    outcome
+}
+
+/// The batches of [`run`], each committed without a sync; `committed` tells whether any was.
+async fn run_batches<W: MultiWrite>(
+    engine: &Engine,
+    (db, coll): (&str, &str),
+    write: Arc<W>,
+    interrupt: &Arc<Interrupt>,
+    committed: &mut bool,
 ) -> Result<Counts> {
     let mut counts = Counts::default();
     interrupt.check()?;
@@ -140,33 +159,43 @@ pub(super) async fn run<W: MultiWrite>(
         .await?
     };
     let collection_id = reader.batches.collection_id();
-    let (back, first) = blocking(move || Ok(reader.next())).await?;
+    let mut sizer = BatchSizer::default();
+    let limits = sizer.limits();
+    let (back, first) = blocking(move || Ok(reader.next(limits))).await?;
     reader = back;
     let mut batch = first?;
     while !batch.is_empty() {
         let job = {
             let (write, clock) = (Arc::clone(&write), Arc::clone(&clock));
             let (db, coll) = (db.to_owned(), coll.to_owned());
-            move |txn: &mut Txn<'_>, now: i64| {
+            move |txn: &mut Txn<'_>, now: i64| -> Result<(Counts, usize, Duration)> {
+                // The writer's time on this job: what a write queued behind it waits for.
+                let timer = Stopwatch::start();
                 let meta = collection::existing_collection(txn, &db, &coll)
                     .filter(|m| m.id == collection_id)
                     .ok_or_else(collection_gone)?;
-                write_batch(
+                let size = batch.len();
+                let counts = write_batch(
                     txn,
                     &meta,
                     write.as_ref(),
                     batch,
                     (now, clock.now_datetime()),
-                )
+                )?;
+                Ok((counts, size, timer.elapsed()))
             }
         };
         // The next batch is read while this one is written and committed: the snapshot does
-        // not see the writes, so the two cannot disturb each other.
+        // not see the writes, so the two cannot disturb each other. Its size is therefore set
+        // by the batch before this one.
+        let limits = sizer.limits();
         let (written, read) = tokio::join!(
-            engine.write(durable, job),
-            blocking(move || Ok(reader.next()))
+            engine.write(false, job),
+            blocking(move || Ok(reader.next(limits)))
         );
-        let done = written??;
+        let (done, size, took) = written??;
+        *committed = true;
+        sizer.observe(size, took);
         counts.matched += done.matched;
         counts.modified += done.modified;
         interrupt.check()?;
@@ -188,11 +217,11 @@ struct Reader<W: MultiWrite> {
 impl<W: MultiWrite> Reader<W> {
     /// The next batch, prepared; empty once the plan is done. The reader comes back either way,
     /// so the statement can go on with it.
-    fn next(mut self) -> (Self, Result<Vec<W::Prepared>>) {
+    fn next(mut self, limits: BatchLimits) -> (Self, Result<Vec<W::Prepared>>) {
         // The update's expressions and loops check the operation's interrupt ([`guard`]).
         let _current = guard::install(Arc::clone(&self.interrupt) as Arc<dyn guard::Checkpoint>);
         let at = self.clock.now_datetime();
-        let prepared = self.batches.next_batch(BATCH_LIMITS).and_then(|targets| {
+        let prepared = self.batches.next_batch(limits).and_then(|targets| {
             targets
                 .into_iter()
                 .map(|target| self.write.prepare(target, at))
