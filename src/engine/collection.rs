@@ -10,7 +10,7 @@ use super::catalog::{CollectionMeta, IndexMeta};
 use super::expiry;
 use super::index_keys;
 use super::new_document::NewDocument;
-use super::oplog;
+use super::oplog::entries as oplog;
 use super::record::Record;
 use super::record_key::{self, IdKeys};
 use super::txn::Txn;
@@ -464,7 +464,7 @@ fn add_entries(
     }
     // `meta` may be older than the catalog of this group: the flag is set on the current entry.
     for index_id in became_multikey {
-        super::ddl::mark_multikey(txn, meta.id, index_id)?;
+        super::catalog_write::mark_multikey(txn, meta.id, index_id)?;
     }
     if !index_puts.is_empty() {
         let record = record_key::record(&key);

@@ -3,20 +3,20 @@
 //!
 //! Each collection has one counter record in the `Catalog` keyspace, keyed by its id: the number
 //! of documents stored and the sum of their BSON body sizes, expired-but-unreaped ones included.
-//! Writes change it through [`Txn::count_change`](super::Txn::count_change), which writes each
+//! Writes change it through [`Txn::count_change`](super::txn::Txn::count_change), which writes each
 //! changed counter once per commit group, in the same batch as the documents; a drop deletes it
 //! with the collection, and a rename leaves it alone (keys carry the id, not the name).
 //!
 //! What a reader sees at `now` is the stored totals less the documents expired but not yet
 //! reaped, found through the expiry-ordered keys (O(backlog), which the reaper keeps small) and
-//! judged exactly as [`Record::is_visible`](super::Record::is_visible) judges them (TTL-18).
+//! judged exactly as [`Record::is_visible`](super::record::Record::is_visible) judges them (TTL-18).
 //! Does not own: which writes change a collection (`collection`, `ddl`).
 
 use super::catalog::{Catalog, CollectionMeta};
 use super::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
 use super::record::HEADER_LEN;
-use super::Db;
 use crate::error::{Error, Result};
+use crate::storage::handle::Db;
 use crate::storage::keys::collection_prefix;
 use crate::storage::{Backend, Durability, Keyspace, Snapshot, WriteBatch};
 use crate::ttl::Lifetime;
@@ -267,6 +267,9 @@ mod tests {
                 now,
                 Default::default(),
                 None,
+                Arc::new(crate::engine::index_usage::IndexUsage::new(Arc::new(
+                    crate::clock::ManualClock::starting_at_secs(0),
+                ))),
             );
             assert_eq!(
                 at.visible_totals(&meta).unwrap(),

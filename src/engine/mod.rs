@@ -7,22 +7,26 @@
 //! command arguments (`command`).
 
 pub mod catalog;
+pub mod catalog_write;
 pub mod collection;
 pub mod counts;
 pub mod cursor;
 pub mod ddl;
 pub mod exec;
 pub mod expiry;
+pub mod explain;
 pub mod index_build;
 pub mod index_keys;
 pub mod index_usage;
 pub mod interrupt;
 pub mod layout;
+pub mod locks;
 pub mod new_document;
 pub mod oplog;
-pub mod optime;
 mod pacing;
+pub mod published;
 pub mod read;
+pub mod reader;
 pub mod reaper;
 pub mod record;
 pub mod record_key;
@@ -38,6 +42,7 @@ pub use collection::StoredDoc;
 pub use cursor::CursorRegistry;
 pub use interrupt::{Interrupt, KillReason};
 pub use read::{DocScan, ReadView};
+pub use reader::Reader;
 pub use record::Record;
 pub use transaction::Transaction;
 pub use txn::Txn;
@@ -45,17 +50,10 @@ pub use writer::{Writer, WriterStats};
 
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::storage::{
-    Backend, Faults, FaultyBackend, FjallBackend, MemoryBackend, Store, StoreSnapshot,
-};
+use crate::storage::handle::Db;
+use crate::storage::{Backend, Faults, FaultyBackend, FjallBackend, MemoryBackend, Store};
 use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
-
-/// The backend mayfly runs on: fjall or memory, chosen at start ([`Store`]), behind the
-/// fault-injecting wrapper (every fault off unless a test turns one on). The engine uses it
-/// only through the `storage` traits.
-pub type Db = FaultyBackend<Store>;
-pub type Snap = StoreSnapshot;
+use std::sync::{Arc, Mutex};
 
 pub struct Engine {
     backend: Arc<Db>,
@@ -64,14 +62,14 @@ pub struct Engine {
     /// Deletes the entries of dropped collections and indexes.
     pub sweeper: Arc<sweep::Sweeper>,
     sweeper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    catalog: Arc<RwLock<Arc<Catalog>>>,
+    catalog: Arc<published::Published>,
     writer: Writer,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     clock: Arc<dyn Clock>,
     /// Operation times, issued by the writer.
-    optimes: Arc<optime::OpClock>,
+    optimes: Arc<oplog::optime::OpClock>,
     /// The operation log's settings and size (kept in replica-set mode only).
-    oplog: Arc<oplog::OplogState>,
+    oplog: Arc<oplog::state::OplogState>,
     pub cursors: Arc<CursorRegistry>,
     pub writer_stats: Arc<WriterStats>,
     index_builds: Arc<index_build::IndexBuilds>,
@@ -81,7 +79,7 @@ pub struct Engine {
     /// The directory sorts spill to when there is no data directory; removed with the engine.
     _spill_root: Option<tempfile::TempDir>,
     /// The document keys open transactions have written.
-    locks: Arc<transaction::LockTable>,
+    locks: Arc<locks::LockTable>,
 }
 
 /// Submits jobs to the engine's writer, as [`Engine::write`] does; cheap to clone.
@@ -164,17 +162,24 @@ impl Engine {
         let backend = Arc::new(FaultyBackend::new(store));
         // Keys an earlier version laid out differently are rewritten before anything reads them.
         layout::upgrade(&backend)?;
-        let mut catalog = Catalog::load(&backend.snapshot())?;
+        let snapshot = backend.snapshot();
+        let mut catalog = Catalog::load(&snapshot)?;
+        sweep::reserve_marked_ids(&snapshot, &mut catalog)?;
+        drop(snapshot);
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
         index_build::discard_unfinished(&backend, &mut catalog)?;
         // A data directory from before document counters: count each collection once.
         counts::backfill(&backend, &catalog)?;
-        catalog.count_index_usage(Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))));
-        let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
+        let published = Arc::new(published::Published::new(
+            Arc::new(catalog.clone()),
+            Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))),
+        ));
         let writer_stats = Arc::new(WriterStats::default());
         // Operation times continue after the newest logged one, even if the wall clock went back.
-        let optimes = Arc::new(optime::OpClock::new(oplog::newest(&backend.snapshot())?));
-        let oplog = Arc::new(oplog::OplogState::default());
+        let optimes = Arc::new(oplog::optime::OpClock::new(oplog::state::newest(
+            &backend.snapshot(),
+        )?));
+        let oplog = Arc::new(oplog::state::OplogState::default());
         let cursors = Arc::new(CursorRegistry::new(Arc::clone(&clock)));
         // A reopen of the stopped engine needs every snapshot released; open cursors hold
         // theirs across getMores, so they are closed (their getMore then gets CursorNotFound).
@@ -238,7 +243,7 @@ impl Engine {
     }
 
     /// Operation times: the last committed one is `operationTime` and `hello`'s `lastWrite`.
-    pub fn optimes(&self) -> &Arc<optime::OpClock> {
+    pub fn optimes(&self) -> &Arc<oplog::optime::OpClock> {
         &self.optimes
     }
 
@@ -249,19 +254,19 @@ impl Engine {
     }
 
     /// The operation log's state: whether it is kept, its size, its oldest entry.
-    pub fn oplog(&self) -> &Arc<oplog::OplogState> {
+    pub fn oplog(&self) -> &Arc<oplog::state::OplogState> {
         &self.oplog
     }
 
     /// The catalog as of the last commit; an error when the catalog lock is poisoned (an
     /// empty catalog would answer "no such collection" for every one).
     pub fn catalog(&self) -> Result<Arc<Catalog>> {
-        published_catalog(&self.catalog)
+        self.catalog.current()
     }
 
     /// A consistent view for reading: the catalog, a snapshot, and the time to judge expiry by.
     pub fn read(&self) -> Result<ReadView> {
-        open_view(
+        reader::open_view(
             &self.backend,
             &self.catalog,
             self.now(),
@@ -317,6 +322,44 @@ impl Engine {
         }
     }
 
+    /// Builds the indexes `index_ids` of collection `collection_id`, already in the catalog
+    /// marked `building`, on a thread of their own ([`index_build::IndexBuilds::build`]).
+    pub async fn build_indexes(&self, collection_id: u64, index_ids: Vec<u64>) -> Result<()> {
+        let context = index_build::BuildContext {
+            writer: self.writer.clone(),
+            writer_stats: Arc::clone(&self.writer_stats),
+            clock: Arc::clone(&self.clock),
+        };
+        self.index_builds
+            .build(context, collection_id, index_ids)
+            .await
+    }
+
+    /// Waits until no build of collection `collection_id` that had started when it was called
+    /// is in progress ([`index_build::IndexBuilds::wait_for`]).
+    pub async fn wait_for_index_builds(&self, collection_id: u64) {
+        self.index_builds.wait_for(collection_id).await
+    }
+
+    /// Compares index `index_name` of `db.coll` with the documents as of now
+    /// ([`index_build::check_index`]). For tests and diagnostics.
+    pub fn check_index(
+        &self,
+        db: &str,
+        coll: &str,
+        index_name: &str,
+    ) -> Result<index_build::IndexCheck> {
+        let catalog = self.catalog()?;
+        let snapshot = self.backend.snapshot();
+        index_build::check_index(&snapshot, &catalog, self.now(), db, coll, index_name)
+    }
+
+    /// Entries of every secondary index of `db.coll` (tests: nothing left of a dropped index).
+    pub fn index_entry_count(&self, db: &str, coll: &str) -> Result<u64> {
+        let catalog = self.catalog()?;
+        index_build::entry_count(&self.backend.snapshot(), &catalog, db, coll)
+    }
+
     /// Bytes the data directory takes on disk (with `--storage memory`: bytes held in memory).
     pub fn disk_space(&self) -> u64 {
         self.backend.inner().size_bytes().unwrap_or(0)
@@ -345,99 +388,12 @@ impl Engine {
     /// Poisons the catalog lock, as a thread that panics while publishing a catalog would: for
     /// tests of what a poisoned lock does. Every later read fails until a restart.
     pub fn poison_catalog_lock(&self) {
-        let catalog = Arc::clone(&self.catalog);
-        let _ = std::thread::spawn(move || {
-            let _held = catalog.write();
-            std::panic::resume_unwind(Box::new("the catalog lock is poisoned on purpose"));
-        })
-        .join();
+        self.catalog.poison();
     }
 
     /// The storage fault switches, for tests of storage failures.
     pub fn storage_faults(&self) -> Arc<Faults> {
         Arc::clone(self.backend.faults())
-    }
-}
-
-/// The name the catalog's publication lock is logged and counted under.
-pub(crate) const CATALOG_LOCK: &str = "catalog";
-
-/// The catalog the writer published last. The writer replaces it whole after each commit, but
-/// a panic while the lock is held may come between a commit and its publication: a poisoned
-/// lock is an error, never an empty catalog.
-pub(crate) fn published_catalog(catalog: &RwLock<Arc<Catalog>>) -> Result<Arc<Catalog>> {
-    Ok(Arc::clone(&*crate::sync::read(catalog, CATALOG_LOCK)?))
-}
-
-/// The view of the last commit: its catalog and snapshot, judging expiry at `now`.
-fn open_view(
-    backend: &Db,
-    catalog: &RwLock<Arc<Catalog>>,
-    now: i64,
-    plans: &Arc<exec::cache::PlanCache>,
-    spill: &exec::spill::SpillDir,
-) -> Result<ReadView> {
-    let catalog = published_catalog(catalog)?;
-    Ok(ReadView::new(
-        backend.snapshot(),
-        catalog,
-        now,
-        Arc::clone(plans),
-        Some(spill.clone()),
-    ))
-}
-
-/// Opens read views of the engine, as [`Engine::read`] does; cheap to clone.
-#[derive(Clone)]
-pub struct Reader {
-    backend: Arc<Db>,
-    catalog: Arc<RwLock<Arc<Catalog>>>,
-    clock: Arc<dyn Clock>,
-    plans: Arc<exec::cache::PlanCache>,
-    spill: exec::spill::SpillDir,
-    optimes: Arc<optime::OpClock>,
-    oplog: Arc<oplog::OplogState>,
-    locks: Arc<transaction::LockTable>,
-}
-
-impl Reader {
-    /// The storage snapshot of the last commit, alone.
-    pub(crate) fn latest_snapshot(&self) -> Snap {
-        self.backend.snapshot()
-    }
-
-    /// A view of `snapshot` with `catalog`, judging expiry at `now`.
-    pub(crate) fn view_of(&self, snapshot: Snap, catalog: Arc<Catalog>, now: i64) -> ReadView {
-        ReadView::new(
-            snapshot,
-            catalog,
-            now,
-            Arc::clone(&self.plans),
-            Some(self.spill.clone()),
-        )
-    }
-
-    pub(crate) fn locks(&self) -> &Arc<transaction::LockTable> {
-        &self.locks
-    }
-
-    /// A view of the last commit, judging expiry at the current server time.
-    pub fn read(&self) -> Result<ReadView> {
-        open_view(
-            &self.backend,
-            &self.catalog,
-            self.clock.now_secs(),
-            &self.plans,
-            &self.spill,
-        )
-    }
-
-    pub fn optimes(&self) -> &Arc<optime::OpClock> {
-        &self.optimes
-    }
-
-    pub fn oplog(&self) -> &Arc<oplog::OplogState> {
-        &self.oplog
     }
 }
 

@@ -9,18 +9,17 @@ use super::catalog::{Catalog, CollectionMeta};
 use super::collection::StoredDoc;
 use super::counts::{self, Totals};
 use super::exec::cache::PlanCache;
+use super::exec::live::NowCell;
 use super::exec::spill::SpillDir;
+use super::index_usage::IndexUsage;
 use super::record::Record;
-use super::Snap;
 use crate::error::Result;
+use crate::storage::handle::Snap;
 use crate::storage::keys;
 use crate::storage::{Keyspace, Snapshot};
 use bson::Document;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
-
-/// The time a scan judges expiry by; a cursor moves it forward before each batch.
-pub type NowCell = Arc<AtomicI64>;
 
 #[derive(Clone)]
 pub struct ReadView {
@@ -31,6 +30,8 @@ pub struct ReadView {
     plans: Arc<PlanCache>,
     /// Where sorts spill.
     spill: Option<SpillDir>,
+    /// The index access counters the view's executions record their plans in.
+    usage: Arc<IndexUsage>,
 }
 
 impl ReadView {
@@ -40,6 +41,7 @@ impl ReadView {
         now: i64,
         plans: Arc<PlanCache>,
         spill: Option<SpillDir>,
+        usage: Arc<IndexUsage>,
     ) -> Self {
         ReadView {
             snapshot,
@@ -47,7 +49,13 @@ impl ReadView {
             now,
             plans,
             spill,
+            usage,
         }
+    }
+
+    /// The index access counters (`$indexStats`).
+    pub fn index_usage(&self) -> &IndexUsage {
+        &self.usage
     }
 
     /// The operation log's entries after `after` (all for `None`), oldest first.
@@ -55,7 +63,7 @@ impl ReadView {
         &self,
         after: Option<bson::Timestamp>,
     ) -> impl Iterator<Item = Result<(bson::Timestamp, bson::Document)>> {
-        super::oplog::entries_after(&self.snapshot, after)
+        super::oplog::state::entries_after(&self.snapshot, after)
     }
 
     pub fn collection(&self, db: &str, name: &str) -> Option<Arc<CollectionMeta>> {
@@ -120,7 +128,7 @@ impl ReadView {
             Some(&self.plans),
             self.spill.as_ref(),
         )?;
-        super::exec::count_index_use(&self.catalog, meta, &execution.choice);
+        super::exec::count_index_use(Some(&self.usage), meta, &execution.choice);
         Ok(execution)
     }
 

@@ -3,8 +3,8 @@
 //! Dropping a collection or an index removes it from the catalog and leaves a *sweep marker*
 //! for each key range its entries occupy, in the same commit: a constant amount of work,
 //! whatever the collection holds. The entries are unreachable from then on (nothing maps a
-//! name to their ids, and ids are never reused while a marker names them: `Catalog::load`
-//! counts the markers' collection ids). The [`Sweeper`], a background thread like the TTL
+//! name to their ids, and ids are never reused while a marker names them: the engine's start
+//! reserves the markers' collection ids, [`reserve_marked_ids`]). The [`Sweeper`], a background thread like the TTL
 //! reaper, deletes them in small jobs through the writer, paced as the reaper is while clients
 //! write (`pacing`), and deletes each marker in the job that finds its range empty. A marker
 //! survives a restart, and the sweep goes on from the range's start.
@@ -12,10 +12,12 @@
 //! Owns: the markers and the sweep. Does not own: what the entries were (`ddl` decides which
 //! ranges a drop leaves), or the writer.
 
+use super::catalog::Catalog;
 use super::pacing::{self, Pace, Stopper};
+use super::txn::Txn;
 use super::writer::{Writer, WriterStats};
-use super::{Db, Txn};
 use crate::error::{Error, Result};
+use crate::storage::handle::Db;
 use crate::storage::keys;
 use crate::storage::{Backend, Keyspace, Snapshot};
 use std::ops::Bound;
@@ -81,6 +83,17 @@ pub fn pending<S: Snapshot>(snapshot: &S) -> Result<Vec<Marker>> {
                 .ok_or_else(|| Error::internal(format!("corrupt sweep marker {key:02x?}")))
         })
         .collect()
+}
+
+/// Keeps `catalog` from issuing the collection ids the markers of `snapshot` name: a dropped
+/// collection's id is not reused while its entries are left to sweep.
+pub fn reserve_marked_ids<S: Snapshot>(snapshot: &S, catalog: &mut Catalog) -> Result<()> {
+    for marker in pending(snapshot)? {
+        if let Some(id) = marker.collection_id() {
+            catalog.reserve_collection_id(id);
+        }
+    }
+    Ok(())
 }
 
 /// What the sweeper has done, for `serverStatus`.

@@ -7,10 +7,11 @@
 
 use super::catalog::Catalog;
 use super::counts::{self, Delta};
-use super::oplog::{GroupLog, OplogState};
-use super::optime::OpClock;
-use super::Snap;
+use super::index_usage::IndexUsage;
+use super::oplog::optime::OpClock;
+use super::oplog::state::{GroupLog, OplogState};
 use crate::error::Result;
+use crate::storage::handle::Snap;
 use crate::storage::overlay::{Merged, Overlay, Pending};
 use crate::storage::{probe, Keyspace, Snapshot, WriteBatch};
 use bson::{Document, Timestamp};
@@ -35,6 +36,9 @@ pub struct Txn<'a> {
     /// A multi-document transaction's statement: the unique index keys it checked (each an
     /// index entry prefix), so the commit can check that no one else took them meanwhile.
     unique_claims: Option<Vec<Vec<u8>>>,
+    /// The index access counters the group's reads record their plans in; `None` for work
+    /// outside the writer and transactions (start-up, tests).
+    index_usage: Option<&'a IndexUsage>,
 }
 
 /// A multi-document transaction's pending work between its statements: what a [`Txn`] holds,
@@ -71,6 +75,7 @@ impl<'a> Txn<'a> {
             optimes: None,
             deferred_log: None,
             unique_claims: None,
+            index_usage: None,
         }
     }
 
@@ -124,6 +129,17 @@ impl<'a> Txn<'a> {
 
     /// Lets this group issue operation times from `clock` at the wall-clock time `wall_millis`,
     /// and write the operation log when `oplog` is kept.
+    /// Records the plans of this transaction's reads in `usage` (`$indexStats`).
+    pub(crate) fn with_index_usage(mut self, usage: &'a IndexUsage) -> Self {
+        self.index_usage = Some(usage);
+        self
+    }
+
+    /// The index access counters this transaction's reads record in, if any.
+    pub fn index_usage(&self) -> Option<&IndexUsage> {
+        self.index_usage
+    }
+
     pub(super) fn with_op_clock(
         mut self,
         clock: &'a OpClock,

@@ -41,16 +41,18 @@
 //! one tries again.
 
 use super::catalog::Catalog;
-use super::oplog::{self, GroupLog, OplogState};
-use super::optime::OpClock;
+use super::oplog::entries as oplog;
+use super::oplog::optime::OpClock;
+use super::oplog::state::{GroupLog, OplogState};
+use super::published::Published;
 use super::txn::Txn;
-use super::Db;
 use crate::clock::{Clock, Stopwatch};
 use crate::error::{Error, ErrorCode, Result};
+use crate::storage::handle::Db;
 use crate::storage::overlay::Overlay;
 use crate::storage::{Backend, Durability, StorageError, WriteBatch};
 use bson::Timestamp;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
 /// Jobs drained into one group at most.
@@ -159,7 +161,7 @@ impl Writer {
     pub(super) fn start(
         backend: Arc<Db>,
         catalog: Catalog,
-        published: Arc<RwLock<Arc<Catalog>>>,
+        published: Arc<Published>,
         stats: Arc<WriterStats>,
         clocks: Clocks,
         release: ReleaseSnapshots,
@@ -226,7 +228,7 @@ struct Ends {
 fn run(
     backend: Arc<Db>,
     mut catalog: Catalog,
-    published: Arc<RwLock<Arc<Catalog>>>,
+    published: Arc<Published>,
     stats: Arc<WriterStats>,
     clocks: Clocks,
     ends: Ends,
@@ -236,6 +238,7 @@ fn run(
         mut receiver,
         release,
     } = ends;
+    let usage = Arc::clone(published.index_usage());
     let (handoffs, outcomes, committer) =
         match Committer::start(Arc::clone(&backend), published, Arc::clone(&stats), &clocks) {
             Ok(started) => started,
@@ -277,11 +280,9 @@ fn run(
             None => backend.snapshot(),
         };
         let wall_millis = clocks.wall.now_millis();
-        let mut txn = Txn::new(&snapshot, &mut catalog).with_op_clock(
-            &clocks.optimes,
-            wall_millis,
-            &clocks.oplog,
-        );
+        let mut txn = Txn::new(&snapshot, &mut catalog)
+            .with_op_clock(&clocks.optimes, wall_millis, &clocks.oplog)
+            .with_index_usage(&usage);
         let mut durable_acks = Vec::new();
         let mut quick_acks = Vec::new();
         // The earlier group's outcome, once this group has waited for it.
@@ -430,7 +431,7 @@ struct Group {
 /// commits one group, the writer runs the next group's jobs.
 struct Committer {
     backend: Arc<Db>,
-    published: Arc<RwLock<Arc<Catalog>>>,
+    published: Arc<Published>,
     stats: Arc<WriterStats>,
     optimes: Arc<OpClock>,
     oplog: Arc<OplogState>,
@@ -445,7 +446,7 @@ type Started = (
 impl Committer {
     fn start(
         backend: Arc<Db>,
-        published: Arc<RwLock<Arc<Catalog>>>,
+        published: Arc<Published>,
         stats: Arc<WriterStats>,
         clocks: &Clocks,
     ) -> Result<Started> {
@@ -513,9 +514,8 @@ impl Committer {
                 self.optimes.publish(time, wall_millis);
             }
             if let Some(catalog) = group.catalog {
-                // The commit is durable: publish its catalog even on a poisoned lock (one whole
-                // assignment). Readers keep refusing a poisoned catalog lock ([`crate::sync`]).
-                *crate::sync::write_recovering(&self.published, super::CATALOG_LOCK) = catalog;
+                // The commit is durable: publish its catalog even on a poisoned lock.
+                self.published.publish(catalog);
             }
         }
         (committed, group.acks)

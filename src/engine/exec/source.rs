@@ -5,8 +5,8 @@
 //! range scans, so one plan runs unchanged in either place.
 
 use super::super::txn::Txn;
-use super::super::Snap;
 use crate::error::Result;
+use crate::storage::handle::Snap;
 use crate::storage::{KeyValue, Keyspace, Snapshot};
 use std::ops::Bound;
 

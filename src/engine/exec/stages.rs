@@ -16,12 +16,12 @@
 //! Does not own: choosing the plan (`planner`), the bounds (`bounds`), the spill files
 //! (`spill`), where keys are read from (`source`).
 
+use super::live::NowCell;
 use super::plan::{IndexScan, Node};
 use super::source::{Entries, Source};
 use super::spill::{Merge, Run, SpillDir};
 use crate::engine::collection::StoredDoc;
 use crate::engine::interrupt::Interrupt;
-use crate::engine::read::NowCell;
 use crate::engine::record::Record;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::Filter;
