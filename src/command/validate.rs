@@ -11,7 +11,7 @@ use super::args::{check_fields, optional_bool};
 use super::stats::number as count;
 use super::{Request, Shared};
 use crate::engine::catalog::collection_arg;
-use crate::engine::validate::validate as check;
+use crate::engine::documents::validate::validate as check;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 

@@ -6,7 +6,7 @@
 //! Does not own: what a DDL command changes (`ddl`), or the catalog itself (`catalog`).
 
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
-use crate::engine::txn::Txn;
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, Result};
 use crate::storage::Keyspace;
 use std::sync::Arc;

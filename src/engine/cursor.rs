@@ -14,8 +14,8 @@
 //! opened it is a budget for all its batches, as in mongod: the time left is kept while the
 //! cursor is idle and becomes the deadline of the next `getMore`.
 
-use super::exec::live::NowCell;
-use super::interrupt::Interrupt;
+use crate::engine::exec::live::NowCell;
+use crate::engine::interrupt::Interrupt;
 use crate::clock::{Clock, Deadline};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Document, RawDocumentBuf};

@@ -9,12 +9,12 @@
 //! Keys carry the collection id, not its name, so a rename (even across databases) changes only
 //! the catalog.
 
-use super::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
-use super::catalog_write::{mark_multikey, store};
-use super::collection::{self, StoredDoc};
-use super::oplog::entries as oplog;
-use super::sweep;
-use super::txn::Txn;
+use crate::engine::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
+use crate::engine::catalog_write::{mark_multikey, store};
+use crate::engine::documents::collection::{self, StoredDoc};
+use crate::engine::oplog::entries as oplog;
+use crate::engine::background::sweep;
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::account::{CollectionSettings, DatabaseSettings};
 use crate::storage::keys;
@@ -49,7 +49,7 @@ pub fn ensure_system_collection(
     if let Some(meta) = txn.catalog.get(db, name) {
         return Ok(Arc::clone(meta));
     }
-    super::catalog::validate_db_name(db)?;
+    crate::engine::catalog::validate_db_name(db)?;
     let meta = txn.catalog.new_collection(db, name, Document::new());
     let meta = store(txn, meta)?;
     log_create(txn, &meta)?;

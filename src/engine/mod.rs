@@ -6,46 +6,33 @@
 //! expired document is invisible on every path (TTL-18, TTL-19). Does not own reply shapes or
 //! command arguments (`command`).
 
+pub mod background;
 pub mod catalog;
 pub mod catalog_write;
-pub mod collection;
-pub mod counts;
 pub mod cursor;
 pub mod ddl;
+pub mod documents;
 pub mod exec;
-pub mod expiry;
 pub mod explain;
-pub mod index_build;
-pub mod index_keys;
 pub mod index_usage;
 pub mod interrupt;
 pub mod layout;
-pub mod locks;
-pub mod new_document;
 pub mod oplog;
-mod pacing;
 pub mod published;
 pub mod read;
 pub mod reader;
-pub mod reaper;
-pub mod record;
-pub mod record_key;
-pub mod sweep;
-pub mod transaction;
-pub mod txn;
 pub mod users;
-pub mod validate;
 pub mod writer;
 
 pub use catalog::{Catalog, CollectionMeta, IndexMeta};
-pub use collection::StoredDoc;
 pub use cursor::CursorRegistry;
+pub use documents::collection::StoredDoc;
+pub use documents::record::Record;
 pub use interrupt::{Interrupt, KillReason};
 pub use read::{DocScan, ReadView};
 pub use reader::Reader;
-pub use record::Record;
-pub use transaction::Transaction;
-pub use txn::Txn;
+pub use writer::transaction::Transaction;
+pub use writer::txn::Txn;
 pub use writer::{Writer, WriterStats};
 
 use crate::clock::Clock;
@@ -57,10 +44,10 @@ use std::sync::{Arc, Mutex};
 
 pub struct Engine {
     backend: Arc<Db>,
-    pub reaper: Arc<reaper::Reaper>,
+    pub reaper: Arc<background::reaper::Reaper>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Deletes the entries of dropped collections and indexes.
-    pub sweeper: Arc<sweep::Sweeper>,
+    pub sweeper: Arc<background::sweep::Sweeper>,
     sweeper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     catalog: Arc<published::Published>,
     writer: Writer,
@@ -72,14 +59,14 @@ pub struct Engine {
     oplog: Arc<oplog::state::OplogState>,
     pub cursors: Arc<CursorRegistry>,
     pub writer_stats: Arc<WriterStats>,
-    index_builds: Arc<index_build::IndexBuilds>,
+    index_builds: Arc<background::index_build::IndexBuilds>,
     /// Winning plans by query shape, for every read of this engine.
     pub plans: Arc<exec::cache::PlanCache>,
     spill: exec::spill::SpillDir,
     /// The directory sorts spill to when there is no data directory; removed with the engine.
     _spill_root: Option<tempfile::TempDir>,
     /// The document keys open transactions have written.
-    locks: Arc<locks::LockTable>,
+    locks: Arc<writer::locks::LockTable>,
 }
 
 /// Submits jobs to the engine's writer, as [`Engine::write`] does; cheap to clone.
@@ -164,12 +151,12 @@ impl Engine {
         layout::upgrade(&backend)?;
         let snapshot = backend.snapshot();
         let mut catalog = Catalog::load(&snapshot)?;
-        sweep::reserve_marked_ids(&snapshot, &mut catalog)?;
+        background::sweep::reserve_marked_ids(&snapshot, &mut catalog)?;
         drop(snapshot);
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
-        index_build::discard_unfinished(&backend, &mut catalog)?;
+        background::index_build::discard_unfinished(&backend, &mut catalog)?;
         // A data directory from before document counters: count each collection once.
-        counts::backfill(&backend, &catalog)?;
+        documents::counts::backfill(&backend, &catalog)?;
         let published = Arc::new(published::Published::new(
             Arc::new(catalog.clone()),
             Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))),
@@ -197,7 +184,7 @@ impl Engine {
             },
             release,
         )?;
-        let reaper = reaper::Reaper::new(
+        let reaper = background::reaper::Reaper::new(
             Arc::clone(&backend),
             Arc::clone(&published),
             writer.clone(),
@@ -205,7 +192,7 @@ impl Engine {
             Arc::clone(&clock),
         );
         let reaper_thread = reaper.spawn()?;
-        let sweeper = sweep::Sweeper::new(
+        let sweeper = background::sweep::Sweeper::new(
             Arc::clone(&backend),
             writer.clone(),
             Arc::clone(&writer_stats),
@@ -323,9 +310,9 @@ impl Engine {
     }
 
     /// Builds the indexes `index_ids` of collection `collection_id`, already in the catalog
-    /// marked `building`, on a thread of their own ([`index_build::IndexBuilds::build`]).
+    /// marked `building`, on a thread of their own ([`background::index_build::IndexBuilds::build`]).
     pub async fn build_indexes(&self, collection_id: u64, index_ids: Vec<u64>) -> Result<()> {
-        let context = index_build::BuildContext {
+        let context = background::index_build::BuildContext {
             writer: self.writer.clone(),
             writer_stats: Arc::clone(&self.writer_stats),
             clock: Arc::clone(&self.clock),
@@ -336,28 +323,28 @@ impl Engine {
     }
 
     /// Waits until no build of collection `collection_id` that had started when it was called
-    /// is in progress ([`index_build::IndexBuilds::wait_for`]).
+    /// is in progress ([`background::index_build::IndexBuilds::wait_for`]).
     pub async fn wait_for_index_builds(&self, collection_id: u64) {
         self.index_builds.wait_for(collection_id).await
     }
 
     /// Compares index `index_name` of `db.coll` with the documents as of now
-    /// ([`index_build::check_index`]). For tests and diagnostics.
+    /// ([`background::index_build::check_index`]). For tests and diagnostics.
     pub fn check_index(
         &self,
         db: &str,
         coll: &str,
         index_name: &str,
-    ) -> Result<index_build::IndexCheck> {
+    ) -> Result<background::index_build::IndexCheck> {
         let catalog = self.catalog()?;
         let snapshot = self.backend.snapshot();
-        index_build::check_index(&snapshot, &catalog, self.now(), db, coll, index_name)
+        background::index_build::check_index(&snapshot, &catalog, self.now(), db, coll, index_name)
     }
 
     /// Entries of every secondary index of `db.coll` (tests: nothing left of a dropped index).
     pub fn index_entry_count(&self, db: &str, coll: &str) -> Result<u64> {
         let catalog = self.catalog()?;
-        index_build::entry_count(&self.backend.snapshot(), &catalog, db, coll)
+        background::index_build::entry_count(&self.backend.snapshot(), &catalog, db, coll)
     }
 
     /// Bytes the data directory takes on disk (with `--storage memory`: bytes held in memory).

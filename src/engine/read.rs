@@ -5,14 +5,14 @@
 //! that has expired since). [`RecordScan`] walks a collection's visible records undecoded, with
 //! their `_ts` and own `ttl`, for `mayfly dump`.
 
-use super::catalog::{Catalog, CollectionMeta};
-use super::collection::StoredDoc;
-use super::counts::{self, Totals};
-use super::exec::cache::PlanCache;
-use super::exec::live::NowCell;
-use super::exec::spill::SpillDir;
-use super::index_usage::IndexUsage;
-use super::record::Record;
+use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::documents::collection::StoredDoc;
+use crate::engine::documents::counts::{self, Totals};
+use crate::engine::exec::cache::PlanCache;
+use crate::engine::exec::live::NowCell;
+use crate::engine::exec::spill::SpillDir;
+use crate::engine::index_usage::IndexUsage;
+use crate::engine::documents::record::Record;
 use crate::error::Result;
 use crate::storage::handle::Snap;
 use crate::storage::keys;
@@ -63,7 +63,7 @@ impl ReadView {
         &self,
         after: Option<bson::Timestamp>,
     ) -> impl Iterator<Item = Result<(bson::Timestamp, bson::Document)>> {
-        super::oplog::state::entries_after(&self.snapshot, after)
+        crate::engine::oplog::state::entries_after(&self.snapshot, after)
     }
 
     pub fn collection(&self, db: &str, name: &str) -> Option<Arc<CollectionMeta>> {
@@ -71,9 +71,9 @@ impl ReadView {
     }
 
     /// The visible document `document_key` names (`{_id}`, or in a partitioned collection
-    /// `{<shard key path>: value, _id}`: [`super::record_key::document_key`]).
+    /// `{<shard key path>: value, _id}`: [`crate::engine::documents::record_key::document_key`]).
     pub fn get(&self, meta: &CollectionMeta, document_key: &Document) -> Result<Option<StoredDoc>> {
-        let Some(key) = super::record_key::of_document_key(meta, document_key) else {
+        let Some(key) = crate::engine::documents::record_key::of_document_key(meta, document_key) else {
             return Ok(None);
         };
         let Some(bytes) = self.snapshot.get(Keyspace::Documents, &key)? else {
@@ -115,11 +115,11 @@ impl ReadView {
     pub fn execute(
         &self,
         meta: Option<&CollectionMeta>,
-        req: &super::exec::ReadRequest,
+        req: &crate::engine::exec::ReadRequest,
         now: NowCell,
-        interrupt: Arc<super::interrupt::Interrupt>,
-    ) -> Result<super::exec::Execution<'static>> {
-        let execution = super::exec::execute(
+        interrupt: Arc<crate::engine::interrupt::Interrupt>,
+    ) -> Result<crate::engine::exec::Execution<'static>> {
+        let execution = crate::engine::exec::execute(
             self.snapshot.clone(),
             meta,
             req,
@@ -128,7 +128,7 @@ impl ReadView {
             Some(&self.plans),
             self.spill.as_ref(),
         )?;
-        super::exec::count_index_use(Some(&self.usage), meta, &execution.choice);
+        crate::engine::exec::count_index_use(Some(&self.usage), meta, &execution.choice);
         Ok(execution)
     }
 

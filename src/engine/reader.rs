@@ -10,7 +10,7 @@ use crate::clock::Clock;
 use crate::engine::catalog::Catalog;
 use crate::engine::exec::cache::PlanCache;
 use crate::engine::exec::spill::SpillDir;
-use crate::engine::locks::LockTable;
+use crate::engine::writer::locks::LockTable;
 use crate::engine::oplog::optime::OpClock;
 use crate::engine::oplog::state::OplogState;
 use crate::engine::published::Published;

@@ -8,7 +8,7 @@
 //! [`Record::is_visible`]), or removing expired documents (the reaper and the writes'
 //! `delete_if_expired`, which apply the same rule).
 
-use crate::engine::record::Record;
+use crate::engine::documents::record::Record;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 

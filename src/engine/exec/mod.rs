@@ -34,10 +34,10 @@ pub use source::Source;
 pub use stages::{DocIter, StageStats};
 
 use super::catalog::CollectionMeta;
-use super::collection::StoredDoc;
+use crate::engine::documents::collection::StoredDoc;
 use super::index_usage::IndexUsage;
 use super::interrupt::Interrupt;
-use super::txn::Txn;
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;
 use crate::query::expr::Variables;

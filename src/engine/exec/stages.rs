@@ -20,9 +20,9 @@ use super::live::NowCell;
 use super::plan::{IndexScan, Node};
 use super::source::{Entries, Source};
 use super::spill::{Merge, Run, SpillDir};
-use crate::engine::collection::StoredDoc;
+use crate::engine::documents::collection::StoredDoc;
 use crate::engine::interrupt::Interrupt;
-use crate::engine::record::Record;
+use crate::engine::documents::record::Record;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::Filter;
 use crate::query::size::{held_document, held_keys};
@@ -111,7 +111,7 @@ pub struct RunContext<S> {
     pub source: S,
     pub collection_id: u64,
     /// Whether the collection keeps an `_id` once per shard-key value
-    /// ([`record_key`](crate::engine::record_key)): an `_id` then names a key prefix.
+    /// ([`record_key`](crate::engine::documents::record_key)): an `_id` then names a key prefix.
     pub partitioned: bool,
     pub ttl: Option<i32>,
     pub now: NowCell,

@@ -17,8 +17,8 @@
 
 use super::state::{key, time_of, OplogState, TERM};
 use crate::engine::catalog::CollectionMeta;
-use crate::engine::record_key;
-use crate::engine::txn::Txn;
+use crate::engine::documents::record_key;
+use crate::engine::writer::txn::Txn;
 use crate::error::Result;
 use crate::storage::Keyspace;
 use bson::{doc, Document, Timestamp};

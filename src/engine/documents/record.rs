@@ -10,7 +10,7 @@ use bson::{Document, RawDocument};
 
 const VERSION: u8 = 1;
 /// Bytes before the BSON body.
-pub(super) const HEADER_LEN: usize = 13;
+pub(crate) const HEADER_LEN: usize = 13;
 /// Never a valid `ttl` (valid ones are -1 or >= 1), so it can mean "none".
 const NO_TTL: i32 = i32::MIN;
 

@@ -12,10 +12,10 @@
 //! Owns: the markers and the sweep. Does not own: what the entries were (`ddl` decides which
 //! ranges a drop leaves), or the writer.
 
-use super::catalog::Catalog;
-use super::pacing::{self, Pace, Stopper};
-use super::txn::Txn;
-use super::writer::{Writer, WriterStats};
+use crate::engine::catalog::Catalog;
+use crate::engine::writer::pacing::{self, Pace, Stopper};
+use crate::engine::writer::txn::Txn;
+use crate::engine::writer::{Writer, WriterStats};
 use crate::error::{Error, Result};
 use crate::storage::handle::Db;
 use crate::storage::keys;
@@ -65,7 +65,7 @@ impl Marker {
 }
 
 /// Leaves the entries of `keyspace` under `prefix` to the sweeper, in `txn`'s commit.
-pub(super) fn schedule(txn: &mut Txn<'_>, keyspace: Keyspace, prefix: &[u8]) {
+pub(crate) fn schedule(txn: &mut Txn<'_>, keyspace: Keyspace, prefix: &[u8]) {
     let marker = Marker {
         keyspace,
         prefix: prefix.to_vec(),
@@ -119,7 +119,7 @@ pub struct Sweeper {
 }
 
 impl Sweeper {
-    pub(super) fn new(
+    pub(crate) fn new(
         backend: Arc<Db>,
         writer: Writer,
         writer_stats: Arc<WriterStats>,
@@ -135,7 +135,7 @@ impl Sweeper {
     }
 
     /// Runs a pass every second until [`Sweeper::shutdown`].
-    pub(super) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
+    pub(crate) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
         let sweeper = Arc::clone(self);
         std::thread::Builder::new()
             .name("mayfly-sweeper".into())
@@ -158,7 +158,7 @@ impl Sweeper {
     }
 
     /// Stops the background thread after its current job and releases the writer.
-    pub(super) fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.stopper.stop();
         writer_slot(&self.writer).take();
     }

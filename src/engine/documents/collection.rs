@@ -6,14 +6,14 @@
 //! matched nor a duplicate; inserting its `_id`, or a unique key it holds, deletes it first
 //! (TTL-19).
 
-use super::catalog::{CollectionMeta, IndexMeta};
-use super::expiry;
-use super::index_keys;
-use super::new_document::NewDocument;
-use super::oplog::entries as oplog;
-use super::record::Record;
-use super::record_key::{self, IdKeys};
-use super::txn::Txn;
+use crate::engine::catalog::{CollectionMeta, IndexMeta};
+use crate::engine::documents::expiry;
+use crate::engine::documents::index_keys;
+use crate::engine::documents::new_document::NewDocument;
+use crate::engine::oplog::entries as oplog;
+use crate::engine::documents::record::Record;
+use crate::engine::documents::record_key::{self, IdKeys};
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::depth;
@@ -86,7 +86,7 @@ pub fn scan<'t>(
         })
 }
 
-pub use super::new_document::prepare_for_insert;
+pub use crate::engine::documents::new_document::prepare_for_insert;
 
 /// Whether the collection holds no stored document as of this point in the write (expired
 /// ones not yet reaped count: they are still stored).
@@ -464,7 +464,7 @@ fn add_entries(
     }
     // `meta` may be older than the catalog of this group: the flag is set on the current entry.
     for index_id in became_multikey {
-        super::catalog_write::mark_multikey(txn, meta.id, index_id)?;
+        crate::engine::catalog_write::mark_multikey(txn, meta.id, index_id)?;
     }
     if !index_puts.is_empty() {
         let record = record_key::record(&key);

@@ -40,12 +40,17 @@
 //! fails (no room yet, a reader still busy) the group is refused with the reason and the next
 //! one tries again.
 
-use super::catalog::Catalog;
-use super::oplog::entries as oplog;
-use super::oplog::optime::OpClock;
-use super::oplog::state::{GroupLog, OplogState};
-use super::published::Published;
-use super::txn::Txn;
+pub mod locks;
+pub mod pacing;
+pub mod transaction;
+pub mod txn;
+
+use crate::engine::catalog::Catalog;
+use crate::engine::oplog::entries as oplog;
+use crate::engine::oplog::optime::OpClock;
+use crate::engine::oplog::state::{GroupLog, OplogState};
+use crate::engine::published::Published;
+use crate::engine::writer::txn::Txn;
 use crate::clock::{Clock, Stopwatch};
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::handle::Db;
@@ -65,13 +70,13 @@ const QUEUE_DEPTH: usize = 8192;
 pub const REOPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Releases what holds snapshots and can be released (open cursors) before a reopen.
-pub(super) type ReleaseSnapshots = Box<dyn Fn() + Send>;
+pub(crate) type ReleaseSnapshots = Box<dyn Fn() + Send>;
 
 /// Called once the group's commit (and, for durable jobs, its sync) has finished.
 type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 type Job = Box<dyn FnOnce(&mut Txn<'_>) -> Completion + Send>;
 
-pub(super) struct Submission {
+pub(crate) struct Submission {
     job: Job,
     durable: bool,
 }
@@ -158,7 +163,7 @@ fn read_only_error(reason: &str) -> Error {
 
 impl Writer {
     /// Starts the writer thread. It stops when every `Writer` handle is dropped.
-    pub(super) fn start(
+    pub(crate) fn start(
         backend: Arc<Db>,
         catalog: Catalog,
         published: Arc<Published>,
@@ -183,7 +188,7 @@ impl Writer {
     }
 
     /// A handle on an existing queue (used to close the real one on shutdown).
-    pub(super) fn from_sender(queue: mpsc::Sender<Submission>) -> Writer {
+    pub(crate) fn from_sender(queue: mpsc::Sender<Submission>) -> Writer {
         Writer { queue }
     }
 
@@ -211,7 +216,7 @@ impl Writer {
 }
 
 /// The clocks a group is stamped with: wall time, and the operation times it issues.
-pub(super) struct Clocks {
+pub(crate) struct Clocks {
     pub wall: Arc<dyn Clock>,
     pub optimes: Arc<OpClock>,
     /// The operation log the groups write, when it is kept.

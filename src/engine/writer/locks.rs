@@ -1,5 +1,5 @@
 //! The lock table of multi-document transactions: which open transaction holds each document
-//! key it has written (first writer wins, [`crate::engine::transaction`]).
+//! key it has written (first writer wins, [`crate::engine::writer::transaction`]).
 //!
 //! Owns: taking and releasing keys and issuing transaction ids. Does not own: what a conflict
 //! means for a transaction, or the commit.

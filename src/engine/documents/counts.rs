@@ -3,18 +3,18 @@
 //!
 //! Each collection has one counter record in the `Catalog` keyspace, keyed by its id: the number
 //! of documents stored and the sum of their BSON body sizes, expired-but-unreaped ones included.
-//! Writes change it through [`Txn::count_change`](super::txn::Txn::count_change), which writes each
+//! Writes change it through [`Txn::count_change`](crate::engine::writer::txn::Txn::count_change), which writes each
 //! changed counter once per commit group, in the same batch as the documents; a drop deletes it
 //! with the collection, and a rename leaves it alone (keys carry the id, not the name).
 //!
 //! What a reader sees at `now` is the stored totals less the documents expired but not yet
 //! reaped, found through the expiry-ordered keys (O(backlog), which the reaper keeps small) and
-//! judged exactly as [`Record::is_visible`](super::record::Record::is_visible) judges them (TTL-18).
+//! judged exactly as [`Record::is_visible`](crate::engine::documents::record::Record::is_visible) judges them (TTL-18).
 //! Does not own: which writes change a collection (`collection`, `ddl`).
 
-use super::catalog::{Catalog, CollectionMeta};
-use super::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use super::record::HEADER_LEN;
+use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
+use crate::engine::documents::record::HEADER_LEN;
 use crate::error::{Error, Result};
 use crate::storage::handle::Db;
 use crate::storage::keys::collection_prefix;
@@ -151,7 +151,7 @@ fn stored_body_len<S: Snapshot>(snapshot: &S, expiry_key: &[u8]) -> Result<u64> 
 /// Counts every collection that has no counter yet (a data directory written before counters
 /// existed) by reading its documents once, and stores the counters durably. Runs at start,
 /// before the writer. Returns how many collections it counted.
-pub(super) fn backfill(backend: &Db, catalog: &Catalog) -> Result<usize> {
+pub(crate) fn backfill(backend: &Db, catalog: &Catalog) -> Result<usize> {
     let snapshot = backend.snapshot();
     let mut batch = WriteBatch::new();
     let mut counted = 0;
@@ -184,7 +184,7 @@ pub(super) fn backfill(backend: &Db, catalog: &Catalog) -> Result<usize> {
 mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
-    use crate::engine::{collection, ddl, Engine, IndexMeta, ReadView, Record};
+    use crate::engine::{documents::collection, ddl, Engine, IndexMeta, ReadView, Record};
     use bson::{doc, Bson, Document};
     use proptest::prelude::*;
     use std::sync::Arc;

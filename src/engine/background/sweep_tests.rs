@@ -4,7 +4,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
-use crate::engine::{collection, ddl, Engine};
+use crate::engine::{documents::collection, ddl, Engine};
 use crate::storage::keys::collection_prefix;
 use bson::doc;
 

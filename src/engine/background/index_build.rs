@@ -19,16 +19,16 @@
 //!
 //! Does not own: parsing index specifications or conflicts between them (`command::index`).
 
-use super::catalog::{Catalog, CollectionMeta};
-use super::catalog_write;
-use super::collection;
-use super::ddl;
-use super::index_keys;
-use super::pacing::{self, Pace};
-use super::record::Record;
-use super::record_key;
-use super::txn::Txn;
-use super::writer::{Writer, WriterStats};
+use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::catalog_write;
+use crate::engine::documents::collection;
+use crate::engine::ddl;
+use crate::engine::documents::index_keys;
+use crate::engine::writer::pacing::{self, Pace};
+use crate::engine::documents::record::Record;
+use crate::engine::documents::record_key;
+use crate::engine::writer::txn::Txn;
+use crate::engine::writer::{Writer, WriterStats};
 use crate::clock::Clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::handle::{Db, Snap};
@@ -64,7 +64,7 @@ struct ActiveBuild {
 impl IndexBuilds {
     /// Stops every build after its current job and waits for their threads. A stopped build
     /// leaves its indexes marked `building`; the next start discards them.
-    pub(super) fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
         let threads = std::mem::take(&mut *self.threads());
         for thread in threads {
@@ -453,7 +453,7 @@ fn finish(txn: &mut Txn<'_>, collection_id: u64, index_ids: &[u64]) -> Result<bo
 /// was cut short), and leaves to the sweeper its entries and those of every index id the
 /// catalog does not hold (left by an earlier version's drop cut short). Returns how many
 /// indexes' entries it left to the sweeper.
-pub(super) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<usize> {
+pub(crate) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<usize> {
     let unfinished: Vec<(u64, u64)> = catalog
         .all()
         .flat_map(|m| {

@@ -11,11 +11,11 @@
 //! holds at most half of the writer (`pacing`). Failures are logged at error level and counted in
 //! `serverStatus.ttl`; the thread stops with the engine.
 
-use super::collection;
-use super::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use super::pacing::{self, Pace, Stopper};
-use super::published::Published;
-use super::writer::{Writer, WriterStats};
+use crate::engine::documents::collection;
+use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
+use crate::engine::writer::pacing::{self, Pace, Stopper};
+use crate::engine::published::Published;
+use crate::engine::writer::{Writer, WriterStats};
 use crate::clock::{Clock, Stopwatch};
 use crate::error::Result;
 use crate::storage::handle::Db;
@@ -39,7 +39,7 @@ pub struct ReaperStats {
     pub last_pass_micros: AtomicU64,
     pub errors: AtomicU64,
     pub paused: AtomicBool,
-    pub(super) last_error: Mutex<Option<String>>,
+    pub(crate) last_error: Mutex<Option<String>>,
     /// Whether the last pass failed (a repeated failure is counted, not logged again).
     failing: AtomicBool,
 }
@@ -68,7 +68,7 @@ pub struct Reaper {
 }
 
 impl Reaper {
-    pub(super) fn new(
+    pub(crate) fn new(
         backend: Arc<Db>,
         catalog: Arc<Published>,
         writer: Writer,
@@ -89,7 +89,7 @@ impl Reaper {
     }
 
     /// Runs background passes every second until [`Reaper::shutdown`].
-    pub(super) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
+    pub(crate) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
         let reaper = Arc::clone(self);
         std::thread::Builder::new()
             .name("mayfly-reaper".into())
@@ -107,7 +107,7 @@ impl Reaper {
     }
 
     /// Stops the background thread after its current batch and releases the writer.
-    pub(super) fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.stopper.stop();
         writer_slot(&self.writer).take();
     }
@@ -313,7 +313,7 @@ struct Step {
 /// collection's current TTL. Reading the range here, not before, is the re-check at delete
 /// time (TTL-20): a document rewritten since it became due has left the range.
 fn reap_batch(
-    txn: &mut super::txn::Txn<'_>,
+    txn: &mut crate::engine::writer::txn::Txn<'_>,
     collection_id: u64,
     kind: u8,
     ttl: Option<i32>,

@@ -11,7 +11,7 @@
 //! # Conflicts
 //!
 //! First writer wins, as in mongod. When a statement writes a document, the transaction takes
-//! the document's key in the engine's [`LockTable`](crate::engine::locks::LockTable); a key another open transaction holds, or a
+//! the document's key in the engine's [`LockTable`](crate::engine::writer::locks::LockTable); a key another open transaction holds, or a
 //! document committed by anyone since the snapshot, is a write conflict (112) at once. Writes
 //! outside transactions do not wait for these locks; the commit catches what they changed:
 //! [`Transaction::apply`] runs inside the writer's group and compares every key the transaction
@@ -25,11 +25,11 @@
 //! Does not own: sessions, transaction numbers, lifetimes or which commands may run in one
 //! (`command`).
 
-use super::catalog::Catalog;
-use super::counts;
-use super::oplog::entries as oplog;
-use super::read::ReadView;
-use super::txn::{Suspended, Txn};
+use crate::engine::catalog::Catalog;
+use crate::engine::documents::counts;
+use crate::engine::oplog::entries as oplog;
+use crate::engine::read::ReadView;
+use crate::engine::writer::txn::{Suspended, Txn};
 use crate::engine::reader::Reader;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::handle::Snap;

@@ -5,11 +5,11 @@
 //! Owns: the overlay (each pending write held once: the commit's batch is made from it), the
 //! catalog changes and the document-counter changes of one group. Does not own: commit and durability (`writer`), document rules (`collection`).
 
-use super::catalog::Catalog;
-use super::counts::{self, Delta};
-use super::index_usage::IndexUsage;
-use super::oplog::optime::OpClock;
-use super::oplog::state::{GroupLog, OplogState};
+use crate::engine::catalog::Catalog;
+use crate::engine::documents::counts::{self, Delta};
+use crate::engine::index_usage::IndexUsage;
+use crate::engine::oplog::optime::OpClock;
+use crate::engine::oplog::state::{GroupLog, OplogState};
 use crate::error::Result;
 use crate::storage::handle::Snap;
 use crate::storage::overlay::{Merged, Overlay, Pending};
@@ -23,7 +23,7 @@ pub struct Txn<'a> {
     overlay: Overlay,
     /// Roughly the bytes the group's batch will hold, to bound a group.
     pending_bytes: usize,
-    pub(super) catalog: &'a mut Catalog,
+    pub(crate) catalog: &'a mut Catalog,
     catalog_changed: bool,
     /// Changes to collections' counters, by collection id: written once each by [`Txn::finish`],
     /// so a group of thousands of inserts writes one counter entry.
@@ -64,7 +64,7 @@ struct Issuer<'a> {
 }
 
 impl<'a> Txn<'a> {
-    pub(super) fn new(snapshot: &'a Snap, catalog: &'a mut Catalog) -> Self {
+    pub(crate) fn new(snapshot: &'a Snap, catalog: &'a mut Catalog) -> Self {
         Txn {
             snapshot,
             overlay: Default::default(),
@@ -82,7 +82,7 @@ impl<'a> Txn<'a> {
     /// Continues a multi-document transaction's work over its snapshot and catalog: reads see
     /// its earlier writes, log entries are kept without times when `logs` (the log is kept),
     /// and unique keys checked are remembered for the commit.
-    pub(super) fn resume(
+    pub(crate) fn resume(
         snapshot: &'a Snap,
         catalog: &'a mut Catalog,
         state: Suspended,
@@ -98,7 +98,7 @@ impl<'a> Txn<'a> {
     }
 
     /// The work done so far, to be resumed by the transaction's next statement or committed.
-    pub(super) fn suspend(self) -> Suspended {
+    pub(crate) fn suspend(self) -> Suspended {
         Suspended {
             overlay: self.overlay,
             counts: self.counts,
@@ -110,7 +110,7 @@ impl<'a> Txn<'a> {
 
     /// Keeps a log entry (without its time) for the transaction's commit, or gives it back
     /// when this is not a transaction's statement.
-    pub(super) fn defer_log_entry(&mut self, entry: Document) -> Option<Document> {
+    pub(crate) fn defer_log_entry(&mut self, entry: Document) -> Option<Document> {
         match &mut self.deferred_log {
             Some(log) => {
                 log.push(entry);
@@ -121,7 +121,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Remembers that a transaction's statement claimed the unique index keys under `prefix`.
-    pub(super) fn claim_unique(&mut self, prefix: &[u8]) {
+    pub(crate) fn claim_unique(&mut self, prefix: &[u8]) {
         if let Some(claims) = &mut self.unique_claims {
             claims.push(prefix.to_vec());
         }
@@ -140,7 +140,7 @@ impl<'a> Txn<'a> {
         self.index_usage
     }
 
-    pub(super) fn with_op_clock(
+    pub(crate) fn with_op_clock(
         mut self,
         clock: &'a OpClock,
         wall_millis: i64,
@@ -164,7 +164,7 @@ impl<'a> Txn<'a> {
 
     /// The next operation time of this group (strictly after every earlier one) and the
     /// group's wall-clock milliseconds, or `None` for work outside the writer.
-    pub(super) fn next_logged_optime(&mut self) -> Option<(Timestamp, i64)> {
+    pub(crate) fn next_logged_optime(&mut self) -> Option<(Timestamp, i64)> {
         let issuer = self.optimes.as_mut()?;
         let time = issuer.clock.issue(issuer.wall_millis.div_euclid(1000));
         issuer.last = Some(time);
@@ -172,7 +172,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Counts an entry of `bytes` written to the log at `time`.
-    pub(super) fn note_logged(&mut self, time: Timestamp, bytes: u64) {
+    pub(crate) fn note_logged(&mut self, time: Timestamp, bytes: u64) {
         if let Some(issuer) = self.optimes.as_mut() {
             issuer.logged.added = issuer.logged.added.saturating_add(bytes);
             issuer.logged.first_added.get_or_insert(time);
@@ -180,7 +180,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Counts `bytes` of old entries removed from the log, `oldest` being the first one left.
-    pub(super) fn note_truncated(&mut self, bytes: u64, oldest: Timestamp) {
+    pub(crate) fn note_truncated(&mut self, bytes: u64, oldest: Timestamp) {
         if let Some(issuer) = self.optimes.as_mut() {
             issuer.logged.removed = issuer.logged.removed.saturating_add(bytes);
             issuer.logged.oldest_after = Some(oldest);
@@ -188,7 +188,7 @@ impl<'a> Txn<'a> {
     }
 
     /// What this group has done to the log so far.
-    pub(super) fn logged(&self) -> GroupLog {
+    pub(crate) fn logged(&self) -> GroupLog {
         self.optimes
             .as_ref()
             .map(|i| i.logged.clone())
@@ -196,7 +196,7 @@ impl<'a> Txn<'a> {
     }
 
     /// The last operation time this group issued, if any.
-    pub(super) fn last_optime(&self) -> Option<Timestamp> {
+    pub(crate) fn last_optime(&self) -> Option<Timestamp> {
         self.optimes.as_ref().and_then(|issuer| issuer.last)
     }
 
@@ -302,26 +302,26 @@ impl<'a> Txn<'a> {
     }
 
     /// Records a catalog change made through `catalog` so the writer publishes it.
-    pub(super) fn catalog_changed(&mut self) {
+    pub(crate) fn catalog_changed(&mut self) {
         self.catalog_changed = true;
     }
 
     /// Adds `count` documents and `size` body bytes to collection `collection_id`'s counter.
-    pub(super) fn count_change(&mut self, collection_id: u64, count: i64, size: i64) {
+    pub(crate) fn count_change(&mut self, collection_id: u64, count: i64, size: i64) {
         let delta = self.counts.entry(collection_id).or_default();
         delta.count += count;
         delta.size += size;
     }
 
     /// Deletes a dropped collection's counter, with whatever this group changed in it.
-    pub(super) fn drop_counter(&mut self, collection_id: u64) {
+    pub(crate) fn drop_counter(&mut self, collection_id: u64) {
         self.counts.remove(&collection_id);
         self.delete(Keyspace::Catalog, counts::counter_key(collection_id));
     }
 
     /// The group's batch, with each changed counter written once, and whether the catalog
     /// changed.
-    pub(super) fn finish(self) -> Result<(WriteBatch, bool)> {
+    pub(crate) fn finish(self) -> Result<(WriteBatch, bool)> {
         // The overlay holds each key once: its runs become the batch's as they are.
         let (writes, changed) = self.finish_writes()?;
         Ok((writes.into_batch(), changed))
@@ -329,7 +329,7 @@ impl<'a> Txn<'a> {
 
     /// The group's pending writes, with each changed counter written once, and whether the
     /// catalog changed.
-    pub(super) fn finish_writes(mut self) -> Result<(Overlay, bool)> {
+    pub(crate) fn finish_writes(mut self) -> Result<(Overlay, bool)> {
         for (collection_id, delta) in std::mem::take(&mut self.counts) {
             if delta.is_zero() {
                 continue;
