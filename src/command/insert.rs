@@ -8,7 +8,7 @@ use super::retryable::{self, History, RetryableWrite};
 use super::{batch, Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::documents::new_document::NewDocument;
-use crate::engine::{documents::collection, ddl};
+use crate::engine::{ddl, documents::collection};
 use crate::error::{Error, Result};
 use crate::profile::shard_keys::ShardKeys;
 use crate::protocol::RawDocuments;

@@ -15,7 +15,7 @@
 
 use super::args::{check_fields, optional_i64};
 use super::{Connection, Outcome, Request, Shared};
-use crate::engine::{documents::collection, ddl, Interrupt};
+use crate::engine::{ddl, documents::collection, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::Reply;
 use crate::query::filter::Filter;

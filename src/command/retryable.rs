@@ -22,7 +22,7 @@
 
 use super::session_id::SessionId;
 use super::Request;
-use crate::engine::{documents::collection, ddl, Txn};
+use crate::engine::{ddl, documents::collection, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use bson::{doc, Bson, DateTime, Document};

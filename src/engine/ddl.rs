@@ -9,11 +9,11 @@
 //! Keys carry the collection id, not its name, so a rename (even across databases) changes only
 //! the catalog.
 
+use crate::engine::background::sweep;
 use crate::engine::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
 use crate::engine::catalog_write::{mark_multikey, store};
 use crate::engine::documents::collection::{self, StoredDoc};
 use crate::engine::oplog::entries as oplog;
-use crate::engine::background::sweep;
 use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::account::{CollectionSettings, DatabaseSettings};

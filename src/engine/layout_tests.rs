@@ -4,7 +4,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
-use crate::engine::{documents::collection, ddl, documents::record_key, Engine};
+use crate::engine::{ddl, documents::collection, documents::record_key, Engine};
 use crate::storage::{FaultyBackend, FjallBackend, KeyValue, MemoryBackend, Store};
 use bson::{doc, Bson};
 use std::sync::Arc;

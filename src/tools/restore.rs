@@ -14,7 +14,7 @@ use super::ToolError;
 use crate::auth::User;
 use crate::clock::SystemClock;
 use crate::engine::documents::new_document::NewDocument;
-use crate::engine::{documents::collection, ddl, users, Catalog, Engine, IndexMeta, WriteHandle};
+use crate::engine::{ddl, documents::collection, users, Catalog, Engine, IndexMeta, WriteHandle};
 use crate::error::{Error, Result};
 use crate::profile::account::CollectionSettings;
 use bson::{Bson, Document};

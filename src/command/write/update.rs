@@ -13,7 +13,7 @@ use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
-use crate::engine::{documents::collection, ddl, Interrupt, Txn};
+use crate::engine::{ddl, documents::collection, Interrupt, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::shard_keys::{ShardKey, ShardKeys};
 use crate::profile::DocumentLimit;

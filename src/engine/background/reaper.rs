@@ -11,12 +11,12 @@
 //! holds at most half of the writer (`pacing`). Failures are logged at error level and counted in
 //! `serverStatus.ttl`; the thread stops with the engine.
 
+use crate::clock::{Clock, Stopwatch};
 use crate::engine::documents::collection;
 use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use crate::engine::writer::pacing::{self, Pace, Stopper};
 use crate::engine::published::Published;
+use crate::engine::writer::pacing::{self, Pace, Stopper};
 use crate::engine::writer::{Writer, WriterStats};
-use crate::clock::{Clock, Stopwatch};
 use crate::error::Result;
 use crate::storage::handle::Db;
 use crate::storage::{Backend, Keyspace, Snapshot};

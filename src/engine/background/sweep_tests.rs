@@ -4,7 +4,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
-use crate::engine::{documents::collection, ddl, Engine};
+use crate::engine::{ddl, documents::collection, Engine};
 use crate::storage::keys::collection_prefix;
 use bson::doc;
 

@@ -4,7 +4,7 @@
 use crate::clock::{Clock, ManualClock};
 use crate::engine::catalog::IndexMeta;
 use crate::engine::oplog::state as oplog;
-use crate::engine::{documents::collection, ddl, Engine};
+use crate::engine::{ddl, documents::collection, Engine};
 use crate::storage::{Backend, Keyspace, Snapshot};
 use bson::{doc, Bson, Document, Timestamp};
 use std::sync::Arc;

@@ -45,13 +45,13 @@ pub mod pacing;
 pub mod transaction;
 pub mod txn;
 
+use crate::clock::{Clock, Stopwatch};
 use crate::engine::catalog::Catalog;
 use crate::engine::oplog::entries as oplog;
 use crate::engine::oplog::optime::OpClock;
 use crate::engine::oplog::state::{GroupLog, OplogState};
 use crate::engine::published::Published;
 use crate::engine::writer::txn::Txn;
-use crate::clock::{Clock, Stopwatch};
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::handle::Db;
 use crate::storage::overlay::Overlay;

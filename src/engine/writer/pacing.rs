@@ -10,8 +10,8 @@
 //! Owns: the decision to pause, its length, and the sleep; a background thread's stop and
 //! wake-up ([`Stopper`]). Does not own: the jobs.
 
-use crate::engine::writer::{Writer, WriterStats};
 use crate::clock::Stopwatch;
+use crate::engine::writer::{Writer, WriterStats};
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
 use crate::engine::oplog::state as oplog;
-use crate::engine::{documents::collection, ddl, Engine, Transaction};
+use crate::engine::{ddl, documents::collection, Engine, Transaction};
 use crate::error::ErrorCode;
 use crate::storage::Backend;
 use bson::{doc, Bson, Document};
