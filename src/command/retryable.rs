@@ -225,7 +225,11 @@ pub fn note_retried(reply: &mut Document, retried: &[i32]) {
     }
 }
 
-fn stored(txn: &Txn<'_>, session: &SessionId, now: i64) -> Result<Option<collection::StoredDoc>> {
+fn stored(
+    txn: &Txn<'_>,
+    session: &SessionId,
+    now: i64,
+) -> Result<Option<crate::engine::StoredDoc>> {
     let Some(meta) = ddl::collection(txn, DB, COLLECTION) else {
         return Ok(None);
     };

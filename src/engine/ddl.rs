@@ -12,7 +12,8 @@
 use crate::engine::background::sweep;
 use crate::engine::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
 use crate::engine::catalog_write::{mark_multikey, store};
-use crate::engine::documents::collection::{self, StoredDoc};
+use crate::engine::documents::collection;
+use crate::engine::documents::record::StoredDoc;
 use crate::engine::oplog::entries as oplog;
 use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};

@@ -2,9 +2,14 @@
 //! the group-commit writer, snapshot reads and the cursor registry.
 //!
 //! Owns every access to documents: reads go through [`ReadView`], writes through
-//! [`Engine::write`], and both apply the one visibility rule ([`Record::is_visible`]), so an
-//! expired document is invisible on every path (TTL-18, TTL-19). Does not own reply shapes or
-//! command arguments (`command`).
+//! [`Engine::write`], and both take stored documents through `exec::live`, which decides expiry
+//! with the one rule (`ttl::is_expired_at`), so an expired document is invisible on every path
+//! (TTL-18, TTL-19). Does not own reply shapes or command arguments (`command`).
+//!
+//! Rooms: `documents/` (records, keys, index and expiry entries, counters, validate),
+//! `writer/` (group commit, transactions), `background/` (reaper, sweep, index builds),
+//! `oplog/`, `exec/` (the executor), with `explain` rendering its plans above it. This file is
+//! the façade: the [`Engine`] and the types the command layer uses; no engine file imports it.
 
 pub mod background;
 pub mod catalog;
@@ -26,10 +31,10 @@ pub mod writer;
 
 pub use catalog::{Catalog, CollectionMeta, IndexMeta};
 pub use cursor::CursorRegistry;
-pub use documents::collection::StoredDoc;
-pub use documents::record::Record;
+pub use documents::record::{Record, StoredDoc};
+pub use exec::live::DocScan;
 pub use interrupt::{Interrupt, KillReason};
-pub use read::{DocScan, ReadView};
+pub use read::ReadView;
 pub use reader::Reader;
 pub use writer::transaction::Transaction;
 pub use writer::txn::Txn;

@@ -53,7 +53,7 @@ impl Published {
 
     /// Poisons the lock, as a thread that panics while publishing would: for tests of what a
     /// poisoned lock does.
-    pub(crate) fn poison(self: &Arc<Self>) {
+    pub(in crate::engine) fn poison(self: &Arc<Self>) {
         let published = Arc::clone(self);
         let _ = std::thread::spawn(move || {
             let _held = published.catalog.write();

@@ -21,7 +21,7 @@ use crate::storage::Backend;
 use std::sync::Arc;
 
 /// The view of the last commit: its catalog and snapshot, judging expiry at `now`.
-pub(crate) fn open_view(
+pub(in crate::engine) fn open_view(
     backend: &Db,
     catalog: &Published,
     now: i64,
@@ -43,14 +43,14 @@ pub(crate) fn open_view(
 /// Opens read views of the engine, as [`Engine::read`](crate::engine::Engine::read) does; cheap to clone.
 #[derive(Clone)]
 pub struct Reader {
-    pub(crate) backend: Arc<Db>,
-    pub(crate) catalog: Arc<Published>,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) plans: Arc<PlanCache>,
-    pub(crate) spill: SpillDir,
-    pub(crate) optimes: Arc<OpClock>,
-    pub(crate) oplog: Arc<OplogState>,
-    pub(crate) locks: Arc<LockTable>,
+    pub(in crate::engine) backend: Arc<Db>,
+    pub(in crate::engine) catalog: Arc<Published>,
+    pub(in crate::engine) clock: Arc<dyn Clock>,
+    pub(in crate::engine) plans: Arc<PlanCache>,
+    pub(in crate::engine) spill: SpillDir,
+    pub(in crate::engine) optimes: Arc<OpClock>,
+    pub(in crate::engine) oplog: Arc<OplogState>,
+    pub(in crate::engine) locks: Arc<LockTable>,
 }
 
 impl Reader {

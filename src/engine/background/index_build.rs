@@ -19,17 +19,17 @@
 //!
 //! Does not own: parsing index specifications or conflicts between them (`command::index`).
 
+use crate::clock::Clock;
 use crate::engine::catalog::{Catalog, CollectionMeta};
 use crate::engine::catalog_write;
-use crate::engine::documents::collection;
 use crate::engine::ddl;
+use crate::engine::documents::collection;
 use crate::engine::documents::index_keys;
-use crate::engine::writer::pacing::{self, Pace};
 use crate::engine::documents::record::Record;
 use crate::engine::documents::record_key;
+use crate::engine::writer::pacing::{self, Pace};
 use crate::engine::writer::txn::Txn;
 use crate::engine::writer::{Writer, WriterStats};
-use crate::clock::Clock;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::handle::{Db, Snap};
 use crate::storage::keys;
@@ -64,7 +64,7 @@ struct ActiveBuild {
 impl IndexBuilds {
     /// Stops every build after its current job and waits for their threads. A stopped build
     /// leaves its indexes marked `building`; the next start discards them.
-    pub(crate) fn shutdown(&self) {
+    pub(in crate::engine) fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
         let threads = std::mem::take(&mut *self.threads());
         for thread in threads {
@@ -224,7 +224,7 @@ pub fn check_index(
         let (doc_key, bytes) = entry?;
         let record = Record::decode(&bytes)?;
         let doc = record.document()?;
-        let visible = record.is_visible(meta.ttl(), now);
+        let visible = crate::engine::exec::live::is_live(&record, meta.ttl(), now);
         check.documents += u64::from(visible);
         for tuple in index_keys::entries(index, &doc)? {
             let key = keys::index_key(meta.id, index.id, &tuple, record_key::record(&doc_key));
@@ -413,7 +413,7 @@ fn build_batch(
     let mut multikey = vec![false; indexes.len()];
     for (key, bytes) in &docs {
         let record = Record::decode(bytes)?;
-        if !record.is_visible(ttl, now) {
+        if !crate::engine::exec::live::is_live(&record, ttl, now) {
             continue;
         }
         let doc = record.document()?;
@@ -453,7 +453,7 @@ fn finish(txn: &mut Txn<'_>, collection_id: u64, index_ids: &[u64]) -> Result<bo
 /// was cut short), and leaves to the sweeper its entries and those of every index id the
 /// catalog does not hold (left by an earlier version's drop cut short). Returns how many
 /// indexes' entries it left to the sweeper.
-pub(crate) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<usize> {
+pub(in crate::engine) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<usize> {
     let unfinished: Vec<(u64, u64)> = catalog
         .all()
         .flat_map(|m| {

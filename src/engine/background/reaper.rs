@@ -39,7 +39,7 @@ pub struct ReaperStats {
     pub last_pass_micros: AtomicU64,
     pub errors: AtomicU64,
     pub paused: AtomicBool,
-    pub(crate) last_error: Mutex<Option<String>>,
+    pub(in crate::engine) last_error: Mutex<Option<String>>,
     /// Whether the last pass failed (a repeated failure is counted, not logged again).
     failing: AtomicBool,
 }
@@ -68,7 +68,7 @@ pub struct Reaper {
 }
 
 impl Reaper {
-    pub(crate) fn new(
+    pub(in crate::engine) fn new(
         backend: Arc<Db>,
         catalog: Arc<Published>,
         writer: Writer,
@@ -89,7 +89,7 @@ impl Reaper {
     }
 
     /// Runs background passes every second until [`Reaper::shutdown`].
-    pub(crate) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
+    pub(in crate::engine) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
         let reaper = Arc::clone(self);
         std::thread::Builder::new()
             .name("mayfly-reaper".into())
@@ -107,7 +107,7 @@ impl Reaper {
     }
 
     /// Stops the background thread after its current batch and releases the writer.
-    pub(crate) fn shutdown(&self) {
+    pub(in crate::engine) fn shutdown(&self) {
         self.stopper.stop();
         writer_slot(&self.writer).take();
     }

@@ -65,7 +65,7 @@ impl Marker {
 }
 
 /// Leaves the entries of `keyspace` under `prefix` to the sweeper, in `txn`'s commit.
-pub(crate) fn schedule(txn: &mut Txn<'_>, keyspace: Keyspace, prefix: &[u8]) {
+pub(in crate::engine) fn schedule(txn: &mut Txn<'_>, keyspace: Keyspace, prefix: &[u8]) {
     let marker = Marker {
         keyspace,
         prefix: prefix.to_vec(),
@@ -119,7 +119,7 @@ pub struct Sweeper {
 }
 
 impl Sweeper {
-    pub(crate) fn new(
+    pub(in crate::engine) fn new(
         backend: Arc<Db>,
         writer: Writer,
         writer_stats: Arc<WriterStats>,
@@ -135,7 +135,7 @@ impl Sweeper {
     }
 
     /// Runs a pass every second until [`Sweeper::shutdown`].
-    pub(crate) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
+    pub(in crate::engine) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
         let sweeper = Arc::clone(self);
         std::thread::Builder::new()
             .name("mayfly-sweeper".into())
@@ -158,7 +158,7 @@ impl Sweeper {
     }
 
     /// Stops the background thread after its current job and releases the writer.
-    pub(crate) fn shutdown(&self) {
+    pub(in crate::engine) fn shutdown(&self) {
         self.stopper.stop();
         writer_slot(&self.writer).take();
     }

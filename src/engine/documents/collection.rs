@@ -2,7 +2,7 @@
 //! expiry key, its secondary index entries and the collection's counter (`counts`) consistent in
 //! the same commit.
 //!
-//! Every lookup here goes through [`Record::is_visible`]: an expired document is neither
+//! Every lookup here goes through [`live`](crate::engine::exec::live): an expired document is neither
 //! matched nor a duplicate; inserting its `_id`, or a unique key it holds, deletes it first
 //! (TTL-19).
 
@@ -10,9 +10,9 @@ use crate::engine::catalog::{CollectionMeta, IndexMeta};
 use crate::engine::documents::expiry;
 use crate::engine::documents::index_keys;
 use crate::engine::documents::new_document::NewDocument;
-use crate::engine::oplog::entries as oplog;
-use crate::engine::documents::record::Record;
+use crate::engine::documents::record::{Record, StoredDoc};
 use crate::engine::documents::record_key::{self, IdKeys};
+use crate::engine::oplog::entries as oplog;
 use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
@@ -21,14 +21,6 @@ use crate::query::path::render;
 use crate::storage::keys::{self, Direction};
 use crate::storage::Keyspace;
 use bson::{doc, Bson, Document};
-
-/// A visible document with its storage key and record.
-#[derive(Debug, Clone)]
-pub struct StoredDoc {
-    pub key: Vec<u8>,
-    pub record: Record,
-    pub doc: Document,
-}
 
 /// The visible document with `_id` `id`, if any, in a collection keyed by `_id` alone (the
 /// server's own collections are).
@@ -57,7 +49,7 @@ fn load_visible(
         return Ok(None);
     };
     let record = Record::decode(&bytes)?;
-    if !record.is_visible(meta.ttl(), now) {
+    if !crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
         return Ok(None);
     }
     let doc = record.document()?;
@@ -76,7 +68,7 @@ pub fn scan<'t>(
         .filter_map(move |entry| {
             let result = entry.and_then(|(key, bytes)| {
                 let record = Record::decode(&bytes)?;
-                if !record.is_visible(ttl, now) {
+                if !crate::engine::exec::live::is_live(&record, ttl, now) {
                     return Ok(None);
                 }
                 let doc = record.document()?;
@@ -202,7 +194,7 @@ pub fn insert_written_at(
     let mut replaced = None;
     if let Some(bytes) = txn.get_unless_unheld(Keyspace::Documents, &key, unheld)? {
         let old = Record::decode(&bytes)?;
-        if old.is_visible(meta.ttl(), now) {
+        if crate::engine::exec::live::is_live(&old, meta.ttl(), now) {
             return Err(duplicate_key(
                 meta,
                 "_id_",
@@ -392,7 +384,7 @@ pub fn delete_if_expired(
         return Ok(false);
     };
     let record = Record::decode(&bytes)?;
-    if record.is_visible(meta.ttl(), now) {
+    if crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
         return Ok(false);
     }
     // Only secondary index entries and the operation log need the body; most TTL

@@ -193,7 +193,7 @@ impl NewDocument {
     /// Keeps the document's key in the collection `collection`, and whether the snapshot of
     /// the writer's group surely does not hold it (`unheld`), for [`NewDocument::probed_key`]
     /// later in the same group.
-    pub(crate) fn set_probed(&mut self, collection: u64, key: Vec<u8>, unheld: bool) {
+    pub(in crate::engine) fn set_probed(&mut self, collection: u64, key: Vec<u8>, unheld: bool) {
         self.probed = Some(Probed {
             collection,
             key,
@@ -222,14 +222,17 @@ impl NewDocument {
 
     /// The document's key in the collection `meta`: the one computed ahead when it holds for
     /// `meta`, else computed now.
-    pub(crate) fn take_key(&mut self, meta: &CollectionMeta) -> Result<Vec<u8>> {
+    pub(in crate::engine) fn take_key(&mut self, meta: &CollectionMeta) -> Result<Vec<u8>> {
         self.probed_key(meta).map(|(key, _)| key)
     }
 
     /// The document's key in the collection `meta` and whether the group's snapshot surely
     /// does not hold it: as [`NewDocument::set_probed`] kept them, or computed (and not known
     /// to be unheld) when they were not kept for this collection.
-    pub(crate) fn probed_key(&mut self, meta: &CollectionMeta) -> Result<(Vec<u8>, bool)> {
+    pub(in crate::engine) fn probed_key(
+        &mut self,
+        meta: &CollectionMeta,
+    ) -> Result<(Vec<u8>, bool)> {
         match self.probed.take() {
             Some(probed) if probed.holds_for(meta) => Ok((probed.key, probed.unheld)),
             _ => Ok((self.key(meta)?, false)),

@@ -8,8 +8,8 @@
 use super::bounds::{value_endpoint, Interval};
 use super::plan::{IndexScan, KeyRanges, Node, ScannedIndex};
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
-use crate::engine::documents::collection::StoredDoc;
 use crate::engine::documents::index_keys;
+use crate::engine::documents::record::StoredDoc;
 use crate::engine::documents::record_key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::keys;

@@ -11,7 +11,7 @@
 //!
 //! TTL visibility is applied inside the leaves that return documents (`stages`, TTL-18/TTL-19),
 //! by the rule the reads outside the executor apply too
-//! ([`Record::is_visible`](crate::engine::Record::is_visible)): a change stream's
+//! ([`live`]): a change stream's
 //! `updateLookup`, `collStats`'s sample and `mayfly dump` read through `engine::read`, and
 //! writes look documents up through `engine::collection`. Long work checks the operation's
 //! [`Interrupt`].
@@ -34,9 +34,9 @@ pub use source::Source;
 pub use stages::{DocIter, StageStats};
 
 use super::catalog::CollectionMeta;
-use crate::engine::documents::collection::StoredDoc;
 use super::index_usage::IndexUsage;
 use super::interrupt::Interrupt;
+use crate::engine::documents::record::StoredDoc;
 use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;

@@ -26,7 +26,7 @@ use std::ops::Bound;
 
 /// Whether changes to `meta` are logged in this group. mongod never logs its session records
 /// (`config.transactions`): a retryable write's record changes with the write, unlogged.
-pub(crate) fn logs(txn: &Txn<'_>, meta: &CollectionMeta) -> bool {
+pub(in crate::engine) fn logs(txn: &Txn<'_>, meta: &CollectionMeta) -> bool {
     txn.logs_operations() && !(meta.db == "config" && meta.name == "transactions")
 }
 
@@ -157,7 +157,11 @@ fn append(
 
 /// Writes `entry` (`{op, ns, ui?, o, o2?}`) at the group's next operation time, after the
 /// fields of `session` (a transaction's `lsid` and `txnNumber`, as mongod logs them).
-pub(crate) fn append_timed(txn: &mut Txn<'_>, session: Document, entry: Document) -> Result<()> {
+pub(in crate::engine) fn append_timed(
+    txn: &mut Txn<'_>,
+    session: Document,
+    entry: Document,
+) -> Result<()> {
     let Some((time, wall)) = txn.next_logged_optime() else {
         return Ok(());
     };
@@ -177,7 +181,11 @@ pub(crate) fn append_timed(txn: &mut Txn<'_>, session: Document, entry: Document
 
 /// Removes the oldest entries until the log is within its size, keeping every entry of this
 /// group (those from `keep_from` on). Called by the writer before a group commits.
-pub(crate) fn truncate(txn: &mut Txn<'_>, state: &OplogState, keep_from: Timestamp) -> Result<()> {
+pub(in crate::engine) fn truncate(
+    txn: &mut Txn<'_>,
+    state: &OplogState,
+    keep_from: Timestamp,
+) -> Result<()> {
     let max = state.max_bytes();
     let mut size = state
         .bytes()

@@ -32,7 +32,11 @@ pub struct OplogState {
 
 impl OplogState {
     /// Starts keeping the log, at most `max_bytes` large, measuring what `snapshot` holds.
-    pub(crate) fn enable<S: Snapshot>(&self, snapshot: &S, max_bytes: u64) -> Result<()> {
+    pub(in crate::engine) fn enable<S: Snapshot>(
+        &self,
+        snapshot: &S,
+        max_bytes: u64,
+    ) -> Result<()> {
         let mut bytes = 0u64;
         let mut oldest = None;
         for entry in snapshot.range(Keyspace::Oplog, Bound::Unbounded, Bound::Unbounded, false) {
@@ -72,7 +76,7 @@ impl OplogState {
     }
 
     /// Records a committed group's effect on the log.
-    pub(crate) fn committed(&self, change: &GroupLog) {
+    pub(in crate::engine) fn committed(&self, change: &GroupLog) {
         if change.added == 0 && change.removed == 0 {
             return;
         }
@@ -119,7 +123,7 @@ pub fn time_of(key: &[u8]) -> Option<Timestamp> {
 
 /// The newest entry's time in `snapshot`, or the zero time when the log is empty: operation
 /// times continue from it after a restart.
-pub(crate) fn newest<S: Snapshot>(snapshot: &S) -> Result<Timestamp> {
+pub(in crate::engine) fn newest<S: Snapshot>(snapshot: &S) -> Result<Timestamp> {
     let newest = snapshot
         .range(Keyspace::Oplog, Bound::Unbounded, Bound::Unbounded, true)
         .next()

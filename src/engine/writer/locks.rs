@@ -24,7 +24,7 @@ impl LockTable {
     /// Takes `key` for transaction `owner`; `false` when another transaction holds it. A
     /// poisoned table is an error, not a write conflict: a conflict is retried by the client,
     /// and would be again and again.
-    pub(crate) fn take(&self, key: &[u8], owner: u64) -> Result<bool> {
+    pub(in crate::engine::writer) fn take(&self, key: &[u8], owner: u64) -> Result<bool> {
         let mut held = crate::sync::lock(&self.held, LOCK_TABLE)?;
         Ok(match held.get(key) {
             Some(holder) => *holder == owner,
@@ -38,7 +38,7 @@ impl LockTable {
     /// Releases the keys of a transaction that ended. On a poisoned table there is nothing to
     /// release into: the refusal is logged and counted, and every later statement that needs
     /// the table fails.
-    pub(crate) fn release(&self, keys: &HashSet<Vec<u8>>, owner: u64) {
+    pub(in crate::engine::writer) fn release(&self, keys: &HashSet<Vec<u8>>, owner: u64) {
         if let Ok(mut held) = crate::sync::lock(&self.held, LOCK_TABLE) {
             for key in keys {
                 if held.get(key) == Some(&owner) {
@@ -54,7 +54,7 @@ impl LockTable {
     }
 
     /// A new transaction's id, the owner its keys are held under.
-    pub(crate) fn next_owner(&self) -> u64 {
+    pub(in crate::engine::writer) fn next_owner(&self) -> u64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 

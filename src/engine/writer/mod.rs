@@ -70,13 +70,13 @@ const QUEUE_DEPTH: usize = 8192;
 pub const REOPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Releases what holds snapshots and can be released (open cursors) before a reopen.
-pub(crate) type ReleaseSnapshots = Box<dyn Fn() + Send>;
+pub(in crate::engine) type ReleaseSnapshots = Box<dyn Fn() + Send>;
 
 /// Called once the group's commit (and, for durable jobs, its sync) has finished.
 type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 type Job = Box<dyn FnOnce(&mut Txn<'_>) -> Completion + Send>;
 
-pub(crate) struct Submission {
+pub(in crate::engine) struct Submission {
     job: Job,
     durable: bool,
 }
@@ -163,7 +163,7 @@ fn read_only_error(reason: &str) -> Error {
 
 impl Writer {
     /// Starts the writer thread. It stops when every `Writer` handle is dropped.
-    pub(crate) fn start(
+    pub(in crate::engine) fn start(
         backend: Arc<Db>,
         catalog: Catalog,
         published: Arc<Published>,
@@ -188,7 +188,7 @@ impl Writer {
     }
 
     /// A handle on an existing queue (used to close the real one on shutdown).
-    pub(crate) fn from_sender(queue: mpsc::Sender<Submission>) -> Writer {
+    pub(in crate::engine) fn from_sender(queue: mpsc::Sender<Submission>) -> Writer {
         Writer { queue }
     }
 
@@ -216,7 +216,7 @@ impl Writer {
 }
 
 /// The clocks a group is stamped with: wall time, and the operation times it issues.
-pub(crate) struct Clocks {
+pub(in crate::engine) struct Clocks {
     pub wall: Arc<dyn Clock>,
     pub optimes: Arc<OpClock>,
     /// The operation log the groups write, when it is kept.

@@ -23,7 +23,7 @@ pub struct Txn<'a> {
     overlay: Overlay,
     /// Roughly the bytes the group's batch will hold, to bound a group.
     pending_bytes: usize,
-    pub(crate) catalog: &'a mut Catalog,
+    pub(in crate::engine) catalog: &'a mut Catalog,
     catalog_changed: bool,
     /// Changes to collections' counters, by collection id: written once each by [`Txn::finish`],
     /// so a group of thousands of inserts writes one counter entry.
@@ -64,7 +64,7 @@ struct Issuer<'a> {
 }
 
 impl<'a> Txn<'a> {
-    pub(crate) fn new(snapshot: &'a Snap, catalog: &'a mut Catalog) -> Self {
+    pub(in crate::engine) fn new(snapshot: &'a Snap, catalog: &'a mut Catalog) -> Self {
         Txn {
             snapshot,
             overlay: Default::default(),
@@ -82,7 +82,7 @@ impl<'a> Txn<'a> {
     /// Continues a multi-document transaction's work over its snapshot and catalog: reads see
     /// its earlier writes, log entries are kept without times when `logs` (the log is kept),
     /// and unique keys checked are remembered for the commit.
-    pub(crate) fn resume(
+    pub(in crate::engine) fn resume(
         snapshot: &'a Snap,
         catalog: &'a mut Catalog,
         state: Suspended,
@@ -98,7 +98,7 @@ impl<'a> Txn<'a> {
     }
 
     /// The work done so far, to be resumed by the transaction's next statement or committed.
-    pub(crate) fn suspend(self) -> Suspended {
+    pub(in crate::engine) fn suspend(self) -> Suspended {
         Suspended {
             overlay: self.overlay,
             counts: self.counts,
@@ -110,7 +110,7 @@ impl<'a> Txn<'a> {
 
     /// Keeps a log entry (without its time) for the transaction's commit, or gives it back
     /// when this is not a transaction's statement.
-    pub(crate) fn defer_log_entry(&mut self, entry: Document) -> Option<Document> {
+    pub(in crate::engine) fn defer_log_entry(&mut self, entry: Document) -> Option<Document> {
         match &mut self.deferred_log {
             Some(log) => {
                 log.push(entry);
@@ -121,7 +121,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Remembers that a transaction's statement claimed the unique index keys under `prefix`.
-    pub(crate) fn claim_unique(&mut self, prefix: &[u8]) {
+    pub(in crate::engine) fn claim_unique(&mut self, prefix: &[u8]) {
         if let Some(claims) = &mut self.unique_claims {
             claims.push(prefix.to_vec());
         }
@@ -130,7 +130,7 @@ impl<'a> Txn<'a> {
     /// Lets this group issue operation times from `clock` at the wall-clock time `wall_millis`,
     /// and write the operation log when `oplog` is kept.
     /// Records the plans of this transaction's reads in `usage` (`$indexStats`).
-    pub(crate) fn with_index_usage(mut self, usage: &'a IndexUsage) -> Self {
+    pub(in crate::engine) fn with_index_usage(mut self, usage: &'a IndexUsage) -> Self {
         self.index_usage = Some(usage);
         self
     }
@@ -140,7 +140,7 @@ impl<'a> Txn<'a> {
         self.index_usage
     }
 
-    pub(crate) fn with_op_clock(
+    pub(in crate::engine) fn with_op_clock(
         mut self,
         clock: &'a OpClock,
         wall_millis: i64,
@@ -164,7 +164,7 @@ impl<'a> Txn<'a> {
 
     /// The next operation time of this group (strictly after every earlier one) and the
     /// group's wall-clock milliseconds, or `None` for work outside the writer.
-    pub(crate) fn next_logged_optime(&mut self) -> Option<(Timestamp, i64)> {
+    pub(in crate::engine) fn next_logged_optime(&mut self) -> Option<(Timestamp, i64)> {
         let issuer = self.optimes.as_mut()?;
         let time = issuer.clock.issue(issuer.wall_millis.div_euclid(1000));
         issuer.last = Some(time);
@@ -172,7 +172,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Counts an entry of `bytes` written to the log at `time`.
-    pub(crate) fn note_logged(&mut self, time: Timestamp, bytes: u64) {
+    pub(in crate::engine) fn note_logged(&mut self, time: Timestamp, bytes: u64) {
         if let Some(issuer) = self.optimes.as_mut() {
             issuer.logged.added = issuer.logged.added.saturating_add(bytes);
             issuer.logged.first_added.get_or_insert(time);
@@ -180,7 +180,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Counts `bytes` of old entries removed from the log, `oldest` being the first one left.
-    pub(crate) fn note_truncated(&mut self, bytes: u64, oldest: Timestamp) {
+    pub(in crate::engine) fn note_truncated(&mut self, bytes: u64, oldest: Timestamp) {
         if let Some(issuer) = self.optimes.as_mut() {
             issuer.logged.removed = issuer.logged.removed.saturating_add(bytes);
             issuer.logged.oldest_after = Some(oldest);
@@ -188,7 +188,7 @@ impl<'a> Txn<'a> {
     }
 
     /// What this group has done to the log so far.
-    pub(crate) fn logged(&self) -> GroupLog {
+    pub(in crate::engine) fn logged(&self) -> GroupLog {
         self.optimes
             .as_ref()
             .map(|i| i.logged.clone())
@@ -196,7 +196,7 @@ impl<'a> Txn<'a> {
     }
 
     /// The last operation time this group issued, if any.
-    pub(crate) fn last_optime(&self) -> Option<Timestamp> {
+    pub(in crate::engine) fn last_optime(&self) -> Option<Timestamp> {
         self.optimes.as_ref().and_then(|issuer| issuer.last)
     }
 
@@ -302,26 +302,26 @@ impl<'a> Txn<'a> {
     }
 
     /// Records a catalog change made through `catalog` so the writer publishes it.
-    pub(crate) fn catalog_changed(&mut self) {
+    pub(in crate::engine) fn catalog_changed(&mut self) {
         self.catalog_changed = true;
     }
 
     /// Adds `count` documents and `size` body bytes to collection `collection_id`'s counter.
-    pub(crate) fn count_change(&mut self, collection_id: u64, count: i64, size: i64) {
+    pub(in crate::engine) fn count_change(&mut self, collection_id: u64, count: i64, size: i64) {
         let delta = self.counts.entry(collection_id).or_default();
         delta.count += count;
         delta.size += size;
     }
 
     /// Deletes a dropped collection's counter, with whatever this group changed in it.
-    pub(crate) fn drop_counter(&mut self, collection_id: u64) {
+    pub(in crate::engine) fn drop_counter(&mut self, collection_id: u64) {
         self.counts.remove(&collection_id);
         self.delete(Keyspace::Catalog, counts::counter_key(collection_id));
     }
 
     /// The group's batch, with each changed counter written once, and whether the catalog
     /// changed.
-    pub(crate) fn finish(self) -> Result<(WriteBatch, bool)> {
+    pub(in crate::engine) fn finish(self) -> Result<(WriteBatch, bool)> {
         // The overlay holds each key once: its runs become the batch's as they are.
         let (writes, changed) = self.finish_writes()?;
         Ok((writes.into_batch(), changed))
@@ -329,7 +329,7 @@ impl<'a> Txn<'a> {
 
     /// The group's pending writes, with each changed counter written once, and whether the
     /// catalog changed.
-    pub(crate) fn finish_writes(mut self) -> Result<(Overlay, bool)> {
+    pub(in crate::engine) fn finish_writes(mut self) -> Result<(Overlay, bool)> {
         for (collection_id, delta) in std::mem::take(&mut self.counts) {
             if delta.is_zero() {
                 continue;
