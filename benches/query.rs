@@ -16,7 +16,7 @@ use common::{load, millis, per_op, percentile, pick, BoxError, Target, BATCH};
 use futures::TryStreamExt;
 use mayfly::clock::SystemClock;
 use mayfly::engine::exec::{Hint, ReadRequest};
-use mayfly::engine::{collection, ddl, Engine, Interrupt};
+use mayfly::engine::{ddl, documents::collection, Engine, Interrupt};
 use mongodb::bson::{doc, Document};
 use mongodb::options::Hint as DriverHint;
 use mongodb::{Collection, IndexModel};

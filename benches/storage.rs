@@ -24,8 +24,8 @@
 //! only: nothing here asserts on time.
 
 use clap::Parser;
-use mayfly::engine::record::Record;
-use mayfly::engine::{counts, expiry};
+use mayfly::engine::documents::record::Record;
+use mayfly::engine::{documents::counts, documents::expiry};
 use mayfly::storage::{keys, Backend, Durability, FjallBackend, FjallConfig, Keyspace, WriteBatch};
 use mongodb::bson::{doc, Bson};
 use std::sync::mpsc;

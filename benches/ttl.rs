@@ -33,7 +33,7 @@ use common::{
 };
 use mayfly::clock::SystemClock;
 use mayfly::engine::catalog::IndexMeta;
-use mayfly::engine::{collection, ddl, Engine};
+use mayfly::engine::{ddl, documents::collection, Engine};
 use mongodb::bson::{doc, Bson, Document};
 use mongodb::{Client, Collection};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -162,7 +162,14 @@ pub fn expires_at(ts: i64, lifetime: Lifetime) -> Option<i64> {
 /// Whether a document written at `ts` is expired at `now`: `now >= ts + lifetime` (TTL-14).
 /// At exactly `ts + lifetime` it is already expired.
 pub fn is_expired(ts: i64, lifetime: Lifetime, now: i64) -> bool {
-    expires_at(ts, lifetime).is_some_and(|at| now >= at)
+    is_expired_at(expires_at(ts, lifetime), now)
+}
+
+/// Whether a document that expires at `expires_at` (`None`: never, [`expires_at`]) is expired
+/// at `now`: the one expiry decision, which every read and write of a document makes through
+/// this function (TTL-14, TTL-18).
+pub fn is_expired_at(expires_at: Option<i64>, now: i64) -> bool {
+    expires_at.is_some_and(|at| now >= at)
 }
 
 /// When `doc`, last written at `ts`, expires under `collection_ttl`; `None` for never

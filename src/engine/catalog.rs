@@ -8,7 +8,6 @@
 //! is the `expireAfterSeconds` of the collection's `_ts` index (TTL-1), so the two can never
 //! disagree.
 
-use super::index_usage::IndexUsage;
 use crate::auth::User;
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::account::DatabaseSettings;
@@ -235,9 +234,6 @@ pub struct Catalog {
     users: BTreeMap<(String, String), Arc<User>>,
     /// Databases' Cosmos settings, by name (only databases `customAction` gave settings).
     database_settings: BTreeMap<String, Arc<DatabaseSettings>>,
-    /// The indexes' access counters, shared by every copy of this catalog and kept in step
-    /// with its collections by [`Catalog::put`] and [`Catalog::remove`] (none: not counted).
-    usage: Option<Arc<IndexUsage>>,
 }
 
 impl Catalog {
@@ -273,7 +269,6 @@ impl Catalog {
             next_collection_id: 1,
             users: BTreeMap::new(),
             database_settings: BTreeMap::new(),
-            usage: None,
         };
         for entry in snapshot.prefix(Keyspace::Catalog, DATABASE_KEY_PREFIX, false) {
             let (_, value) = entry?;
@@ -291,12 +286,6 @@ impl Catalog {
                 .users
                 .insert((user.db.clone(), user.name.clone()), Arc::new(user));
         }
-        // A dropped collection's id is not reused while its entries are left to sweep.
-        for marker in super::sweep::pending(snapshot)? {
-            if let Some(id) = marker.collection_id() {
-                catalog.next_collection_id = catalog.next_collection_id.max(id + 1);
-            }
-        }
         for entry in snapshot.prefix(Keyspace::Catalog, COLLECTION_KEY_PREFIX, false) {
             let (_, value) = entry?;
             let meta: CollectionMeta = bson::from_slice(&value)
@@ -309,17 +298,10 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// Starts counting index accesses: every index the catalog holds now starts at 0.
-    pub fn count_index_usage(&mut self, usage: Arc<IndexUsage>) {
-        for meta in self.collections.values() {
-            usage.observe(meta);
-        }
-        self.usage = Some(usage);
-    }
-
-    /// The indexes' access counters, when they are counted.
-    pub fn index_usage(&self) -> Option<&IndexUsage> {
-        self.usage.as_deref()
+    /// Never issues `id` again: the id of a dropped collection whose entries are still to be
+    /// swept (`sweep`) stays taken until they are gone.
+    pub fn reserve_collection_id(&mut self, id: u64) {
+        self.next_collection_id = self.next_collection_id.max(id.saturating_add(1));
     }
 
     pub fn get(&self, db: &str, name: &str) -> Option<&Arc<CollectionMeta>> {
@@ -374,9 +356,6 @@ impl Catalog {
         let value = bson::to_vec(&meta)
             .map_err(|e| Error::internal(format!("cannot encode catalog entry: {e}")))?;
         let key = meta.storage_key();
-        if let Some(usage) = &self.usage {
-            usage.observe(&meta);
-        }
         self.collections
             .insert((meta.db.clone(), meta.name.clone()), Arc::new(meta));
         Ok((key, value))
@@ -452,9 +431,6 @@ impl Catalog {
     /// Removes a collection; returns its storage key.
     pub fn remove(&mut self, db: &str, name: &str) -> Option<(Arc<CollectionMeta>, Vec<u8>)> {
         let removed = self.collections.remove(&(db.to_owned(), name.to_owned()))?;
-        if let Some(usage) = &self.usage {
-            usage.forget(removed.id);
-        }
         Some((removed, collection_key(db, name)))
     }
 }

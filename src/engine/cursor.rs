@@ -14,9 +14,9 @@
 //! opened it is a budget for all its batches, as in mongod: the time left is kept while the
 //! cursor is idle and becomes the deadline of the next `getMore`.
 
-use super::interrupt::Interrupt;
-use super::read::NowCell;
 use crate::clock::{Clock, Deadline};
+use crate::engine::exec::live::{is_live_until, NowCell};
+use crate::engine::interrupt::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Document, RawDocumentBuf};
 use std::collections::HashMap;
@@ -266,7 +266,7 @@ impl Cursor {
                 break;
             };
             let (size, expired) = match peeked {
-                Ok(item) => (item.size, item.expires_at.is_some_and(|at| now_secs >= at)),
+                Ok(item) => (item.size, !is_live_until(item.expires_at, now_secs)),
                 Err(_) => (0, false),
             };
             if expired {

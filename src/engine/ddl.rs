@@ -9,11 +9,13 @@
 //! Keys carry the collection id, not its name, so a rename (even across databases) changes only
 //! the catalog.
 
-use super::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
-use super::collection::{self, StoredDoc};
-use super::oplog;
-use super::sweep;
-use super::txn::Txn;
+use crate::engine::background::sweep;
+use crate::engine::catalog::{validate_collection_name, CollectionMeta, IndexMeta};
+use crate::engine::catalog_write::{mark_multikey, store};
+use crate::engine::documents::collection;
+use crate::engine::documents::record::StoredDoc;
+use crate::engine::oplog::entries as oplog;
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::account::{CollectionSettings, DatabaseSettings};
 use crate::storage::keys;
@@ -48,7 +50,7 @@ pub fn ensure_system_collection(
     if let Some(meta) = txn.catalog.get(db, name) {
         return Ok(Arc::clone(meta));
     }
-    super::catalog::validate_db_name(db)?;
+    crate::engine::catalog::validate_db_name(db)?;
     let meta = txn.catalog.new_collection(db, name, Document::new());
     let meta = store(txn, meta)?;
     log_create(txn, &meta)?;
@@ -93,18 +95,6 @@ pub fn create_collection(
     let meta = store(txn, meta)?;
     log_create(txn, &meta)?;
     Ok(meta)
-}
-
-/// Writes a collection's catalog entry.
-pub fn store(txn: &mut Txn<'_>, meta: CollectionMeta) -> Result<Arc<CollectionMeta>> {
-    let (db, name) = (meta.db.clone(), meta.name.clone());
-    let (key, value) = txn.catalog.put(meta)?;
-    txn.put(Keyspace::Catalog, key, value);
-    txn.catalog_changed();
-    txn.catalog
-        .get(&db, &name)
-        .cloned()
-        .ok_or_else(|| Error::internal("collection vanished from the catalog"))
 }
 
 /// Turns on or off the logging of document images with `db.name`'s changes
@@ -344,40 +334,6 @@ pub fn create_index(
     let updated = current(txn, meta.id)?;
     log_index_ready(txn, &updated, index_id)?;
     Ok(updated)
-}
-
-/// Records in the current catalog entry that index `index_id` of collection `collection_id` is
-/// multikey (a no-op when it already is, or is gone). Never cleared (`IndexMeta::multikey`).
-pub fn mark_multikey(txn: &mut Txn<'_>, collection_id: u64, index_id: u64) -> Result<()> {
-    let known = txn
-        .catalog
-        .by_id(collection_id)
-        .and_then(|m| m.index_by_id(index_id))
-        .is_none_or(|i| i.multikey);
-    if !known {
-        update_index(txn, collection_id, index_id, |i| i.multikey = true)?;
-    }
-    Ok(())
-}
-
-/// Changes index `index_id` of collection `collection_id` in the current catalog entry.
-/// Returns whether the index was there.
-pub fn update_index(
-    txn: &mut Txn<'_>,
-    collection_id: u64,
-    index_id: u64,
-    change: impl FnOnce(&mut IndexMeta),
-) -> Result<bool> {
-    let Some(current) = txn.catalog.by_id(collection_id) else {
-        return Ok(false);
-    };
-    let mut updated = (**current).clone();
-    let Some(index) = updated.indexes.iter_mut().find(|i| i.id == index_id) else {
-        return Ok(false);
-    };
-    change(index);
-    store(txn, updated)?;
-    Ok(true)
 }
 
 /// Removes index `index_id` from the current catalog entry, leaving its entries (the caller

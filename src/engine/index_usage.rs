@@ -1,17 +1,19 @@
 //! How often each index has been used since it was created or the server started: what
 //! `$indexStats` reports as `accesses: {ops, since}`.
 //!
-//! Counters live in memory only, as mongod's do. An index's counter starts at 0 when the
-//! catalog first holds the index (its creation, or loading the catalog at start), and goes
-//! away with the index, its collection, or the collection's name (a renamed collection starts
-//! afresh). The `_id` index, implicit in the catalog, is counted under [`ID_INDEX`].
+//! Counters live in memory only, as mongod's do. They follow the published catalog
+//! ([`IndexUsage::follow`], at start and with each commit that changes the catalog): an index's
+//! counter starts at 0 when a published catalog first holds the index, and goes away with the
+//! index, its collection, or the collection's name (a renamed collection starts afresh). The
+//! `_id` index, implicit in the catalog, is counted under [`ID_INDEX`]. Reads and writes record
+//! the plan they run ([`IndexUsage::record`]).
 //!
-//! Owns: the counters and which indexes a chosen plan used. Does not own: choosing plans
-//! (`exec::planner`) or the stage's documents (`pipeline::index_stats`).
+//! Owns: the counters and which indexes a chosen plan used. Does not own: the catalog, choosing
+//! plans (`exec::planner`) or the stage's documents (`pipeline::index_stats`).
 
-use super::catalog::CollectionMeta;
-use super::exec::Node;
 use crate::clock::Clock;
+use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::exec::plan::Node;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -73,6 +75,18 @@ impl IndexUsage {
                     since_millis: now,
                 },
             });
+        }
+    }
+
+    /// Brings every counter in line with `catalog`, the catalog just published: each of its
+    /// collections as [`IndexUsage::observe`] does, and no counters for a collection it no
+    /// longer holds.
+    pub fn follow(&self, catalog: &Catalog) {
+        let ids: BTreeSet<u64> = catalog.all().map(|meta| meta.id).collect();
+        self.entries()
+            .retain(|(collection, _), _| ids.contains(collection));
+        for meta in catalog.all() {
+            self.observe(meta);
         }
     }
 

@@ -30,7 +30,7 @@ pub enum KillReason {
 #[derive(Debug, Default)]
 pub struct Interrupt {
     /// The plans the executor started for this operation and their counters.
-    pub plans: super::exec::plan_log::PlanLog,
+    pub plans: crate::engine::exec::plan_log::PlanLog,
     killed: AtomicBool,
     reason: AtomicU8,
     deadline: Mutex<Option<Deadline>>,

@@ -26,8 +26,8 @@
 //!
 //! Owns: the layout record and the rewrite. Does not own: the layout itself (`storage::keys`).
 
-use super::Db;
 use crate::error::{Error, Result};
+use crate::storage::handle::Db;
 use crate::storage::keys;
 use crate::storage::{Backend, Durability, Keyspace, Snapshot, WriteBatch};
 use std::ops::Bound;

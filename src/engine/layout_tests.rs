@@ -4,7 +4,7 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
-use crate::engine::{collection, ddl, record_key, Engine};
+use crate::engine::{ddl, documents::collection, documents::record_key, Engine};
 use crate::storage::{FaultyBackend, FjallBackend, KeyValue, MemoryBackend, Store};
 use bson::{doc, Bson};
 use std::sync::Arc;
@@ -53,7 +53,7 @@ fn each_key_gets_its_compact_ids_and_keeps_the_rest() {
             layout_1(Keyspace::Indexes, &index_key),
             b"i".to_vec(),
         );
-        let expiry_key = super::super::expiry::key_at(&doc_key, 9, None).unwrap();
+        let expiry_key = crate::engine::documents::expiry::key_at(&doc_key, 9, None).unwrap();
         batch.put(
             Keyspace::Expiry,
             layout_1(Keyspace::Expiry, &expiry_key),
@@ -79,7 +79,7 @@ fn each_key_gets_its_compact_ids_and_keeps_the_rest() {
             snapshot.get(Keyspace::Indexes, &index_key).unwrap(),
             Some(b"i".to_vec())
         );
-        let expiry_key = super::super::expiry::key_at(&doc_key, 9, None).unwrap();
+        let expiry_key = crate::engine::documents::expiry::key_at(&doc_key, 9, None).unwrap();
         assert_eq!(
             snapshot.get(Keyspace::Expiry, &expiry_key).unwrap(),
             Some(b"e".to_vec())

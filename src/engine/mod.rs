@@ -2,87 +2,77 @@
 //! the group-commit writer, snapshot reads and the cursor registry.
 //!
 //! Owns every access to documents: reads go through [`ReadView`], writes through
-//! [`Engine::write`], and both apply the one visibility rule ([`Record::is_visible`]), so an
-//! expired document is invisible on every path (TTL-18, TTL-19). Does not own reply shapes or
-//! command arguments (`command`).
+//! [`Engine::write`], and both take stored documents through `exec::live`, which decides expiry
+//! with the one rule (`ttl::is_expired_at`), so an expired document is invisible on every path
+//! (TTL-18, TTL-19). Does not own reply shapes or command arguments (`command`).
+//!
+//! Rooms: `documents/` (records, keys, index and expiry entries, counters, validate),
+//! `writer/` (group commit, transactions), `background/` (reaper, sweep, index builds),
+//! `oplog/`, `exec/` (the executor), with `explain` rendering its plans above it. This file is
+//! the façade: the [`Engine`] and the types the command layer uses; no engine file imports it.
 
+pub mod background;
 pub mod catalog;
-pub mod collection;
-pub mod counts;
+pub mod catalog_write;
 pub mod cursor;
 pub mod ddl;
+pub mod documents;
 pub mod exec;
-pub mod expiry;
-pub mod index_build;
-pub mod index_keys;
+pub mod explain;
 pub mod index_usage;
 pub mod interrupt;
 pub mod layout;
-pub mod new_document;
 pub mod oplog;
-pub mod optime;
-mod pacing;
+pub mod published;
 pub mod read;
-pub mod reaper;
-pub mod record;
-pub mod record_key;
-pub mod sweep;
+pub mod reader;
 pub mod targets;
-pub mod transaction;
-pub mod txn;
 pub mod users;
-pub mod validate;
 pub mod writer;
 
 pub use catalog::{Catalog, CollectionMeta, IndexMeta};
-pub use collection::StoredDoc;
 pub use cursor::CursorRegistry;
+pub use documents::record::{Record, StoredDoc};
+pub use exec::live::DocScan;
 pub use interrupt::{Interrupt, KillReason};
-pub use read::{DocScan, ReadView};
-pub use record::Record;
-pub use transaction::Transaction;
-pub use txn::Txn;
+pub use read::ReadView;
+pub use reader::Reader;
+pub use writer::transaction::Transaction;
+pub use writer::txn::Txn;
 pub use writer::{Writer, WriterStats};
 
 use crate::clock::Clock;
 use crate::error::Result;
-use crate::storage::{
-    Backend, Faults, FaultyBackend, FjallBackend, MemoryBackend, Store, StoreSnapshot,
-};
+use crate::storage::handle::Db;
+use crate::storage::{Backend, Faults, FaultyBackend, FjallBackend, MemoryBackend, Store};
 use std::path::Path;
-use std::sync::{Arc, Mutex, RwLock};
-
-/// The backend mayfly runs on: fjall or memory, chosen at start ([`Store`]), behind the
-/// fault-injecting wrapper (every fault off unless a test turns one on). The engine uses it
-/// only through the `storage` traits.
-pub type Db = FaultyBackend<Store>;
-pub type Snap = StoreSnapshot;
+use std::sync::{Arc, Mutex};
 
 pub struct Engine {
     backend: Arc<Db>,
-    pub reaper: Arc<reaper::Reaper>,
+    pub reaper: Arc<background::reaper::Reaper>,
     reaper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// Deletes the entries of dropped collections and indexes.
-    pub sweeper: Arc<sweep::Sweeper>,
+    pub sweeper: Arc<background::sweep::Sweeper>,
     sweeper_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    catalog: Arc<RwLock<Arc<Catalog>>>,
+    catalog: Arc<published::Published>,
     writer: Writer,
     writer_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     clock: Arc<dyn Clock>,
     /// Operation times, issued by the writer.
-    optimes: Arc<optime::OpClock>,
+    optimes: Arc<oplog::optime::OpClock>,
     /// The operation log's settings and size (kept in replica-set mode only).
-    oplog: Arc<oplog::OplogState>,
+    oplog: Arc<oplog::state::OplogState>,
     pub cursors: Arc<CursorRegistry>,
     pub writer_stats: Arc<WriterStats>,
-    index_builds: Arc<index_build::IndexBuilds>,
+    index_builds: Arc<background::index_build::IndexBuilds>,
     /// Winning plans by query shape, for every read of this engine.
     pub plans: Arc<exec::cache::PlanCache>,
     spill: exec::spill::SpillDir,
     /// The directory sorts spill to when there is no data directory; removed with the engine.
     _spill_root: Option<tempfile::TempDir>,
     /// The document keys open transactions have written.
-    locks: Arc<transaction::LockTable>,
+    locks: Arc<writer::locks::LockTable>,
 }
 
 /// Submits jobs to the engine's writer, as [`Engine::write`] does; cheap to clone.
@@ -165,17 +155,24 @@ impl Engine {
         let backend = Arc::new(FaultyBackend::new(store));
         // Keys an earlier version laid out differently are rewritten before anything reads them.
         layout::upgrade(&backend)?;
-        let mut catalog = Catalog::load(&backend.snapshot())?;
+        let snapshot = backend.snapshot();
+        let mut catalog = Catalog::load(&snapshot)?;
+        background::sweep::reserve_marked_ids(&snapshot, &mut catalog)?;
+        drop(snapshot);
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
-        index_build::discard_unfinished(&backend, &mut catalog)?;
+        background::index_build::discard_unfinished(&backend, &mut catalog)?;
         // A data directory from before document counters: count each collection once.
-        counts::backfill(&backend, &catalog)?;
-        catalog.count_index_usage(Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))));
-        let published = Arc::new(RwLock::new(Arc::new(catalog.clone())));
+        documents::counts::backfill(&backend, &catalog)?;
+        let published = Arc::new(published::Published::new(
+            Arc::new(catalog.clone()),
+            Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))),
+        ));
         let writer_stats = Arc::new(WriterStats::default());
         // Operation times continue after the newest logged one, even if the wall clock went back.
-        let optimes = Arc::new(optime::OpClock::new(oplog::newest(&backend.snapshot())?));
-        let oplog = Arc::new(oplog::OplogState::default());
+        let optimes = Arc::new(oplog::optime::OpClock::new(oplog::state::newest(
+            &backend.snapshot(),
+        )?));
+        let oplog = Arc::new(oplog::state::OplogState::default());
         let cursors = Arc::new(CursorRegistry::new(Arc::clone(&clock)));
         // A reopen of the stopped engine needs every snapshot released; open cursors hold
         // theirs across getMores, so they are closed (their getMore then gets CursorNotFound).
@@ -193,7 +190,7 @@ impl Engine {
             },
             release,
         )?;
-        let reaper = reaper::Reaper::new(
+        let reaper = background::reaper::Reaper::new(
             Arc::clone(&backend),
             Arc::clone(&published),
             writer.clone(),
@@ -201,7 +198,7 @@ impl Engine {
             Arc::clone(&clock),
         );
         let reaper_thread = reaper.spawn()?;
-        let sweeper = sweep::Sweeper::new(
+        let sweeper = background::sweep::Sweeper::new(
             Arc::clone(&backend),
             writer.clone(),
             Arc::clone(&writer_stats),
@@ -239,7 +236,7 @@ impl Engine {
     }
 
     /// Operation times: the last committed one is `operationTime` and `hello`'s `lastWrite`.
-    pub fn optimes(&self) -> &Arc<optime::OpClock> {
+    pub fn optimes(&self) -> &Arc<oplog::optime::OpClock> {
         &self.optimes
     }
 
@@ -250,19 +247,19 @@ impl Engine {
     }
 
     /// The operation log's state: whether it is kept, its size, its oldest entry.
-    pub fn oplog(&self) -> &Arc<oplog::OplogState> {
+    pub fn oplog(&self) -> &Arc<oplog::state::OplogState> {
         &self.oplog
     }
 
     /// The catalog as of the last commit; an error when the catalog lock is poisoned (an
     /// empty catalog would answer "no such collection" for every one).
     pub fn catalog(&self) -> Result<Arc<Catalog>> {
-        published_catalog(&self.catalog)
+        self.catalog.current()
     }
 
     /// A consistent view for reading: the catalog, a snapshot, and the time to judge expiry by.
     pub fn read(&self) -> Result<ReadView> {
-        open_view(
+        reader::open_view(
             &self.backend,
             &self.catalog,
             self.now(),
@@ -318,6 +315,44 @@ impl Engine {
         }
     }
 
+    /// Builds the indexes `index_ids` of collection `collection_id`, already in the catalog
+    /// marked `building`, on a thread of their own ([`background::index_build::IndexBuilds::build`]).
+    pub async fn build_indexes(&self, collection_id: u64, index_ids: Vec<u64>) -> Result<()> {
+        let context = background::index_build::BuildContext {
+            writer: self.writer.clone(),
+            writer_stats: Arc::clone(&self.writer_stats),
+            clock: Arc::clone(&self.clock),
+        };
+        self.index_builds
+            .build(context, collection_id, index_ids)
+            .await
+    }
+
+    /// Waits until no build of collection `collection_id` that had started when it was called
+    /// is in progress ([`background::index_build::IndexBuilds::wait_for`]).
+    pub async fn wait_for_index_builds(&self, collection_id: u64) {
+        self.index_builds.wait_for(collection_id).await
+    }
+
+    /// Compares index `index_name` of `db.coll` with the documents as of now
+    /// ([`background::index_build::check_index`]). For tests and diagnostics.
+    pub fn check_index(
+        &self,
+        db: &str,
+        coll: &str,
+        index_name: &str,
+    ) -> Result<background::index_build::IndexCheck> {
+        let catalog = self.catalog()?;
+        let snapshot = self.backend.snapshot();
+        background::index_build::check_index(&snapshot, &catalog, self.now(), db, coll, index_name)
+    }
+
+    /// Entries of every secondary index of `db.coll` (tests: nothing left of a dropped index).
+    pub fn index_entry_count(&self, db: &str, coll: &str) -> Result<u64> {
+        let catalog = self.catalog()?;
+        background::index_build::entry_count(&self.backend.snapshot(), &catalog, db, coll)
+    }
+
     /// Bytes the data directory takes on disk (with `--storage memory`: bytes held in memory).
     pub fn disk_space(&self) -> u64 {
         self.backend.inner().size_bytes().unwrap_or(0)
@@ -346,99 +381,12 @@ impl Engine {
     /// Poisons the catalog lock, as a thread that panics while publishing a catalog would: for
     /// tests of what a poisoned lock does. Every later read fails until a restart.
     pub fn poison_catalog_lock(&self) {
-        let catalog = Arc::clone(&self.catalog);
-        let _ = std::thread::spawn(move || {
-            let _held = catalog.write();
-            std::panic::resume_unwind(Box::new("the catalog lock is poisoned on purpose"));
-        })
-        .join();
+        self.catalog.poison();
     }
 
     /// The storage fault switches, for tests of storage failures.
     pub fn storage_faults(&self) -> Arc<Faults> {
         Arc::clone(self.backend.faults())
-    }
-}
-
-/// The name the catalog's publication lock is logged and counted under.
-pub(crate) const CATALOG_LOCK: &str = "catalog";
-
-/// The catalog the writer published last. The writer replaces it whole after each commit, but
-/// a panic while the lock is held may come between a commit and its publication: a poisoned
-/// lock is an error, never an empty catalog.
-pub(crate) fn published_catalog(catalog: &RwLock<Arc<Catalog>>) -> Result<Arc<Catalog>> {
-    Ok(Arc::clone(&*crate::sync::read(catalog, CATALOG_LOCK)?))
-}
-
-/// The view of the last commit: its catalog and snapshot, judging expiry at `now`.
-fn open_view(
-    backend: &Db,
-    catalog: &RwLock<Arc<Catalog>>,
-    now: i64,
-    plans: &Arc<exec::cache::PlanCache>,
-    spill: &exec::spill::SpillDir,
-) -> Result<ReadView> {
-    let catalog = published_catalog(catalog)?;
-    Ok(ReadView::new(
-        backend.snapshot(),
-        catalog,
-        now,
-        Arc::clone(plans),
-        Some(spill.clone()),
-    ))
-}
-
-/// Opens read views of the engine, as [`Engine::read`] does; cheap to clone.
-#[derive(Clone)]
-pub struct Reader {
-    backend: Arc<Db>,
-    catalog: Arc<RwLock<Arc<Catalog>>>,
-    clock: Arc<dyn Clock>,
-    plans: Arc<exec::cache::PlanCache>,
-    spill: exec::spill::SpillDir,
-    optimes: Arc<optime::OpClock>,
-    oplog: Arc<oplog::OplogState>,
-    locks: Arc<transaction::LockTable>,
-}
-
-impl Reader {
-    /// The storage snapshot of the last commit, alone.
-    pub(crate) fn latest_snapshot(&self) -> Snap {
-        self.backend.snapshot()
-    }
-
-    /// A view of `snapshot` with `catalog`, judging expiry at `now`.
-    pub(crate) fn view_of(&self, snapshot: Snap, catalog: Arc<Catalog>, now: i64) -> ReadView {
-        ReadView::new(
-            snapshot,
-            catalog,
-            now,
-            Arc::clone(&self.plans),
-            Some(self.spill.clone()),
-        )
-    }
-
-    pub(crate) fn locks(&self) -> &Arc<transaction::LockTable> {
-        &self.locks
-    }
-
-    /// A view of the last commit, judging expiry at the current server time.
-    pub fn read(&self) -> Result<ReadView> {
-        open_view(
-            &self.backend,
-            &self.catalog,
-            self.clock.now_secs(),
-            &self.plans,
-            &self.spill,
-        )
-    }
-
-    pub fn optimes(&self) -> &Arc<optime::OpClock> {
-        &self.optimes
-    }
-
-    pub fn oplog(&self) -> &Arc<oplog::OplogState> {
-        &self.oplog
     }
 }
 

@@ -4,6 +4,8 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
+use crate::engine::documents::collection;
+use crate::engine::published::CATALOG_LOCK;
 use crate::error::ErrorCode;
 use bson::doc;
 

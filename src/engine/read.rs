@@ -1,26 +1,21 @@
 //! Snapshot reads. A [`ReadView`] is one consistent point in time: the catalog, a storage
-//! snapshot and the server time that decides expiry. [`DocScan`] walks a collection's visible
-//! documents lazily and judges visibility when each document is pulled, against a clock cell
-//! a cursor advances between batches (TTL-18: a cursor opened earlier never returns a document
-//! that has expired since). [`RecordScan`] walks a collection's visible records undecoded, with
-//! their `_ts` and own `ttl`, for `mayfly dump`.
+//! snapshot and the server time that decides expiry. Its reads (the executor's plans, a
+//! collection scan, a point read by document key) take documents through the executor's
+//! leaves and `exec::live`, which alone decide which stored documents are live (TTL-18).
 
-use super::catalog::{Catalog, CollectionMeta};
-use super::collection::StoredDoc;
-use super::counts::{self, Totals};
-use super::exec::cache::PlanCache;
-use super::exec::spill::SpillDir;
-use super::record::Record;
-use super::Snap;
+use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::documents::counts::{self, Totals};
+use crate::engine::documents::record::StoredDoc;
+use crate::engine::exec::cache::PlanCache;
+use crate::engine::exec::live::{self, DocScan, NowCell};
+use crate::engine::exec::spill::SpillDir;
+use crate::engine::index_usage::IndexUsage;
 use crate::error::Result;
-use crate::storage::keys;
+use crate::storage::handle::Snap;
 use crate::storage::{Keyspace, Snapshot};
 use bson::Document;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
-
-/// The time a scan judges expiry by; a cursor moves it forward before each batch.
-pub type NowCell = Arc<AtomicI64>;
 
 #[derive(Clone)]
 pub struct ReadView {
@@ -31,6 +26,8 @@ pub struct ReadView {
     plans: Arc<PlanCache>,
     /// Where sorts spill.
     spill: Option<SpillDir>,
+    /// The index access counters the view's executions record their plans in.
+    usage: Arc<IndexUsage>,
 }
 
 impl ReadView {
@@ -40,6 +37,7 @@ impl ReadView {
         now: i64,
         plans: Arc<PlanCache>,
         spill: Option<SpillDir>,
+        usage: Arc<IndexUsage>,
     ) -> Self {
         ReadView {
             snapshot,
@@ -47,7 +45,13 @@ impl ReadView {
             now,
             plans,
             spill,
+            usage,
         }
+    }
+
+    /// The index access counters (`$indexStats`).
+    pub fn index_usage(&self) -> &IndexUsage {
+        &self.usage
     }
 
     /// The operation log's entries after `after` (all for `None`), oldest first.
@@ -55,7 +59,7 @@ impl ReadView {
         &self,
         after: Option<bson::Timestamp>,
     ) -> impl Iterator<Item = Result<(bson::Timestamp, bson::Document)>> {
-        super::oplog::entries_after(&self.snapshot, after)
+        crate::engine::oplog::state::entries_after(&self.snapshot, after)
     }
 
     pub fn collection(&self, db: &str, name: &str) -> Option<Arc<CollectionMeta>> {
@@ -63,18 +67,18 @@ impl ReadView {
     }
 
     /// The visible document `document_key` names (`{_id}`, or in a partitioned collection
-    /// `{<shard key path>: value, _id}`: [`super::record_key::document_key`]).
+    /// `{<shard key path>: value, _id}`: [`crate::engine::documents::record_key::document_key`]).
     pub fn get(&self, meta: &CollectionMeta, document_key: &Document) -> Result<Option<StoredDoc>> {
-        let Some(key) = super::record_key::of_document_key(meta, document_key) else {
+        let Some(key) = crate::engine::documents::record_key::of_document_key(meta, document_key)
+        else {
             return Ok(None);
         };
         let Some(bytes) = self.snapshot.get(Keyspace::Documents, &key)? else {
             return Ok(None);
         };
-        let record = Record::decode(&bytes)?;
-        if !record.is_visible(meta.ttl(), self.now) {
+        let Some(record) = live::live_record(&bytes, meta.ttl(), self.now)? else {
             return Ok(None);
-        }
+        };
         let doc = record.document()?;
         Ok(Some(StoredDoc { key, record, doc }))
     }
@@ -93,12 +97,7 @@ impl ReadView {
 
     /// Every visible document of the collection in `_id` order.
     pub fn scan(&self, meta: &CollectionMeta, now: NowCell) -> DocScan {
-        let prefix = keys::collection_prefix(meta.id);
-        DocScan {
-            entries: Box::new(self.snapshot.prefix(Keyspace::Documents, &prefix, false)),
-            ttl: meta.ttl(),
-            now,
-        }
+        live::scan(&self.snapshot, meta, now)
     }
 
     /// Plans `req` on `meta` (none: a missing collection) and starts it on this view's
@@ -107,11 +106,11 @@ impl ReadView {
     pub fn execute(
         &self,
         meta: Option<&CollectionMeta>,
-        req: &super::exec::ReadRequest,
+        req: &crate::engine::exec::ReadRequest,
         now: NowCell,
-        interrupt: Arc<super::interrupt::Interrupt>,
-    ) -> Result<super::exec::Execution<'static>> {
-        let execution = super::exec::execute(
+        interrupt: Arc<crate::engine::interrupt::Interrupt>,
+    ) -> Result<crate::engine::exec::Execution<'static>> {
+        let execution = crate::engine::exec::execute(
             self.snapshot.clone(),
             meta,
             req,
@@ -120,7 +119,7 @@ impl ReadView {
             Some(&self.plans),
             self.spill.as_ref(),
         )?;
-        super::exec::count_index_use(&self.catalog, meta, &execution.choice);
+        crate::engine::exec::count_index_use(Some(&self.usage), meta, &execution.choice);
         Ok(execution)
     }
 
@@ -132,86 +131,5 @@ impl ReadView {
     /// A clock cell starting at this view's time.
     pub fn now_cell(&self) -> NowCell {
         Arc::new(AtomicI64::new(self.now))
-    }
-}
-
-type Entries = Box<
-    dyn Iterator<Item = std::result::Result<(Vec<u8>, Vec<u8>), crate::storage::StorageError>>
-        + Send,
->;
-
-/// Visible documents of one collection, decoded as they are pulled.
-pub struct DocScan {
-    entries: Entries,
-    ttl: Option<i32>,
-    now: NowCell,
-}
-
-impl Iterator for DocScan {
-    type Item = Result<StoredDoc>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let (key, bytes) = match self.entries.next()? {
-                Ok(entry) => entry,
-                Err(e) => return Some(Err(e.into())),
-            };
-            let record = match Record::decode(&bytes) {
-                Ok(r) => r,
-                Err(e) => return Some(Err(e)),
-            };
-            if !record.is_visible(self.ttl, self.now.load(Ordering::Relaxed)) {
-                continue;
-            }
-            return Some(record.document().map(|doc| StoredDoc { key, record, doc }));
-        }
-    }
-}
-
-/// A collection's stored records in `_id` order, with their `_ts` and own `ttl` and their
-/// bodies undecoded — what a dump copies — judged at a fixed `now`: expired ones are skipped
-/// (TTL-18) and counted in `expired`.
-pub struct RecordScan<I> {
-    entries: I,
-    ttl: Option<i32>,
-    now: i64,
-    pub expired: u64,
-}
-
-/// The visible records of `meta` in `snapshot` at `now` ([`RecordScan`]).
-pub fn records<S: Snapshot>(snapshot: &S, meta: &CollectionMeta, now: i64) -> RecordScan<S::Iter> {
-    RecordScan {
-        entries: snapshot.prefix(
-            Keyspace::Documents,
-            &keys::collection_prefix(meta.id),
-            false,
-        ),
-        ttl: meta.ttl(),
-        now,
-        expired: 0,
-    }
-}
-
-impl<I> Iterator for RecordScan<I>
-where
-    I: Iterator<Item = std::result::Result<(Vec<u8>, Vec<u8>), crate::storage::StorageError>>,
-{
-    type Item = Result<Record>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let bytes = match self.entries.next()? {
-                Ok((_, bytes)) => bytes,
-                Err(e) => return Some(Err(e.into())),
-            };
-            let record = match Record::decode_owned(bytes) {
-                Ok(r) => r,
-                Err(e) => return Some(Err(e)),
-            };
-            if record.is_visible(self.ttl, self.now) {
-                return Some(Ok(record));
-            }
-            self.expired += 1;
-        }
     }
 }

@@ -15,12 +15,11 @@
 //! client's change, delete or expiry between the read and the write — [`recheck`] finds.
 
 use super::catalog::CollectionMeta;
-use super::collection::StoredDoc;
-use super::exec::{DocIter, ReadRequest};
+use super::documents::record::StoredDoc;
+use super::exec::{live, DocIter, ReadRequest};
 use super::interrupt::Interrupt;
 use super::read::ReadView;
-use super::record::Record;
-use super::txn::Txn;
+use super::writer::txn::Txn;
 use crate::error::Result;
 use crate::query::filter::Filter;
 use crate::storage::Keyspace;
@@ -112,10 +111,9 @@ pub fn recheck(
     let Some(bytes) = txn.get(Keyspace::Documents, &target.key)? else {
         return Ok(Recheck::Gone);
     };
-    let record = Record::decode(&bytes)?;
-    if !record.is_visible(meta.ttl(), now) {
+    let Some(record) = live::live_record(&bytes, meta.ttl(), now)? else {
         return Ok(Recheck::Gone);
-    }
+    };
     if record == target.record {
         return Ok(Recheck::Unchanged);
     }

@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::clock::ManualClock;
-use crate::engine::{collection, ddl, Engine};
+use crate::engine::{ddl, documents::collection, Engine};
 use bson::{doc, Document};
 
 fn open(dir: &std::path::Path) -> Engine {

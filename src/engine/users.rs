@@ -2,8 +2,8 @@
 //! Whether a change is allowed (duplicates, roles, who asks) is the command layer's rule; this
 //! module only keeps the stored entry and the published catalog in step.
 
-use super::txn::Txn;
 use crate::auth::User;
+use crate::engine::writer::txn::Txn;
 use crate::error::Result;
 use crate::storage::Keyspace;
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //! carry the operation's collation.
 
 use super::{Row, Rows, StageLimits};
+use crate::engine::exec::live::NowCell;
 use crate::engine::exec::ReadRequest;
-use crate::engine::read::NowCell;
 use crate::engine::{CollectionMeta, Interrupt, ReadView, StoredDoc, WriteHandle};
 use crate::error::Result;
 use crate::query::collation::Collation;

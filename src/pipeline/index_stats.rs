@@ -33,12 +33,10 @@ pub fn documents(view: &ReadView, meta: Option<&CollectionMeta>, host: &str) -> 
     let Some(meta) = meta else {
         return Vec::new();
     };
-    let usage = view.catalog.index_usage();
-    if let Some(usage) = usage {
-        usage.ensure(meta);
-    }
+    let usage = view.index_usage();
+    usage.ensure(meta);
     let usage_of = |id: u64| {
-        usage.and_then(|u| u.get(meta, id)).unwrap_or(Usage {
+        usage.get(meta, id).unwrap_or(Usage {
             ops: 0,
             since_millis: 0,
         })

@@ -8,7 +8,7 @@
 use super::{Env, Rows};
 use crate::engine::catalog::validate_collection_name;
 use crate::engine::exec::{self, ReadRequest};
-use crate::engine::{collection, ddl, CollectionMeta, Txn};
+use crate::engine::{ddl, documents::collection, CollectionMeta, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::expr::{Expression, Variables};
 use crate::query::path;

@@ -7,7 +7,7 @@
 
 use super::{Env, Rows};
 use crate::engine::catalog::validate_collection_name;
-use crate::engine::{collection, ddl};
+use crate::engine::{ddl, documents::collection};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::path;
 use crate::query::size::document_size;

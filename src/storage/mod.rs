@@ -48,6 +48,7 @@ pub mod batch;
 pub mod faults;
 pub mod fjall_backend;
 pub mod fjall_recovery;
+pub mod handle;
 pub mod integrity;
 pub mod journal;
 pub mod keys;

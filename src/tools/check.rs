@@ -8,7 +8,7 @@
 //! is not opened (opening would replay the journal): the collections are not checked.
 
 use super::ToolError;
-use crate::engine::validate::{validate, Findings};
+use crate::engine::documents::validate::{validate, Findings};
 use crate::engine::{Catalog, Interrupt};
 use crate::storage::Snapshot;
 use std::io::Write;

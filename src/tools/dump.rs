@@ -15,7 +15,8 @@
 use super::archive::{ArchiveWriter, CollectionEntry, Counts};
 use super::ToolError;
 use crate::clock::{Clock, SystemClock};
-use crate::engine::{read, Catalog};
+use crate::engine::exec::live;
+use crate::engine::Catalog;
 use crate::storage::Snapshot;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -170,7 +171,7 @@ pub fn dump<S: Snapshot, W: Write>(
                     crate::error::Error::internal(format!("cannot encode Cosmos settings: {e}"))
                 })?,
         })?;
-        let mut scan = read::records(snapshot, meta, now);
+        let mut scan = live::records(snapshot, meta, now);
         for record in &mut scan {
             let record = record.map_err(|e| {
                 ToolError::Refused(format!(

@@ -119,7 +119,7 @@ fn recount(dbpath: &Path, out: &mut impl Write) -> Result<(), ToolError> {
         for meta in catalog.all() {
             batch.delete(
                 crate::storage::Keyspace::Catalog,
-                crate::engine::counts::counter_key(meta.id),
+                crate::engine::documents::counts::counter_key(meta.id),
             );
         }
         backend.commit(batch, Durability::SyncData)?;

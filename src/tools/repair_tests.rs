@@ -4,7 +4,7 @@
 
 use super::{check, repair};
 use crate::clock::{Clock, ManualClock};
-use crate::engine::{collection, ddl, Engine};
+use crate::engine::{ddl, documents::collection, Engine};
 use crate::storage::journal;
 use crate::storage::{Keyspace, Snapshot};
 use bson::doc;

@@ -13,8 +13,8 @@ use super::archive::{ArchiveReader, CollectionEntry, Counts, DocumentEntry, Entr
 use super::ToolError;
 use crate::auth::User;
 use crate::clock::SystemClock;
-use crate::engine::new_document::NewDocument;
-use crate::engine::{collection, ddl, users, Catalog, Engine, IndexMeta, WriteHandle};
+use crate::engine::documents::new_document::NewDocument;
+use crate::engine::{ddl, documents::collection, users, Catalog, Engine, IndexMeta, WriteHandle};
 use crate::error::{Error, Result};
 use crate::profile::account::CollectionSettings;
 use bson::{Bson, Document};

@@ -7,7 +7,7 @@ use super::archive::Counts;
 use super::{check, dump, restore};
 use crate::auth::{Credentials, Mechanism, RoleName, ScramCredential, User};
 use crate::clock::{Clock, ManualClock};
-use crate::engine::{collection, ddl, users, Engine, IndexMeta, Record};
+use crate::engine::{ddl, documents::collection, users, Engine, IndexMeta, Record};
 use crate::profile::account::{CollectionSettings, Throughput};
 use crate::storage::{keys, Backend, FjallBackend, Keyspace, Snapshot};
 use bson::{doc, Bson, Document};

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 /// Targets of the large statements.
 const MILLION: i64 = 1_000_000;
-/// The most targets one writer job takes (`MAX_DOCS` in `command/write/batch_size.rs`); a job
+/// The most targets one writer job takes (`MAX_DOCS` in `command/crud/write/batch_size.rs`); a job
 /// takes fewer when the writer is slow.
 const BATCH: i64 = 1_000;
 /// The longest a concurrent single-document insert may wait while a large statement runs.

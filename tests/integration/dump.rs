@@ -312,7 +312,7 @@ async fn dump_and_restore_round_trip_a_database_and_keep_each_documents_expiry()
 #[tokio::test]
 async fn check_names_a_planted_index_entry_and_exits_1() {
     use mayfly::clock::{Clock, ManualClock, SystemClock};
-    use mayfly::engine::{collection, ddl, record_key, Engine, IndexMeta};
+    use mayfly::engine::{ddl, documents::collection, documents::record_key, Engine, IndexMeta};
     use mayfly::storage::keys::{self, Direction};
     use mayfly::storage::Keyspace;
     use std::sync::Arc;

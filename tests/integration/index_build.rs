@@ -276,7 +276,7 @@ async fn a_restart_discards_an_unfinished_build() {
     shared
         .engine
         .write(true, |txn, now| {
-            use mayfly::engine::{collection, ddl, IndexMeta};
+            use mayfly::engine::{ddl, documents::collection, IndexMeta};
             let meta = ddl::collection(txn, "test", "c").unwrap();
             let index = IndexMeta {
                 building: true,

@@ -11,7 +11,7 @@
 use bson::{doc, Bson, Document};
 use mayfly::clock::{Clock, ManualClock};
 use mayfly::engine::exec::{Hint, ReadRequest};
-use mayfly::engine::{collection, ddl, Engine, IndexMeta, Interrupt};
+use mayfly::engine::{ddl, documents::collection, Engine, IndexMeta, Interrupt};
 use mayfly::profile::account::CollectionSettings;
 use mayfly::query::sort::SortSpec;
 use proptest::prelude::*;

@@ -5,7 +5,7 @@
 use bson::{doc, Document};
 use mayfly::clock::{Clock, ManualClock};
 use mayfly::engine::exec::{ReadRequest, StageStats};
-use mayfly::engine::{collection, ddl, Engine, Interrupt};
+use mayfly::engine::{ddl, documents::collection, Engine, Interrupt};
 use mayfly::error::ErrorCode;
 use std::sync::Arc;
 

@@ -8,7 +8,7 @@ use common::TestServer;
 use futures::TryStreamExt;
 use mayfly::clock::{Clock, ManualClock};
 use mayfly::engine::exec::ReadRequest;
-use mayfly::engine::{collection, ddl, Engine, Interrupt};
+use mayfly::engine::{ddl, documents::collection, Engine, Interrupt};
 use mongodb::IndexModel;
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 
 use crate::common::{error_code, TestServer};
 use bson::{doc, Bson, Document};
-use mayfly::engine::record_key;
+use mayfly::engine::documents::record_key;
 use mayfly::storage::keys::{self, Direction};
 use mayfly::storage::Keyspace;
 
@@ -74,7 +74,7 @@ async fn validate_finds_planted_dangling_and_missing_entries() {
         record_key::record(&keys::document_key(meta.id, &Bson::Int32(3))),
     );
     let ghost_doc = keys::document_key(meta.id, &Bson::Int32(5000));
-    let ghost_expiry = mayfly::engine::expiry::key_at(&ghost_doc, 1, None).unwrap();
+    let ghost_expiry = mayfly::engine::documents::expiry::key_at(&ghost_doc, 1, None).unwrap();
     shared
         .engine
         .write(true, move |txn, _| {

@@ -11,7 +11,7 @@ use crate::command::args::{check_fields, optional_bool};
 use crate::command::reply_number::number as count;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::collection_arg;
-use crate::engine::validate::validate as check;
+use crate::engine::documents::validate::validate as check;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 

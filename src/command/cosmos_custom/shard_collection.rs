@@ -88,7 +88,7 @@ fn shard(
         }
         None => {}
     }
-    if !crate::engine::collection::is_empty(txn, &meta)? {
+    if !crate::engine::documents::collection::is_empty(txn, &meta)? {
         return Err(Error::new(
             ErrorCode::IllegalOperation,
             format!(

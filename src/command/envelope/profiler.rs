@@ -15,7 +15,7 @@
 
 use super::super::args::{check_fields, optional_i64};
 use super::super::{CommandName, Connection, Outcome, Request, Shared};
-use crate::engine::{collection, ddl, Interrupt};
+use crate::engine::{ddl, documents::collection, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::Reply;
 use crate::query::filter::Filter;

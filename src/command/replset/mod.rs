@@ -4,7 +4,7 @@
 //! awaitable `hello` wait and the exhaust stream, the `$clusterTime` / `operationTime` reply
 //! fields, and the read and write concerns a replica set accepts.
 //!
-//! Does not own: operation times (`engine::optime`), sessions, transactions, retryable writes
+//! Does not own: operation times (`engine::oplog::optime`), sessions, transactions, retryable writes
 //! or the operation log, nor the `replSet*` commands (`admin::replset`), which read the member
 //! from here. In a standalone server (no `--replSet`) nothing here is consulted.
 pub(in crate::command) mod concern;
@@ -14,7 +14,7 @@ pub use concern::{check_read_concern, check_transaction_concerns, write_concern_
 pub use times::{check_gossip, decorate};
 
 use super::args::{optional_doc, wrong_type};
-use crate::engine::optime::OpClock;
+use crate::engine::oplog::optime::OpClock;
 use crate::error::{Error, ErrorCode, Result};
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document, Timestamp};

@@ -22,7 +22,7 @@
 
 use super::super::Request;
 use super::session_id::SessionId;
-use crate::engine::{collection, ddl, Txn};
+use crate::engine::{ddl, documents::collection, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use bson::{doc, Bson, DateTime, Document};
@@ -233,7 +233,11 @@ pub fn note_retried(reply: &mut Document, retried: &[i32]) {
     }
 }
 
-fn stored(txn: &Txn<'_>, session: &SessionId, now: i64) -> Result<Option<collection::StoredDoc>> {
+fn stored(
+    txn: &Txn<'_>,
+    session: &SessionId,
+    now: i64,
+) -> Result<Option<crate::engine::StoredDoc>> {
     let Some(meta) = ddl::collection(txn, DB, COLLECTION) else {
         return Ok(None);
     };

@@ -19,7 +19,7 @@ use super::super::{CommandName, Reply, Request, Shared};
 use super::operation_session::TransactionStatement;
 use super::session_id::SessionId;
 use crate::clock::Stopwatch;
-use crate::engine::{collection, ddl, ReadView, Transaction, Txn};
+use crate::engine::{ddl, documents::collection, ReadView, Transaction, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 use std::collections::HashMap;

@@ -8,9 +8,9 @@
 use super::bounds::{value_endpoint, Interval};
 use super::plan::{IndexScan, KeyRanges, Node, ScannedIndex};
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
-use crate::engine::collection::StoredDoc;
-use crate::engine::index_keys;
-use crate::engine::record_key;
+use crate::engine::documents::index_keys;
+use crate::engine::documents::record::StoredDoc;
+use crate::engine::documents::record_key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::keys;
 use bson::{doc, spec::BinarySubtype, Binary, Bson, Document};

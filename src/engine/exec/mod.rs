@@ -6,43 +6,45 @@
 //! ```text
 //! ReadRequest ─ planner (bounds from the filter, candidates, race) ─> plan tree (Node)
 //!             ─ stages::run over a Source (snapshot or writer txn) ─> documents + counters
-//!             ─ explain: the tree, the rejected candidates and the counters, as mongod shows them
+//!             ─ the plan, the rejected candidates and the counters, which `engine::explain` renders
 //! ```
 //!
 //! TTL visibility is applied inside the leaves that return documents (`stages`, TTL-18/TTL-19),
 //! by the rule the reads outside the executor apply too
-//! ([`Record::is_visible`](crate::engine::Record::is_visible)): a change stream's
+//! ([`live`]): a change stream's
 //! `updateLookup`, `collStats`'s sample and `mayfly dump` read through `engine::read`, and
 //! writes look documents up through `engine::collection`. Long work checks the operation's
 //! [`Interrupt`].
 
 pub mod bounds;
 pub mod cache;
-pub mod explain;
 pub mod keyed;
+pub mod live;
 pub mod plan;
 pub mod plan_log;
 pub mod planner;
 pub mod source;
 pub mod spill;
 pub mod stages;
+pub mod summary;
 
 pub use plan::Node;
 pub use planner::Choice;
 pub use source::Source;
 pub use stages::{DocIter, StageStats};
 
-use super::catalog::{Catalog, CollectionMeta};
-use super::collection::StoredDoc;
+use super::catalog::CollectionMeta;
+use super::index_usage::IndexUsage;
 use super::interrupt::Interrupt;
-use super::read::NowCell;
-use super::txn::Txn;
+use crate::engine::documents::record::StoredDoc;
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;
 use crate::query::expr::Variables;
 use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};
+use live::NowCell;
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
@@ -279,7 +281,11 @@ pub fn execute<'r, S: Source<'r>>(
     };
     let choice = planner::choose(meta, req, &ctx, cache)?;
     let (docs, stats) = stages::run(&choice.winner, &ctx);
-    ctx.interrupt.plans.record(&choice.winner, &stats);
+    let (winner, counters) = (choice.winner.clone(), stats.clone());
+    ctx.interrupt.plans.record(
+        summary::summary(&choice.winner),
+        Box::new(move || summary::totals(&winner, &counters)),
+    );
     let docs: DocIter<'r> = if req.return_key {
         let (leaf, collection) = (choice.winner.leaf().clone(), meta.id);
         Box::new(docs.map(move |d| {
@@ -308,14 +314,14 @@ pub fn select_in_txn(
     let now = Arc::new(AtomicI64::new(now));
     // Writes race their candidates every time: the cache belongs to the readers' views.
     let execution = execute(txn, Some(meta), req, now, interrupt, None, None)?;
-    count_index_use(txn.catalog, Some(meta), &execution.choice);
+    count_index_use(txn.index_usage(), Some(meta), &execution.choice);
     execution.docs.collect()
 }
 
 /// Counts one operation that runs `choice` on `meta` in the accesses of the indexes it uses
 /// (`$indexStats`). Commands count what they run; `explain` does not.
-pub fn count_index_use(catalog: &Catalog, meta: Option<&CollectionMeta>, choice: &Choice) {
-    if let (Some(usage), Some(meta)) = (catalog.index_usage(), meta) {
+pub fn count_index_use(usage: Option<&IndexUsage>, meta: Option<&CollectionMeta>, choice: &Choice) {
+    if let (Some(usage), Some(meta)) = (usage, meta) {
         usage.record(meta, &choice.winner);
     }
 }

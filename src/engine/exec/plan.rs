@@ -151,7 +151,12 @@ impl ScannedIndex {
     pub fn fields(&self) -> Vec<(String, Direction)> {
         self.key
             .iter()
-            .map(|(field, spec)| (field.clone(), crate::engine::index_keys::direction_of(spec)))
+            .map(|(field, spec)| {
+                (
+                    field.clone(),
+                    crate::engine::documents::index_keys::direction_of(spec),
+                )
+            })
             .collect()
     }
 }

@@ -1,27 +1,60 @@
 //! What the executor ran for one operation: the plans it chose and the counters they fill, read
 //! when the operation ends for the slow-operation log (`planSummary`, `keysExamined`,
 //! `docsExamined`, as mongod logs them). The executor records every plan it starts into the
-//! operation's log; a `$lookup` that plans once per input document fills the first
-//! [`MAX_PLANS`] and then only counts, so the log stays small.
-//! Does not own: the plans themselves (`planner`), their explain output (`explain`).
+//! operation's log, as its summary and a reading of its counters (`summary`); a `$lookup` that
+//! plans once per input document fills the first [`MAX_PLANS`] and then only counts, so the log
+//! stays small.
+//!
+//! The log holds no plan types: the operation's [`Interrupt`](crate::engine::interrupt::Interrupt)
+//! carries it to whoever reads it, and the executor checks that interrupt.
+//! Does not own: the plans themselves (`planner`), what they amount to (`summary`), their explain
+//! output (`engine::explain`).
 
-use super::explain::{self, Totals};
-use super::plan::Node;
-use super::stages::StageStats;
-use bson::Bson;
 use std::sync::{Mutex, MutexGuard};
 
 /// Plans kept per operation.
 const MAX_PLANS: usize = 8;
 
-#[derive(Debug, Default)]
-pub struct PlanLog {
-    plans: Mutex<Logged>,
+/// Keys and documents a run examined, for `executionStats` and the slow-operation log.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Totals {
+    pub keys_examined: u64,
+    pub docs_examined: u64,
 }
 
-#[derive(Debug, Default)]
+impl Totals {
+    fn plus(self, other: Totals) -> Totals {
+        Totals {
+            keys_examined: self.keys_examined.saturating_add(other.keys_examined),
+            docs_examined: self.docs_examined.saturating_add(other.docs_examined),
+        }
+    }
+}
+
+/// Reads a running plan's counters: they keep filling as the operation pulls documents.
+pub type ReadTotals = Box<dyn Fn() -> Totals + Send + Sync>;
+
+/// One plan the operation started.
 struct Logged {
-    kept: Vec<(Node, StageStats)>,
+    /// mongod's `planSummary` of the plan.
+    summary: String,
+    totals: ReadTotals,
+}
+
+#[derive(Default)]
+pub struct PlanLog {
+    plans: Mutex<Kept>,
+}
+
+impl std::fmt::Debug for PlanLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanLog").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct Kept {
+    kept: Vec<Logged>,
     /// Plans started beyond those kept.
     more: u64,
 }
@@ -30,15 +63,16 @@ impl PlanLog {
     /// What was recorded: for the slow-operation log and the profiler only, never an answer,
     /// and changed by one push or one addition at a time, so a poisoned lock is recovered (and
     /// counted).
-    fn logged(&self) -> MutexGuard<'_, Logged> {
+    fn logged(&self) -> MutexGuard<'_, Kept> {
         crate::sync::lock_recovering(&self.plans, "plan log")
     }
 
-    /// Records a plan the operation started; its counters keep filling as it runs.
-    pub fn record(&self, node: &Node, stats: &StageStats) {
+    /// Records a plan the operation started: its `summary`, and `totals`, which reads its
+    /// counters as they are when asked.
+    pub fn record(&self, summary: String, totals: ReadTotals) {
         let mut logged = self.logged();
         if logged.kept.len() < MAX_PLANS {
-            logged.kept.push((node.clone(), stats.clone()));
+            logged.kept.push(Logged { summary, totals });
         } else {
             logged.more = logged.more.saturating_add(1);
         }
@@ -47,8 +81,7 @@ impl PlanLog {
     /// mongod's `planSummary` of the first plan (`COLLSCAN`, `IXSCAN { a: 1 }`, `IDHACK`, …),
     /// or `None` when the operation planned nothing.
     pub fn summary(&self) -> Option<String> {
-        let logged = self.logged();
-        logged.kept.first().map(|(node, _)| summary(node))
+        self.logged().kept.first().map(|plan| plan.summary.clone())
     }
 
     /// Keys and documents examined by the kept plans so far.
@@ -56,69 +89,51 @@ impl PlanLog {
         self.logged()
             .kept
             .iter()
-            .map(|(node, stats)| explain::totals(node, stats))
-            .fold(Totals::default(), |a, b| Totals {
-                keys_examined: a.keys_examined.saturating_add(b.keys_examined),
-                docs_examined: a.docs_examined.saturating_add(b.docs_examined),
-            })
+            .map(|plan| (plan.totals)())
+            .fold(Totals::default(), Totals::plus)
     }
-}
-
-/// The leaves of `node` as mongod names them in `planSummary`, comma-separated.
-pub fn summary(node: &Node) -> String {
-    match node.leaf() {
-        Node::Eof => "EOF".to_owned(),
-        Node::IdHack { .. } => "IDHACK".to_owned(),
-        Node::CollScan { .. } => "COLLSCAN".to_owned(),
-        Node::IxScan(scan) => format!("IXSCAN {}", key_pattern(&scan.index.key)),
-        Node::CountScan(scan) => format!("COUNT_SCAN {}", key_pattern(&scan.index.key)),
-        Node::Or { inputs } => inputs.iter().map(summary).collect::<Vec<_>>().join(", "),
-        // `leaf` never stops at these.
-        Node::Sort { .. } | Node::Skip { .. } | Node::Limit { .. } => String::new(),
-    }
-}
-
-/// A key pattern as mongod prints one: `{ a: 1, b.c: -1 }`.
-fn key_pattern(key: &bson::Document) -> String {
-    let fields: Vec<String> = key
-        .iter()
-        .map(|(field, direction)| {
-            let direction = match direction {
-                Bson::String(s) => format!("\"{s}\""),
-                Bson::Double(d) if d.fract() == 0.0 => format!("{}", *d as i64),
-                other => other.to_string(),
-            };
-            format!("{field}: {direction}")
-        })
-        .collect();
-    format!("{{ {} }}", fields.join(", "))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::doc;
 
     #[test]
-    fn key_patterns_print_as_mongod_prints_them() {
-        assert_eq!(key_pattern(&doc! {"a": 1}), "{ a: 1 }");
-        assert_eq!(key_pattern(&doc! {"a": 1, "b.c": -1}), "{ a: 1, b.c: -1 }");
-        assert_eq!(key_pattern(&doc! {"t": "text"}), "{ t: \"text\" }");
-        assert_eq!(key_pattern(&doc! {"a": 1.0}), "{ a: 1 }");
+    fn the_first_plan_names_the_summary_and_all_kept_plans_add_up() {
+        let log = PlanLog::default();
+        assert_eq!(log.summary(), None);
+        assert_eq!(log.totals(), Totals::default());
+        let read = |keys, docs| -> ReadTotals {
+            Box::new(move || Totals {
+                keys_examined: keys,
+                docs_examined: docs,
+            })
+        };
+        log.record("IDHACK".to_owned(), read(1, 1));
+        log.record("COLLSCAN".to_owned(), read(0, 10));
+        assert_eq!(log.summary().as_deref(), Some("IDHACK"));
+        assert_eq!(
+            log.totals(),
+            Totals {
+                keys_examined: 1,
+                docs_examined: 11
+            }
+        );
     }
 
     #[test]
-    fn leaves_name_the_summary() {
-        assert_eq!(summary(&Node::CollScan { reverse: false }), "COLLSCAN");
-        assert_eq!(summary(&Node::Eof), "EOF");
-        let limited = Node::Limit {
-            input: Box::new(Node::IdHack { ids: vec![] }),
-            n: 1,
-        };
-        assert_eq!(summary(&limited), "IDHACK");
+    fn plans_beyond_the_kept_ones_are_only_counted() {
         let log = PlanLog::default();
-        assert_eq!(log.summary(), None);
-        log.record(&limited, &StageStats::default());
-        assert_eq!(log.summary().as_deref(), Some("IDHACK"));
+        for _ in 0..MAX_PLANS + 3 {
+            log.record(
+                "COLLSCAN".to_owned(),
+                Box::new(|| Totals {
+                    keys_examined: 0,
+                    docs_examined: 1,
+                }),
+            );
+        }
+        assert_eq!(log.totals().docs_examined, MAX_PLANS as u64);
+        assert_eq!(log.logged().more, 3);
     }
 }

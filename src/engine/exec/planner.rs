@@ -491,7 +491,7 @@ fn is_id_pattern(key: &Document) -> bool {
     key.len() == 1
         && key.get("_id").is_some_and(|v| {
             matches!(v, Bson::Int32(1) | Bson::Int64(1) | Bson::Double(_))
-                && crate::engine::index_keys::direction_of(v) == Direction::Ascending
+                && crate::engine::documents::index_keys::direction_of(v) == Direction::Ascending
         })
 }
 

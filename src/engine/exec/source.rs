@@ -4,9 +4,9 @@
 //! Owns nothing but the two adapters; both give the executor the same point reads and ordered
 //! range scans, so one plan runs unchanged in either place.
 
-use super::super::txn::Txn;
-use super::super::Snap;
+use crate::engine::writer::txn::Txn;
 use crate::error::Result;
+use crate::storage::handle::Snap;
 use crate::storage::{KeyValue, Keyspace, Snapshot};
 use std::ops::Bound;
 

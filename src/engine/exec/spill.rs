@@ -16,8 +16,8 @@
 //! ([`spill_write_error`]): 14031 `OutOfDiskSpace` on a full disk, 5642403 otherwise. Nothing
 //! else is affected: the files are the operation's own, and the server goes on serving.
 
-use crate::engine::collection::StoredDoc;
-use crate::engine::record::Record;
+use crate::engine::documents::record::Record;
+use crate::engine::documents::record::StoredDoc;
 use crate::error::{Error, Result};
 use crate::query::sort::SortSpec;
 use bson::{Bson, Document};

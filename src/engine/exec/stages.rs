@@ -9,20 +9,20 @@
 //! whose items are index entries, not documents: the planner chooses it only for a count, on
 //! a collection without TTL, when the scan's bounds are exactly the filter
 //! (`planner::covered_count`), so there is neither expiry nor filter left to judge. Reads
-//! outside the executor apply the same rule ([`Record::is_visible`]) themselves
-//! (`engine::read`, `engine::collection`).
+//! outside the executor apply the same rule through [`live`](super::live) themselves
+//! (`engine::read`, `engine::documents::collection`).
 //!
 //! Owns: running a plan tree, the blocking sort and its spilling decision, the counters.
 //! Does not own: choosing the plan (`planner`), the bounds (`bounds`), the spill files
 //! (`spill`), where keys are read from (`source`).
 
+use super::live::{self, NowCell};
 use super::plan::{IndexScan, Node};
 use super::source::{Entries, Source};
 use super::spill::{Merge, Run, SpillDir};
-use crate::engine::collection::StoredDoc;
+use crate::engine::documents::record::Record;
+use crate::engine::documents::record::StoredDoc;
 use crate::engine::interrupt::Interrupt;
-use crate::engine::read::NowCell;
-use crate::engine::record::Record;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::filter::Filter;
 use crate::query::size::{held_document, held_keys};
@@ -111,7 +111,7 @@ pub struct RunContext<S> {
     pub source: S,
     pub collection_id: u64,
     /// Whether the collection keeps an `_id` once per shard-key value
-    /// ([`record_key`](crate::engine::record_key)): an `_id` then names a key prefix.
+    /// ([`record_key`](crate::engine::documents::record_key)): an `_id` then names a key prefix.
     pub partitioned: bool,
     pub ttl: Option<i32>,
     pub now: NowCell,
@@ -525,10 +525,9 @@ impl<'r, S: Source<'r>> Leaf<S> {
     fn load(&self, key: Vec<u8>, bytes: Vec<u8>) -> Result<Option<StoredDoc>> {
         self.counters.docs_examined.fetch_add(1, Relaxed);
         self.counters.works.fetch_add(1, Relaxed);
-        let record = Record::decode_owned(bytes)?;
-        if !record.is_visible(self.ttl, self.now.load(Relaxed)) {
+        let Some(record) = live::live_record_owned(bytes, self.ttl, self.now.load(Relaxed))? else {
             return Ok(None);
-        }
+        };
         let raw = bson::RawDocument::from_bytes(&record.body)
             .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))?;
         if !self.filter.matches_raw(raw)? {

@@ -255,7 +255,7 @@ fn add_indexes(
     if specs.iter().any(in_progress) {
         return Ok(Added::WaitFor(meta.id));
     }
-    let empty = crate::engine::collection::is_empty(txn, &meta)?;
+    let empty = crate::engine::documents::collection::is_empty(txn, &meta)?;
     let before = 1 + meta.indexes.len();
     let mut added: Vec<u64> = Vec::new();
     let (mut to_build, mut ready) = (Vec::new(), Vec::new());

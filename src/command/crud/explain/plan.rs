@@ -8,9 +8,10 @@
 
 use crate::clock::Stopwatch;
 use crate::command::Shared;
-use crate::engine::exec::explain::{describe, totals};
 use crate::engine::exec::stages::Counters;
+use crate::engine::exec::summary::totals;
 use crate::engine::exec::ReadRequest;
+use crate::engine::explain::describe;
 use crate::engine::Interrupt;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};

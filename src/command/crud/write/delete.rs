@@ -13,7 +13,7 @@ use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::Recheck;
-use crate::engine::{collection, Interrupt, StoredDoc, Txn};
+use crate::engine::{documents::collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::shard_keys::ShardKeys;
 use crate::query::expr::Variables;

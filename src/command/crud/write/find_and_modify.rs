@@ -12,7 +12,7 @@ use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
-use crate::engine::{collection, ddl, Interrupt, Txn};
+use crate::engine::{ddl, documents::collection, Interrupt, Txn};
 use crate::error::{Error, Result};
 use crate::profile::shard_keys::ShardKeys;
 use crate::profile::DocumentLimit;

@@ -26,7 +26,7 @@ use crate::command::args::{documents_of, wrong_type};
 use crate::command::handshake::MAX_WRITE_BATCH_SIZE;
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
-use crate::engine::{collection, Interrupt, StoredDoc, Txn};
+use crate::engine::{documents::collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::DocumentLimit;
 use crate::query::collation::Collation;

@@ -21,7 +21,7 @@ use crate::clock::Stopwatch;
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::{self, BatchLimits, Recheck, TargetBatches};
-use crate::engine::{collection, Engine, Interrupt, StoredDoc, Txn};
+use crate::engine::{documents::collection, Engine, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::guard;
 use bson::DateTime;

@@ -14,7 +14,7 @@ use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::Recheck;
-use crate::engine::{collection, ddl, Interrupt, StoredDoc, Txn};
+use crate::engine::{ddl, documents::collection, Interrupt, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::shard_keys::{ShardKey, ShardKeys};
 use crate::profile::DocumentLimit;

@@ -3,8 +3,8 @@
 //! Dropping a collection or an index removes it from the catalog and leaves a *sweep marker*
 //! for each key range its entries occupy, in the same commit: a constant amount of work,
 //! whatever the collection holds. The entries are unreachable from then on (nothing maps a
-//! name to their ids, and ids are never reused while a marker names them: `Catalog::load`
-//! counts the markers' collection ids). The [`Sweeper`], a background thread like the TTL
+//! name to their ids, and ids are never reused while a marker names them: the engine's start
+//! reserves the markers' collection ids, [`reserve_marked_ids`]). The [`Sweeper`], a background thread like the TTL
 //! reaper, deletes them in small jobs through the writer, paced as the reaper is while clients
 //! write (`pacing`), and deletes each marker in the job that finds its range empty. A marker
 //! survives a restart, and the sweep goes on from the range's start.
@@ -12,10 +12,12 @@
 //! Owns: the markers and the sweep. Does not own: what the entries were (`ddl` decides which
 //! ranges a drop leaves), or the writer.
 
-use super::pacing::{self, Pace, Stopper};
-use super::writer::{Writer, WriterStats};
-use super::{Db, Txn};
+use crate::engine::catalog::Catalog;
+use crate::engine::writer::pacing::{self, Pace, Stopper};
+use crate::engine::writer::txn::Txn;
+use crate::engine::writer::{Writer, WriterStats};
 use crate::error::{Error, Result};
+use crate::storage::handle::Db;
 use crate::storage::keys;
 use crate::storage::{Backend, Keyspace, Snapshot};
 use std::ops::Bound;
@@ -63,7 +65,7 @@ impl Marker {
 }
 
 /// Leaves the entries of `keyspace` under `prefix` to the sweeper, in `txn`'s commit.
-pub(super) fn schedule(txn: &mut Txn<'_>, keyspace: Keyspace, prefix: &[u8]) {
+pub(in crate::engine) fn schedule(txn: &mut Txn<'_>, keyspace: Keyspace, prefix: &[u8]) {
     let marker = Marker {
         keyspace,
         prefix: prefix.to_vec(),
@@ -81,6 +83,17 @@ pub fn pending<S: Snapshot>(snapshot: &S) -> Result<Vec<Marker>> {
                 .ok_or_else(|| Error::internal(format!("corrupt sweep marker {key:02x?}")))
         })
         .collect()
+}
+
+/// Keeps `catalog` from issuing the collection ids the markers of `snapshot` name: a dropped
+/// collection's id is not reused while its entries are left to sweep.
+pub fn reserve_marked_ids<S: Snapshot>(snapshot: &S, catalog: &mut Catalog) -> Result<()> {
+    for marker in pending(snapshot)? {
+        if let Some(id) = marker.collection_id() {
+            catalog.reserve_collection_id(id);
+        }
+    }
+    Ok(())
 }
 
 /// What the sweeper has done, for `serverStatus`.
@@ -106,7 +119,7 @@ pub struct Sweeper {
 }
 
 impl Sweeper {
-    pub(super) fn new(
+    pub(in crate::engine) fn new(
         backend: Arc<Db>,
         writer: Writer,
         writer_stats: Arc<WriterStats>,
@@ -122,7 +135,7 @@ impl Sweeper {
     }
 
     /// Runs a pass every second until [`Sweeper::shutdown`].
-    pub(super) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
+    pub(in crate::engine) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
         let sweeper = Arc::clone(self);
         std::thread::Builder::new()
             .name("mayfly-sweeper".into())
@@ -145,7 +158,7 @@ impl Sweeper {
     }
 
     /// Stops the background thread after its current job and releases the writer.
-    pub(super) fn shutdown(&self) {
+    pub(in crate::engine) fn shutdown(&self) {
         self.stopper.stop();
         writer_slot(&self.writer).take();
     }

@@ -11,19 +11,19 @@
 //! holds at most half of the writer (`pacing`). Failures are logged at error level and counted in
 //! `serverStatus.ttl`; the thread stops with the engine.
 
-use super::catalog::Catalog;
-use super::collection;
-use super::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use super::pacing::{self, Pace, Stopper};
-use super::writer::{Writer, WriterStats};
-use super::Db;
 use crate::clock::{Clock, Stopwatch};
+use crate::engine::documents::collection;
+use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
+use crate::engine::published::Published;
+use crate::engine::writer::pacing::{self, Pace, Stopper};
+use crate::engine::writer::{Writer, WriterStats};
 use crate::error::Result;
+use crate::storage::handle::Db;
 use crate::storage::{Backend, Keyspace, Snapshot};
 use std::collections::HashMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Documents deleted per writer job.
@@ -39,7 +39,7 @@ pub struct ReaperStats {
     pub last_pass_micros: AtomicU64,
     pub errors: AtomicU64,
     pub paused: AtomicBool,
-    pub(super) last_error: Mutex<Option<String>>,
+    pub(in crate::engine) last_error: Mutex<Option<String>>,
     /// Whether the last pass failed (a repeated failure is counted, not logged again).
     failing: AtomicBool,
 }
@@ -55,7 +55,7 @@ struct Watermark {
 /// Everything a pass needs; shared by the background thread and `{reaper: "runOnce"}`.
 pub struct Reaper {
     backend: Arc<Db>,
-    catalog: Arc<RwLock<Arc<Catalog>>>,
+    catalog: Arc<Published>,
     writer: Mutex<Option<Writer>>,
     /// The writer's job count, to see whether clients wrote while a batch ran.
     writer_stats: Arc<WriterStats>,
@@ -68,9 +68,9 @@ pub struct Reaper {
 }
 
 impl Reaper {
-    pub(super) fn new(
+    pub(in crate::engine) fn new(
         backend: Arc<Db>,
-        catalog: Arc<RwLock<Arc<Catalog>>>,
+        catalog: Arc<Published>,
         writer: Writer,
         writer_stats: Arc<WriterStats>,
         clock: Arc<dyn Clock>,
@@ -89,7 +89,7 @@ impl Reaper {
     }
 
     /// Runs background passes every second until [`Reaper::shutdown`].
-    pub(super) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
+    pub(in crate::engine) fn spawn(self: &Arc<Self>) -> Result<std::thread::JoinHandle<()>> {
         let reaper = Arc::clone(self);
         std::thread::Builder::new()
             .name("mayfly-reaper".into())
@@ -107,7 +107,7 @@ impl Reaper {
     }
 
     /// Stops the background thread after its current batch and releases the writer.
-    pub(super) fn shutdown(&self) {
+    pub(in crate::engine) fn shutdown(&self) {
         self.stopper.stop();
         writer_slot(&self.writer).take();
     }
@@ -152,7 +152,7 @@ impl Reaper {
     async fn pass(&self) -> Result<u64> {
         // A poisoned catalog fails the pass: logged, counted in `ttl.errors`, shown in
         // `ttl.lastError`, and tried again at the next pass.
-        let catalog = super::published_catalog(&self.catalog)?;
+        let catalog = self.catalog.current()?;
         let mut deleted = 0;
         for meta in catalog.all() {
             let Some(ttl) = meta.ttl() else { continue };
@@ -253,7 +253,7 @@ impl Reaper {
     /// Documents expired but not yet deleted (TTL-24), counted from the expiry ranges; an
     /// error when the catalog lock is poisoned.
     pub fn backlog(&self) -> Result<u64> {
-        let catalog = super::published_catalog(&self.catalog)?;
+        let catalog = self.catalog.current()?;
         let snapshot = self.backend.snapshot();
         let now = self.clock.now_secs();
         let mut backlog = 0u64;
@@ -313,7 +313,7 @@ struct Step {
 /// collection's current TTL. Reading the range here, not before, is the re-check at delete
 /// time (TTL-20): a document rewritten since it became due has left the range.
 fn reap_batch(
-    txn: &mut super::Txn<'_>,
+    txn: &mut crate::engine::writer::txn::Txn<'_>,
     collection_id: u64,
     kind: u8,
     ttl: Option<i32>,

@@ -40,17 +40,24 @@
 //! fails (no room yet, a reader still busy) the group is refused with the reason and the next
 //! one tries again.
 
-use super::catalog::Catalog;
-use super::oplog::{self, GroupLog, OplogState};
-use super::optime::OpClock;
-use super::txn::Txn;
-use super::Db;
+pub mod locks;
+pub mod pacing;
+pub mod transaction;
+pub mod txn;
+
 use crate::clock::{Clock, Stopwatch};
+use crate::engine::catalog::Catalog;
+use crate::engine::oplog::entries as oplog;
+use crate::engine::oplog::optime::OpClock;
+use crate::engine::oplog::state::{GroupLog, OplogState};
+use crate::engine::published::Published;
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
+use crate::storage::handle::Db;
 use crate::storage::overlay::Overlay;
 use crate::storage::{Backend, Durability, StorageError, WriteBatch};
 use bson::Timestamp;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, oneshot};
 
 /// Jobs drained into one group at most.
@@ -63,13 +70,13 @@ const QUEUE_DEPTH: usize = 8192;
 pub const REOPEN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Releases what holds snapshots and can be released (open cursors) before a reopen.
-pub(super) type ReleaseSnapshots = Box<dyn Fn() + Send>;
+pub(in crate::engine) type ReleaseSnapshots = Box<dyn Fn() + Send>;
 
 /// Called once the group's commit (and, for durable jobs, its sync) has finished.
 type Completion = Box<dyn FnOnce(Result<()>) + Send>;
 type Job = Box<dyn FnOnce(&mut Txn<'_>) -> Completion + Send>;
 
-pub(super) struct Submission {
+pub(in crate::engine) struct Submission {
     job: Job,
     durable: bool,
 }
@@ -156,10 +163,10 @@ fn read_only_error(reason: &str) -> Error {
 
 impl Writer {
     /// Starts the writer thread. It stops when every `Writer` handle is dropped.
-    pub(super) fn start(
+    pub(in crate::engine) fn start(
         backend: Arc<Db>,
         catalog: Catalog,
-        published: Arc<RwLock<Arc<Catalog>>>,
+        published: Arc<Published>,
         stats: Arc<WriterStats>,
         clocks: Clocks,
         release: ReleaseSnapshots,
@@ -181,7 +188,7 @@ impl Writer {
     }
 
     /// A handle on an existing queue (used to close the real one on shutdown).
-    pub(super) fn from_sender(queue: mpsc::Sender<Submission>) -> Writer {
+    pub(in crate::engine) fn from_sender(queue: mpsc::Sender<Submission>) -> Writer {
         Writer { queue }
     }
 
@@ -209,7 +216,7 @@ impl Writer {
 }
 
 /// The clocks a group is stamped with: wall time, and the operation times it issues.
-pub(super) struct Clocks {
+pub(in crate::engine) struct Clocks {
     pub wall: Arc<dyn Clock>,
     pub optimes: Arc<OpClock>,
     /// The operation log the groups write, when it is kept.
@@ -226,7 +233,7 @@ struct Ends {
 fn run(
     backend: Arc<Db>,
     mut catalog: Catalog,
-    published: Arc<RwLock<Arc<Catalog>>>,
+    published: Arc<Published>,
     stats: Arc<WriterStats>,
     clocks: Clocks,
     ends: Ends,
@@ -236,6 +243,7 @@ fn run(
         mut receiver,
         release,
     } = ends;
+    let usage = Arc::clone(published.index_usage());
     let (handoffs, outcomes, committer) =
         match Committer::start(Arc::clone(&backend), published, Arc::clone(&stats), &clocks) {
             Ok(started) => started,
@@ -277,11 +285,9 @@ fn run(
             None => backend.snapshot(),
         };
         let wall_millis = clocks.wall.now_millis();
-        let mut txn = Txn::new(&snapshot, &mut catalog).with_op_clock(
-            &clocks.optimes,
-            wall_millis,
-            &clocks.oplog,
-        );
+        let mut txn = Txn::new(&snapshot, &mut catalog)
+            .with_op_clock(&clocks.optimes, wall_millis, &clocks.oplog)
+            .with_index_usage(&usage);
         let mut durable_acks = Vec::new();
         let mut quick_acks = Vec::new();
         // The earlier group's outcome, once this group has waited for it.
@@ -430,7 +436,7 @@ struct Group {
 /// commits one group, the writer runs the next group's jobs.
 struct Committer {
     backend: Arc<Db>,
-    published: Arc<RwLock<Arc<Catalog>>>,
+    published: Arc<Published>,
     stats: Arc<WriterStats>,
     optimes: Arc<OpClock>,
     oplog: Arc<OplogState>,
@@ -445,7 +451,7 @@ type Started = (
 impl Committer {
     fn start(
         backend: Arc<Db>,
-        published: Arc<RwLock<Arc<Catalog>>>,
+        published: Arc<Published>,
         stats: Arc<WriterStats>,
         clocks: &Clocks,
     ) -> Result<Started> {
@@ -513,9 +519,8 @@ impl Committer {
                 self.optimes.publish(time, wall_millis);
             }
             if let Some(catalog) = group.catalog {
-                // The commit is durable: publish its catalog even on a poisoned lock (one whole
-                // assignment). Readers keep refusing a poisoned catalog lock ([`crate::sync`]).
-                *crate::sync::write_recovering(&self.published, super::CATALOG_LOCK) = catalog;
+                // The commit is durable: publish its catalog even on a poisoned lock.
+                self.published.publish(catalog);
             }
         }
         (committed, group.acks)

@@ -2,18 +2,18 @@
 //! expiry key, its secondary index entries and the collection's counter (`counts`) consistent in
 //! the same commit.
 //!
-//! Every lookup here goes through [`Record::is_visible`]: an expired document is neither
+//! Every lookup here goes through [`live`](crate::engine::exec::live): an expired document is neither
 //! matched nor a duplicate; inserting its `_id`, or a unique key it holds, deletes it first
 //! (TTL-19).
 
-use super::catalog::{CollectionMeta, IndexMeta};
-use super::expiry;
-use super::index_keys;
-use super::new_document::NewDocument;
-use super::oplog;
-use super::record::Record;
-use super::record_key::{self, IdKeys};
-use super::txn::Txn;
+use crate::engine::catalog::{CollectionMeta, IndexMeta};
+use crate::engine::documents::expiry;
+use crate::engine::documents::index_keys;
+use crate::engine::documents::new_document::NewDocument;
+use crate::engine::documents::record::{Record, StoredDoc};
+use crate::engine::documents::record_key::{self, IdKeys};
+use crate::engine::oplog::entries as oplog;
+use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::depth;
@@ -21,14 +21,6 @@ use crate::query::path::render;
 use crate::storage::keys::{self, Direction};
 use crate::storage::Keyspace;
 use bson::{doc, Bson, Document};
-
-/// A visible document with its storage key and record.
-#[derive(Debug, Clone)]
-pub struct StoredDoc {
-    pub key: Vec<u8>,
-    pub record: Record,
-    pub doc: Document,
-}
 
 /// The visible document with `_id` `id`, if any, in a collection keyed by `_id` alone (the
 /// server's own collections are).
@@ -57,7 +49,7 @@ fn load_visible(
         return Ok(None);
     };
     let record = Record::decode(&bytes)?;
-    if !record.is_visible(meta.ttl(), now) {
+    if !crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
         return Ok(None);
     }
     let doc = record.document()?;
@@ -76,7 +68,7 @@ pub fn scan<'t>(
         .filter_map(move |entry| {
             let result = entry.and_then(|(key, bytes)| {
                 let record = Record::decode(&bytes)?;
-                if !record.is_visible(ttl, now) {
+                if !crate::engine::exec::live::is_live(&record, ttl, now) {
                     return Ok(None);
                 }
                 let doc = record.document()?;
@@ -86,7 +78,7 @@ pub fn scan<'t>(
         })
 }
 
-pub use super::new_document::prepare_for_insert;
+pub use crate::engine::documents::new_document::prepare_for_insert;
 
 /// Whether the collection holds no stored document as of this point in the write (expired
 /// ones not yet reaped count: they are still stored).
@@ -202,7 +194,7 @@ pub fn insert_written_at(
     let mut replaced = None;
     if let Some(bytes) = txn.get_unless_unheld(Keyspace::Documents, &key, unheld)? {
         let old = Record::decode(&bytes)?;
-        if old.is_visible(meta.ttl(), now) {
+        if crate::engine::exec::live::is_live(&old, meta.ttl(), now) {
             return Err(duplicate_key(
                 meta,
                 "_id_",
@@ -392,7 +384,7 @@ pub fn delete_if_expired(
         return Ok(false);
     };
     let record = Record::decode(&bytes)?;
-    if record.is_visible(meta.ttl(), now) {
+    if crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
         return Ok(false);
     }
     // Only secondary index entries and the operation log need the body; most TTL
@@ -464,7 +456,7 @@ fn add_entries(
     }
     // `meta` may be older than the catalog of this group: the flag is set on the current entry.
     for index_id in became_multikey {
-        super::ddl::mark_multikey(txn, meta.id, index_id)?;
+        crate::engine::catalog_write::mark_multikey(txn, meta.id, index_id)?;
     }
     if !index_puts.is_empty() {
         let record = record_key::record(&key);

@@ -19,18 +19,19 @@
 //!
 //! Does not own: parsing index specifications or conflicts between them (`command::catalog::index`).
 
-use super::catalog::{Catalog, CollectionMeta};
-use super::collection;
-use super::ddl;
-use super::index_keys;
-use super::pacing::{self, Pace};
-use super::record::Record;
-use super::record_key;
-use super::txn::Txn;
-use super::writer::{Writer, WriterStats};
-use super::{Db, Engine};
 use crate::clock::Clock;
+use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::catalog_write;
+use crate::engine::ddl;
+use crate::engine::documents::collection;
+use crate::engine::documents::index_keys;
+use crate::engine::documents::record::Record;
+use crate::engine::documents::record_key;
+use crate::engine::writer::pacing::{self, Pace};
+use crate::engine::writer::txn::Txn;
+use crate::engine::writer::{Writer, WriterStats};
 use crate::error::{Error, ErrorCode, Result};
+use crate::storage::handle::{Db, Snap};
 use crate::storage::keys;
 use crate::storage::{Backend, Durability, Keyspace, Snapshot};
 use std::collections::BTreeSet;
@@ -63,7 +64,7 @@ struct ActiveBuild {
 impl IndexBuilds {
     /// Stops every build after its current job and waits for their threads. A stopped build
     /// leaves its indexes marked `building`; the next start discards them.
-    pub(super) fn shutdown(&self) {
+    pub(in crate::engine) fn shutdown(&self) {
         self.stop.store(true, Ordering::Relaxed);
         let threads = std::mem::take(&mut *self.threads());
         for thread in threads {
@@ -92,24 +93,43 @@ impl IndexBuilds {
     }
 }
 
-impl Engine {
+/// What a build runs with: the writer its jobs go through and the clock that judges expiry.
+pub struct BuildContext {
+    pub writer: Writer,
+    pub writer_stats: Arc<WriterStats>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl IndexBuilds {
     /// Builds the indexes `index_ids` of collection `collection_id`, already in the catalog
     /// marked `building`, on a thread of their own. Returns once they are ready, or with the
     /// error that ended the build, after the indexes and their entries are gone. The build goes
     /// on if the caller stops waiting (a closed connection), as mongod's does.
-    pub async fn build_indexes(&self, collection_id: u64, index_ids: Vec<u64>) -> Result<()> {
+    pub async fn build(
+        self: &Arc<Self>,
+        context: BuildContext,
+        collection_id: u64,
+        index_ids: Vec<u64>,
+    ) -> Result<()> {
         let (result_tx, result_rx) = oneshot::channel();
         let (done_tx, done_rx) = watch::channel(false);
-        let build_id = self.index_builds.next_id.fetch_add(1, Ordering::Relaxed);
-        self.index_builds.active().push(ActiveBuild {
+        let build_id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.active().push(ActiveBuild {
             id: build_id,
             collection_id,
             done: done_rx,
         });
-        let builds = Arc::clone(&self.index_builds);
-        let writer = self.writer.clone();
-        let writer_stats = Arc::clone(&self.writer_stats);
-        let clock = Arc::clone(&self.clock);
+        let builds = Arc::clone(self);
+        let BuildContext {
+            writer,
+            writer_stats,
+            clock,
+        } = context;
+        let (retry_writer, retry_stats, retry_clock) = (
+            writer.clone(),
+            Arc::clone(&writer_stats),
+            Arc::clone(&clock),
+        );
         let ids = index_ids.clone();
         let spawned = std::thread::Builder::new()
             .name("mayfly-index-build".into())
@@ -132,16 +152,16 @@ impl Engine {
             });
         match spawned {
             Ok(thread) => {
-                let mut threads = self.index_builds.threads();
+                let mut threads = self.threads();
                 threads.retain(|t| !t.is_finished());
                 threads.push(thread);
             }
             Err(e) => {
                 let build = Build {
-                    writer: self.writer.clone(),
-                    writer_stats: Arc::clone(&self.writer_stats),
-                    clock: Arc::clone(&self.clock),
-                    builds: Arc::clone(&self.index_builds),
+                    writer: retry_writer,
+                    writer_stats: retry_stats,
+                    clock: retry_clock,
+                    builds: Arc::clone(self),
                     collection_id,
                     index_ids,
                 };
@@ -162,8 +182,8 @@ impl Engine {
     /// Waits until no build of collection `collection_id` that had started when it was called
     /// is in progress. A build whose catalog entry is committed but which is not registered yet
     /// is not waited for: the caller re-checks the catalog and calls again.
-    pub async fn wait_for_index_builds(&self, collection_id: u64) {
-        let waiters = self.index_builds.waiters(collection_id);
+    pub async fn wait_for(&self, collection_id: u64) {
+        let waiters = self.waiters(collection_id);
         if waiters.is_empty() {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
@@ -171,77 +191,78 @@ impl Engine {
             let _ = done.wait_for(|d| *d).await;
         }
     }
-
-    /// Compares index `index_name` of `db.coll` with the documents as of now: every visible
-    /// document must have exactly its entries, and every entry must belong to a stored document
-    /// that has it. For tests and diagnostics.
-    pub fn check_index(&self, db: &str, coll: &str, index_name: &str) -> Result<IndexCheck> {
-        let view = self.backend.snapshot();
-        let catalog = self.catalog()?;
-        let Some(meta) = catalog.get(db, coll) else {
-            return Err(Error::new(
-                ErrorCode::NamespaceNotFound,
-                "no such collection",
-            ));
-        };
-        let Some(index) = meta.index(index_name) else {
-            return Err(Error::new(ErrorCode::IndexNotFound, "no such index"));
-        };
-        let now = self.now();
-        let mut expected = BTreeSet::new();
-        let mut allowed = BTreeSet::new();
-        let mut check = IndexCheck::default();
-        for entry in view.prefix(
-            Keyspace::Documents,
-            &keys::collection_prefix(meta.id),
-            false,
-        ) {
-            let (doc_key, bytes) = entry?;
-            let record = Record::decode(&bytes)?;
-            let doc = record.document()?;
-            let visible = record.is_visible(meta.ttl(), now);
-            check.documents += u64::from(visible);
-            for tuple in index_keys::entries(index, &doc)? {
-                let key = keys::index_key(meta.id, index.id, &tuple, record_key::record(&doc_key));
-                if visible {
-                    expected.insert(key.clone());
-                }
-                allowed.insert(key);
-            }
-        }
-        let prefix = keys::index_prefix(meta.id, index.id);
-        let mut present = BTreeSet::new();
-        for entry in view.prefix(Keyspace::Indexes, &prefix, false) {
-            let (key, _) = entry?;
-            check.entries += 1;
-            if !allowed.contains(&key) {
-                check.extra += 1;
-            }
-            present.insert(key);
-        }
-        check.missing = expected.difference(&present).count() as u64;
-        Ok(check)
-    }
 }
 
-impl Engine {
-    /// Entries of every secondary index of `db.coll` (tests: nothing left of a dropped index).
-    pub fn index_entry_count(&self, db: &str, coll: &str) -> Result<u64> {
-        let catalog = self.catalog()?;
-        let Some(meta) = catalog.get(db, coll) else {
-            return Ok(0);
-        };
-        let snapshot = self.backend.snapshot();
-        let mut count = 0;
-        for entry in snapshot.prefix(Keyspace::Indexes, &keys::collection_prefix(meta.id), false) {
-            entry?;
-            count += 1;
+/// Compares index `index_name` of `db.coll` with the documents of `view` at `now`: every
+/// visible document must have exactly its entries, and every entry must belong to a stored
+/// document that has it. For tests and diagnostics.
+pub fn check_index(
+    view: &Snap,
+    catalog: &Catalog,
+    now: i64,
+    db: &str,
+    coll: &str,
+    index_name: &str,
+) -> Result<IndexCheck> {
+    let Some(meta) = catalog.get(db, coll) else {
+        return Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            "no such collection",
+        ));
+    };
+    let Some(index) = meta.index(index_name) else {
+        return Err(Error::new(ErrorCode::IndexNotFound, "no such index"));
+    };
+    let mut expected = BTreeSet::new();
+    let mut allowed = BTreeSet::new();
+    let mut check = IndexCheck::default();
+    for entry in view.prefix(
+        Keyspace::Documents,
+        &keys::collection_prefix(meta.id),
+        false,
+    ) {
+        let (doc_key, bytes) = entry?;
+        let record = Record::decode(&bytes)?;
+        let doc = record.document()?;
+        let visible = crate::engine::exec::live::is_live(&record, meta.ttl(), now);
+        check.documents += u64::from(visible);
+        for tuple in index_keys::entries(index, &doc)? {
+            let key = keys::index_key(meta.id, index.id, &tuple, record_key::record(&doc_key));
+            if visible {
+                expected.insert(key.clone());
+            }
+            allowed.insert(key);
         }
-        Ok(count)
     }
+    let prefix = keys::index_prefix(meta.id, index.id);
+    let mut present = BTreeSet::new();
+    for entry in view.prefix(Keyspace::Indexes, &prefix, false) {
+        let (key, _) = entry?;
+        check.entries += 1;
+        if !allowed.contains(&key) {
+            check.extra += 1;
+        }
+        present.insert(key);
+    }
+    check.missing = expected.difference(&present).count() as u64;
+    Ok(check)
 }
 
-/// What [`Engine::check_index`] found.
+/// Entries of every secondary index of `db.coll` in `snapshot` (tests: nothing left of a dropped
+/// index).
+pub fn entry_count(snapshot: &Snap, catalog: &Catalog, db: &str, coll: &str) -> Result<u64> {
+    let Some(meta) = catalog.get(db, coll) else {
+        return Ok(0);
+    };
+    let mut count = 0;
+    for entry in snapshot.prefix(Keyspace::Indexes, &keys::collection_prefix(meta.id), false) {
+        entry?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// What [`check_index`] found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct IndexCheck {
     /// Visible documents.
@@ -392,7 +413,7 @@ fn build_batch(
     let mut multikey = vec![false; indexes.len()];
     for (key, bytes) in &docs {
         let record = Record::decode(bytes)?;
-        if !record.is_visible(ttl, now) {
+        if !crate::engine::exec::live::is_live(&record, ttl, now) {
             continue;
         }
         let doc = record.document()?;
@@ -402,7 +423,7 @@ fn build_batch(
     }
     for (index, flag) in indexes.iter().zip(multikey) {
         if flag && !index.multikey {
-            ddl::mark_multikey(txn, collection_id, index.id)?;
+            catalog_write::mark_multikey(txn, collection_id, index.id)?;
         }
     }
     Ok(match docs.last() {
@@ -418,7 +439,7 @@ fn finish(txn: &mut Txn<'_>, collection_id: u64, index_ids: &[u64]) -> Result<bo
         return Ok(false);
     }
     for id in index_ids {
-        ddl::update_index(txn, collection_id, *id, |i| i.building = false)?;
+        catalog_write::update_index(txn, collection_id, *id, |i| i.building = false)?;
     }
     if let Some(meta) = txn.catalog.by_id(collection_id).cloned() {
         for id in index_ids {
@@ -432,7 +453,7 @@ fn finish(txn: &mut Txn<'_>, collection_id: u64, index_ids: &[u64]) -> Result<bo
 /// was cut short), and leaves to the sweeper its entries and those of every index id the
 /// catalog does not hold (left by an earlier version's drop cut short). Returns how many
 /// indexes' entries it left to the sweeper.
-pub(super) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<usize> {
+pub(in crate::engine) fn discard_unfinished(backend: &Db, catalog: &mut Catalog) -> Result<usize> {
     let unfinished: Vec<(u64, u64)> = catalog
         .all()
         .flat_map(|m| {
@@ -542,6 +563,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::engine::catalog::IndexMeta;
+    use crate::engine::Engine;
     use bson::doc;
 
     fn open(dir: &std::path::Path) -> Engine {

@@ -3,6 +3,8 @@
 //!
 //! Layout: `[version u8 = 1][_ts i64 BE][own ttl i32 BE, i32::MIN when absent][BSON body]`.
 //! `_ts` lives only here, never inside the body a client sees (TTL-16).
+//!
+//! Also [`StoredDoc`]: a live document as reads hand it on, with its key and record.
 
 use crate::error::{Error, Result};
 use crate::ttl;
@@ -10,7 +12,7 @@ use bson::{Document, RawDocument};
 
 const VERSION: u8 = 1;
 /// Bytes before the BSON body.
-pub(super) const HEADER_LEN: usize = 13;
+pub(in crate::engine) const HEADER_LEN: usize = 13;
 /// Never a valid `ttl` (valid ones are -1 or >= 1), so it can mean "none".
 const NO_TTL: i32 = i32::MIN;
 
@@ -101,11 +103,14 @@ impl Record {
             ttl::effective_lifetime(self.own_ttl, collection_ttl),
         )
     }
+}
 
-    /// The one visibility rule every read and write path applies (TTL-18, TTL-19).
-    pub fn is_visible(&self, collection_ttl: Option<i32>, now: i64) -> bool {
-        self.expires_at(collection_ttl).is_none_or(|at| now < at)
-    }
+/// A live document as a read found it: its storage key, its record and the document decoded.
+#[derive(Debug, Clone)]
+pub struct StoredDoc {
+    pub key: Vec<u8>,
+    pub record: Record,
+    pub doc: Document,
 }
 
 /// The start of a record's stored bytes whose header is written later ([`stamp`]): room for
@@ -152,22 +157,6 @@ mod tests {
             None,
             "TTL-12"
         );
-    }
-
-    #[test]
-    fn visibility_follows_the_ttl_rules() {
-        let plain = Record::new(100, &doc! {"_id": 1}).unwrap();
-        assert!(plain.is_visible(None, i64::MAX), "TTL-10");
-        assert!(plain.is_visible(Some(10), 109));
-        assert!(!plain.is_visible(Some(10), 110), "TTL-14");
-        let own = Record::new(100, &doc! {"_id": 1, "ttl": 2}).unwrap();
-        assert!(
-            own.is_visible(None, 1_000),
-            "TTL-10: no collection TTL, own ttl ignored"
-        );
-        assert!(!own.is_visible(Some(10), 102), "TTL-13");
-        let never = Record::new(100, &doc! {"_id": 1, "ttl": -1}).unwrap();
-        assert!(never.is_visible(Some(10), i64::MAX));
     }
 
     #[test]

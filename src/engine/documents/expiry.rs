@@ -13,7 +13,7 @@
 //! document's BSON body size (u32 BE), so expired documents are sized without reading them
 //! (`counts`); entries written before that have an empty value.
 
-use super::record::Record;
+use crate::engine::documents::record::Record;
 use crate::storage::keys::{collection_prefix, split_id, MAX_ID_LEN};
 
 pub const FOLLOWS_COLLECTION: u8 = b'T';

@@ -18,7 +18,7 @@
 //! or a prefix (`storage::keys`), or the shard-key rules that a profile enforces
 //! (`profile::shard_keys`).
 
-use super::catalog::CollectionMeta;
+use crate::engine::catalog::CollectionMeta;
 use crate::error::{Error, Result};
 use crate::query::path;
 use crate::storage::keys;

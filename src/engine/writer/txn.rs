@@ -5,12 +5,13 @@
 //! Owns: the overlay (each pending write held once: the commit's batch is made from it), the
 //! catalog changes and the document-counter changes of one group. Does not own: commit and durability (`writer`), document rules (`collection`).
 
-use super::catalog::Catalog;
-use super::counts::{self, Delta};
-use super::oplog::{GroupLog, OplogState};
-use super::optime::OpClock;
-use super::Snap;
+use crate::engine::catalog::Catalog;
+use crate::engine::documents::counts::{self, Delta};
+use crate::engine::index_usage::IndexUsage;
+use crate::engine::oplog::optime::OpClock;
+use crate::engine::oplog::state::{GroupLog, OplogState};
 use crate::error::Result;
+use crate::storage::handle::Snap;
 use crate::storage::overlay::{Merged, Overlay, Pending};
 use crate::storage::{probe, Keyspace, Snapshot, WriteBatch};
 use bson::{Document, Timestamp};
@@ -22,7 +23,7 @@ pub struct Txn<'a> {
     overlay: Overlay,
     /// Roughly the bytes the group's batch will hold, to bound a group.
     pending_bytes: usize,
-    pub(super) catalog: &'a mut Catalog,
+    pub(in crate::engine) catalog: &'a mut Catalog,
     catalog_changed: bool,
     /// Changes to collections' counters, by collection id: written once each by [`Txn::finish`],
     /// so a group of thousands of inserts writes one counter entry.
@@ -35,6 +36,9 @@ pub struct Txn<'a> {
     /// A multi-document transaction's statement: the unique index keys it checked (each an
     /// index entry prefix), so the commit can check that no one else took them meanwhile.
     unique_claims: Option<Vec<Vec<u8>>>,
+    /// The index access counters the group's reads record their plans in; `None` for work
+    /// outside the writer and transactions (start-up, tests).
+    index_usage: Option<&'a IndexUsage>,
 }
 
 /// A multi-document transaction's pending work between its statements: what a [`Txn`] holds,
@@ -60,7 +64,7 @@ struct Issuer<'a> {
 }
 
 impl<'a> Txn<'a> {
-    pub(super) fn new(snapshot: &'a Snap, catalog: &'a mut Catalog) -> Self {
+    pub(in crate::engine) fn new(snapshot: &'a Snap, catalog: &'a mut Catalog) -> Self {
         Txn {
             snapshot,
             overlay: Default::default(),
@@ -71,13 +75,14 @@ impl<'a> Txn<'a> {
             optimes: None,
             deferred_log: None,
             unique_claims: None,
+            index_usage: None,
         }
     }
 
     /// Continues a multi-document transaction's work over its snapshot and catalog: reads see
     /// its earlier writes, log entries are kept without times when `logs` (the log is kept),
     /// and unique keys checked are remembered for the commit.
-    pub(super) fn resume(
+    pub(in crate::engine) fn resume(
         snapshot: &'a Snap,
         catalog: &'a mut Catalog,
         state: Suspended,
@@ -93,7 +98,7 @@ impl<'a> Txn<'a> {
     }
 
     /// The work done so far, to be resumed by the transaction's next statement or committed.
-    pub(super) fn suspend(self) -> Suspended {
+    pub(in crate::engine) fn suspend(self) -> Suspended {
         Suspended {
             overlay: self.overlay,
             counts: self.counts,
@@ -105,7 +110,7 @@ impl<'a> Txn<'a> {
 
     /// Keeps a log entry (without its time) for the transaction's commit, or gives it back
     /// when this is not a transaction's statement.
-    pub(super) fn defer_log_entry(&mut self, entry: Document) -> Option<Document> {
+    pub(in crate::engine) fn defer_log_entry(&mut self, entry: Document) -> Option<Document> {
         match &mut self.deferred_log {
             Some(log) => {
                 log.push(entry);
@@ -116,7 +121,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Remembers that a transaction's statement claimed the unique index keys under `prefix`.
-    pub(super) fn claim_unique(&mut self, prefix: &[u8]) {
+    pub(in crate::engine) fn claim_unique(&mut self, prefix: &[u8]) {
         if let Some(claims) = &mut self.unique_claims {
             claims.push(prefix.to_vec());
         }
@@ -124,7 +129,18 @@ impl<'a> Txn<'a> {
 
     /// Lets this group issue operation times from `clock` at the wall-clock time `wall_millis`,
     /// and write the operation log when `oplog` is kept.
-    pub(super) fn with_op_clock(
+    /// Records the plans of this transaction's reads in `usage` (`$indexStats`).
+    pub(in crate::engine) fn with_index_usage(mut self, usage: &'a IndexUsage) -> Self {
+        self.index_usage = Some(usage);
+        self
+    }
+
+    /// The index access counters this transaction's reads record in, if any.
+    pub fn index_usage(&self) -> Option<&IndexUsage> {
+        self.index_usage
+    }
+
+    pub(in crate::engine) fn with_op_clock(
         mut self,
         clock: &'a OpClock,
         wall_millis: i64,
@@ -148,7 +164,7 @@ impl<'a> Txn<'a> {
 
     /// The next operation time of this group (strictly after every earlier one) and the
     /// group's wall-clock milliseconds, or `None` for work outside the writer.
-    pub(super) fn next_logged_optime(&mut self) -> Option<(Timestamp, i64)> {
+    pub(in crate::engine) fn next_logged_optime(&mut self) -> Option<(Timestamp, i64)> {
         let issuer = self.optimes.as_mut()?;
         let time = issuer.clock.issue(issuer.wall_millis.div_euclid(1000));
         issuer.last = Some(time);
@@ -156,7 +172,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Counts an entry of `bytes` written to the log at `time`.
-    pub(super) fn note_logged(&mut self, time: Timestamp, bytes: u64) {
+    pub(in crate::engine) fn note_logged(&mut self, time: Timestamp, bytes: u64) {
         if let Some(issuer) = self.optimes.as_mut() {
             issuer.logged.added = issuer.logged.added.saturating_add(bytes);
             issuer.logged.first_added.get_or_insert(time);
@@ -164,7 +180,7 @@ impl<'a> Txn<'a> {
     }
 
     /// Counts `bytes` of old entries removed from the log, `oldest` being the first one left.
-    pub(super) fn note_truncated(&mut self, bytes: u64, oldest: Timestamp) {
+    pub(in crate::engine) fn note_truncated(&mut self, bytes: u64, oldest: Timestamp) {
         if let Some(issuer) = self.optimes.as_mut() {
             issuer.logged.removed = issuer.logged.removed.saturating_add(bytes);
             issuer.logged.oldest_after = Some(oldest);
@@ -172,7 +188,7 @@ impl<'a> Txn<'a> {
     }
 
     /// What this group has done to the log so far.
-    pub(super) fn logged(&self) -> GroupLog {
+    pub(in crate::engine) fn logged(&self) -> GroupLog {
         self.optimes
             .as_ref()
             .map(|i| i.logged.clone())
@@ -180,7 +196,7 @@ impl<'a> Txn<'a> {
     }
 
     /// The last operation time this group issued, if any.
-    pub(super) fn last_optime(&self) -> Option<Timestamp> {
+    pub(in crate::engine) fn last_optime(&self) -> Option<Timestamp> {
         self.optimes.as_ref().and_then(|issuer| issuer.last)
     }
 
@@ -286,26 +302,26 @@ impl<'a> Txn<'a> {
     }
 
     /// Records a catalog change made through `catalog` so the writer publishes it.
-    pub(super) fn catalog_changed(&mut self) {
+    pub(in crate::engine) fn catalog_changed(&mut self) {
         self.catalog_changed = true;
     }
 
     /// Adds `count` documents and `size` body bytes to collection `collection_id`'s counter.
-    pub(super) fn count_change(&mut self, collection_id: u64, count: i64, size: i64) {
+    pub(in crate::engine) fn count_change(&mut self, collection_id: u64, count: i64, size: i64) {
         let delta = self.counts.entry(collection_id).or_default();
         delta.count += count;
         delta.size += size;
     }
 
     /// Deletes a dropped collection's counter, with whatever this group changed in it.
-    pub(super) fn drop_counter(&mut self, collection_id: u64) {
+    pub(in crate::engine) fn drop_counter(&mut self, collection_id: u64) {
         self.counts.remove(&collection_id);
         self.delete(Keyspace::Catalog, counts::counter_key(collection_id));
     }
 
     /// The group's batch, with each changed counter written once, and whether the catalog
     /// changed.
-    pub(super) fn finish(self) -> Result<(WriteBatch, bool)> {
+    pub(in crate::engine) fn finish(self) -> Result<(WriteBatch, bool)> {
         // The overlay holds each key once: its runs become the batch's as they are.
         let (writes, changed) = self.finish_writes()?;
         Ok((WriteBatch::of_overlay(writes), changed))
@@ -313,7 +329,7 @@ impl<'a> Txn<'a> {
 
     /// The group's pending writes, with each changed counter written once, and whether the
     /// catalog changed.
-    pub(super) fn finish_writes(mut self) -> Result<(Overlay, bool)> {
+    pub(in crate::engine) fn finish_writes(mut self) -> Result<(Overlay, bool)> {
         for (collection_id, delta) in std::mem::take(&mut self.counts) {
             if delta.is_zero() {
                 continue;

@@ -3,7 +3,7 @@
 //! makes the index multikey. An index with a collation keys strings by their sort keys
 //! (`Collation::key_value`), so strings equal under it share an entry's key.
 
-use super::catalog::IndexMeta;
+use crate::engine::catalog::IndexMeta;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::is_number;
 use crate::query::path;

@@ -11,7 +11,7 @@
 //! # Conflicts
 //!
 //! First writer wins, as in mongod. When a statement writes a document, the transaction takes
-//! the document's key in the engine's [`LockTable`]; a key another open transaction holds, or a
+//! the document's key in the engine's [`LockTable`](crate::engine::writer::locks::LockTable); a key another open transaction holds, or a
 //! document committed by anyone since the snapshot, is a write conflict (112) at once. Writes
 //! outside transactions do not wait for these locks; the commit catches what they changed:
 //! [`Transaction::apply`] runs inside the writer's group and compares every key the transaction
@@ -25,69 +25,20 @@
 //! Does not own: sessions, transaction numbers, lifetimes or which commands may run in one
 //! (`command`).
 
-use super::catalog::Catalog;
-use super::counts;
-use super::oplog;
-use super::read::ReadView;
-use super::txn::{Suspended, Txn};
-use super::{Reader, Snap};
+use crate::engine::catalog::Catalog;
+use crate::engine::documents::counts;
+use crate::engine::oplog::entries as oplog;
+use crate::engine::read::ReadView;
+use crate::engine::reader::Reader;
+use crate::engine::writer::txn::{Suspended, Txn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::storage::handle::Snap;
 use crate::storage::overlay::Overlay;
 use crate::storage::{Keyspace, Snapshot};
 use bson::Document;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-
-/// The name the lock table's lock is logged and counted under. A take checks and inserts, a
-/// release removes key by key: a panic between steps leaves keys held for no one.
-const LOCK_TABLE: &str = "transaction lock table";
-
-/// The document keys open transactions have written, by transaction.
-#[derive(Default)]
-pub struct LockTable {
-    held: Mutex<HashMap<Vec<u8>, u64>>,
-    next_id: AtomicU64,
-}
-
-impl LockTable {
-    /// Takes `key` for transaction `owner`; `false` when another transaction holds it. A
-    /// poisoned table is an error, not a write conflict: a conflict is retried by the client,
-    /// and would be again and again.
-    fn take(&self, key: &[u8], owner: u64) -> Result<bool> {
-        let mut held = crate::sync::lock(&self.held, LOCK_TABLE)?;
-        Ok(match held.get(key) {
-            Some(holder) => *holder == owner,
-            None => {
-                held.insert(key.to_vec(), owner);
-                true
-            }
-        })
-    }
-
-    /// Releases the keys of a transaction that ended. On a poisoned table there is nothing to
-    /// release into: the refusal is logged and counted, and every later statement that needs
-    /// the table fails.
-    fn release(&self, keys: &HashSet<Vec<u8>>, owner: u64) {
-        if let Ok(mut held) = crate::sync::lock(&self.held, LOCK_TABLE) {
-            for key in keys {
-                if held.get(key) == Some(&owner) {
-                    held.remove(key);
-                }
-            }
-        }
-    }
-
-    /// How many keys open transactions hold (tests).
-    pub fn len(&self) -> Result<usize> {
-        Ok(crate::sync::lock(&self.held, LOCK_TABLE)?.len())
-    }
-
-    pub fn is_empty(&self) -> Result<bool> {
-        Ok(self.len()? == 0)
-    }
-}
+use std::sync::Arc;
 
 /// mongod's write-conflict error; the command layer adds the `TransientTransactionError` label.
 pub fn write_conflict() -> Error {
@@ -127,7 +78,7 @@ impl Reader {
             work: Suspended::default(),
             visible: None,
             logs: self.oplog().is_enabled(),
-            id: self.locks().next_id.fetch_add(1, Ordering::Relaxed),
+            id: self.locks().next_owner(),
             locked: HashSet::new(),
         })
     }
@@ -154,7 +105,8 @@ impl Transaction {
     /// or was changed since the snapshot; the transaction must then be aborted.
     pub fn write<R>(&mut self, job: impl FnOnce(&mut Txn<'_>, i64) -> R) -> Result<R> {
         let work = std::mem::take(&mut self.work);
-        let mut txn = Txn::resume(&self.base, &mut self.catalog, work, self.logs);
+        let mut txn = Txn::resume(&self.base, &mut self.catalog, work, self.logs)
+            .with_index_usage(self.reader.catalog.index_usage());
         let value = job(&mut txn, self.read_time);
         self.work = txn.suspend();
         self.visible = None;

@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::clock::ManualClock;
-use crate::engine::catalog::{Catalog, IndexMeta};
-use crate::engine::{collection, ddl, Engine};
+use crate::engine::catalog::IndexMeta;
+use crate::engine::{ddl, documents::collection, Engine};
 use crate::storage::keys::collection_prefix;
 use bson::doc;
 
@@ -113,7 +113,7 @@ async fn a_dropped_collections_id_is_not_reused_while_its_entries_remain() {
     };
     // The dropped collections were the last created: only the markers keep their ids.
     let engine = open(dir.path());
-    let mut catalog = Catalog::load(&engine.backend.snapshot()).unwrap();
+    let mut catalog = (*engine.catalog().unwrap()).clone();
     assert!(catalog.new_collection("db", "c", doc! {}).id > id + 1);
     assert_eq!(entries_of(&engine, id), [10, 20, 10]);
     let fresh = engine

@@ -14,9 +14,9 @@
 //! snapshot holds it, as `collection::probe_ids` found them for the whole batch, so that the
 //! insert neither computes the key again nor reads the snapshot for a key known to be free.
 
-use super::catalog::CollectionMeta;
-use super::record;
-use super::record_key;
+use crate::engine::catalog::CollectionMeta;
+use crate::engine::documents::record;
+use crate::engine::documents::record_key;
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::MAX_BSON_OBJECT_SIZE;
 use crate::query::depth;
@@ -24,7 +24,7 @@ use crate::storage::keys;
 use bson::{doc, oid::ObjectId, Bson, Document, RawDocument};
 use std::borrow::Cow;
 
-/// A document ready for [`super::collection::insert_new`].
+/// A document ready for [`crate::engine::documents::collection::insert_new`].
 #[derive(Debug, Clone)]
 pub struct NewDocument {
     id: Bson,
@@ -193,7 +193,7 @@ impl NewDocument {
     /// Keeps the document's key in the collection `collection`, and whether the snapshot of
     /// the writer's group surely does not hold it (`unheld`), for [`NewDocument::probed_key`]
     /// later in the same group.
-    pub(super) fn set_probed(&mut self, collection: u64, key: Vec<u8>, unheld: bool) {
+    pub(in crate::engine) fn set_probed(&mut self, collection: u64, key: Vec<u8>, unheld: bool) {
         self.probed = Some(Probed {
             collection,
             key,
@@ -222,14 +222,17 @@ impl NewDocument {
 
     /// The document's key in the collection `meta`: the one computed ahead when it holds for
     /// `meta`, else computed now.
-    pub(super) fn take_key(&mut self, meta: &CollectionMeta) -> Result<Vec<u8>> {
+    pub(in crate::engine) fn take_key(&mut self, meta: &CollectionMeta) -> Result<Vec<u8>> {
         self.probed_key(meta).map(|(key, _)| key)
     }
 
     /// The document's key in the collection `meta` and whether the group's snapshot surely
     /// does not hold it: as [`NewDocument::set_probed`] kept them, or computed (and not known
     /// to be unheld) when they were not kept for this collection.
-    pub(super) fn probed_key(&mut self, meta: &CollectionMeta) -> Result<(Vec<u8>, bool)> {
+    pub(in crate::engine) fn probed_key(
+        &mut self,
+        meta: &CollectionMeta,
+    ) -> Result<(Vec<u8>, bool)> {
         match self.probed.take() {
             Some(probed) if probed.holds_for(meta) => Ok((probed.key, probed.unheld)),
             _ => Ok((self.key(meta)?, false)),

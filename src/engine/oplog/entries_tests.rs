@@ -3,7 +3,8 @@
 
 use crate::clock::{Clock, ManualClock};
 use crate::engine::catalog::IndexMeta;
-use crate::engine::{collection, ddl, oplog, Engine};
+use crate::engine::oplog::state as oplog;
+use crate::engine::{ddl, documents::collection, Engine};
 use crate::storage::{Backend, Keyspace, Snapshot};
 use bson::{doc, Bson, Document, Timestamp};
 use std::sync::Arc;

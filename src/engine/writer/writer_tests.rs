@@ -2,7 +2,7 @@
 //! committed that no reader sees yet, and stands or falls with them.
 
 use crate::clock::ManualClock;
-use crate::engine::{collection, ddl, Engine};
+use crate::engine::{ddl, documents::collection, Engine};
 use crate::error::{ErrorCode, Result};
 use bson::{doc, Bson};
 use std::sync::Arc;

@@ -2,17 +2,14 @@
 //! trees (`stage`, `inputStage`, `indexName`, `keyPattern`, `indexBounds`, `direction`…) and,
 //! with counters, the `executionStages` tree (`nReturned`, `works`, `keysExamined`,
 //! `docsExamined`…). The command layer puts these into the explain reply.
+//!
+//! Owns: rendering the executor's plans and counters as explain documents. Does not own:
+//! planning or running (`exec`), which produces the plans and counters and knows nothing of
+//! this rendering.
 
-use super::plan::{IndexScan, Node};
-use super::stages::{Counters, StageStats, MAX_BLOCKING_SORT_BYTES};
+use crate::engine::exec::plan::{IndexScan, Node};
+use crate::engine::exec::stages::{Counters, StageStats, MAX_BLOCKING_SORT_BYTES};
 use bson::{doc, Bson, Document};
-
-/// Totals of a run, for `executionStats`.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Totals {
-    pub keys_examined: u64,
-    pub docs_examined: u64,
-}
 
 /// The stage tree of `node`; with `stats`, each stage carries its counters. `filter` is shown on
 /// the stage that applies it (the leaf).
@@ -210,46 +207,6 @@ fn add_counters(out: &mut Document, c: &Counters, kind: LeafKind) {
             out.insert("alreadyHasObj", 0i64);
         }
         LeafKind::Inner => {}
-    }
-}
-
-/// Keys and documents examined over the whole run.
-pub fn totals(node: &Node, stats: &StageStats) -> Totals {
-    let leaf_stats = {
-        let mut s = stats;
-        let mut n = node;
-        while let Node::Sort { input, .. } | Node::Skip { input, .. } | Node::Limit { input, .. } =
-            n
-        {
-            match s.child.as_deref() {
-                Some(c) => s = c,
-                None => break,
-            }
-            n = input;
-        }
-        s
-    };
-    if let Node::Or { inputs } = node.leaf() {
-        return inputs
-            .iter()
-            .zip(&leaf_stats.inputs)
-            .map(|(input, stats)| totals(input, stats))
-            .fold(Totals::default(), |a, b| Totals {
-                keys_examined: a.keys_examined + b.keys_examined,
-                docs_examined: a.docs_examined + b.docs_examined,
-            });
-    }
-    let docs = Counters::get(&leaf_stats.counters.docs_examined);
-    let keys = match node.leaf() {
-        Node::IxScan(scan) if scan.index.id.is_some() => leaf_stats
-            .child
-            .as_deref()
-            .map_or(0, |c| Counters::get(&c.counters.keys_examined)),
-        _ => Counters::get(&leaf_stats.counters.keys_examined),
-    };
-    Totals {
-        keys_examined: keys,
-        docs_examined: docs,
     }
 }
 

@@ -39,7 +39,7 @@ impl OpClock {
 
     /// The next time: the wall clock's second, or the last time's second with the next
     /// increment when the wall clock has not moved past it.
-    pub(super) fn issue(&self, now_secs: i64) -> Timestamp {
+    pub(in crate::engine) fn issue(&self, now_secs: i64) -> Timestamp {
         // One `Timestamp` assigned whole: a poisoned lock still holds the last time issued.
         let mut last = crate::sync::lock_recovering(&self.issued, "operation time");
         let now = u32::try_from(now_secs.max(0)).unwrap_or(u32::MAX);
@@ -64,7 +64,7 @@ impl OpClock {
     }
 
     /// Marks `time` committed (called by the writer after the group's commit succeeded).
-    pub(super) fn publish(&self, time: Timestamp, wall_millis: i64) {
+    pub(in crate::engine) fn publish(&self, time: Timestamp, wall_millis: i64) {
         self.committed.fetch_max(pack(time), Ordering::AcqRel);
         self.committed_wall_millis
             .fetch_max(wall_millis, Ordering::AcqRel);

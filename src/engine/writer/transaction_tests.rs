@@ -3,7 +3,8 @@
 
 use crate::clock::ManualClock;
 use crate::engine::catalog::IndexMeta;
-use crate::engine::{collection, ddl, oplog, Engine, Transaction};
+use crate::engine::oplog::state as oplog;
+use crate::engine::{ddl, documents::collection, Engine, Transaction};
 use crate::error::ErrorCode;
 use crate::storage::Backend;
 use bson::{doc, Bson, Document};

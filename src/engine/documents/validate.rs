@@ -9,11 +9,11 @@
 //!
 //! Owns: the check and its findings. Does not own: the reply's shape (`command::catalog::validate`).
 
-use super::catalog::{CollectionMeta, IndexMeta};
-use super::interrupt::Interrupt;
-use super::record::Record;
-use super::record_key;
 use super::{counts, expiry, index_keys};
+use crate::engine::catalog::{CollectionMeta, IndexMeta};
+use crate::engine::documents::record::Record;
+use crate::engine::documents::record_key;
+use crate::engine::interrupt::Interrupt;
 use crate::error::Result;
 use crate::storage::{keys, Keyspace, Snapshot};
 use bson::{Bson, Document};

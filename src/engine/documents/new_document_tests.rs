@@ -1,6 +1,6 @@
 use super::*;
 use crate::engine::catalog::Catalog;
-use crate::engine::record::Record;
+use crate::engine::documents::record::Record;
 use crate::error::ErrorCode;
 use bson::{doc, Regex};
 

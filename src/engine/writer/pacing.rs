@@ -10,8 +10,8 @@
 //! Owns: the decision to pause, its length, and the sleep; a background thread's stop and
 //! wake-up ([`Stopper`]). Does not own: the jobs.
 
-use super::writer::{Writer, WriterStats};
 use crate::clock::Stopwatch;
+use crate::engine::writer::{Writer, WriterStats};
 use std::sync::atomic::Ordering;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
@@ -21,14 +21,14 @@ const MIN_PAUSE: Duration = Duration::from_micros(100);
 const MAX_PAUSE: Duration = Duration::from_millis(2);
 
 /// One background job's start: the writer's job count then, and a timer.
-pub(super) struct Pace {
+pub(in crate::engine) struct Pace {
     jobs_before: u64,
     timer: Stopwatch,
 }
 
 impl Pace {
     /// Taken just before the background job is submitted.
-    pub(super) fn start(stats: &WriterStats) -> Pace {
+    pub(in crate::engine) fn start(stats: &WriterStats) -> Pace {
         Pace {
             jobs_before: stats.jobs.load(Ordering::Relaxed),
             timer: Stopwatch::start(),
@@ -37,7 +37,11 @@ impl Pace {
 
     /// Once the job has completed: how long to leave the writer to clients, or `None` when
     /// no client wrote meanwhile and none is waiting.
-    pub(super) fn pause(&self, stats: &WriterStats, writer: &Writer) -> Option<Duration> {
+    pub(in crate::engine) fn pause(
+        &self,
+        stats: &WriterStats,
+        writer: &Writer,
+    ) -> Option<Duration> {
         let jobs = stats
             .jobs
             .load(Ordering::Relaxed)
@@ -53,14 +57,14 @@ const STOP_FLAG: &str = "background stop flag";
 
 /// A background thread's stop flag and wake-up, shared by the reaper and the sweeper.
 #[derive(Default)]
-pub(super) struct Stopper {
+pub(in crate::engine) struct Stopper {
     stopped: Mutex<bool>,
     wake: Condvar,
 }
 
 impl Stopper {
     /// Waits `interval`, or less when woken; false once stopped (the thread should return).
-    pub(super) fn wait(&self, interval: Duration) -> bool {
+    pub(in crate::engine) fn wait(&self, interval: Duration) -> bool {
         let stopped = crate::sync::lock_recovering(&self.stopped, STOP_FLAG);
         if *stopped {
             return false;
@@ -68,20 +72,20 @@ impl Stopper {
         !*crate::sync::wait_timeout_recovering(&self.wake, stopped, interval, STOP_FLAG)
     }
 
-    pub(super) fn stop(&self) {
+    pub(in crate::engine) fn stop(&self) {
         *crate::sync::lock_recovering(&self.stopped, STOP_FLAG) = true;
         self.wake.notify_all();
     }
 
     /// Ends the current wait early (after a resume).
-    pub(super) fn wake(&self) {
+    pub(in crate::engine) fn wake(&self) {
         self.wake.notify_all();
     }
 }
 
 /// Sleeps for `pause`: a tokio sleep inside a runtime (a pass run on demand), a thread sleep on
 /// a background thread, which has none.
-pub(super) async fn sleep(pause: Duration) {
+pub(in crate::engine) async fn sleep(pause: Duration) {
     if tokio::runtime::Handle::try_current().is_ok() {
         tokio::time::sleep(pause).await;
     } else {

@@ -3,20 +3,20 @@
 //!
 //! Each collection has one counter record in the `Catalog` keyspace, keyed by its id: the number
 //! of documents stored and the sum of their BSON body sizes, expired-but-unreaped ones included.
-//! Writes change it through [`Txn::count_change`](super::Txn::count_change), which writes each
+//! Writes change it through [`Txn::count_change`](crate::engine::writer::txn::Txn::count_change), which writes each
 //! changed counter once per commit group, in the same batch as the documents; a drop deletes it
 //! with the collection, and a rename leaves it alone (keys carry the id, not the name).
 //!
 //! What a reader sees at `now` is the stored totals less the documents expired but not yet
 //! reaped, found through the expiry-ordered keys (O(backlog), which the reaper keeps small) and
-//! judged exactly as [`Record::is_visible`](super::Record::is_visible) judges them (TTL-18).
+//! the expiry times the one rule ([`crate::ttl::is_expired_at`]) compares with `now` (TTL-18).
 //! Does not own: which writes change a collection (`collection`, `ddl`).
 
-use super::catalog::{Catalog, CollectionMeta};
-use super::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use super::record::HEADER_LEN;
-use super::Db;
+use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
+use crate::engine::documents::record::HEADER_LEN;
 use crate::error::{Error, Result};
+use crate::storage::handle::Db;
 use crate::storage::keys::collection_prefix;
 use crate::storage::{Backend, Durability, Keyspace, Snapshot, WriteBatch};
 use crate::ttl::Lifetime;
@@ -151,7 +151,7 @@ fn stored_body_len<S: Snapshot>(snapshot: &S, expiry_key: &[u8]) -> Result<u64> 
 /// Counts every collection that has no counter yet (a data directory written before counters
 /// existed) by reading its documents once, and stores the counters durably. Runs at start,
 /// before the writer. Returns how many collections it counted.
-pub(super) fn backfill(backend: &Db, catalog: &Catalog) -> Result<usize> {
+pub(in crate::engine) fn backfill(backend: &Db, catalog: &Catalog) -> Result<usize> {
     let snapshot = backend.snapshot();
     let mut batch = WriteBatch::new();
     let mut counted = 0;
@@ -184,7 +184,7 @@ pub(super) fn backfill(backend: &Db, catalog: &Catalog) -> Result<usize> {
 mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
-    use crate::engine::{collection, ddl, Engine, IndexMeta, ReadView, Record};
+    use crate::engine::{ddl, documents::collection, Engine, IndexMeta, ReadView, Record};
     use bson::{doc, Bson, Document};
     use proptest::prelude::*;
     use std::sync::Arc;
@@ -235,7 +235,7 @@ mod tests {
         d
     }
 
-    /// What `Record::is_visible` says of every stored record, counted and sized by reading them.
+    /// What `live::is_live` says of every stored record, counted and sized by reading them.
     fn judged_one_by_one(view: &ReadView, meta: &CollectionMeta, now: i64) -> Totals {
         let mut out = Totals::default();
         for entry in view
@@ -243,7 +243,7 @@ mod tests {
             .prefix(Keyspace::Documents, &collection_prefix(meta.id), false)
         {
             let record = Record::decode(&entry.unwrap().1).unwrap();
-            if record.is_visible(meta.ttl(), now) {
+            if crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
                 out.count += 1;
                 out.size += record.body.len() as u64;
             }
@@ -267,6 +267,9 @@ mod tests {
                 now,
                 Default::default(),
                 None,
+                Arc::new(crate::engine::index_usage::IndexUsage::new(Arc::new(
+                    crate::clock::ManualClock::starting_at_secs(0),
+                ))),
             );
             assert_eq!(
                 at.visible_totals(&meta).unwrap(),
@@ -360,7 +363,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(16))]
 
         /// TTL-10, TTL-13, TTL-14, TTL-18: the counter less the expired documents found through
-        /// the expiry keys is exactly what judging every record with `is_visible` gives.
+        /// the expiry keys is exactly what judging every record with `live::is_live` gives.
         #[test]
         fn visible_totals_match_judging_every_document(
             specs in proptest::collection::vec(spec(), 0..40),

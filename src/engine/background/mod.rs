@@ -1,0 +1,7 @@
+//! Work the engine does on its own threads, through the writer and paced behind clients: the
+//! TTL reaper (`reaper`), the sweep of dropped collections' and indexes' entries (`sweep`), and
+//! index builds (`index_build`).
+
+pub mod index_build;
+pub mod reaper;
+pub mod sweep;

@@ -1,0 +1,12 @@
+//! Documents as stored: a document's record (its body with `_ts` and own `ttl`), its key, its
+//! index entries and expiry entry, the writes that keep them together (`collection`), the
+//! per-collection counters (`counts`) and the consistency check (`validate`).
+
+pub mod collection;
+pub mod counts;
+pub mod expiry;
+pub mod index_keys;
+pub mod new_document;
+pub mod record;
+pub mod record_key;
+pub mod validate;
