@@ -182,9 +182,14 @@ fn assert_served_and_bounded(what: &str, beside: &Beside, before_mb: i64) {
 /// a probe waits for its own group's sync (20-90 ms there) after the commit of the batch before
 /// it, and that commit's memtable inserts (20-200 ms in a debug build under load) are not part
 /// of the job time the batch sizing measures. Run it in a release build,
-/// `cargo test --release --test integration bounded_writes -- --ignored`.
+/// `cargo test --release --test integration bounded_writes -- --ignored`. There too it does not
+/// pass yet: on the idle 2-core machine (four runs, update 10.8-11.6 s, delete 8.5-9.5 s) the
+/// probes' p99 is 17-37 ms, but one probe in ~700 a run takes 149-264 ms, midway through the
+/// statement (not the first probe: the connection is warm), which points at a stall outside
+/// the batch's job (a memtable flush or the two cores taken by the flush and the statement);
+/// memory grows 80-125 MB.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "the 100 ms bound is not held in a debug build under load (see the comment)"]
+#[ignore = "one probe in ~700 still passes the 100 ms bound (see the comment)"]
 async fn a_million_document_update_and_delete_leave_other_writers_and_memory_alone() {
     let server = TestServer::start().await;
     let client = server.client().await;
