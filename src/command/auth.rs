@@ -6,8 +6,7 @@
 //! roles' concern, not this module's.
 
 use super::args::{check_fields, optional_str};
-use super::auth_failures::{Attempt, AUTHENTICATION_SUCCEEDED_LOG_ID};
-use super::sasl::Refusal;
+use super::auth_failures::{Attempt, Refusal, AUTHENTICATION_SUCCEEDED_LOG_ID};
 use super::state::identity::AuthenticatedUser;
 use super::{Connection, Request, Shared};
 use crate::auth::{Mechanism, User};
@@ -116,5 +115,5 @@ pub async fn authenticate(
     };
     let reason = Error::bad_value(format!("Unsupported mechanism: {mechanism}"));
     let delay = shared.auth_failures.record(&attempt, &reason);
-    Err(Refusal::Failed(delay).into_error(req).await)
+    Err(Refusal::Failed(delay).into_error(&req.interrupt).await)
 }

@@ -2,7 +2,8 @@
 //! failed", with its attributes), the counts `serverStatus` reports under
 //! `security.authentication`, and the back-off of a client address that keeps failing
 //! (`auth::backoff`), applied by delaying that failure's reply on its own connection: the
-//! connection's task sleeps on a timer, so no other client and no thread waits.
+//! connection's task sleeps on a timer, so no other client and no thread waits. A failed step
+//! answers with a [`Refusal`], which `sasl` and `authenticate` (`auth`) share.
 //!
 //! Does not own: the conversations (`sasl`, which decides which failures count), success
 //! (`auth`).
@@ -10,7 +11,7 @@
 use crate::auth::backoff::{FailureTable, Policy};
 use crate::clock::Stopwatch;
 use crate::engine::Interrupt;
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 use bson::{doc, Document};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,10 +124,41 @@ pub async fn wait(delay: Option<Duration>, interrupt: &Interrupt) -> Option<Erro
     }
 }
 
+/// A step of an authentication that did not answer: an error in the command itself (the
+/// client sees it), or a failed authentication (the client sees 18 once the delay, if any, has
+/// passed). Shared by the SASL conversation and `authenticate`.
+pub enum Refusal {
+    Command(Error),
+    Failed(Option<Duration>),
+}
+
+impl From<Error> for Refusal {
+    fn from(err: Error) -> Refusal {
+        Refusal::Command(err)
+    }
+}
+
+impl Refusal {
+    /// The error the client gets, after the failure's delay (cut short by an interruption,
+    /// whose error it then is).
+    pub async fn into_error(self, interrupt: &Interrupt) -> Error {
+        match self {
+            Refusal::Command(err) => err,
+            Refusal::Failed(delay) => wait(delay, interrupt)
+                .await
+                .unwrap_or_else(authentication_failed),
+        }
+    }
+}
+
+/// mongod's one answer to every failed authentication.
+pub fn authentication_failed() -> Error {
+    Error::new(ErrorCode::AuthenticationFailed, "Authentication failed.")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::ErrorCode;
 
     fn attempt(speculative: bool) -> Attempt<'static> {
         Attempt {

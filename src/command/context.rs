@@ -22,9 +22,9 @@ pub struct Shared {
     /// Per-command counts and latencies (the metrics endpoint).
     pub latencies: super::latencies::CommandLatencies,
     /// The profiler's settings (`profile`), which also set what is logged as slow.
-    pub profiler: super::profiler::Profiler,
+    pub profiler: super::state::profiler::Profiler,
     /// Operations per collection (`top`).
-    pub top: super::top::Top,
+    pub top: super::state::top::Top,
     pub started: Stopwatch,
     pub start_millis: i64,
     /// The operations running now (`currentOp`, `killOp`).
@@ -32,13 +32,13 @@ pub struct Shared {
     /// The fail points `configureFailPoint` sets (test commands).
     pub fail_points: super::failpoint::FailPoints,
     /// The replica set this server is the one member of (`--replSet`); `None`: standalone.
-    pub replica_set: Option<super::replset::ReplicaSet>,
+    pub replica_set: Option<super::state::replica_set::ReplicaSet>,
     /// The logical sessions (`lsid`s) in use.
     pub sessions: super::session_registry::SessionRegistry,
     /// The sessions' multi-document transactions.
     pub transactions: super::transactions::TransactionTable,
     /// Request units charged and budgets (the Cosmos profile).
-    pub request_units: super::request_units::RequestUnits,
+    pub request_units: super::state::request_units::RequestUnits,
     /// Failed authentications: their count and each client address's back-off.
     pub auth_failures: super::auth_failures::AuthFailures,
     next_connection_id: AtomicI32,
@@ -61,7 +61,7 @@ impl Shared {
         if config.replication.enabled() {
             engine.enable_oplog(config.replication.oplog_size_bytes)?;
         }
-        let profiler = super::profiler::Profiler::new(config.slow_ms, config.profile_level);
+        let profiler = super::state::profiler::Profiler::new(config.slow_ms, config.profile_level);
         let auth_failures = super::auth_failures::AuthFailures::new(
             config.auth_failures_before_delay,
             config.auth_failure_delay,
@@ -106,12 +106,12 @@ pub struct Connection {
     /// The users this connection authenticated as, with their roles as of authentication.
     pub authenticated: Vec<AuthenticatedUser>,
     /// The SASL conversation in progress, between `saslStart` and its last `saslContinue`.
-    pub(crate) sasl: Option<super::sasl::SaslSession>,
+    pub(crate) sasl: Option<super::state::sasl_conversation::SaslSession>,
     /// Whether the connection is TLS (set by the session after the handshake).
     pub tls: bool,
     /// The charge of the connection's previous command (the Cosmos profile's
     /// `getLastRequestStatistics`).
-    pub last_request: Option<super::request_units::LastRequest>,
+    pub last_request: Option<super::state::request_units::LastRequest>,
 }
 
 impl Connection {

@@ -6,7 +6,9 @@
 //! (`envelope/run.rs`: `$db`, the session fields, fail points, concerns, `maxTimeMS`,
 //! authorization, the Cosmos gate, request units, error labels, the profiler's records);
 //! `state/` holds what outlives a command (sessions, transactions, running operations,
-//! retryable-write records, fail points) and imports nothing from the envelope. Below both:
+//! retryable-write records, fail points, the profiler's settings, the `top` table, the
+//! request-unit meter, the replica-set member, SASL conversations) and imports nothing from
+//! the envelope. Below both:
 //! the command table (`table.rs`, every per-command fact), the generic fields taken once
 //! (`generic.rs`) and the readers of a command's own fields (`spec.rs`, `args.rs`).
 //!

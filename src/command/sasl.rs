@@ -9,7 +9,8 @@
 //! `auth::scram`'s; adding the user to the connection is [`super::auth::authenticated`].
 
 use super::args::{check_fields, optional_bool, optional_doc, optional_str, type_name, wrong_type};
-use super::auth_failures::{self, Attempt};
+use super::auth_failures::{Attempt, Refusal};
+use super::state::sasl_conversation::SaslSession;
 use super::{Connection, Request, Shared};
 use crate::auth::scram::{self, ClientFirst, Conversation};
 use crate::auth::Mechanism;
@@ -18,46 +19,9 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use bson::spec::BinarySubtype;
 use bson::{doc, Binary, Bson, Document};
-use std::time::Duration;
 
 /// mongod always answers conversation id 1: one conversation per connection.
 const CONVERSATION_ID: i32 = 1;
-
-/// The conversation a connection is in, between `saslStart` and its last `saslContinue`.
-#[derive(Debug)]
-pub struct SaslSession {
-    db: String,
-    user: String,
-    /// Started inside `hello`, for the logs.
-    speculative: bool,
-    conversation: Conversation,
-}
-
-/// A step that did not answer: an error in the command itself (the client sees it), or a
-/// failed authentication (the client sees 18 once the delay, if any, has passed).
-pub enum Refusal {
-    Command(Error),
-    Failed(Option<Duration>),
-}
-
-impl From<Error> for Refusal {
-    fn from(err: Error) -> Refusal {
-        Refusal::Command(err)
-    }
-}
-
-impl Refusal {
-    /// The error the client gets, after the failure's delay (cut short by an interruption,
-    /// whose error it then is).
-    pub async fn into_error(self, req: &Request<'_>) -> Error {
-        match self {
-            Refusal::Command(err) => err,
-            Refusal::Failed(delay) => auth_failures::wait(delay, &req.interrupt)
-                .await
-                .unwrap_or_else(authentication_failed),
-        }
-    }
-}
 
 /// `saslStart`: a new conversation replaces any unfinished one.
 pub async fn sasl_start(
@@ -67,7 +31,7 @@ pub async fn sasl_start(
 ) -> Result<Document> {
     match start(shared, conn, req.db, req.body, false) {
         Ok(reply) => Ok(with_ok(reply)),
-        Err(refusal) => Err(refusal.into_error(req).await),
+        Err(refusal) => Err(refusal.into_error(&req.interrupt).await),
     }
 }
 
@@ -79,7 +43,7 @@ pub async fn sasl_continue(
 ) -> Result<Document> {
     match next_step(shared, conn, req) {
         Ok(reply) => Ok(with_ok(reply)),
-        Err(refusal) => Err(refusal.into_error(req).await),
+        Err(refusal) => Err(refusal.into_error(&req.interrupt).await),
     }
 }
 
@@ -273,11 +237,6 @@ fn user_not_found(user: &str, db: &str) -> Error {
         ErrorCode::UserNotFound,
         format!("Could not find user \"{user}\" for db \"{db}\""),
     )
-}
-
-/// mongod's one answer to every failed authentication.
-pub fn authentication_failed() -> Error {
-    Error::new(ErrorCode::AuthenticationFailed, "Authentication failed.")
 }
 
 fn missing(command: &str, field: &str) -> Error {

@@ -10,19 +10,21 @@
 //! `system.profile` is a real collection, read with `find` and `aggregate` like any other, and
 //! bounded as mongod's capped one is: past 1 MiB the oldest entries are deleted in the same
 //! commit as the new one. Clients cannot write to it (73, as any `system.` name).
-//! Does not own: the slow-operation line (`session::slow_op`), the plan counters
+//!
+//! Owns those steps (deciding is a method of the settings, so the session calls it on
+//! `shared.profiler`), the entry's shape and the `profile` command. Does not own: the settings
+//! (`state::profiler`), the slow-operation line (`session::slow_op`), the plan counters
 //! (`engine::exec::plan_log`).
 
 use super::super::args::{check_fields, optional_i64};
+use super::super::state::profiler::Profiler;
 use super::super::{CommandName, Connection, Outcome, Request, Shared};
 use crate::engine::{ddl, documents::collection, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::Reply;
 use crate::query::filter::Filter;
 use bson::{doc, Bson, Document};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The collection profiled operations go to.
@@ -34,74 +36,8 @@ const MAX_COMMAND_BYTES: usize = 50 * 1024;
 /// Characters of a truncated command's summary.
 const TRUNCATED_SUMMARY_CHARS: usize = 1000;
 const FIELDS: &[&str] = &["slowms", "sampleRate", "filter"];
-/// The name the sample rate's lock is logged and counted under.
-const SAMPLE_RATE: &str = "profiler sample rate";
-
-/// A database's profiling settings.
-#[derive(Debug, Clone, Default)]
-struct DatabaseSettings {
-    level: i32,
-    /// The filter as given, and compiled.
-    filter: Option<(Document, Arc<Filter>)>,
-}
-
-/// The profiler's settings: per database, and the server-wide `slowms` and `sampleRate`.
-#[derive(Debug)]
-pub struct Profiler {
-    /// The level of a database `profile` has not set (`--profile`).
-    default_level: i32,
-    /// Whether any database can be profiled (a default level, or one `profile` gave): until
-    /// then no command looks the settings up (a lock every command would take).
-    configured: AtomicBool,
-    slow_ms: AtomicI64,
-    sample_rate: Mutex<f64>,
-    databases: Mutex<HashMap<String, DatabaseSettings>>,
-}
 
 impl Profiler {
-    /// `default_level` (`--profile`) for every database until `profile` sets one, `slowms`
-    /// from the configuration, every slow operation sampled.
-    pub fn new(slow_ms: u64, default_level: u8) -> Profiler {
-        Profiler {
-            default_level: i32::from(default_level),
-            configured: AtomicBool::new(default_level != 0),
-            slow_ms: AtomicI64::new(i64::try_from(slow_ms).unwrap_or(i64::MAX)),
-            sample_rate: Mutex::new(1.0),
-            databases: Mutex::new(HashMap::new()),
-        }
-    }
-
-    pub fn slow_ms(&self) -> i64 {
-        self.slow_ms.load(Ordering::Relaxed)
-    }
-
-    /// The database's level: 0, 1 or 2.
-    pub fn level(&self, db: &str) -> i32 {
-        self.settings(db).level
-    }
-
-    /// Both settings locks hold values assigned or inserted whole (one `f64`; one database's
-    /// settings at a time), so a poisoned one is recovered (and counted): falling back to the
-    /// defaults would silently stop profiling a database.
-    fn sample_rate(&self) -> f64 {
-        *crate::sync::lock_recovering(&self.sample_rate, SAMPLE_RATE)
-    }
-
-    fn databases(&self) -> MutexGuard<'_, HashMap<String, DatabaseSettings>> {
-        crate::sync::lock_recovering(&self.databases, "profiler settings")
-    }
-
-    fn settings(&self, db: &str) -> DatabaseSettings {
-        let default = || DatabaseSettings {
-            level: self.default_level,
-            filter: None,
-        };
-        if !self.configured.load(Ordering::Acquire) {
-            return default();
-        }
-        self.databases().get(db).cloned().unwrap_or_else(default)
-    }
-
     /// What to do with a finished operation: whether it is logged as slow and whether it is
     /// written to the profile. `entry` is built only when a filter must judge it.
     pub fn decide(&self, op: &Operation<'_>, conn: &Connection, shared: &Shared) -> Decision {
@@ -380,18 +316,18 @@ pub fn profile(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         if let Some(filter) = filter {
             new.filter = filter;
         }
-        profiler.databases().insert(req.db.to_owned(), new.clone());
-        profiler.configured.store(true, Ordering::Release);
+        let to = new.level;
+        profiler.set_database(req.db, new);
         if let Some(slow_ms) = slow_ms {
-            profiler.slow_ms.store(slow_ms, Ordering::Relaxed);
+            profiler.set_slow_ms(slow_ms);
         }
         if let Some(rate) = sample_rate {
-            *crate::sync::lock_recovering(&profiler.sample_rate, SAMPLE_RATE) = rate;
+            profiler.set_sample_rate(rate);
         }
         tracing::info!(
             db = req.db,
             from = old.level,
-            to = new.level,
+            to,
             slowms = profiler.slow_ms(),
             "Profiler settings changed"
         );

@@ -5,58 +5,21 @@
 //!
 //! A command is admitted before it runs ([`RequestUnits::admit`]) and charged when it ends
 //! ([`RequestUnits::account`]): its charge depends on what it examined and returned.
+//!
+//! Owns those two steps (methods of the meter, so the session calls them on
+//! `shared.request_units`). Does not own the meter itself (`state::request_units`).
 
+use super::super::state::request_units::{LastRequest, RequestUnits};
 use super::super::{CommandName, Connection, Request, Shared};
 use super::profiler::{collection_of, Operation};
 use crate::clock::Stopwatch;
 use crate::error::Result;
 use crate::profile::ru::{charge, Facts, Work};
-use crate::profile::throttle::{
-    retries_exhausted, too_many_requests, Bucket, SERVER_SIDE_RETRY_LIMIT,
-};
+use crate::profile::throttle::{retries_exhausted, too_many_requests, SERVER_SIDE_RETRY_LIMIT};
 use crate::protocol::Reply;
 use bson::{doc, Bson, Document};
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Mutex, MutexGuard};
-
-/// The server's request-unit state.
-pub struct RequestUnits {
-    origin: Stopwatch,
-    /// Budgets by what spends them: `db.collection`, or `db` for a database's shared one.
-    buckets: Mutex<HashMap<String, Bucket>>,
-    /// Charges by database and collection (`$cmd` for commands on none) since start.
-    totals: Mutex<HashMap<String, HashMap<String, Total>>>,
-}
-
-#[derive(Debug, Clone, Copy, Default)]
-struct Total {
-    requests: u64,
-    charge: f64,
-}
-
-/// What `getLastRequestStatistics` reports: the connection's previous command.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LastRequest {
-    pub command: &'static str,
-    pub charge: f64,
-    pub millis: f64,
-}
-
-impl Default for RequestUnits {
-    fn default() -> Self {
-        RequestUnits {
-            origin: Stopwatch::start(),
-            buckets: Mutex::default(),
-            totals: Mutex::default(),
-        }
-    }
-}
 
 impl RequestUnits {
-    fn now(&self) -> f64 {
-        self.origin.elapsed().as_secs_f64()
-    }
-
     /// Waits for, or refuses with 16500, a command whose budget is overdrawn; commands that
     /// cost nothing, and every command without `--cosmos-throughput`, go at once.
     pub async fn admit(&self, shared: &Shared, req: &Request<'_>) -> Result<()> {
@@ -69,18 +32,7 @@ impl RequestUnits {
         };
         let waited = Stopwatch::start();
         loop {
-            let wait = {
-                let mut buckets = self.buckets();
-                let now = self.now();
-                let bucket = buckets
-                    .entry(key.clone())
-                    .or_insert_with(|| Bucket::new(rate, now));
-                if bucket.rate() != rate {
-                    bucket.set_rate(rate, now);
-                }
-                bucket.wait(now)
-            };
-            let Some(wait) = wait else {
+            let Some(wait) = self.wait_for(&key, rate) else {
                 return Ok(());
             };
             if !profile.server_side_retry {
@@ -147,66 +99,10 @@ impl RequestUnits {
             // charge is in the totals but no bucket's; the next command's admission fails on
             // the same lock.
             if let Ok(Some((key, rate))) = budget(shared, op.db, op.body) {
-                let mut buckets = self.buckets();
-                let now = self.now();
-                buckets
-                    .entry(key)
-                    .or_insert_with(|| Bucket::new(rate, now))
-                    .spend(ru, now);
+                self.spend(key, rate, ru);
             }
         }
         Some(ru)
-    }
-
-    /// Adds a charge to `db.collection`'s total (allocating only for a new namespace).
-    fn add_to_total(&self, db: &str, collection: &str, ru: f64) {
-        let mut totals = self.totals();
-        let by_collection = match totals.get_mut(db) {
-            Some(by_collection) => by_collection,
-            None => totals.entry(db.to_owned()).or_default(),
-        };
-        let total = match by_collection.get_mut(collection) {
-            Some(total) => total,
-            None => by_collection.entry(collection.to_owned()).or_default(),
-        };
-        total.requests += 1;
-        total.charge += ru;
-    }
-
-    /// Meters, recovered when poisoned (and counted): a bucket's balance or a total off by one
-    /// command's charge changes no answer but a throttling decision or a statistic.
-    fn buckets(&self) -> MutexGuard<'_, HashMap<String, Bucket>> {
-        crate::sync::lock_recovering(&self.buckets, "request unit budgets")
-    }
-
-    fn totals(&self) -> MutexGuard<'_, HashMap<String, HashMap<String, Total>>> {
-        crate::sync::lock_recovering(&self.totals, "request unit totals")
-    }
-
-    /// `serverStatus.requestUnits`: requests and request units by namespace, in name order.
-    pub fn server_status(&self) -> Document {
-        let sorted: BTreeMap<String, Total> = {
-            let totals = self.totals();
-            totals
-                .iter()
-                .flat_map(|(db, by_collection)| {
-                    by_collection
-                        .iter()
-                        .map(move |(coll, total)| (format!("{db}.{coll}"), *total))
-                })
-                .collect()
-        };
-        let mut by_namespace = Document::new();
-        for (ns, total) in sorted {
-            by_namespace.insert(
-                ns,
-                doc! {
-                    "requests": i64::try_from(total.requests).unwrap_or(i64::MAX),
-                    "requestCharge": (total.charge * 100.0).round() / 100.0,
-                },
-            );
-        }
-        doc! {"estimated": true, "byNamespace": by_namespace}
     }
 }
 

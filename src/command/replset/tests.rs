@@ -1,5 +1,8 @@
 use super::*;
-use bson::doc;
+use crate::engine::oplog::optime::OpClock;
+use bson::oid::ObjectId;
+use bson::{doc, Timestamp};
+use std::time::Duration;
 
 fn member() -> ReplicaSet {
     ReplicaSet::new(
