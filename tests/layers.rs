@@ -295,10 +295,10 @@ impl TreeParser<'_> {
 }
 
 /// The file-level import graph: each module and the modules outside it that its code names. A
-/// path through a
-/// name a module re-exports (`pub use child::Name;`) is followed to the re-export's source, as
-/// the compiler resolves it: the edge names the real home, and the re-exporting module keeps
-/// its own edge to that home.
+/// path through a name a module binds with `use` (a re-export `pub use child::Name;`, or a
+/// private `use` its submodules reach by `super::Name`) is followed to the name's source, as
+/// the compiler resolves it: the edge names the real home, and the importing module keeps its
+/// own edge to that home.
 fn import_graph(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
     let files = module_files(src);
     let mut paths: BTreeMap<Module, Vec<(Vec<String>, bool)>> = BTreeMap::new();
@@ -307,11 +307,11 @@ fn import_graph(src: &Path) -> BTreeMap<Module, BTreeSet<Module>> {
         let code = without_test_modules(&code_only(&text));
         paths.insert(module.clone(), named_paths(module, &files, &code));
     }
-    // What each module re-exports: the name it gives and the module the name comes from.
+    // What each module imports by `use`: the name it binds and the path the name comes from.
     let mut reexports: BTreeMap<Module, BTreeMap<String, Vec<String>>> = BTreeMap::new();
     for (module, named) in &paths {
-        for (path, public_use) in named {
-            if let (true, Some(name)) = (*public_use, path.last()) {
+        for (path, imported) in named {
+            if let (true, Some(name)) = (*imported, path.last()) {
                 if name != "*" {
                     reexports
                         .entry(module.clone())
@@ -364,8 +364,8 @@ fn resolve(
     None
 }
 
-/// Every path `code` (of `module`) names, made absolute, and whether it is a public `use` (a
-/// re-export). A path may start at `crate::`, `super::`, `self::` or a child module's bare
+/// Every path `code` (of `module`) names, made absolute, and whether it is a `use` (which binds
+/// the name in the module). A path may start at `crate::`, `super::`, `self::` or a child module's bare
 /// name (`use child::x;`, `child::f()`), which Rust resolves as `self::child`.
 fn named_paths(
     module: &Module,
@@ -388,7 +388,7 @@ fn named_paths(
             if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':' || c == '$') {
                 continue;
             }
-            let public_use = is_public_use(&code[..at]);
+            let imported = is_use(&code[..at]);
             for segments in use_tree(&code[at + pattern.len()..]) {
                 let (mut base, mut rest): (Module, &[String]) = match keyword.as_str() {
                     "crate" => (Vec::new(), &segments),
@@ -405,25 +405,19 @@ fn named_paths(
                     rest = &rest[1..];
                 }
                 base.extend(rest.iter().filter(|s| *s != "self").cloned());
-                named.push((base, public_use));
+                named.push((base, imported));
             }
         }
     }
     named
 }
 
-/// Whether the path starting right after `head` is the tree of a `pub use` (any visibility).
-fn is_public_use(head: &str) -> bool {
-    let Some(head) = head.trim_end().strip_suffix("use") else {
-        return false;
-    };
-    let head = head.trim_end();
-    head.ends_with("pub")
-        || (head.ends_with(')')
-            && head
-                .rsplit("pub")
-                .next()
-                .is_some_and(|v| v.trim_start().starts_with('(') && !v.contains(';')))
+/// Whether the path starting right after `head` is the tree of a `use` (of any visibility: a
+/// private `use` in a folder's `mod.rs` binds the name for its submodules' `super::` paths too).
+fn is_use(head: &str) -> bool {
+    head.trim_end()
+        .strip_suffix("use")
+        .is_some_and(|before| !before.ends_with(|c: char| c.is_alphanumeric() || c == '_'))
 }
 
 /// The strongly connected components of more than one module (Tarjan's algorithm, iterative).
