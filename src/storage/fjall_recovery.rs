@@ -20,10 +20,10 @@
 //! (`StorageError::OutcomeUnknown`, the engine's read-only mode).
 //!
 //! fjall locks its directory for as long as any handle of the old database lives (snapshots
-//! and iterators included), so the reopen waits, bounded, for every [`Generation`] but its own
-//! reference to go, and blocks new snapshots meanwhile; and it needs room: the failed flush is
-//! retried from the replayed journal, so the file system must hold the journal's size plus
-//! the commit reserve.
+//! and iterators included), so the reopen waits, bounded, for every
+//! [`super::fjall_backend::Generation`] but its own reference to go, and blocks new snapshots
+//! meanwhile; and it needs room: the failed flush is retried from the replayed journal, so the
+//! file system must hold the journal's size plus the commit reserve.
 
 use super::fjall_backend::{open_generation, FjallBackend};
 use super::StorageError;

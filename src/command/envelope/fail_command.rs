@@ -141,8 +141,9 @@ fn app_name<'a>(conn: &'a Connection, command: CommandName, body: &'a Document) 
 }
 
 /// The failure `failCommand` injects: `{ok: 0, errmsg, code, codeName}`, with its labels
-/// ([`labels`]). Built here rather than as an [`Error`]: the code is any number a test names,
-/// not only those of [`ErrorCode`].
+/// ([`crate::command::state::transactions::labels`]). Built here rather than as an
+/// [`crate::error::Error`]: the code is any number a test names, not only those of
+/// [`ErrorCode`].
 fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
     let name = ErrorCode::from_code(code)
         .map(|c| c.name().to_owned())

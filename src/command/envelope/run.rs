@@ -252,7 +252,7 @@ pub fn lookup(shared: &Shared, name: &str) -> Result<CommandName> {
 }
 
 /// The profile's error for a command stopped at its request time limit
-/// ([`operations::watch_request_time`]); any other outcome as it is.
+/// ([`crate::command::state::operations::watch_request_time`]); any other outcome as it is.
 fn past_time_limit(req: &Request<'_>, outcome: Result<Reply>) -> Result<Reply> {
     match outcome {
         Err(e)
