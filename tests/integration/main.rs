@@ -66,6 +66,7 @@ mod tls;
 mod transactions;
 mod ttl_reaper;
 mod ttl_rules;
+mod ttl_transactions;
 mod ttl_visibility;
 mod users;
 mod validate;

@@ -433,7 +433,7 @@ pub async fn commit(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Document>
             shared
                 .engine
                 .write(durable, move |txn, now| {
-                    transaction.apply(txn, &fields)?;
+                    transaction.apply(txn, now, &fields)?;
                     record_commit(txn, session, number, now, clock.now_datetime())
                 })
                 .await

@@ -179,9 +179,10 @@ pub fn insert_new(
     insert_written_at(txn, meta, new, now, now)
 }
 
-/// Inserts the prepared document `new` as last modified at `ts` (its `_ts`, TTL-15), judging
-/// what is already stored at `now`. Only a restore passes a `ts` other than `now`: it keeps
-/// each document's `_ts`, and so the moment it expires.
+/// Inserts the prepared document `new` as last modified at `ts` (its `_ts`, TTL-15; in a
+/// transaction's statement the pending stamp, [`Txn::write_time`]), judging what is already
+/// stored at `now`. Only a restore passes a `ts` other than `now`: it keeps each document's
+/// `_ts`, and so the moment it expires.
 pub fn insert_written_at(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
@@ -214,6 +215,7 @@ pub fn insert_written_at(
     } else {
         None
     };
+    let ts = txn.write_time(ts);
     let stored = Stored {
         ts,
         own_ttl: new.own_ttl(),
@@ -263,8 +265,8 @@ fn size_delta(old: usize, new: usize) -> i64 {
     i64::try_from(new).unwrap_or(i64::MAX) - i64::try_from(old).unwrap_or(i64::MAX)
 }
 
-/// Updates the visible document `old` into `new` (same `_id`), written at `now` (TTL-15); the
-/// operation log records the difference.
+/// Updates the visible document `old` into `new` (same `_id`), written at `now` (TTL-15,
+/// [`Txn::write_time`]); the operation log records the difference.
 pub fn update(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
@@ -276,8 +278,8 @@ pub fn update(
     oplog::update(txn, meta, &old.doc, new)
 }
 
-/// Replaces the visible document `old` with `new` (same `_id`), written at `now` (TTL-15); the
-/// operation log records the whole new document.
+/// Replaces the visible document `old` with `new` (same `_id`), written at `now` (TTL-15,
+/// [`Txn::write_time`]); the operation log records the whole new document.
 pub fn replace(
     txn: &mut Txn<'_>,
     meta: &CollectionMeta,
@@ -296,7 +298,7 @@ fn rewrite(
     new: &Document,
     now: i64,
 ) -> Result<()> {
-    let record = Record::new(now, new)?;
+    let record = Record::new(txn.write_time(now), new)?;
     check_size(new, record.body.len())?;
     depth::check_storable(&record.body, depth::Write::Update)?;
     let size = size_delta(old.record.body.len(), record.body.len());

@@ -72,6 +72,13 @@ pub fn document_key_of(expiry_key: &[u8]) -> Option<Vec<u8>> {
     Some(key)
 }
 
+/// The time an expiry key orders its document by (`_ts`, or `_ts + ttl`).
+pub fn time_of(expiry_key: &[u8]) -> Option<i64> {
+    let (_, rest) = split_id(expiry_key)?;
+    let bytes: [u8; 8] = rest.get(1..9)?.try_into().ok()?;
+    Some((u64::from_be_bytes(bytes) ^ (1 << 63)) as i64)
+}
+
 /// The range start of one kind of entries of a collection.
 pub fn kind_prefix(collection_id: u64, kind: u8) -> Vec<u8> {
     let mut key = collection_prefix(collection_id).to_vec();
@@ -115,6 +122,17 @@ mod tests {
     #[test]
     fn times_order_and_due_end_is_inclusive() {
         let dk = document_key(7, &Bson::Int32(1));
+        for (ts, own) in [
+            (-5, None),
+            (0, None),
+            (100, Some(5)),
+            (i64::MAX, None),
+            (i64::MAX, Some(7)),
+        ] {
+            let key = key_at(&dk, ts, own).unwrap();
+            let time = own.map_or(ts, |t| ts.saturating_add(i64::from(t)));
+            assert_eq!(time_of(&key), Some(time), "{ts} {own:?}");
+        }
         let at = |ts| key_for(&dk, &Record::new(ts, &doc! {"_id": 1}).unwrap()).unwrap();
         assert!(at(-5) < at(0) && at(0) < at(100));
         assert!(at(100) < due_end(7, FOLLOWS_COLLECTION, 100));

@@ -40,6 +40,7 @@
 //! fails (no room yet, a reader still busy) the group is refused with the reason and the next
 //! one tries again.
 
+mod commit_time;
 pub mod locks;
 pub mod pacing;
 pub mod transaction;

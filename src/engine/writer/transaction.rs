@@ -2,11 +2,13 @@
 //! transaction starts, with its writes buffered until it commits through the writer.
 //!
 //! A [`Transaction`] keeps its snapshot, its own copy of the catalog (an insert may create a
-//! collection), the time that judges expiry for everything it reads and writes (TTL-18 at the
-//! transaction's read time), and the pending work of its statements ([`Suspended`]). Each
-//! statement runs the same document code as any write, on a [`Txn`] resumed over that snapshot
-//! and catalog, on the caller's thread: nothing reaches the writer before the commit. Reads see
-//! the snapshot with the transaction's own writes over it ([`Transaction::read_view`]).
+//! collection), the time it started, and the pending work of its statements ([`Suspended`]).
+//! Each statement runs the same document code as any write, on a [`Txn`] resumed over that
+//! snapshot and catalog, on the caller's thread: nothing reaches the writer before the commit.
+//! Reads see the snapshot with the transaction's own writes over it
+//! ([`Transaction::read_view`]). Every statement judges expiry at its own time, and the records
+//! the transaction writes take its commit time as `_ts` (`writer::commit_time`,
+//! which states the rule).
 //!
 //! # Conflicts
 //!
@@ -16,8 +18,9 @@
 //! outside transactions do not wait for these locks; the commit catches what they changed:
 //! [`Transaction::apply`] runs inside the writer's group and compares every key the transaction
 //! writes, and every unique index key it claimed, with what the snapshot held, and checks that
-//! the collections it wrote to are still the ones it saw. Any difference is a write conflict
-//! and nothing of the transaction is applied. Otherwise its writes, its counter changes, its
+//! the collections it wrote to are still the ones it saw; a document it writes that expired
+//! since the snapshot was deleted since, as far as it is concerned (`commit_time`). Any
+//! difference is a write conflict and nothing of the transaction is applied. Otherwise its writes, its counter changes, its
 //! catalog changes and its log entries (each with the transaction's `lsid` and `txnNumber`)
 //! join the group, so they commit atomically, durably and in one step.
 //!
@@ -30,6 +33,7 @@ use crate::engine::documents::counts;
 use crate::engine::oplog::entries as oplog;
 use crate::engine::read::ReadView;
 use crate::engine::reader::Reader;
+use crate::engine::writer::commit_time;
 use crate::engine::writer::txn::{Suspended, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::storage::handle::Snap;
@@ -55,6 +59,7 @@ pub struct Transaction {
     base: Snap,
     base_catalog: Arc<Catalog>,
     catalog: Catalog,
+    /// The server time when the snapshot was taken.
     read_time: i64,
     work: Suspended,
     /// What reads see (the writes with the counters they change), built when first needed
@@ -66,7 +71,7 @@ pub struct Transaction {
 }
 
 impl Reader {
-    /// Starts a transaction on the last commit, judging expiry at the current server time.
+    /// Starts a transaction on the last commit, at the current server time.
     pub fn begin_transaction(&self) -> Result<Transaction> {
         let view = self.read()?;
         Ok(Transaction {
@@ -85,9 +90,11 @@ impl Reader {
 }
 
 impl Transaction {
-    /// The server time (epoch seconds) that judges expiry in this transaction.
-    pub fn read_time(&self) -> i64 {
-        self.read_time
+    /// The time a statement starting now judges expiry at (TTL-18, TTL-19): the server's
+    /// time, not the snapshot's, so a statement never reads or matches a document expired by
+    /// then; never before the transaction's start, should the clock step back.
+    fn statement_time(&self) -> i64 {
+        self.reader.clock.now_secs().max(self.read_time)
     }
 
     /// Whether collection `db.name` existed when the transaction started.
@@ -100,14 +107,16 @@ impl Transaction {
         !self.work.overlay.is_empty()
     }
 
-    /// Runs one statement's writes with the transaction's read time, keeping them pending.
+    /// Runs one statement's writes at the statement's time, keeping them pending (their
+    /// records stamped as pending, [`Txn::write_time`]).
     /// Fails with a write conflict when a document it wrote is held by another transaction
     /// or was changed since the snapshot; the transaction must then be aborted.
     pub fn write<R>(&mut self, job: impl FnOnce(&mut Txn<'_>, i64) -> R) -> Result<R> {
+        let now = self.statement_time();
         let work = std::mem::take(&mut self.work);
         let mut txn = Txn::resume(&self.base, &mut self.catalog, work, self.logs)
             .with_index_usage(self.reader.catalog.index_usage());
-        let value = job(&mut txn, self.read_time);
+        let value = job(&mut txn, now);
         self.work = txn.suspend();
         self.visible = None;
         self.lock_new_writes()?;
@@ -132,7 +141,8 @@ impl Transaction {
         Ok(())
     }
 
-    /// A view of the snapshot with this transaction's writes over it.
+    /// A view of the snapshot with this transaction's writes over it, judging expiry at the
+    /// statement's time.
     pub fn read_view(&mut self) -> Result<ReadView> {
         let (writes, catalog) = match &self.visible {
             Some(visible) => visible.clone(),
@@ -142,9 +152,11 @@ impl Transaction {
                 built
             }
         };
-        Ok(self
-            .reader
-            .view_of(self.base.clone().overlaid(writes), catalog, self.read_time))
+        Ok(self.reader.view_of(
+            self.base.clone().overlaid(writes),
+            catalog,
+            self.statement_time(),
+        ))
     }
 
     fn build_visible(&self) -> Result<(Arc<Overlay>, Arc<Catalog>)> {
@@ -165,13 +177,27 @@ impl Transaction {
         Ok((Arc::new(writes), catalog))
     }
 
-    /// Applies the transaction to the writer's group `txn`, after checking that nothing it
-    /// wrote or relied on changed since its snapshot (else a write conflict, and nothing is
-    /// applied). Its log entries carry `session` (`lsid`, `txnNumber`) first.
-    pub fn apply(mut self, txn: &mut Txn<'_>, session: &Document) -> Result<()> {
+    /// Applies the transaction to the writer's group `txn` as committed at `now`, after
+    /// checking that nothing it wrote or relied on changed or expired since its snapshot (else
+    /// a write conflict, and nothing is applied). Its records take `now` as their `_ts`; its log
+    /// entries carry `session` (`lsid`, `txnNumber`) first.
+    pub fn apply(mut self, txn: &mut Txn<'_>, now: i64, session: &Document) -> Result<()> {
         self.check_unchanged(txn)?;
+        // A write a client was told succeeded is never undone by expiry: a document that
+        // expired since the snapshot conflicts here, and what commits lives from `commit`.
+        let commit = now.max(self.read_time);
+        let expired = commit_time::expired_since(
+            &self.base,
+            &self.work.overlay,
+            &self.catalog,
+            self.read_time,
+            commit,
+        )?;
+        if expired {
+            return Err(write_conflict());
+        }
         let work = std::mem::take(&mut self.work);
-        for (keyspace, key, value) in work.overlay.into_entries() {
+        for (keyspace, key, value) in commit_time::stamped(work.overlay, commit)? {
             match value {
                 Some(value) => txn.put(keyspace, key, value),
                 None => txn.delete(keyspace, key),

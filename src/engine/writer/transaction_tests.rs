@@ -74,7 +74,7 @@ async fn set(engine: &Engine, id: i32, a: i32) {
 async fn commit(engine: &Engine, tx: Transaction) -> crate::error::Result<()> {
     let session = doc! {"lsid": {"id": 7}, "txnNumber": 3_i64};
     engine
-        .write(true, move |txn, _now| tx.apply(txn, &session))
+        .write(true, move |txn, now| tx.apply(txn, now, &session))
         .await?
 }
 
@@ -263,4 +263,119 @@ async fn the_log_has_each_operation_with_the_transactions_session_in_one_commit(
     assert_eq!(logged[0].get_str("op").unwrap(), "i");
     assert_eq!(logged[1].get_str("op").unwrap(), "u");
     assert!(logged[0].get_timestamp("ts").unwrap() < logged[1].get_timestamp("ts").unwrap());
+}
+
+/// An engine at 1,000 s with `db.t` (collection TTL 10) holding `{_id: 1}` written then.
+async fn ttl_engine() -> (Engine, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::starting_at_secs(1_000));
+    let engine = Engine::open_memory(clock.clone()).unwrap();
+    engine.reaper.pause();
+    engine
+        .write(true, |txn, now| {
+            let (meta, _) = ddl::ensure_collection(txn, "db", "t")?;
+            let ttl = IndexMeta {
+                expire_after_seconds: Some(10),
+                ..IndexMeta::new("_ts_1", doc! {"_ts": 1})
+            };
+            let meta = ddl::create_index(txn, &meta, ttl, now)?;
+            collection::insert(txn, &meta, &doc! {"_id": 1, "a": 0}, now)
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    (engine, clock)
+}
+
+fn tx_set_in(tx: &mut Transaction, coll: &'static str, id: i32) -> crate::error::Result<bool> {
+    tx.write(move |txn, now| {
+        let meta = ddl::collection(txn, "db", coll).unwrap();
+        let Some(old) = collection::get_by_id(txn, &meta, &Bson::Int32(id), now)? else {
+            return Ok(false);
+        };
+        let mut new = old.doc.clone();
+        new.insert("a", 1);
+        collection::update(txn, &meta, &old, &new, now).map(|()| true)
+    })?
+}
+
+/// The stored `_ts` of `db.t`'s `_id` `id`, expired or not, and its expiry entry's time.
+fn stored_ts(engine: &Engine, id: impl Into<Bson>) -> Option<(i64, Option<i64>)> {
+    use crate::engine::documents::{expiry, record::Record};
+    use crate::storage::{keys, Keyspace, Snapshot};
+    let meta = engine.catalog().unwrap().get("db", "t").cloned().unwrap();
+    let key = keys::document_key(meta.id, &id.into());
+    let snapshot = engine.backend.snapshot();
+    let record = Record::decode(&snapshot.get(Keyspace::Documents, &key).unwrap()?).unwrap();
+    let entries: Vec<i64> = snapshot
+        .prefix(Keyspace::Expiry, &keys::collection_prefix(meta.id), false)
+        .map(|e| e.unwrap().0)
+        .filter(|k| expiry::document_key_of(k).as_deref() == Some(key.as_slice()))
+        .map(|k| expiry::time_of(&k).unwrap())
+        .collect();
+    assert!(entries.len() <= 1, "one expiry entry a document");
+    Some((record.ts, entries.first().copied()))
+}
+
+#[tokio::test]
+async fn statements_judge_expiry_at_their_own_time() {
+    let (engine, clock) = ttl_engine().await;
+    clock.advance(std::time::Duration::from_secs(5));
+    let mut tx = engine.begin_transaction().unwrap();
+    assert_eq!(count(&tx.read_view().unwrap(), "t"), 1);
+    clock.advance(std::time::Duration::from_secs(5));
+    assert_eq!(count(&tx.read_view().unwrap(), "t"), 0, "expired at 1010");
+    assert!(!tx_set_in(&mut tx, "t", 1).unwrap(), "not matched at 1010");
+}
+
+#[tokio::test]
+async fn the_commit_stamps_the_transactions_records_with_its_time() {
+    let (engine, clock) = ttl_engine().await;
+    let mut tx = engine.begin_transaction().unwrap();
+    assert!(tx_set_in(&mut tx, "t", 1).unwrap());
+    tx.write(|txn, now| {
+        let meta = ddl::collection(txn, "db", "t").unwrap();
+        collection::insert(txn, &meta, &doc! {"_id": 2, "ttl": 3}, now)
+    })
+    .unwrap()
+    .unwrap();
+    clock.advance(std::time::Duration::from_secs(9));
+    assert_eq!(
+        count(&tx.read_view().unwrap(), "t"),
+        2,
+        "its own writes are not expired under it"
+    );
+    commit(&engine, tx).await.unwrap();
+    assert_eq!(stored_ts(&engine, 1), Some((1_009, Some(1_009))));
+    assert_eq!(stored_ts(&engine, 2), Some((1_009, Some(1_012))));
+    clock.advance(std::time::Duration::from_secs(3));
+    assert_eq!(
+        count(&engine.read().unwrap(), "t"),
+        1,
+        "own ttl 3 from 1009"
+    );
+    assert_eq!(engine.reaper.run_pass().await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn a_document_expired_since_the_snapshot_fails_the_commit_reaped_or_not() {
+    for reap in [false, true] {
+        let (engine, clock) = ttl_engine().await;
+        clock.advance(std::time::Duration::from_secs(5));
+        let mut tx = engine.begin_transaction().unwrap();
+        clock.advance(std::time::Duration::from_secs(3));
+        assert!(tx_set_in(&mut tx, "t", 1).unwrap());
+        clock.advance(std::time::Duration::from_secs(2));
+        if reap {
+            assert_eq!(engine.reaper.run_pass().await.unwrap(), 1);
+        }
+        let err = commit(&engine, tx).await.unwrap_err();
+        assert_eq!(err.code, ErrorCode::WriteConflict, "reaped: {reap}");
+        let left = stored_ts(&engine, 1);
+        assert_eq!(
+            left,
+            (!reap).then_some((1_000, Some(1_000))),
+            "nothing applied"
+        );
+        assert_eq!(engine.transaction_locks().unwrap(), 0);
+    }
 }

@@ -39,7 +39,18 @@ pub struct Txn<'a> {
     /// The index access counters the group's reads record their plans in; `None` for work
     /// outside the writer and transactions (start-up, tests).
     index_usage: Option<&'a IndexUsage>,
+    /// A multi-document transaction's statement: the records it writes carry [`PENDING_TS`]
+    /// instead of the statement's time ([`Txn::write_time`]).
+    pending_stamps: bool,
 }
+
+/// The `_ts` of a record a multi-document transaction has written and not yet committed. A
+/// write's `_ts` is the time it becomes visible to others, its commit time, which is not known
+/// while the transaction runs; its commit replaces this stamp with that time
+/// (`writer::commit_time`). No clock reaches it, and `_ts + lifetime` overflows
+/// `i64`, which [`ttl::expires_at`](crate::ttl::expires_at) reads as "never": the transaction's
+/// own writes do not expire under it, however long it runs.
+pub const PENDING_TS: i64 = i64::MAX;
 
 /// A multi-document transaction's pending work between its statements: what a [`Txn`] holds,
 /// less its borrows.
@@ -76,6 +87,7 @@ impl<'a> Txn<'a> {
             deferred_log: None,
             unique_claims: None,
             index_usage: None,
+            pending_stamps: false,
         }
     }
 
@@ -94,7 +106,19 @@ impl<'a> Txn<'a> {
         txn.catalog_changed = state.catalog_changed;
         txn.deferred_log = logs.then_some(state.log);
         txn.unique_claims = Some(state.unique_claims);
+        txn.pending_stamps = true;
         txn
+    }
+
+    /// The `_ts` of a record written by this group's operation at `ts` (TTL-15): `ts` itself,
+    /// or [`PENDING_TS`] in a multi-document transaction's statement, whose commit stamps its
+    /// records with the commit time.
+    pub fn write_time(&self, ts: i64) -> i64 {
+        if self.pending_stamps {
+            PENDING_TS
+        } else {
+            ts
+        }
     }
 
     /// The work done so far, to be resumed by the transaction's next statement or committed.
