@@ -214,3 +214,100 @@ async fn json_logs_have_mongods_shape_and_slow_queries_their_fields() {
         "connection lines: {accepted}, {ended}"
     );
 }
+
+/// A reaper pass that deletes documents logs one INFO line per collection, with the namespace,
+/// how many it deleted and how long it took; a pass that deletes nothing logs nothing.
+#[tokio::test]
+async fn a_reaper_pass_logs_what_it_deleted_per_collection() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mayfly"))
+        .args(["--port", "0", "--storage", "memory", "--log-format", "json"])
+        .args(["--clock", "manual", "--enable-test-commands"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mayfly starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log: Vec<serde_json::Value> = Vec::new();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("the server logs until it listens")
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_str(&line).expect("one JSON object");
+        log.push(value.clone());
+        if value["id"] == 23016 {
+            break value["attr"]["port"].as_u64().unwrap();
+        }
+    };
+    let client = mongodb::Client::with_uri_str(format!("mongodb://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    let admin = client.database("admin");
+    admin
+        .run_command(mongodb::bson::doc! {"reaper": "pause"})
+        .await
+        .unwrap();
+    let db = client.database("ttl");
+    for (name, docs) in [("a", 3), ("b", 2), ("quiet", 1)] {
+        db.run_command(mongodb::bson::doc! {
+            "createIndexes": name,
+            "indexes": [{"key": {"_ts": 1}, "name": "_ts_1", "expireAfterSeconds": 10}],
+        })
+        .await
+        .unwrap();
+        let coll = db.collection::<mongodb::bson::Document>(name);
+        let ttl = if name == "quiet" { -1 } else { 10 };
+        let docs = (0..docs).map(|i| mongodb::bson::doc! {"_id": i, "ttl": ttl});
+        coll.insert_many(docs).await.unwrap();
+    }
+    let reap = mongodb::bson::doc! {"reaper": "runOnce"};
+    assert_eq!(
+        admin
+            .run_command(reap.clone())
+            .await
+            .unwrap()
+            .get_i64("reaped"),
+        Ok(0)
+    );
+    admin
+        .run_command(mongodb::bson::doc! {"advanceClock": 10})
+        .await
+        .unwrap();
+    assert_eq!(
+        admin.run_command(reap).await.unwrap().get_i64("reaped"),
+        Ok(5)
+    );
+    drop(client);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for line in lines {
+        log.push(serde_json::from_str(&line.unwrap()).expect("one JSON object"));
+    }
+    assert!(child.wait().unwrap().success());
+
+    let reaped: Vec<&serde_json::Value> = log
+        .iter()
+        .filter(|l| l["msg"] == "TTL reaper deleted expired documents")
+        .collect();
+    let mut seen: Vec<(&str, u64)> = reaped
+        .iter()
+        .map(|l| {
+            assert_eq!(l["s"], "I", "{l}");
+            assert!(l["attr"]["durationMillis"].is_u64(), "{l}");
+            (
+                l["attr"]["namespace"].as_str().unwrap(),
+                l["attr"]["deleted"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![("ttl.a", 3), ("ttl.b", 2)],
+        "one line per collection that had deletions"
+    );
+}

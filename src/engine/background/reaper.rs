@@ -156,9 +156,10 @@ impl Reaper {
         let mut deleted = 0;
         for meta in catalog.all() {
             let Some(ttl) = meta.ttl() else { continue };
+            let timer = Stopwatch::start();
             let now = self.clock.now_secs();
             // TTL-14: expired iff now >= _ts + ttl, i.e. _ts <= now - ttl.
-            deleted += self
+            let mut reaped = self
                 .reap_range(
                     meta.id,
                     FOLLOWS_COLLECTION,
@@ -167,9 +168,20 @@ impl Reaper {
                     now,
                 )
                 .await?;
-            deleted += self
+            reaped += self
                 .reap_range(meta.id, OWN_TTL, Some(ttl), now, now)
                 .await?;
+            // One line per collection and pass that deleted something, as mongod logs its TTL
+            // deletions: a quiet pass stays quiet.
+            if reaped > 0 {
+                tracing::info!(
+                    namespace = %meta.namespace(),
+                    deleted = reaped,
+                    durationMillis = u64::try_from(timer.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    "TTL reaper deleted expired documents"
+                );
+            }
+            deleted += reaped;
         }
         Ok(deleted)
     }
