@@ -1,7 +1,7 @@
 //! Multi-document transactions in the engine: isolation, read-your-writes, atomic commit,
 //! conflicts (at the write and at the commit), collections created inside one, and the log.
 
-use crate::clock::ManualClock;
+use crate::clock::{Clock, ManualClock};
 use crate::engine::catalog::IndexMeta;
 use crate::engine::oplog::state as oplog;
 use crate::engine::{ddl, documents::collection, Engine, Transaction};
