@@ -29,6 +29,7 @@ mod crud;
 mod envelope;
 mod generic;
 mod handshake;
+mod parsed;
 pub mod replset;
 mod reply_number;
 mod sasl;
@@ -50,6 +51,7 @@ use state::{failpoint, operations, retryable, session_id, session_registry, tran
 pub use authz::startup_warnings;
 pub use context::{Connection, Shared};
 pub use operations::watch_request_time;
+pub(crate) use parsed::ParsedCommand;
 pub use replset::{exhaust_next, is_awaitable_hello};
 pub use session_registry::SessionRegistry;
 pub use table::{CommandName, Fact, Scope, Target};
@@ -87,6 +89,9 @@ pub struct Request<'a> {
     /// An `insert`'s documents when they came as a document sequence: the bytes they came in
     /// (the body then has no `documents`).
     pub documents: Option<&'a Arc<RawDocuments>>,
+    /// The command read once into its spec (`parsed.rs`): what every step and the handler
+    /// read instead of the document.
+    pub parsed: parsed::ParsedCommand<'a>,
     /// Checked by long-running work: `maxTimeMS`, `killOp`, a closed connection.
     pub interrupt: Arc<Interrupt>,
     /// Its session (`lsid`) and, for a retryable write, its `txnNumber`.
@@ -115,6 +120,7 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
     let shared = Arc::clone(shared);
     let (name, db, body) = (req.name, req.db.to_owned(), Arc::clone(req.body));
     let documents = req.documents.cloned();
+    let typed = req.parsed.detached();
     let interrupt = Arc::clone(&req.interrupt);
     let session = req.session;
     let transaction = req.transaction.clone();
@@ -126,6 +132,7 @@ async fn blocking<R: Into<Reply> + Send + 'static>(
             db: &db,
             body: &body,
             documents: documents.as_ref(),
+            parsed: typed.unwrap_or(parsed::ParsedCommand::Other(&body)),
             interrupt,
             session,
             transaction,
@@ -211,12 +218,25 @@ async fn dispatch(shared: &Arc<Shared>, conn: &mut Connection, req: &Request<'_>
         C::FindAndModify | C::FindAndModifyLower => {
             awaiting_writer(req, write::find_and_modify(shared, req)).await
         }
-        C::Count => blocking(shared, req, read::count).await,
-        C::Distinct => blocking(shared, req, read::distinct).await,
-        C::Aggregate if change_stream::opens_stream(req.body) => {
-            blocking(shared, req, change_stream::aggregate).await
+        C::Count => blocking(shared, req, |s, r| read::count(s, r, r.parsed.count()?)).await,
+        C::Distinct => {
+            blocking(shared, req, |s, r| {
+                read::distinct(s, r, r.parsed.distinct()?)
+            })
+            .await
         }
-        C::Aggregate => blocking(shared, req, aggregate::aggregate).await,
+        C::Aggregate if change_stream::opens_stream(&req.parsed) => {
+            blocking(shared, req, |s, r| {
+                change_stream::aggregate(s, r, r.parsed.aggregate()?)
+            })
+            .await
+        }
+        C::Aggregate => {
+            blocking(shared, req, |s, r| {
+                aggregate::aggregate(s, r, r.parsed.aggregate()?)
+            })
+            .await
+        }
         C::Explain => blocking(shared, req, explain::explain).await,
         C::Create => awaiting_writer(req, ddl::create(shared, req)).await,
         C::Drop => awaiting_writer(req, ddl::drop(shared, req)).await,

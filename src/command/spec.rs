@@ -109,6 +109,67 @@ impl<'a> Spec<'a> {
         }
     }
 
+    // Readers the read commands need.
+
+    /// An optional string.
+    pub fn str(&mut self, field: &str) -> Option<&'a str> {
+        match self.take(field)? {
+            Bson::String(s) => Some(s.as_str()),
+            other => self.wrong(field, other, "string"),
+        }
+    }
+
+    /// An optional array of documents (a `pipeline`): a value that is no array, or an element
+    /// that is no document (`aggregate.pipeline.1`), is noted at the field's position.
+    pub fn documents(&mut self, field: &str) -> Option<Vec<&'a Document>> {
+        let items = match self.take(field)? {
+            Bson::Array(items) => items,
+            other => return self.wrong(field, other, "array"),
+        };
+        let mut documents = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Bson::Document(d) => documents.push(d),
+                other => {
+                    let error = wrong_type(self.command, &format!("{field}.{i}"), other, "object");
+                    self.refuse(field, error);
+                    return None;
+                }
+            }
+        }
+        Some(documents)
+    }
+
+    /// An optional count that must not be negative (mongod's validator on `skip` and
+    /// `batchSize`); `noun` names it in the error (`BatchSize value must be non-negative, but
+    /// received: -1`).
+    pub fn non_negative(&mut self, field: &str, noun: &str) -> Option<u64> {
+        let n = self.i64(field)?;
+        if n < 0 {
+            let error = Error::bad_value(format!(
+                "{noun} value must be non-negative, but received: {n}"
+            ));
+            self.refuse(field, error);
+            return None;
+        }
+        Some(n.unsigned_abs())
+    }
+
+    /// Notes that the required `field` is missing (40414). mongod's parser checks required
+    /// fields after reading the others, so this comes after any error by position.
+    pub fn require(&mut self, field: &str) {
+        if self.find(field).is_none() {
+            let error = Error::new(
+                ErrorCode::Location40414,
+                format!(
+                    "BSON field '{}.{field}' is missing but a required field",
+                    self.command
+                ),
+            );
+            self.note(usize::MAX, error);
+        }
+    }
+
     fn find(&self, field: &str) -> Option<(usize, &'a Bson)> {
         self.body
             .iter()
@@ -190,6 +251,53 @@ mod tests {
             let err = read(&body).unwrap_err();
             assert_eq!((err.code, err.message.as_str()), (code, message), "{body}");
         }
+    }
+
+    #[test]
+    fn the_read_commands_readers_note_their_errors_by_position() {
+        let cases = [
+            (
+                doc! {"aggregate": "c", "pipeline": [{"$match": {}}, 1]},
+                "BSON field 'aggregate.pipeline.1' is the wrong type 'int', expected type 'object'",
+            ),
+            (
+                doc! {"aggregate": "c", "pipeline": {}},
+                "BSON field 'aggregate.pipeline' is the wrong type 'object', expected type 'array'",
+            ),
+            (
+                doc! {"aggregate": "c", "key": 1, "pipeline": []},
+                "BSON field 'aggregate.key' is the wrong type 'int', expected type 'string'",
+            ),
+            (
+                doc! {"aggregate": "c", "skip": -2},
+                "Skip value must be non-negative, but received: -2",
+            ),
+            (
+                doc! {"aggregate": "c"},
+                "BSON field 'aggregate.pipeline' is missing but a required field",
+            ),
+            // A missing field is reported after every other error.
+            (
+                doc! {"aggregate": "c", "bogus": 1},
+                "BSON field 'aggregate.bogus' is an unknown field.",
+            ),
+        ];
+        for (body, message) in cases {
+            let mut spec = Spec::new("aggregate", &body);
+            spec.documents("pipeline");
+            spec.str("key");
+            spec.non_negative("skip", "Skip");
+            spec.require("pipeline");
+            let err = spec.finish().unwrap_err();
+            assert_eq!(err.message, message, "{body}");
+        }
+        let body = doc! {"aggregate": "c", "pipeline": [{"$match": {}}], "key": "k", "skip": 3};
+        let mut spec = Spec::new("aggregate", &body);
+        assert_eq!(spec.documents("pipeline"), Some(vec![&doc! {"$match": {}}]));
+        assert_eq!(spec.str("key"), Some("k"));
+        assert_eq!(spec.non_negative("skip", "Skip"), Some(3));
+        spec.require("pipeline");
+        spec.finish().unwrap();
     }
 
     #[test]

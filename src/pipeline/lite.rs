@@ -44,6 +44,16 @@ impl<'a> LitePipeline<'a> {
         LitePipeline { stages }
     }
 
+    /// The stages of a pipeline already read as documents (an aggregate's spec).
+    pub fn of_stages(stages: &'a [Document]) -> LitePipeline<'a> {
+        let stages = stages
+            .iter()
+            .filter_map(|stage| stage.iter().next())
+            .map(|(name, arg)| (name.as_str(), arg))
+            .collect();
+        LitePipeline { stages }
+    }
+
     /// The top-level stage names, in order.
     pub fn names(&self) -> impl Iterator<Item = &'a str> + '_ {
         self.stages.iter().map(|(name, _)| *name)

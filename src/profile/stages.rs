@@ -37,34 +37,44 @@ pub fn check(version: CosmosVersion, pipeline: &[Bson]) -> Result<()> {
     check_nested(version, pipeline, 0)
 }
 
+/// [`check`] for a pipeline whose stages were already read as documents (an aggregate's
+/// spec).
+pub fn check_stages(version: CosmosVersion, stages: &[Document]) -> Result<()> {
+    stages
+        .iter()
+        .try_for_each(|stage| check_stage(version, stage, 0))
+}
+
 fn check_nested(version: CosmosVersion, pipeline: &[Bson], depth: usize) -> Result<()> {
     if depth > MAX_NESTING {
         return Ok(());
     }
-    for stage in pipeline {
-        let Bson::Document(stage) = stage else {
-            continue;
-        };
-        let Some((name, spec)) = stage.iter().next() else {
-            continue;
-        };
-        if !has_stage(version, name) {
-            return Err(refuse(
-                Rule::UnsupportedStages,
-                ErrorCode::Location40324,
-                &format!("Unrecognized pipeline stage name: '{name}'"),
-            ));
-        }
-        if name == "$lookup" && lookup_has_let(spec) {
-            return Err(refuse(
-                Rule::UnsupportedStages,
-                ErrorCode::FailedToParse,
-                LOOKUP_LET,
-            ));
-        }
-        for inner in sub_pipelines(name, spec) {
-            check_nested(version, inner, depth + 1)?;
-        }
+    pipeline
+        .iter()
+        .filter_map(Bson::as_document)
+        .try_for_each(|stage| check_stage(version, stage, depth))
+}
+
+fn check_stage(version: CosmosVersion, stage: &Document, depth: usize) -> Result<()> {
+    let Some((name, spec)) = stage.iter().next() else {
+        return Ok(());
+    };
+    if !has_stage(version, name) {
+        return Err(refuse(
+            Rule::UnsupportedStages,
+            ErrorCode::Location40324,
+            &format!("Unrecognized pipeline stage name: '{name}'"),
+        ));
+    }
+    if name == "$lookup" && lookup_has_let(spec) {
+        return Err(refuse(
+            Rule::UnsupportedStages,
+            ErrorCode::FailedToParse,
+            LOOKUP_LET,
+        ));
+    }
+    for inner in sub_pipelines(name, spec) {
+        check_nested(version, inner, depth + 1)?;
     }
     Ok(())
 }

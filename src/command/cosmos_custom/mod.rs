@@ -164,6 +164,9 @@ fn as_command<'r>(req: &'r Request<'_>, name: CommandName, body: &'r Arc<Documen
         db: req.db,
         body,
         documents: None,
+        // Only commands without a spec are handed on this way (`dropIndexes`,
+        // `createIndexes`).
+        parsed: super::ParsedCommand::Other(body),
         interrupt: Arc::clone(&req.interrupt),
         session: req.session,
         transaction: None,

@@ -7,13 +7,13 @@
 //! Owns: the command's arguments for a stream and the awaiting `getMore`. Does not own: the
 //! stream (`pipeline::change_stream`), batches and replies (`cursor`).
 
+use super::aggregate::AggregateSpec;
 use super::cursor::first_batch_reply;
-use crate::command::args::{check_fields, documents_of, optional_doc, optional_i64, wrong_type};
-use crate::command::{Reply, Request, Shared};
+use crate::command::args::optional_i64;
+use crate::command::{ParsedCommand, Reply, Request, Shared};
 use crate::engine::cursor::{Cursor, Held};
 use crate::error::{Error, ErrorCode, Result};
 use crate::pipeline::change_stream::{ChangeStream, Options};
-use crate::pipeline::lite::LitePipeline;
 use crate::pipeline::{Env, StageLimits};
 use crate::query::expr::Variables;
 use bson::{Bson, Document, RawDocumentBuf};
@@ -25,36 +25,20 @@ const DEFAULT_AWAIT: Duration = Duration::from_secs(1);
 /// How often a waiting `getMore` checks whether it was killed.
 const KILL_CHECK: Duration = Duration::from_millis(100);
 
-const FIELDS: &[&str] = &[
-    "pipeline",
-    "cursor",
-    "explain",
-    "allowDiskUse",
-    "collation",
-    "let",
-    "hint",
-    "bypassDocumentValidation",
-];
-
-/// Whether `cmd` is an aggregate whose pipeline opens with `$changeStream`.
-pub fn opens_stream(cmd: &Document) -> bool {
-    LitePipeline::of(cmd.get("pipeline")).first() == Some("$changeStream")
+/// Whether `parsed` is an aggregate whose pipeline opens with `$changeStream`.
+pub fn opens_stream(parsed: &ParsedCommand<'_>) -> bool {
+    parsed.stages().and_then(|stages| stages.first()) == Some("$changeStream")
 }
 
 /// `aggregate` with `$changeStream` first: opens the stream and replies with its first batch.
-pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
-    let cmd = req.body;
-    check_fields(cmd, "aggregate", FIELDS)?;
+pub fn aggregate(shared: &Shared, req: &Request<'_>, spec: &AggregateSpec) -> Result<Reply> {
     if !shared.config.replication.enabled() {
         return Err(Error::new(
             ErrorCode::Location40573,
             "The $changeStream stage is only supported on replica sets",
         ));
     }
-    if cmd
-        .get("explain")
-        .is_some_and(crate::command::args::is_truthy)
-    {
+    if spec.explain {
         return Err(Error::new(
             ErrorCode::NotImplemented,
             "explain of a $changeStream pipeline is not supported by this server",
@@ -62,35 +46,21 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
     }
     // mongod applies a collation to the stream's later stages; mayfly's streams compare
     // simply, so another collation is refused rather than ignored.
-    if let Some(value) = cmd.get("collation") {
-        let Bson::Document(spec) = value else {
-            return Err(crate::command::args::wrong_type(
-                "aggregate",
-                "collation",
-                value,
-                "object",
-            ));
-        };
-        if crate::query::collation::Collation::parse(spec)?.is_some() {
+    if let Some(collation) = &spec.collation {
+        if crate::query::collation::Collation::parse(collation)?.is_some() {
             return Err(Error::new(
                 ErrorCode::NotImplemented,
                 "a collation other than simple on a $changeStream is not supported by mayfly",
             ));
         }
     }
-    let coll =
-        match cmd.get("aggregate") {
-            Some(Bson::String(name)) => Some(name.as_str()),
-            Some(v) if crate::query::compare::values_equal(v, &Bson::Int32(1)) => None,
-            _ => return Err(Error::new(
-                ErrorCode::InvalidNamespace,
-                "Invalid command format: the 'aggregate' field must specify a collection name or 1",
-            )),
-        };
-    let mut specs: Vec<Document> = documents_of(cmd, "aggregate", "pipeline")?
-        .into_iter()
-        .cloned()
-        .collect();
+    let coll = spec.collection.as_deref();
+    let mut specs = spec.pipeline.clone();
+    if specs.is_empty() {
+        return Err(Error::internal(
+            "a change stream without its $changeStream stage",
+        ));
+    }
     let first = specs.remove(0);
     if shared
         .config
@@ -104,12 +74,10 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
         req.db,
         coll,
     )?;
-    let batch_size = first_batch_size(cmd)?;
-    let vars = Variables::new(shared.clock.now_datetime()).with_let(optional_doc(
-        cmd,
-        "aggregate",
-        "let",
-    )?)?;
+    let batch_size = spec
+        .batch_size
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+    let vars = Variables::new(shared.clock.now_datetime()).with_let(spec.let_vars.as_ref())?;
     let view = shared.engine.read()?;
     let now = view.now_cell();
     let env = Env {
@@ -135,39 +103,16 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
     first_batch_reply(shared, cursor, view.now, batch_size, false).map(Reply::from)
 }
 
-/// `cursor.batchSize`; `None`: the stream's default (as many as are ready).
-fn first_batch_size(cmd: &Document) -> Result<Option<usize>> {
-    let cursor =
-        match cmd.get("cursor") {
-            Some(Bson::Document(c)) => c,
-            None => return Err(Error::failed_to_parse(
-                "The 'cursor' option is required, except for aggregate with the explain argument",
-            )),
-            Some(other) => return Err(wrong_type("aggregate", "cursor", other, "object")),
-        };
-    match optional_i64(cursor, "aggregate.cursor", "batchSize")? {
-        Some(n) if n < 0 => Err(Error::bad_value(format!(
-            "BatchSize value must be non-negative, but received: {n}"
-        ))),
-        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
-        None => Ok(None),
-    }
-}
-
 /// `getMore`: on a change stream's cursor, waits for new events up to the command's
 /// `maxTimeMS` when none are ready; any other cursor is served at once.
 pub async fn get_more(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Reply> {
-    let tailing = match req.body.get("getMore") {
-        Some(Bson::Int64(id)) => shared.engine.cursors.is_tailable(*id),
-        _ => false,
-    };
-    if let Some(Bson::Int64(id)) = req.body.get("getMore") {
-        if let Some(failure) = injected_failure(shared, *id, tailing) {
-            return Ok(Reply::Document(failure));
-        }
+    let id = req.parsed.get_more()?.id();
+    let tailing = shared.engine.cursors.is_tailable(id);
+    if let Some(failure) = injected_failure(shared, id, tailing) {
+        return Ok(Reply::Document(failure));
     }
     if !tailing {
-        return crate::command::blocking(shared, req, super::cursor::get_more).await;
+        return crate::command::blocking(shared, req, batch).await;
     }
     // On an awaitData cursor maxTimeMS is how long to wait for data, not a deadline that
     // fails the command.
@@ -183,7 +128,7 @@ pub async fn get_more(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Reply> 
     let mut commits = shared.engine.optimes().subscribe();
     loop {
         commits.borrow_and_update();
-        let reply = crate::command::blocking(shared, req, super::cursor::get_more).await?;
+        let reply = crate::command::blocking(shared, req, batch).await?;
         let Reply::Raw(raw) = &reply else {
             return Ok(reply);
         };
@@ -197,6 +142,11 @@ pub async fn get_more(shared: &Arc<Shared>, req: &Request<'_>) -> Result<Reply> 
         }
         req.interrupt.check()?;
     }
+}
+
+/// One batch of the cursor `req` continues.
+fn batch(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
+    super::cursor::get_more(shared, req, req.parsed.get_more()?)
 }
 
 /// Whether a getMore reply has no events and its cursor is still open.

@@ -2,6 +2,7 @@
 
 use crate::command::args::{check_fields, optional_array, optional_i64, wrong_type};
 use crate::command::session_id::SessionId;
+use crate::command::spec::Spec;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::collection_arg;
 use crate::engine::cursor::{Cursor, Item};
@@ -66,32 +67,64 @@ pub fn cursor_reply(
     reply
 }
 
-const GET_MORE_FIELDS: &[&str] = &[
-    "collection",
-    "batchSize",
-    "maxTimeMS",
-    "term",
-    "lastKnownCommittedOpTime",
-];
+/// `getMore`'s own fields (mongod 7.0's `getMore.idl`), read in one pass by [`Spec`].
+#[derive(Debug, Default)]
+pub struct GetMoreSpec {
+    id: i64,
+    collection: String,
+    /// `None`: the cursor's default (also for 0).
+    batch_size: Option<usize>,
+    /// Whether `maxTimeMS` (the envelope's) was sent: only an awaitData cursor takes it.
+    max_time_ms: bool,
+}
 
-pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
-    let cmd = req.body;
-    check_fields(cmd, "getMore", GET_MORE_FIELDS)?;
-    let id = match cmd.get("getMore") {
-        Some(Bson::Int64(id)) => *id,
-        Some(other) => return Err(wrong_type("getMore", "getMore", other, "long")),
-        None => return Err(Error::failed_to_parse("getMore requires a cursor id")),
-    };
-    let coll = collection_arg(cmd.get("collection"), "getMore")?;
-    let batch_size = match optional_i64(cmd, "getMore", "batchSize")? {
-        Some(n) if n < 0 => {
-            return Err(Error::bad_value(format!(
-                "BatchSize value must be non-negative, but received: {n}"
-            )))
+impl GetMoreSpec {
+    /// Reads `cmd`: an unknown field first, then the cursor id, the collection and the batch
+    /// size, in that order.
+    pub fn read(cmd: &Document) -> Result<GetMoreSpec> {
+        let mut spec = Spec::new("getMore", cmd);
+        let collection = spec.take("collection");
+        let max_time_ms = spec.take("maxTimeMS").is_some();
+        spec.take("batchSize");
+        // Sent by mongod's own members: known, meaningless on one node.
+        for field in ["term", "lastKnownCommittedOpTime"] {
+            spec.take(field);
         }
-        Some(0) | None => None,
-        Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
-    };
+        spec.finish()?;
+        let id = match cmd.get("getMore") {
+            Some(Bson::Int64(id)) => *id,
+            Some(other) => return Err(wrong_type("getMore", "getMore", other, "long")),
+            None => return Err(Error::failed_to_parse("getMore requires a cursor id")),
+        };
+        let collection = collection_arg(collection, "getMore")?.to_owned();
+        let batch_size = match optional_i64(cmd, "getMore", "batchSize")? {
+            Some(n) if n < 0 => {
+                return Err(Error::bad_value(format!(
+                    "BatchSize value must be non-negative, but received: {n}"
+                )))
+            }
+            Some(0) | None => None,
+            Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+        };
+        Ok(GetMoreSpec {
+            id,
+            collection,
+            batch_size,
+            max_time_ms,
+        })
+    }
+
+    pub fn id(&self) -> i64 {
+        self.id
+    }
+
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+}
+
+pub fn get_more(shared: &Shared, req: &Request<'_>, spec: &GetMoreSpec) -> Result<RawDocumentBuf> {
+    let (id, coll, batch_size) = (spec.id, spec.collection.as_str(), spec.batch_size);
     shared.counters.count(OpKind::GetMore, 1);
     let ns = format!("{}.{coll}", req.db);
     let Some(mut cursor) = shared.engine.cursors.take(id) else {
@@ -119,7 +152,7 @@ pub fn get_more(shared: &Shared, req: &Request<'_>) -> Result<RawDocumentBuf> {
         shared.engine.cursors.put_back(id, cursor);
         return Err(e);
     }
-    if cmd.contains_key("maxTimeMS") && !cursor.is_tailable() {
+    if spec.max_time_ms && !cursor.is_tailable() {
         // Only a change stream's cursor awaits data; a find's own maxTimeMS budget carries
         // over instead.
         shared.engine.cursors.put_back(id, cursor);

@@ -22,51 +22,58 @@ use std::sync::Arc;
 pub type StoredDocs = Box<dyn Iterator<Item = Result<StoredDoc>> + Send>;
 
 /// `find`'s own fields as the command carries them, read in one pass by [`Spec`]: typed, the
-/// validators of `skip` and `batchSize` applied, nothing else judged yet.
-struct FindSpec<'a> {
-    filter: Option<&'a Document>,
-    sort: Option<&'a Document>,
-    projection: Option<&'a Document>,
-    hint: Option<&'a Bson>,
+/// validators of `skip` and `batchSize` applied, nothing else judged yet. Owned, so the
+/// blocking pool takes it along (shared) without reading the command again.
+#[derive(Debug, Default)]
+pub struct FindSpec {
+    /// The first field, as sent: judged by [`FindArgs::parse`] (its error comes first).
+    collection: Option<Bson>,
+    filter: Option<Document>,
+    sort: Option<Document>,
+    projection: Option<Document>,
+    hint: Option<Bson>,
     skip: Option<u64>,
     limit: Option<i64>,
     batch_size: Option<u64>,
     single_batch: Option<bool>,
-    max: Option<&'a Document>,
-    min: Option<&'a Document>,
+    max: Option<Document>,
+    min: Option<Document>,
     return_key: Option<bool>,
     show_record_id: Option<bool>,
-    tailable: Option<&'a Bson>,
-    await_data: Option<&'a Bson>,
+    tailable: Option<Bson>,
+    await_data: Option<Bson>,
     no_cursor_timeout: Option<bool>,
-    collation: Option<&'a Document>,
+    collation: Option<Document>,
     allow_disk_use: Option<bool>,
-    let_vars: Option<&'a Document>,
+    let_vars: Option<Document>,
 }
 
-impl<'a> FindSpec<'a> {
-    /// Reads every field of `cmd` but the first; `finish` refuses what no field took.
-    fn read(cmd: &'a Document) -> Result<FindSpec<'a>> {
+impl FindSpec {
+    /// Reads every field of `cmd` but the first; `finish` refuses what no field took. The
+    /// first field's error comes before any other, as mongod's parser reads it first.
+    pub fn read(cmd: &Document) -> Result<FindSpec> {
+        collection_arg(cmd.get("find"), "find")?;
         let mut spec = Spec::new("find", cmd);
         let find = FindSpec {
-            filter: spec.doc("filter"),
-            sort: spec.doc("sort"),
-            projection: spec.doc("projection"),
-            hint: spec.take("hint"),
-            skip: non_negative(&mut spec, "skip", "Skip"),
+            collection: cmd.get("find").cloned(),
+            filter: spec.doc("filter").cloned(),
+            sort: spec.doc("sort").cloned(),
+            projection: spec.doc("projection").cloned(),
+            hint: spec.take("hint").cloned(),
+            skip: spec.non_negative("skip", "Skip"),
             limit: spec.i64("limit"),
-            batch_size: non_negative(&mut spec, "batchSize", "BatchSize"),
+            batch_size: spec.non_negative("batchSize", "BatchSize"),
             single_batch: spec.bool("singleBatch"),
-            max: spec.doc("max"),
-            min: spec.doc("min"),
+            max: spec.doc("max").cloned(),
+            min: spec.doc("min").cloned(),
             return_key: spec.bool("returnKey"),
             show_record_id: spec.bool("showRecordId"),
-            tailable: spec.take("tailable"),
-            await_data: spec.take("awaitData"),
+            tailable: spec.take("tailable").cloned(),
+            await_data: spec.take("awaitData").cloned(),
             no_cursor_timeout: spec.bool("noCursorTimeout"),
-            collation: spec.doc("collation"),
+            collation: spec.doc("collation").cloned(),
             allow_disk_use: spec.bool("allowDiskUse"),
-            let_vars: spec.doc("let"),
+            let_vars: spec.doc("let").cloned(),
         };
         // Known to mongod and meaningless on one node, or kept for old clients: taken, unused.
         for field in ["allowPartialResults", "oplogReplay", "readOnce", "term"] {
@@ -74,6 +81,18 @@ impl<'a> FindSpec<'a> {
         }
         spec.finish()?;
         Ok(find)
+    }
+
+    /// The collection read (the first field, judged when the spec was read).
+    pub fn collection(&self) -> &str {
+        match &self.collection {
+            Some(Bson::String(name)) => name,
+            _ => "",
+        }
+    }
+
+    pub fn filter(&self) -> Option<&Document> {
+        self.filter.as_ref()
     }
 }
 
@@ -95,15 +114,13 @@ impl FindArgs {
     /// Parses `cmd`; `now` is `$$NOW` for the filter's `$expr`s. The fields are read first (the
     /// first bad one in the document's order is the error, as mongod's parser reports it), then
     /// the filter, sort and projection are compiled.
-    pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<FindArgs> {
-        // The first field: its error comes before any other.
-        let coll = collection_arg(cmd.get("find"), "find")?;
-        let spec = FindSpec::read(cmd)?;
+    pub fn parse(db: &str, spec: &FindSpec, now: bson::DateTime) -> Result<FindArgs> {
+        let coll = spec.collection();
         validate_read_collection_name(db, coll)?;
-        let filter_doc = spec.filter.cloned().unwrap_or_default();
-        let sort = spec.sort.cloned().unwrap_or_default();
-        let vars = Variables::new(now).with_let(spec.let_vars)?;
-        let collation = match spec.collation {
+        let filter_doc = spec.filter.clone().unwrap_or_default();
+        let sort = spec.sort.clone().unwrap_or_default();
+        let vars = Variables::new(now).with_let(spec.let_vars.as_ref())?;
+        let collation = match &spec.collation {
             None => None,
             Some(c) if c.is_empty() => None,
             Some(c) => Some(Collation::parse(c)?),
@@ -111,7 +128,7 @@ impl FindArgs {
         let mut read = ReadRequest::with_variables(filter_doc, vars)?
             .requested_collation(collation)?
             .sorted(sort)?;
-        let projection = match spec.projection {
+        let projection = match &spec.projection {
             Some(p) if !p.is_empty() => Some(Projection::find(p, &read.filter, &read.vars)?),
             _ => None,
         };
@@ -125,15 +142,15 @@ impl FindArgs {
             single_batch = true;
         }
         read.limit = limit.filter(|l| *l != 0).map(|l| l.unsigned_abs());
-        read.hint = Hint::parse(spec.hint)?;
+        read.hint = Hint::parse(spec.hint.as_ref())?;
         read.allow_disk_use = spec.allow_disk_use.unwrap_or(false);
-        read.min = spec.min.filter(|d| !d.is_empty()).cloned();
-        read.max = spec.max.filter(|d| !d.is_empty()).cloned();
+        read.min = spec.min.clone().filter(|d| !d.is_empty());
+        read.max = spec.max.clone().filter(|d| !d.is_empty());
         read.return_key = spec.return_key.unwrap_or(false);
         let show_record_id = spec.show_record_id.unwrap_or(false);
         // Documents returned as stored need no decoding (a sort still decodes what it orders).
         read.decode = projection.is_some() || read.return_key || show_record_id;
-        refuse_unsupported(&spec)?;
+        refuse_unsupported(spec)?;
         Ok(FindArgs {
             collection: coll.to_owned(),
             single_batch,
@@ -149,8 +166,11 @@ impl FindArgs {
 }
 
 /// Options this server parses but cannot honour yet are refused rather than ignored.
-fn refuse_unsupported(spec: &FindSpec<'_>) -> Result<()> {
-    for (option, value) in [("tailable", spec.tailable), ("awaitData", spec.await_data)] {
+fn refuse_unsupported(spec: &FindSpec) -> Result<()> {
+    for (option, value) in [
+        ("tailable", spec.tailable.as_ref()),
+        ("awaitData", spec.await_data.as_ref()),
+    ] {
         let set = match value {
             None | Some(Bson::Boolean(false)) => false,
             Some(Bson::Document(d)) => !d.is_empty(),
@@ -172,26 +192,27 @@ fn refuse_unsupported(spec: &FindSpec<'_>) -> Result<()> {
 /// work is then one key lookup, so it runs on the connection's task: handing it to the blocking
 /// pool costs more than the lookup (two thread switches a read).
 pub fn is_point_read(shared: &Shared, req: &Request<'_>) -> bool {
-    let body = req.body;
-    let Some(Bson::String(coll)) = body.get("find") else {
+    let Ok(spec) = req.parsed.find() else {
         return false;
     };
-    let by_id = match body.get("filter") {
-        Some(Bson::Document(filter)) => match filter.iter().next() {
+    let by_id = match &spec.filter {
+        Some(filter) => match filter.iter().next() {
             Some((field, value)) if filter.len() == 1 && field == "_id" => !matches!(
                 value,
                 Bson::Document(_) | Bson::Array(_) | Bson::RegularExpression(_)
             ),
             _ => false,
         },
-        _ => false,
+        None => false,
     };
+    let coll = spec.collection();
     by_id
         && req.db != "local"
         && req.transaction.is_none()
-        && ["collation", "hint", "min", "max"]
-            .iter()
-            .all(|field| !body.contains_key(field))
+        && spec.collation.is_none()
+        && spec.hint.is_none()
+        && spec.min.is_none()
+        && spec.max.is_none()
         // A poisoned catalog sends the read the general way, where it fails with the error.
         && shared.engine.catalog().is_ok_and(|catalog| {
             catalog
@@ -201,12 +222,11 @@ pub fn is_point_read(shared: &Shared, req: &Request<'_>) -> bool {
 }
 
 pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
-    if let Some(Bson::String(coll)) = req.body.get("find") {
-        if super::oplog_reads::is_oplog(shared, req.db, coll) {
-            return find_in_oplog(shared, req);
-        }
+    let spec = req.parsed.find()?;
+    if super::oplog_reads::is_oplog(shared, req.db, spec.collection()) {
+        return find_in_oplog(shared, req);
     }
-    let mut args = FindArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
+    let mut args = FindArgs::parse(req.db, spec, shared.clock.now_datetime())?;
     args.read = args.read.under(&shared.config.profile);
     shared.counters.count(OpKind::Query, 1);
     let ns = format!("{}.{}", req.db, args.collection);
@@ -320,35 +340,11 @@ pub fn project(
     }))
 }
 
-/// A count that must not be negative (mongod's validator on `skip` and `batchSize`); `noun`
-/// names it in the error.
-fn non_negative(spec: &mut Spec<'_>, field: &str, noun: &str) -> Option<u64> {
-    let n = spec.i64(field)?;
-    if n < 0 {
-        spec.refuse(
-            field,
-            Error::bad_value(format!(
-                "{noun} value must be non-negative, but received: {n}"
-            )),
-        );
-        return None;
-    }
-    Some(n.unsigned_abs())
-}
-
 /// A `find` on `local.oplog.rs`, run as its aggregation.
 fn find_in_oplog(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> {
-    let body = Arc::new(super::oplog_reads::find_as_aggregate(req.body)?);
-    let aggregate = Request {
-        name: crate::command::CommandName::Aggregate,
-        db: req.db,
-        body: &body,
-        documents: None,
-        interrupt: Arc::clone(&req.interrupt),
-        session: req.session,
-        transaction: req.transaction.clone(),
-    };
-    match super::aggregate::aggregate(shared, &aggregate)? {
+    let body = super::oplog_reads::find_as_aggregate(req.body)?;
+    let spec = super::aggregate::AggregateSpec::read(&body)?;
+    match super::aggregate::aggregate(shared, req, &spec)? {
         crate::command::Reply::Raw(raw) => Ok(raw),
         crate::command::Reply::Document(doc) => bson::RawDocumentBuf::from_document(&doc)
             .map_err(|e| Error::internal(format!("cannot encode a reply: {e}"))),
@@ -359,7 +355,7 @@ fn find_in_oplog(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocument
 mod tests {
     use super::*;
     use crate::clock::ManualClock;
-    use crate::command::CommandName;
+    use crate::command::{CommandName, ParsedCommand};
     use crate::engine::Interrupt;
     use bson::{doc, Regex};
 
@@ -419,6 +415,7 @@ mod tests {
                 db: "db",
                 body: &body,
                 documents: None,
+                parsed: ParsedCommand::parse(CommandName::Find, &body).unwrap(),
                 interrupt: Interrupt::none(),
                 session: Default::default(),
                 transaction: None,
@@ -431,6 +428,7 @@ mod tests {
             db: "local",
             body: &body,
             documents: None,
+            parsed: ParsedCommand::parse(CommandName::Find, &body).unwrap(),
             interrupt: Interrupt::none(),
             session: Default::default(),
             transaction: None,

@@ -8,7 +8,7 @@
 //! does, less the expired documents not yet reaped (TTL-18).
 //! Opcounters: mongod counts these under `command` only, which dispatch already does.
 
-use crate::command::args::{check_fields, optional_doc, optional_i64, optional_str};
+use crate::command::spec::Spec;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_db_name};
 use crate::engine::exec::{Hint, ReadRequest};
@@ -19,17 +19,43 @@ use crate::query::path;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
-const COUNT_FIELDS: &[&str] = &[
-    "query",
-    "limit",
-    "skip",
-    "hint",
-    "collation",
-    "fields",
-    "encryptionInformation",
-    "mirrored",
-    "sampleId",
-];
+/// `count`'s own fields (mongod 7.0's `count.idl`), read in one pass by [`Spec`].
+#[derive(Debug, Default)]
+pub struct CountSpec {
+    collection: String,
+    query: Option<Document>,
+    limit: Option<i64>,
+    skip: Option<i64>,
+    hint: Option<Bson>,
+    collation: Option<Document>,
+}
+
+impl CountSpec {
+    /// Reads `cmd`: the first field's error first, then the first bad field by position.
+    pub fn read(cmd: &Document) -> Result<CountSpec> {
+        let collection = collection_arg(cmd.get("count"), "count")?.to_owned();
+        let mut spec = Spec::new("count", cmd);
+        let count = CountSpec {
+            collection,
+            query: spec.doc("query").cloned(),
+            limit: spec.i64("limit"),
+            skip: spec.i64("skip"),
+            hint: spec.take("hint").cloned(),
+            collation: spec.doc("collation").cloned(),
+        };
+        // `fields` is kept for old clients, `mirrored` and `sampleId` only mongod's own
+        // sampling sends: known, meaningless here.
+        for field in ["fields", "mirrored", "sampleId"] {
+            spec.take(field);
+        }
+        spec.finish()?;
+        Ok(count)
+    }
+
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+}
 
 /// A parsed `count`: the read request (with skip and limit) and its collection.
 pub struct CountArgs {
@@ -38,18 +64,15 @@ pub struct CountArgs {
 }
 
 impl CountArgs {
-    /// Parses `cmd`; `now` is `$$NOW` for the query's `$expr`s.
-    pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<CountArgs> {
-        check_fields(cmd, "count", COUNT_FIELDS)?;
-        let coll = collection_arg(cmd.get("count"), "count")?;
+    /// Compiles `spec`; `now` is `$$NOW` for the query's `$expr`s.
+    pub fn parse(db: &str, spec: &CountSpec, now: bson::DateTime) -> Result<CountArgs> {
+        let coll = spec.collection.as_str();
         validate_read_namespace(db, coll)?;
-        let filter_doc = optional_doc(cmd, "count", "query")?
-            .cloned()
-            .unwrap_or_default();
+        let filter_doc = spec.query.clone().unwrap_or_default();
         let mut read =
             ReadRequest::with_variables(filter_doc, crate::query::expr::Variables::new(now))?
-                .requested_collation(collation_arg(cmd, "count")?)?;
-        read.skip = match optional_i64(cmd, "count", "skip")? {
+                .requested_collation(collation_of(spec.collation.as_ref())?)?;
+        read.skip = match spec.skip {
             Some(n) if n < 0 => {
                 return Err(Error::new(
                     ErrorCode::Location51024,
@@ -59,10 +82,8 @@ impl CountArgs {
             n => n.unwrap_or(0).unsigned_abs(),
         };
         // A negative limit counts like its absolute value; 0 means no limit.
-        read.limit = optional_i64(cmd, "count", "limit")?
-            .map(i64::unsigned_abs)
-            .filter(|l| *l != 0);
-        read.hint = Hint::parse(cmd.get("hint"))?;
+        read.limit = spec.limit.map(i64::unsigned_abs).filter(|l| *l != 0);
+        read.hint = Hint::parse(spec.hint.as_ref())?;
         read.decode = false;
         read.count_only = true;
         Ok(CountArgs {
@@ -72,8 +93,8 @@ impl CountArgs {
     }
 }
 
-pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let args = CountArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
+pub fn count(shared: &Shared, req: &Request<'_>, spec: &CountSpec) -> Result<Document> {
+    let args = CountArgs::parse(req.db, spec, shared.clock.now_datetime())?;
     let view = shared.engine.read()?;
     let meta = view.collection(req.db, &args.collection);
     // mongod counts from the record store only without a hint: a hint makes it plan (and fail
@@ -101,8 +122,6 @@ pub fn count(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     Ok(doc! {"n": crate::command::reply_number::number(n), "ok": 1.0})
 }
 
-const DISTINCT_FIELDS: &[&str] = &["key", "query", "collation", "hint", "sampleId", "mirrored"];
-
 /// mongod's cap on the `values` array of a distinct reply.
 const DISTINCT_MAX_BYTES: usize = 16 * 1024 * 1024;
 
@@ -113,40 +132,71 @@ pub struct DistinctArgs {
     pub read: ReadRequest,
 }
 
-impl DistinctArgs {
-    /// Parses `cmd`; `now` is `$$NOW` for the query's `$expr`s.
-    pub fn parse(db: &str, cmd: &Document, now: bson::DateTime) -> Result<DistinctArgs> {
-        check_fields(cmd, "distinct", DISTINCT_FIELDS)?;
-        let coll = collection_arg(cmd.get("distinct"), "distinct")?;
-        validate_read_namespace(db, coll)?;
-        let key = optional_str(cmd, "distinct", "key")?.ok_or_else(|| {
-            Error::new(
-                ErrorCode::Location40414,
-                "BSON field 'distinct.key' is missing but a required field",
-            )
-        })?;
-        if key.is_empty() || key.split('.').any(str::is_empty) {
-            return Err(Error::bad_value(format!(
+/// `distinct`'s own fields (mongod 7.0's `distinct.idl`), read in one pass by [`Spec`].
+#[derive(Debug, Default)]
+pub struct DistinctSpec {
+    collection: String,
+    key: String,
+    query: Option<Document>,
+    hint: Option<Bson>,
+    collation: Option<Document>,
+}
+
+impl DistinctSpec {
+    /// Reads `cmd`: the first field's error first, then the first bad field by position, then
+    /// a missing `key` (40414).
+    pub fn read(cmd: &Document) -> Result<DistinctSpec> {
+        let collection = collection_arg(cmd.get("distinct"), "distinct")?.to_owned();
+        let mut spec = Spec::new("distinct", cmd);
+        let key = spec.str("key").unwrap_or_default().to_owned();
+        // An empty path or an empty part of one (`a..b`): mongod's FieldPath validator.
+        if key.split('.').any(str::is_empty) && matches!(cmd.get("key"), Some(Bson::String(_))) {
+            let error = Error::bad_value(format!(
                 "FieldPath field names may not be empty strings: '{key}'"
-            )));
+            ));
+            spec.refuse("key", error);
         }
-        let filter_doc = optional_doc(cmd, "distinct", "query")?
-            .cloned()
-            .unwrap_or_default();
+        let distinct = DistinctSpec {
+            collection,
+            key,
+            query: spec.doc("query").cloned(),
+            hint: spec.take("hint").cloned(),
+            collation: spec.doc("collation").cloned(),
+        };
+        // Only mongod's own sampling and mirroring send these: known, meaningless here.
+        for field in ["mirrored", "sampleId"] {
+            spec.take(field);
+        }
+        spec.require("key");
+        spec.finish()?;
+        Ok(distinct)
+    }
+
+    pub fn collection(&self) -> &str {
+        &self.collection
+    }
+}
+
+impl DistinctArgs {
+    /// Compiles `spec`; `now` is `$$NOW` for the query's `$expr`s.
+    pub fn parse(db: &str, spec: &DistinctSpec, now: bson::DateTime) -> Result<DistinctArgs> {
+        let coll = spec.collection.as_str();
+        validate_read_namespace(db, coll)?;
+        let filter_doc = spec.query.clone().unwrap_or_default();
         let mut read =
             ReadRequest::with_variables(filter_doc, crate::query::expr::Variables::new(now))?
-                .requested_collation(collation_arg(cmd, "distinct")?)?;
-        read.hint = Hint::parse(cmd.get("hint"))?;
+                .requested_collation(collation_of(spec.collation.as_ref())?)?;
+        read.hint = Hint::parse(spec.hint.as_ref())?;
         Ok(DistinctArgs {
             collection: coll.to_owned(),
-            key: path::split(key),
+            key: path::split(&spec.key),
             read,
         })
     }
 }
 
-pub fn distinct(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let args = DistinctArgs::parse(req.db, req.body, shared.clock.now_datetime())?;
+pub fn distinct(shared: &Shared, req: &Request<'_>, spec: &DistinctSpec) -> Result<Document> {
+    let args = DistinctArgs::parse(req.db, spec, shared.clock.now_datetime())?;
     let view = crate::command::transactions::read_view(shared, req)?;
     let meta = view.collection(req.db, &args.collection);
     // Values equal under the collation (the command's, else the collection's) are one value.
@@ -209,10 +259,10 @@ pub fn validate_read_namespace(db: &str, coll: &str) -> Result<()> {
     Ok(())
 }
 
-/// A command's `collation` argument: `None` when absent or empty (the collection's default
+/// A `collation` as a spec read it: `None` when absent or empty (the collection's default
 /// applies), else the parsed collation (`Some(None)`: the simple collation).
-pub fn collation_arg(cmd: &Document, command: &str) -> Result<Option<Option<Collation>>> {
-    match optional_doc(cmd, command, "collation")? {
+pub fn collation_of(collation: Option<&Document>) -> Result<Option<Option<Collation>>> {
+    match collation {
         None => Ok(None),
         Some(c) if c.is_empty() => Ok(None),
         Some(c) => Collation::parse(c).map(Some),

@@ -7,7 +7,7 @@
 //! authenticate (SASL), or where users are stored (the engine's catalog).
 
 use super::super::context::AuthenticatedUser;
-use super::super::{CommandName, Connection, Fact, Reply, Request, Shared};
+use super::super::{CommandName, Connection, Fact, ParsedCommand, Reply, Request, Shared};
 use crate::auth::roles::{self, Action, Resource, ResourcePattern};
 use crate::auth::RoleName;
 use crate::config::Config;
@@ -64,22 +64,22 @@ pub fn check(shared: &Shared, conn: &Connection, req: &Request<'_>) -> Result<Ac
         users: &users,
         localhost_exception: !shared.engine.catalog()?.has_users() && conn.peer.ip().is_loopback(),
     };
-    authorize(&caller, req.name, req.db, req.body)
+    authorize(&caller, req.name, req.db, (req.body, &req.parsed))
 }
 
-/// The decision for one command document.
+/// The decision for one command, as sent and as parsed.
 pub fn authorize(
     caller: &Caller<'_>,
     name: CommandName,
     db: &str,
-    body: &Document,
+    (body, parsed): (&Document, &ParsedCommand<'_>),
 ) -> Result<Access> {
     if name.has(Fact::WithoutAuth) {
         return Ok(Access::Allowed);
     }
     if caller.users.is_empty() {
         if caller.localhost_exception {
-            let needs = needs(name, db, body, 0);
+            let needs = needs(name, db, (body, parsed.stages()), 0);
             let allowed = !needs.is_empty()
                 && needs.iter().all(|(resource, actions)| {
                     actions.iter().any(|a| localhost_allows(resource, *a))
@@ -103,7 +103,7 @@ pub fn authorize(
     if let Some(access) = special(caller, &roles, name, db, body)? {
         return Ok(access);
     }
-    let needs = needs(name, db, body, 0);
+    let needs = needs(name, db, (body, parsed.stages()), 0);
     let allowed = needs.iter().all(|(resource, actions)| {
         actions
             .iter()
@@ -181,8 +181,15 @@ fn asks_only_about(caller: &Caller<'_>, db: &str, arg: Option<&Bson>) -> bool {
     }
 }
 
-/// The privileges a command needs, each as "one of these actions on this resource".
-fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> Vec<Need<'a>> {
+/// The privileges a command needs, each as "one of these actions on this resource". `stages`
+/// are an aggregate's as its parse read them; an explained aggregate (not parsed before it
+/// runs) has its stages read here.
+fn needs<'a>(
+    name: CommandName,
+    db: &'a str,
+    (body, stages): (&'a Document, Option<LitePipeline<'a>>),
+    depth: u8,
+) -> Vec<Need<'a>> {
     use Action as A;
     use CommandName as C;
     let cluster = |actions: &'static [Action]| vec![(Resource::Cluster, actions)];
@@ -225,7 +232,7 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
             needs
         }
         C::Aggregate => {
-            let pipeline = LitePipeline::of(body.get("pipeline"));
+            let pipeline = stages.unwrap_or_else(|| LitePipeline::of(body.get("pipeline")));
             let mut needs = match pipeline.first() {
                 Some("$collStats") => on_target(&[A::CollStats]),
                 Some("$indexStats") => on_target(&[A::IndexStats]),
@@ -240,7 +247,7 @@ fn needs<'a>(name: CommandName, db: &'a str, body: &'a Document, depth: u8) -> V
             Some(Bson::Document(inner)) if depth == 0 => {
                 match inner.keys().next().and_then(|n| CommandName::from_name(n)) {
                     Some(C::Explain) | None => on_target(&[A::Find]),
-                    Some(explained) => needs(explained, db, inner, depth + 1),
+                    Some(explained) => needs(explained, db, (inner, None), depth + 1),
                 }
             }
             _ => on_target(&[A::Find]),

@@ -24,7 +24,9 @@ fn decide(
         users,
         localhost_exception: localhost,
     };
-    authorize(&caller, name, db, body)
+    // Read once, as the envelope reads it before authorization.
+    let parsed = ParsedCommand::parse(name, body).unwrap();
+    authorize(&caller, name, db, (body, &parsed))
 }
 
 #[test]
@@ -168,7 +170,7 @@ fn commands_need_the_privileges_mongod_asks_for() {
         (
             &reader,
             "app",
-            doc! {"aggregate": "c", "pipeline": [{"$collStats": {}}]},
+            doc! {"aggregate": "c", "pipeline": [{"$collStats": {}}], "cursor": {}},
             true,
         ),
         (&reader, "app", doc! {"explain": {"find": "c"}}, true),
@@ -307,7 +309,7 @@ fn commands_need_the_privileges_mongod_asks_for() {
         (
             &monitor,
             "admin",
-            doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}]},
+            doc! {"aggregate": 1, "pipeline": [{"$currentOp": {}}], "cursor": {}},
             true,
         ),
         (&monitor, "admin", doc! {"killOp": 1, "op": 3}, false),

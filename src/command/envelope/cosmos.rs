@@ -7,7 +7,7 @@
 //! ([`crate::profile`]).
 
 use super::super::table::Fact;
-use super::super::{CommandName, Request, Shared};
+use super::super::{Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
 use crate::profile::refusal::refuse;
 use crate::profile::{Profile, Rule};
@@ -32,9 +32,9 @@ pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
     if profile.enforces(Rule::UnsupportedOperators) {
         crate::profile::operators::check(profile.version, req.body)?;
     }
-    if profile.enforces(Rule::UnsupportedStages) && req.name == CommandName::Aggregate {
-        if let Ok(pipeline) = req.body.get_array("pipeline") {
-            crate::profile::stages::check(profile.version, pipeline)?;
+    if profile.enforces(Rule::UnsupportedStages) {
+        if let Ok(aggregate) = req.parsed.aggregate() {
+            crate::profile::stages::check_stages(profile.version, &aggregate.pipeline)?;
         }
     }
     let retryable_write = req.session.txn_number.is_some() && req.session.transaction.is_none();

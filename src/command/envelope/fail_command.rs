@@ -5,10 +5,10 @@
 
 use super::super::state::failpoint::{namespace_of, Caller, FailCommand};
 use super::super::state::identity;
+use super::super::ParsedCommand;
 use super::super::{CommandName, Connection, Fact, Reply, Shared};
 use crate::engine::Interrupt;
 use crate::error::ErrorCode;
-use crate::pipeline::lite::LitePipeline;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
@@ -80,10 +80,10 @@ pub fn after(
     conn: &Connection,
     command: CommandName,
     db: &str,
-    body: &Document,
+    (body, parsed): (&Document, &ParsedCommand<'_>),
     reply: Reply,
 ) -> Reply {
-    if reply.is_error() || !supports_write_concern(command, body) {
+    if reply.is_error() || !supports_write_concern(command, parsed) {
         return reply;
     }
     let Some(data) = reach(shared, conn, command, db, body, |d| {
@@ -165,10 +165,10 @@ fn failure(code: i32, labels: Option<&Vec<Bson>>) -> Document {
 
 /// Commands that take a `writeConcern` (mongod's `supportsWriteConcern`): the writes, the
 /// catalog and user commands, and an `aggregate` ending in `$out` or `$merge`.
-fn supports_write_concern(command: CommandName, body: &Document) -> bool {
+fn supports_write_concern(command: CommandName, parsed: &ParsedCommand<'_>) -> bool {
     match command {
         CommandName::Aggregate => matches!(
-            LitePipeline::of(body.get("pipeline")).last(),
+            parsed.stages().and_then(|stages| stages.last()),
             Some("$out" | "$merge")
         ),
         other => other.has(Fact::WriteConcern),

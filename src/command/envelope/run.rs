@@ -12,7 +12,8 @@
 use super::super::generic::GenericArgs;
 use super::super::{
     args, cluster_fields, dispatch, failpoint, operation_session, replset, retryable, session_id,
-    session_registry, transactions, CommandName, Connection, Fact, Outcome, Request, Scope, Shared,
+    session_registry, transactions, CommandName, Connection, Fact, Outcome, ParsedCommand, Request,
+    Scope, Shared,
 };
 use super::{authz, cosmos, error_labels, fail_command};
 use crate::clock::Deadline;
@@ -125,9 +126,11 @@ async fn run(
             format!("{name} may only be run against the admin database."),
         ));
     }
+    // The command read once: every step below and the handler read this value.
+    let parsed = ParsedCommand::parse(command, body)?;
     let session = operation_session::parse(
         generic,
-        body,
+        parsed.stages().as_ref(),
         command,
         &conn.authenticated,
         shared.config.replication.enabled(),
@@ -158,6 +161,7 @@ async fn run(
         db,
         body,
         documents,
+        parsed,
         interrupt,
         session,
         transaction: None,
@@ -222,7 +226,7 @@ async fn run(
             reply.insert("ok", ok);
         }
     }
-    let reply = fail_command::after(shared, conn, command, db, body, reply);
+    let reply = fail_command::after(shared, conn, command, db, (body, &request.parsed), reply);
     Ok(Outcome::Reply(match access {
         authz::Access::Allowed => reply,
         authz::Access::OnlyDatabasesOf(roles) => authz::only_databases_of(&roles, reply),

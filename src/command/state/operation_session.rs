@@ -14,7 +14,7 @@ use super::identity::AuthenticatedUser;
 use super::session_id::SessionId;
 use crate::error::{Error, ErrorCode, Result};
 use crate::pipeline::lite::LitePipeline;
-use bson::{Bson, Document};
+use bson::Bson;
 
 /// The session fields of one command, once accepted.
 #[derive(Debug, Clone, Copy, Default)]
@@ -38,11 +38,8 @@ pub struct TransactionStatement {
 
 /// The stage of an `aggregate` a transaction may not run: one that writes (`$out`, `$merge`)
 /// or streams changes.
-fn stage_not_in_transaction(name: CommandName, body: &Document) -> Option<&str> {
-    if name != CommandName::Aggregate {
-        return None;
-    }
-    LitePipeline::of(body.get("pipeline"))
+fn stage_not_in_transaction<'p>(stages: Option<&LitePipeline<'p>>) -> Option<&'p str> {
+    stages?
         .names()
         .find(|stage| matches!(*stage, "$out" | "$merge" | "$changeStream"))
 }
@@ -51,11 +48,12 @@ fn invalid(message: &str) -> Error {
     Error::new(ErrorCode::InvalidOptions, message)
 }
 
-/// Checks the session fields of `generic`, taken from `body`, for command `name` on a connection authenticated
-/// as `users`; `replica_set` says whether this server is a replica set member.
+/// Checks the session fields of `generic` for command `name` (an aggregate's `stages` as its
+/// parse read them) on a connection authenticated as `users`; `replica_set` says whether this
+/// server is a replica set member.
 pub fn parse(
     generic: &GenericArgs<'_>,
-    body: &Document,
+    stages: Option<&LitePipeline<'_>>,
     name: CommandName,
     users: &[AuthenticatedUser],
     replica_set: bool,
@@ -117,7 +115,7 @@ pub fn parse(
                     ),
                 ));
             }
-            if let Some(stage) = stage_not_in_transaction(name, body) {
+            if let Some(stage) = stage_not_in_transaction(stages) {
                 return Err(Error::new(
                     ErrorCode::OperationNotSupportedInTransaction,
                     format!("{stage} cannot be used in a transaction"),
@@ -182,10 +180,20 @@ mod tests {
         users: &[AuthenticatedUser],
         replica_set: bool,
     ) -> Result<OperationSession> {
-        parse(&GenericArgs::take(body), body, name, users, replica_set)
+        // The bodies hold the session fields alone; an aggregate's stages, when a case has
+        // them, as its parse would name them.
+        let stages =
+            (name == CommandName::Aggregate).then(|| LitePipeline::of(body.get("pipeline")));
+        parse(
+            &GenericArgs::take(body),
+            stages.as_ref(),
+            name,
+            users,
+            replica_set,
+        )
     }
     use bson::spec::BinarySubtype;
-    use bson::{doc, Binary};
+    use bson::{doc, Binary, Document};
 
     fn lsid() -> Bson {
         Bson::Document(doc! {"id": Binary { subtype: BinarySubtype::Uuid, bytes: vec![3; 16] }})

@@ -400,6 +400,7 @@ mod tests {
             db: "d",
             body: &body,
             documents: Some(&raw),
+            parsed: crate::command::ParsedCommand::Other(&body),
             interrupt: Interrupt::none(),
             session: Default::default(),
             transaction: None,

@@ -13,13 +13,11 @@
 //! sub-pipeline, whatever collection it reads) compares strings under it.
 
 mod sources;
+mod spec;
 
 use super::cursor::first_batch_reply;
 use super::explain::plan::{explain_read, Root, Verbosity};
-use super::read::{collation_arg, validate_read_namespace};
-use crate::command::args::{
-    check_fields, documents_of, optional_bool, optional_doc, optional_i64, wrong_type,
-};
+use super::read::{collation_of, validate_read_namespace};
 use crate::command::{Reply, Request, Shared};
 use crate::engine::cursor::Item;
 use crate::engine::cursor::{Cursor, Held, DEFAULT_FIRST_BATCH};
@@ -32,27 +30,14 @@ use crate::query::collation::Collation;
 use crate::query::expr::value::Comparator;
 use crate::query::expr::Variables;
 use bson::{doc, Bson, Document};
+pub use spec::AggregateSpec;
 use std::sync::Arc;
 
-const FIELDS: &[&str] = &[
-    "pipeline",
-    "cursor",
-    "explain",
-    "allowDiskUse",
-    "bypassDocumentValidation",
-    "hint",
-    "collation",
-    "let",
-    "fromMongos",
-    "needsMerge",
-    "isMapReduceCommand",
-];
-
 /// A parsed aggregate command.
-struct AggregateArgs {
+struct AggregateArgs<'s> {
     collection: String,
     /// The pipeline as sent, for explain.
-    specs: Vec<Document>,
+    specs: &'s [Document],
     pipeline: Pipeline,
     /// The `let` variables and `$$NOW` the pipeline was compiled with.
     vars: Variables,
@@ -66,52 +51,31 @@ struct AggregateArgs {
 /// or no such collection).
 type DefaultCollation<'a> = dyn Fn(&str) -> Result<Option<Collation>> + 'a;
 
-impl AggregateArgs {
-    /// Parses `cmd`; `now` is `$$NOW`; `default_collation` gives a collection's default, which
-    /// applies when the command names no collation.
+impl<'s> AggregateArgs<'s> {
+    /// Compiles `spec`; `now` is `$$NOW`; `default_collation` gives a collection's default,
+    /// which applies when the command names no collation.
     fn parse(
         db: &str,
-        cmd: &Document,
+        spec: &'s AggregateSpec,
         now: bson::DateTime,
         default_collation: &DefaultCollation<'_>,
-    ) -> Result<AggregateArgs> {
-        check_fields(cmd, "aggregate", FIELDS)?;
-        let coll = match cmd.get("aggregate") {
-            Some(Bson::String(name)) => Some(name.as_str()),
-            Some(v)
-                if crate::query::compare::values_equal(v, &Bson::Int32(1))
-                    && crate::query::compare::is_number(v) =>
-            {
-                None
-            }
-            _ => return Err(Error::new(
-                ErrorCode::InvalidNamespace,
-                "Invalid command format: the 'aggregate' field must specify a collection name or 1",
-            )),
-        };
-        if !cmd.contains_key("pipeline") {
-            return Err(Error::new(
-                ErrorCode::Location40414,
-                "BSON field 'aggregate.pipeline' is missing but a required field",
-            ));
-        }
-        let specs: Vec<Document> = documents_of(cmd, "aggregate", "pipeline")?
-            .into_iter()
-            .cloned()
-            .collect();
-        let explain = optional_bool(cmd, "aggregate", "explain")?.unwrap_or(false);
-        let batch_size = cursor_batch_size(cmd, explain)?;
-        optional_bool(cmd, "aggregate", "bypassDocumentValidation")?;
-        let allow_disk_use = optional_bool(cmd, "aggregate", "allowDiskUse")?.unwrap_or(false);
-        let collation = match (collation_arg(cmd, "aggregate")?, coll) {
+    ) -> Result<AggregateArgs<'s>> {
+        let coll = spec.collection.as_deref();
+        let specs = spec.pipeline.as_slice();
+        let explain = spec.explain;
+        let batch_size = spec
+            .batch_size
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+        let allow_disk_use = spec.allow_disk_use;
+        let collation = match (collation_of(spec.collation.as_ref())?, coll) {
             (Some(given), _) => given,
             (None, Some(coll)) => default_collation(coll)?,
             (None, None) => None,
         };
         let vars = Variables::new(now)
             .with_comparator(Comparator::with_collation(collation))
-            .with_let(optional_doc(cmd, "aggregate", "let")?)?;
-        let pipeline = Pipeline::parse(&specs, &vars)?;
+            .with_let(spec.let_vars.as_ref())?;
+        let pipeline = Pipeline::parse(specs, &vars)?;
         // Source stages that read no collection run on the database: `{aggregate: 1}`.
         let on_database = match pipeline.first() {
             Some(Stage::CurrentOp(_)) => {
@@ -166,7 +130,7 @@ impl AggregateArgs {
             vars,
             explain,
             batch_size,
-            hint: Hint::parse(cmd.get("hint"))?,
+            hint: Hint::parse(spec.hint.as_ref())?,
             allow_disk_use,
         })
     }
@@ -177,12 +141,12 @@ impl AggregateArgs {
 pub fn explain(
     shared: &Shared,
     db: &str,
-    cmd: &Document,
+    spec: &AggregateSpec,
     verbosity: Verbosity,
     interrupt: Arc<Interrupt>,
 ) -> Result<Document> {
     let view = shared.engine.read()?;
-    let mut args = AggregateArgs::parse(db, cmd, shared.clock.now_datetime(), &|coll| {
+    let mut args = AggregateArgs::parse(db, spec, shared.clock.now_datetime(), &|coll| {
         default_collation(&view, db, coll)
     })?;
     if matches!(
@@ -221,16 +185,16 @@ pub fn explain(
     Ok(doc! {"explainVersion": version, "stages": out})
 }
 
-pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
+pub fn aggregate(shared: &Shared, req: &Request<'_>, spec: &AggregateSpec) -> Result<Reply> {
     let view = crate::command::transactions::read_view(shared, req)?;
-    let args = AggregateArgs::parse(req.db, req.body, shared.clock.now_datetime(), &|coll| {
+    let args = AggregateArgs::parse(req.db, spec, shared.clock.now_datetime(), &|coll| {
         default_collation(&view, req.db, coll)
     })?;
     if args.explain {
         let mut reply = explain(
             shared,
             req.db,
-            req.body,
+            spec,
             Verbosity::QueryPlanner,
             Arc::clone(&req.interrupt),
         )?;
@@ -311,29 +275,6 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>) -> Result<Reply> {
 fn default_collation(view: &ReadView, db: &str, coll: &str) -> Result<Option<Collation>> {
     match view.collection(db, coll) {
         Some(meta) => meta.default_collation(),
-        None => Ok(None),
-    }
-}
-
-/// `cursor: {batchSize}`: required unless explaining.
-fn cursor_batch_size(cmd: &Document, explain: bool) -> Result<Option<usize>> {
-    let cursor =
-        match cmd.get("cursor") {
-            None if explain => return Ok(None),
-            None => return Err(Error::failed_to_parse(
-                "The 'cursor' option is required, except for aggregate with the explain argument",
-            )),
-            Some(Bson::Document(c)) => c,
-            Some(other) => return Err(wrong_type("aggregate", "cursor", other, "object")),
-        };
-    let mut named = doc! {"cursor": 1};
-    named.extend(cursor.clone());
-    check_fields(&named, "aggregate.cursor", &["batchSize"])?;
-    match optional_i64(cursor, "aggregate.cursor", "batchSize")? {
-        Some(n) if n < 0 => Err(Error::bad_value(format!(
-            "BatchSize value must be non-negative, but received: {n}"
-        ))),
-        Some(n) => Ok(Some(usize::try_from(n).unwrap_or(usize::MAX))),
         None => Ok(None),
     }
 }

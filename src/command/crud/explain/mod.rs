@@ -11,8 +11,8 @@
 pub(super) mod plan;
 
 use self::plan::{count, explain_read, Root, Verbosity};
-use super::find::FindArgs;
-use super::read::{CountArgs, DistinctArgs};
+use super::find::{FindArgs, FindSpec};
+use super::read::{CountArgs, CountSpec, DistinctArgs, DistinctSpec};
 use super::{aggregate, write};
 use crate::command::admin::introspection::MONGODB_VERSION;
 use crate::command::args::check_fields;
@@ -38,7 +38,7 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let interrupt = Arc::clone(&req.interrupt);
     let mut reply = match name {
         "find" => {
-            let args = FindArgs::parse(db, inner, shared.clock.now_datetime())?;
+            let args = FindArgs::parse(db, &FindSpec::read(inner)?, shared.clock.now_datetime())?;
             let root = match inner.get("projection") {
                 Some(Bson::Document(p)) if !p.is_empty() && args.projection.is_some() => {
                     Root::Projected(p.clone())
@@ -55,11 +55,11 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             )?
         }
         "count" if fast_count(inner) => {
-            let args = CountArgs::parse(db, inner, shared.clock.now_datetime())?;
+            let args = CountArgs::parse(db, &CountSpec::read(inner)?, shared.clock.now_datetime())?;
             fast_count_explain(shared, (db, &args.collection), verbosity)?
         }
         "count" => {
-            let args = CountArgs::parse(db, inner, shared.clock.now_datetime())?;
+            let args = CountArgs::parse(db, &CountSpec::read(inner)?, shared.clock.now_datetime())?;
             explain_read(
                 shared,
                 (db, &args.collection),
@@ -70,7 +70,8 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
             )?
         }
         "distinct" => {
-            let args = DistinctArgs::parse(db, inner, shared.clock.now_datetime())?;
+            let spec = DistinctSpec::read(inner)?;
+            let args = DistinctArgs::parse(db, &spec, shared.clock.now_datetime())?;
             explain_read(
                 shared,
                 (db, &args.collection),
@@ -80,7 +81,10 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 interrupt,
             )?
         }
-        "aggregate" => aggregate::explain(shared, db, inner, verbosity, interrupt)?,
+        "aggregate" => {
+            let spec = aggregate::AggregateSpec::read(inner)?;
+            aggregate::explain(shared, db, &spec, verbosity, interrupt)?
+        }
         "update" | "delete" | "findAndModify" | "findandmodify" => {
             let (coll, read, root) =
                 write::explained_selection(name, db, inner, shared.clock.now_datetime())?;
