@@ -437,6 +437,44 @@ fn startup_warnings_follow_auth_and_binding() {
 }
 
 #[test]
+fn the_published_emulator_key_beyond_localhost_is_warned_about() {
+    let published = || Config {
+        cosmos_account: Some("localhost".into()),
+        ..Config::default()
+    };
+    let own_key = || Config {
+        cosmos_key: crate::config::Secret::new("my own key"),
+        ..published()
+    };
+    let no_account = || Config {
+        cosmos_account: None,
+        ..published()
+    };
+    // (configuration, auth, bind addresses, warned about the key)
+    let table: [(Config, bool, &[&str], bool); 7] = [
+        (published(), true, &["0.0.0.0"], true),
+        (published(), true, &["127.0.0.1", "10.0.0.5"], true),
+        (published(), true, &["127.0.0.1", "::1", "localhost"], false),
+        (published(), false, &["0.0.0.0"], false),
+        (own_key(), true, &["0.0.0.0"], false),
+        (no_account(), true, &["0.0.0.0"], false),
+        (published(), true, &["::"], true),
+    ];
+    for (mut config, auth, binds, want) in table {
+        config.auth = auth;
+        config.bind_ips = binds.iter().map(|b| b.to_string()).collect();
+        let warned = startup_warnings(&config, true)
+            .iter()
+            .any(|w| w.contains("the emulator's published key"));
+        assert_eq!(
+            warned, want,
+            "auth {auth}, {binds:?}, {:?}",
+            config.cosmos_account
+        );
+    }
+}
+
+#[test]
 fn pipeline_stages_need_privileges_on_what_they_read_and_write() {
     let reader = [user("app", "r", &[("read", "app")])];
     let writer = [user("app", "w", &[("readWrite", "app")])];
