@@ -418,7 +418,11 @@ fn shown_commands_are_bounded_and_hide_passwords() {
 
 #[test]
 fn startup_warnings_follow_auth_and_binding() {
-    let mut config = Config::default();
+    // No account user: its key has a warning of its own (the next test).
+    let mut config = Config {
+        cosmos_account: None,
+        ..Config::default()
+    };
     assert!(
         startup_warnings(&config, false).is_empty(),
         "loopback, auth off"
