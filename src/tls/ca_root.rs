@@ -53,8 +53,14 @@ mod tests {
     #[test]
     fn the_default_follows_the_platform_and_xdg_data_home() {
         let s = |v: &str| Some(OsString::from(v));
-        // (macOS, XDG_DATA_HOME, HOME, directory)
-        let table: [(bool, Option<OsString>, Option<OsString>, Option<&str>); 8] = [
+        /// (macOS, XDG_DATA_HOME, HOME, directory)
+        type Case = (
+            bool,
+            Option<OsString>,
+            Option<OsString>,
+            Option<&'static str>,
+        );
+        let table: [Case; 8] = [
             (
                 false,
                 None,

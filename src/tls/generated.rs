@@ -75,8 +75,9 @@ pub fn ensure(
         .write(true)
         .open(&lock_file)
         .map_err(|e| TlsError(format!("cannot open {}: {e}", lock_file.display())))?;
-    // Released when `lock` is dropped, at return.
-    lock.lock()
+    // Released when `lock` is closed, at return.
+    #[cfg(unix)]
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| TlsError(format!("cannot lock {}: {e}", lock_file.display())))?;
     let ca_file = ca_dir.join(CA_FILE);
     let ca_key_file = ca_dir.join(CA_KEY_FILE);
