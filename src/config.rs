@@ -112,6 +112,9 @@ pub struct TlsConfig {
     /// `allow_connections_without_certificates`.
     pub ca_file: Option<PathBuf>,
     pub allow_connections_without_certificates: bool,
+    /// Where the development CA lives (`--tls-ca-dir`, `MAYFLY_CAROOT`); `None`: the per-user
+    /// default (`tls::ca_root`).
+    pub ca_dir: Option<PathBuf>,
 }
 
 /// A configured secret (the Cosmos account key): `Debug` shows `<password>`, never the value.
@@ -151,6 +154,7 @@ impl std::fmt::Debug for TlsConfig {
                 "allow_connections_without_certificates",
                 &self.allow_connections_without_certificates,
             )
+            .field("ca_dir", &self.ca_dir)
             .finish()
     }
 }
@@ -216,7 +220,7 @@ pub struct Cli {
     /// cursor_memory_limit_mb, memory_limit_mb, max_no_timeout_cursors, auth,
     /// auth_failures_before_delay, auth_failure_delay_ms, cosmos_account, cosmos_key,
     /// tls_mode, tls_certificate_key_file, tls_certificate_key_file_password, tls_ca_file,
-    /// tls_allow_connections_without_certificates, repl_set, advertise_host, oplog_size_mb,
+    /// tls_allow_connections_without_certificates, tls_ca_dir, repl_set, advertise_host, oplog_size_mb,
     /// transaction_lifetime_limit_seconds, cache_size_gb, in_memory_size_gb, metrics_addr, compat, cosmos_version,
     /// cosmos_allow, cosmos_16mb, cosmos_retryable_writes, cosmos_throughput,
     /// cosmos_server_side_retry, cosmos_region).
@@ -355,7 +359,8 @@ pub struct Cli {
     )]
     pub cosmos_key: Option<String>,
     // TLS (mongod's net.tls): keep these together.
-    /// TLS for client connections: disabled, allowTLS, preferTLS or requireTLS. [default: disabled]
+    /// TLS for client connections: disabled, allowTLS, preferTLS or requireTLS. [default:
+    /// disabled; preferTLS with --compat cosmos]
     #[arg(
         long = "tlsMode",
         env = "MAYFLY_TLS_MODE",
@@ -395,6 +400,13 @@ pub struct Cli {
         env = "MAYFLY_TLS_ALLOW_CONNECTIONS_WITHOUT_CERTIFICATES"
     )]
     pub tls_allow_connections_without_certificates: bool,
+
+    /// The directory of the development CA (`ca.pem`, which clients trust once, and its key),
+    /// shared by every server of this user; `mayfly ca-path` prints the CA file. [default:
+    /// $XDG_DATA_HOME/mayfly/ca or ~/.local/share/mayfly/ca; macOS ~/Library/Application
+    /// Support/mayfly/ca]
+    #[arg(long = "tls-ca-dir", env = "MAYFLY_CAROOT", value_name = "DIR")]
+    pub tls_ca_dir: Option<PathBuf>,
 
     // Replication (mongod's `replication`): keep these together.
     /// Run as a one-member replica set of this name (mongod's `--replSet`), the primary:
@@ -554,6 +566,7 @@ pub struct FileConfig {
     pub tls_certificate_key_file_password: Option<String>,
     pub tls_ca_file: Option<PathBuf>,
     pub tls_allow_connections_without_certificates: Option<bool>,
+    pub tls_ca_dir: Option<PathBuf>,
     // Replication: keep these together.
     pub repl_set: Option<String>,
     pub advertise_host: Option<String>,
@@ -859,7 +872,16 @@ impl Config {
                     .unwrap_or_else(|| EMULATOR_COSMOS_KEY.to_owned()),
             ),
             tls: TlsConfig {
-                mode: cli.tls_mode.or(file.tls_mode).unwrap_or_default(),
+                // Every Cosmos DB connection string says `ssl=true`; plain clients are served
+                // too, on the same port.
+                mode: cli
+                    .tls_mode
+                    .or(file.tls_mode)
+                    .unwrap_or(if profile.is_cosmos() {
+                        TlsMode::PreferTls
+                    } else {
+                        TlsMode::Disabled
+                    }),
                 certificate_key_file: cli
                     .tls_certificate_key_file
                     .or(file.tls_certificate_key_file),
@@ -872,6 +894,7 @@ impl Config {
                     || file
                         .tls_allow_connections_without_certificates
                         .unwrap_or(false),
+                ca_dir: cli.tls_ca_dir.or(file.tls_ca_dir),
             },
             profile,
             replication: ReplicationConfig {
@@ -892,15 +915,18 @@ impl Config {
     }
 
     /// A configuration for tests: an ephemeral port on loopback, test commands on, no Cosmos
-    /// account user (tests that want it set `cosmos_account`).
+    /// account user (tests that want it set `cosmos_account`), and the development CA under
+    /// `dbpath` rather than in the user's home.
     pub fn for_tests(dbpath: &Path) -> Config {
-        Config {
+        let mut config = Config {
             port: 0,
             dbpath: dbpath.to_path_buf(),
             enable_test_commands: true,
             cosmos_account: None,
             ..Config::default()
-        }
+        };
+        config.tls.ca_dir = Some(dbpath.join("ca"));
+        config
     }
 }
 
@@ -1241,6 +1267,51 @@ mod tests {
         assert_eq!(c.tls.ca_file, Some(PathBuf::from("/ca.pem")));
         assert!(c.tls.allow_connections_without_certificates);
         assert!(Cli::try_parse_from(["mayfly", "--tlsMode", "requireSSL"]).is_err());
+    }
+
+    #[test]
+    fn the_cosmos_profile_serves_tls_and_plain_by_default_and_an_explicit_mode_wins() {
+        // (flags, config file, TLS mode)
+        let table: [(&[&str], &str, TlsMode); 6] = [
+            (&[], "", TlsMode::Disabled),
+            (&["--compat", "cosmos"], "", TlsMode::PreferTls),
+            (&[], "compat = \"cosmos\"", TlsMode::PreferTls),
+            (
+                &["--compat", "cosmos", "--tlsMode", "disabled"],
+                "",
+                TlsMode::Disabled,
+            ),
+            (
+                &["--compat", "cosmos"],
+                "tls_mode = \"requireTLS\"",
+                TlsMode::RequireTls,
+            ),
+            (&["--compat", "mongodb"], "", TlsMode::Disabled),
+        ];
+        for (args, file, want) in table {
+            let parsed: FileConfig = toml::from_str(file).unwrap();
+            let c = Config::resolve(parse(args), parsed, vec![]);
+            assert_eq!(c.tls.mode, want, "{args:?} {file:?}");
+            assert!(c.tls.validate().is_ok(), "{args:?} {file:?}");
+        }
+    }
+
+    #[test]
+    fn the_ca_directory_comes_from_the_flag_or_the_file() {
+        let c = Config::resolve(parse(&[]), FileConfig::default(), vec![]);
+        assert_eq!(c.tls.ca_dir, None, "the per-user default, chosen at start");
+        let file = || -> FileConfig { toml::from_str("tls_ca_dir = \"/file/ca\"").unwrap() };
+        let c = Config::resolve(parse(&[]), file(), vec![]);
+        assert_eq!(c.tls.ca_dir, Some(PathBuf::from("/file/ca")));
+        let c = Config::resolve(parse(&["--tls-ca-dir", "/flag/ca"]), file(), vec![]);
+        assert_eq!(c.tls.ca_dir, Some(PathBuf::from("/flag/ca")));
+        let dir = tempfile::tempdir().unwrap();
+        let c = Config::for_tests(dir.path());
+        assert_eq!(
+            c.tls.ca_dir,
+            Some(dir.path().join("ca")),
+            "tests never use the home"
+        );
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! The connection string the start-up log suggests: what a client on this machine puts in its
-//! URI to reach this server as configured — the Cosmos DB account's credentials when `--auth`
-//! is on (the key only when it is the emulator's published one; otherwise a `<key>`
-//! placeholder, since a configured key is never logged), and TLS with the generated CA file.
+//! The connection string the start-up log suggests: what a client on this machine pastes to
+//! reach this server as configured — the Cosmos DB account's credentials when `--auth` or the
+//! Cosmos profile is on (the key only when it is the emulator's published one; otherwise a
+//! `<key>` placeholder, since a configured key is never logged), the replica set, TLS with the
+//! generated CA file when TLS is required or preferred, and `retrywrites=false` when the
+//! Cosmos profile refuses retryable writes (drivers retry writes by default).
 
 use crate::config::{Config, TlsMode, EMULATOR_COSMOS_KEY};
+use crate::profile::Rule;
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -17,7 +20,10 @@ pub fn suggest(addr: SocketAddr, config: &Config, ca_file: Option<&Path>) -> Str
     } else {
         addr.ip().to_string()
     };
-    let credentials = match (&config.cosmos_account, config.auth) {
+    // The account user exists whenever it is configured; the Cosmos profile's string names it
+    // as the portal's does, and with `--auth` nothing connects without it.
+    let log_in = config.auth || config.profile.is_cosmos();
+    let credentials = match (&config.cosmos_account, log_in) {
         (Some(account), true) => {
             let key = config.cosmos_key.expose();
             let key = if key == EMULATOR_COSMOS_KEY {
@@ -43,6 +49,9 @@ pub fn suggest(addr: SocketAddr, config: &Config, ca_file: Option<&Path>) -> Str
                 percent_encode(&ca.display().to_string(), b"/:")
             ));
         }
+    }
+    if config.profile.enforces(Rule::RetryableWrites) {
+        options.push("retrywrites=false".to_owned());
     }
     let query = if options.is_empty() {
         String::new()
@@ -108,5 +117,46 @@ mod tests {
             suggest("10.1.2.3:27017".parse().unwrap(), &config, None),
             "mongodb://10.1.2.3:27017/?tls=true"
         );
+    }
+
+    #[test]
+    fn the_cosmos_profile_suggests_a_string_to_paste_as_is() {
+        use clap::Parser;
+        let addr: SocketAddr = "127.0.0.1:10255".parse().unwrap();
+        let ca = Path::new("/home/ann/.local/share/mayfly/ca/ca.pem");
+        let config = |args: &[&str]| {
+            let cli = crate::config::Cli::try_parse_from(
+                ["mayfly", "--compat", "cosmos"].iter().chain(args),
+            )
+            .unwrap();
+            Config::resolve(cli, crate::config::FileConfig::default(), vec![])
+        };
+        let emulator_key = "C2y6yDjf5%2FR%2Bob0N8A7Cgv30VRDJIWEHLM%2B4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw%2FJw%3D%3D";
+        // (flags, suggestion)
+        let table: [(&[&str], String); 5] = [
+            (
+                &[],
+                format!("mongodb://localhost:{emulator_key}@localhost:10255/?replicaSet=globaldb&tls=true&tlsCAFile={}&retrywrites=false", ca.display()),
+            ),
+            (
+                &["--cosmos-retryable-writes", "--auth"],
+                format!("mongodb://localhost:{emulator_key}@localhost:10255/?replicaSet=globaldb&tls=true&tlsCAFile={}", ca.display()),
+            ),
+            (
+                &["--cosmos-allow", "retryable-writes", "--tlsMode", "allowTLS"],
+                format!("mongodb://localhost:{emulator_key}@localhost:10255/?replicaSet=globaldb"),
+            ),
+            (
+                &["--tlsMode", "disabled", "--cosmos-account", "acct", "--cosmos-key", "k"],
+                "mongodb://acct:<key>@localhost:10255/?replicaSet=globaldb&retrywrites=false".to_owned(),
+            ),
+            (
+                &["--cosmos-account", "", "--replSet", "rs0"],
+                format!("mongodb://localhost:10255/?replicaSet=rs0&tls=true&tlsCAFile={}&retrywrites=false", ca.display()),
+            ),
+        ];
+        for (args, want) in table {
+            assert_eq!(suggest(addr, &config(args), Some(ca)), want, "{args:?}");
+        }
     }
 }

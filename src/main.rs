@@ -112,6 +112,7 @@ async fn run(config: Config) -> ExitCode {
     for warning in mayfly::command::startup_warnings(&shared.config, has_users) {
         tracing::warn!(tags = "startupWarnings", "{warning}");
     }
+    log_profile(&shared.config.profile);
     drop(shared);
     log_tls(&server);
     let shutdown = shutdown_signal();
@@ -137,6 +138,35 @@ async fn run(config: Config) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// With `--compat cosmos`, one line naming the profile, its version, the account capabilities
+/// on and the rules turned off: what a test run against this server checks.
+fn log_profile(profile: &mayfly::profile::Profile) {
+    if !profile.is_cosmos() {
+        return;
+    }
+    let capabilities = profile.capabilities();
+    let rules_off: Vec<&str> = profile.allowed.iter().map(|r| r.name()).collect();
+    let list = |items: &[&str]| {
+        if items.is_empty() {
+            "none".to_owned()
+        } else {
+            items.join(",")
+        }
+    };
+    tracing::info!(
+        version = %profile.version.version(),
+        max_wire_version = profile.max_wire_version(),
+        capabilities = %list(&capabilities),
+        rules_off = %list(&rules_off),
+        throughput_ru_s = profile.throughput,
+        region = profile.region().unwrap_or_default(),
+        "Cosmos DB profile on (--compat cosmos): Azure Cosmos DB for MongoDB (RU) {}; capabilities: {}; rules off (--cosmos-allow): {}",
+        profile.version.version(),
+        list(&capabilities),
+        list(&rules_off),
+    );
+}
+
 /// Says how clients reach the server over TLS; with development certificates, the CA file to
 /// trust and what to put in a connection string.
 fn log_tls(server: &Server) {
@@ -153,13 +183,13 @@ fn log_tls(server: &Server) {
     if let Some(dev) = &tls.dev {
         tracing::info!(
             ca_file = %dev.ca_file.display(),
-            "development TLS certificates: clients add tls=true&tlsCAFile={} (or, for a quick test, tls=true&tlsAllowInvalidCertificates=true) to the connection string",
+            "development TLS certificates: clients add tls=true&tlsCAFile={} (or, for a quick test, tls=true&tlsAllowInvalidCertificates=true) to the connection string; the CA is this user's, the same for every data directory and restart (`mayfly ca-path` prints it)",
             dev.ca_file.display()
         );
         if server.shared().config.storage == mayfly::config::StorageKind::Memory {
             tracing::info!(
                 dir = %dev.dir.display(),
-                "the development certificates are in a temporary directory, removed at exit"
+                "the server certificate is in a temporary directory, removed at exit"
             );
         }
     }

@@ -8,6 +8,7 @@ use crate::command::replset::{advertised_host, ReplicaSet};
 use crate::command::Shared;
 use crate::config::{Config, StorageKind};
 use crate::session;
+use crate::tls::accept::Transport;
 use crate::tls::{self, ServerTls};
 use std::future::Future;
 use std::io;
@@ -24,7 +25,7 @@ pub struct Server {
     /// The Prometheus endpoint's listener (`--metrics-addr`).
     metrics: Option<TcpListener>,
     shared: Arc<Shared>,
-    tls: Option<Arc<ServerTls>>,
+    transport: Arc<Transport>,
 }
 
 impl Server {
@@ -42,13 +43,13 @@ impl Server {
                 )
             })?;
         }
-        let tls = tls::setup(&config)
-            .map_err(|e| io::Error::other(format!("cannot set up TLS: {e}")))?
-            .map(Arc::new);
+        let tls =
+            tls::setup(&config).map_err(|e| io::Error::other(format!("cannot set up TLS: {e}")))?;
         if let Some(dev) = tls.as_ref().and_then(|t| t.dev.as_ref()) {
             if dev.generated_ca || dev.generated_server {
                 tracing::info!(
                     dir = %dev.dir.display(),
+                    ca_dir = %dev.ca_dir.display(),
                     ca = dev.generated_ca,
                     server = dev.generated_server,
                     "generated development TLS certificates"
@@ -95,7 +96,10 @@ impl Server {
             listeners,
             metrics,
             shared: Arc::new(shared),
-            tls,
+            transport: Arc::new(Transport {
+                tls,
+                reported: Default::default(),
+            }),
         })
     }
 
@@ -118,7 +122,7 @@ impl Server {
     /// The TLS side (`None` with `--tlsMode disabled`): the certificate served, and where
     /// generated development certificates are.
     pub fn tls(&self) -> Option<&ServerTls> {
-        self.tls.as_deref()
+        self.transport.tls.as_ref()
     }
 
     /// Serves until `shutdown` completes, then drains the connections and returns.
@@ -127,10 +131,10 @@ impl Server {
         let tracker = TaskTracker::new();
         for listener in self.listeners {
             let shared = Arc::clone(&self.shared);
-            let tls = self.tls.clone();
+            let transport = Arc::clone(&self.transport);
             let token = token.clone();
             let sessions = tracker.clone();
-            tracker.spawn(accept_loop(listener, shared, tls, token, sessions));
+            tracker.spawn(accept_loop(listener, shared, transport, token, sessions));
         }
         if let Some(limit) = self.shared.config.profile.request_time_limit() {
             tracker.spawn(crate::command::watch_request_time(
@@ -156,7 +160,7 @@ impl Server {
         tracker.close();
         tracker.wait().await;
         // Dropping the TLS side removes a memory server's temporary certificates.
-        drop(self.tls);
+        drop(self.transport);
         tracing::info!("shutdown complete");
     }
 
@@ -237,7 +241,7 @@ impl RunningServer {
 async fn accept_loop(
     listener: TcpListener,
     shared: Arc<Shared>,
-    tls: Option<Arc<ServerTls>>,
+    transport: Arc<Transport>,
     token: CancellationToken,
     sessions: TaskTracker,
 ) {
@@ -248,7 +252,7 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, peer)) => admit(stream, peer, &shared, &tls, &token, &sessions),
+            Ok((stream, peer)) => admit(stream, peer, &shared, &transport, &token, &sessions),
             Err(e) => {
                 // Usually EMFILE: back off instead of spinning.
                 tracing::error!(error = %e, "accept failed");
@@ -262,7 +266,7 @@ fn admit(
     stream: TcpStream,
     peer: SocketAddr,
     shared: &Arc<Shared>,
-    tls: &Option<Arc<ServerTls>>,
+    transport: &Arc<Transport>,
     token: &CancellationToken,
     sessions: &TaskTracker,
 ) {
@@ -287,11 +291,11 @@ fn admit(
         .connections_total_created
         .fetch_add(1, Ordering::Relaxed);
     let shared = Arc::clone(shared);
-    let tls = tls.clone();
+    let transport = Arc::clone(transport);
     let token = token.clone();
     sessions.spawn(async move {
         let guard = ConnectionSlot(Arc::clone(&shared));
-        session::serve(stream, shared, tls, token).await;
+        session::serve(stream, shared, transport, token).await;
         drop(guard);
     });
 }

@@ -29,8 +29,7 @@ use crate::engine::{Interrupt, KillReason};
 use crate::protocol::RawDocuments;
 use crate::protocol::Reply;
 use crate::status::CompressionCounters;
-use crate::tls::accept::{self, Opened};
-use crate::tls::ServerTls;
+use crate::tls::accept::{self, Opened, Transport};
 use crate::wire::{
     Compressor, Incoming, MessageCodec, MsgFlags, OpMsg, Outgoing, ReplyBody, Request, WireError,
 };
@@ -89,7 +88,7 @@ fn is_expected_probe(name: &str, code: i32) -> bool {
 pub async fn serve(
     stream: TcpStream,
     shared: Arc<Shared>,
-    tls: Option<Arc<ServerTls>>,
+    transport: Arc<Transport>,
     shutdown: CancellationToken,
 ) {
     let (Ok(peer), Ok(local)) = (stream.peer_addr(), stream.local_addr()) else {
@@ -109,7 +108,7 @@ pub async fn serve(
         let opened = tokio::select! {
             biased;
             _ = shutdown.cancelled() => Opened::Closed("server shutting down"),
-            opened = accept::open(stream, peer, tls.as_deref()) => opened,
+            opened = accept::open(stream, peer, &transport) => opened,
         };
         let reason = match opened {
             Opened::Closed(reason) => reason,

@@ -245,6 +245,25 @@ impl Profile {
         self.is_cosmos() && !self.allowed.contains(&rule)
     }
 
+    /// The account capabilities on, by their Azure names (each lifts a rule, or changes how
+    /// throttling answers), for the start-up log.
+    pub fn capabilities(&self) -> Vec<&'static str> {
+        let mut on = Vec::new();
+        if !self.is_cosmos() {
+            return on;
+        }
+        if self.allowed.contains(&Rule::DocumentSize) {
+            on.push("EnableMongo16MBDocumentSupport");
+        }
+        if self.allowed.contains(&Rule::RetryableWrites) {
+            on.push("EnableMongoRetryableWrites");
+        }
+        if self.server_side_retry {
+            on.push("DisableRateLimitingResponses");
+        }
+        on
+    }
+
     /// Whether requests are throttled to provisioned throughput.
     pub fn throttles(&self) -> bool {
         self.throughput.is_some() && self.enforces(Rule::Throttling)

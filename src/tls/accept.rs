@@ -2,8 +2,13 @@
 //! handshake, then refuse it, serve it plain, or complete the handshake (with a deadline, in the
 //! connection's own task, so a slow client never holds up the listener).
 //!
-//! The log lines are mongod's wording, at info level, once per connection.
+//! The log lines are mongod's wording followed by what to change. A refusal (a transport the
+//! server does not serve, a failed handshake) is logged at warn once per client address and
+//! reason, a plain client of a `preferTLS` server at info once per address: a driver retries
+//! for its whole server selection timeout, and the operator needs the explanation once, not a
+//! line a retry. Repeats go to debug.
 
+use super::mismatch::ReportedClients;
 use super::sniff::{self, Hello};
 use super::ServerTls;
 use crate::config::TlsMode;
@@ -34,8 +39,44 @@ pub enum Opened {
     Closed(&'static str),
 }
 
-/// Decides how `stream` is served under `tls` (`None`: `--tlsMode disabled`).
-pub async fn open(stream: TcpStream, peer: SocketAddr, tls: Option<&ServerTls>) -> Opened {
+/// How connections are opened: the TLS side (`None` with `--tlsMode disabled`) and the
+/// clients already told why theirs were refused.
+#[derive(Debug, Default)]
+pub struct Transport {
+    pub tls: Option<ServerTls>,
+    pub reported: ReportedClients,
+}
+
+/// What a refused or downgraded client is told, in the log.
+const TLS_TO_PLAIN: &str = "SSL handshake received but server is started without SSL support";
+const PLAIN_TO_TLS: &str = "The server is configured to only allow SSL connections";
+const PLAIN_PREFERRED: &str = "SSL mode is set to 'preferred' and connection is not using SSL";
+const HANDSHAKE_FAILED: &str = "TLS handshake failed";
+
+/// Logs `message` for `peer`: at warn (`refusal`) or info the first time for its address,
+/// at debug after that.
+fn report(
+    reported: &ReportedClients,
+    peer: SocketAddr,
+    refusal: bool,
+    message: &'static str,
+    advice: &str,
+    error: Option<&dyn std::fmt::Display>,
+) {
+    let error = error.map(ToString::to_string);
+    if !reported.first_report(peer.ip(), message) {
+        tracing::debug!(remote = %peer, error, "{message}");
+    } else if refusal {
+        tracing::warn!(remote = %peer, error, "{message}: {advice} (logged once per client address)");
+    } else {
+        tracing::info!(remote = %peer, "{message}: {advice} (logged once per client address)");
+    }
+}
+
+/// Decides how `stream` is served under the transport's TLS mode.
+pub async fn open(stream: TcpStream, peer: SocketAddr, transport: &Transport) -> Opened {
+    let tls = transport.tls.as_ref();
+    let reported = &transport.reported;
     let hello = match sniff::peek_hello(&stream).await {
         Ok(Some(hello)) => hello,
         Ok(None) => return Opened::Closed("client closed the connection"),
@@ -47,24 +88,36 @@ pub async fn open(stream: TcpStream, peer: SocketAddr, tls: Option<&ServerTls>) 
     match (hello, tls) {
         (Hello::Plain, None) => Opened::Plain(stream),
         (Hello::Tls, None) => {
-            tracing::info!(
-                remote = %peer,
-                "SSL handshake received but server is started without SSL support"
+            report(
+                reported,
+                peer,
+                true,
+                TLS_TO_PLAIN,
+                "the client's connection string asks for TLS (tls=true or ssl=true); remove it, or start mayfly with --tlsMode preferTLS to serve TLS and plain clients on this port",
+                None,
             );
             Opened::Closed("TLS handshake on a server without TLS")
         }
         (Hello::Plain, Some(tls)) => match tls.mode {
             TlsMode::RequireTls => {
-                tracing::info!(
-                    remote = %peer,
-                    "The server is configured to only allow SSL connections"
+                report(
+                    reported,
+                    peer,
+                    true,
+                    PLAIN_TO_TLS,
+                    "add tls=true (and tlsCAFile=<the CA file the start-up log names>) to the client's connection string, or start mayfly with --tlsMode preferTLS",
+                    None,
                 );
                 Opened::Closed("plain connection to a server that requires TLS")
             }
             TlsMode::PreferTls => {
-                tracing::info!(
-                    remote = %peer,
-                    "SSL mode is set to 'preferred' and connection is not using SSL"
+                report(
+                    reported,
+                    peer,
+                    false,
+                    PLAIN_PREFERRED,
+                    "served without TLS",
+                    None,
                 );
                 Opened::Plain(stream)
             }
@@ -79,7 +132,14 @@ pub async fn open(stream: TcpStream, peer: SocketAddr, tls: Option<&ServerTls>) 
                     Opened::Tls(Box::new(stream), version)
                 }
                 Ok(Err(e)) => {
-                    tracing::info!(remote = %peer, error = %e, "TLS handshake failed");
+                    report(
+                        reported,
+                        peer,
+                        true,
+                        HANDSHAKE_FAILED,
+                        "a client that does not trust the server's certificate gives up here; give it the CA file (tlsCAFile=<path>, the path `mayfly ca-path` prints for development certificates)",
+                        Some(&e),
+                    );
                     Opened::Closed("TLS handshake failed")
                 }
                 Err(_) => {

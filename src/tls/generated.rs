@@ -1,13 +1,16 @@
 //! Development certificates: when a TLS mode is on and no `--tlsCertificateKeyFile` is given,
-//! a self-signed CA and a server certificate it signs, kept in one directory and reused while
-//! they are good.
+//! a self-signed CA and a server certificate it signs, reused while they are good.
 //!
-//! Files: `ca.pem` (the CA certificate clients trust with `tlsCAFile`), `ca-key.pem` (its key)
-//! and `server.pem` (the server certificate, the CA certificate, the server key); the two
-//! holding keys are mode 0600. They are reused on later starts while the CA has more than
+//! The CA lives in the per-user CA directory (`ca_root`), shared by every server of that user:
+//! `ca.pem` (the certificate clients trust with `tlsCAFile`) and `ca-key.pem` (its key). The
+//! server certificate lives with the server (`<dbpath>/tls/server.pem`, or a temporary
+//! directory with `--storage memory`): the certificate, the CA certificate, the server key.
+//! Key files are mode 0600. They are reused on later starts while the CA has more than
 //! [`RENEW_BEFORE`] left and the server certificate verifies under it for every name it must
 //! carry for that long; otherwise the server certificate (and, when the CA itself is missing,
-//! unreadable or expiring, the CA) is generated again. Owns no sockets and no configuration.
+//! unreadable or expiring, the CA) is generated again. Servers starting together take turns
+//! through a lock file in the CA directory, so two never write a CA and a key that do not
+//! belong together. Owns no sockets and no configuration.
 
 use super::TlsError;
 use rcgen::{
@@ -35,11 +38,16 @@ const BACKDATE: i64 = DAY;
 pub const CA_FILE: &str = "ca.pem";
 pub const CA_KEY_FILE: &str = "ca-key.pem";
 pub const SERVER_FILE: &str = "server.pem";
+/// Held (an exclusive file lock) while a server reads or writes the CA.
+pub const LOCK_FILE: &str = "ca.lock";
 
 /// Where the development certificates are, and what happened to them at this start.
 #[derive(Debug, Clone)]
 pub struct DevCertificates {
+    /// The directory of the server certificate.
     pub dir: PathBuf,
+    /// The CA directory.
+    pub ca_dir: PathBuf,
     pub ca_file: PathBuf,
     pub server_file: PathBuf,
     /// Generated now rather than reused.
@@ -47,16 +55,36 @@ pub struct DevCertificates {
     pub generated_server: bool,
 }
 
-/// Makes sure `dir` holds a good CA and a server certificate naming every one of `names`
-/// (host names and IP addresses), valid at `now` (Unix seconds) for a while yet.
-pub fn ensure(dir: &Path, names: &[String], now: i64) -> Result<DevCertificates, TlsError> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| TlsError(format!("cannot create {}: {e}", dir.display())))?;
-    let ca_file = dir.join(CA_FILE);
-    let ca_key_file = dir.join(CA_KEY_FILE);
-    let server_file = dir.join(SERVER_FILE);
+/// Makes sure `ca_dir` holds a good CA and `server_dir` a server certificate it signs naming
+/// every one of `names` (host names and IP addresses), valid at `now` (Unix seconds) for a
+/// while yet. The two directories may be the same.
+pub fn ensure(
+    ca_dir: &Path,
+    server_dir: &Path,
+    names: &[String],
+    now: i64,
+) -> Result<DevCertificates, TlsError> {
+    for dir in [ca_dir, server_dir] {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| TlsError(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let lock_file = ca_dir.join(LOCK_FILE);
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_file)
+        .map_err(|e| TlsError(format!("cannot open {}: {e}", lock_file.display())))?;
+    // Released when `lock` is closed, at return.
+    #[cfg(unix)]
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| TlsError(format!("cannot lock {}: {e}", lock_file.display())))?;
+    let ca_file = ca_dir.join(CA_FILE);
+    let ca_key_file = ca_dir.join(CA_KEY_FILE);
+    let server_file = server_dir.join(SERVER_FILE);
     let mut certs = DevCertificates {
-        dir: dir.to_path_buf(),
+        dir: server_dir.to_path_buf(),
+        ca_dir: ca_dir.to_path_buf(),
         ca_file: ca_file.clone(),
         server_file: server_file.clone(),
         generated_ca: false,
@@ -251,7 +279,7 @@ mod tests {
     #[test]
     fn certificates_are_generated_once_then_reused() {
         let dir = tempfile::tempdir().unwrap();
-        let first = ensure(dir.path(), &names(), NOW).unwrap();
+        let first = ensure(dir.path(), dir.path(), &names(), NOW).unwrap();
         assert!(first.generated_ca && first.generated_server);
         let ca = std::fs::read(&first.ca_file).unwrap();
         let server = std::fs::read(&first.server_file).unwrap();
@@ -272,7 +300,7 @@ mod tests {
                 assert_eq!(mode & 0o777, 0o600, "{file}");
             }
         }
-        let again = ensure(dir.path(), &names(), NOW + DAY).unwrap();
+        let again = ensure(dir.path(), dir.path(), &names(), NOW + DAY).unwrap();
         assert!(!again.generated_ca && !again.generated_server);
         assert_eq!(std::fs::read(&again.ca_file).unwrap(), ca);
         assert_eq!(std::fs::read(&again.server_file).unwrap(), server);
@@ -281,30 +309,30 @@ mod tests {
     #[test]
     fn what_is_missing_expiring_or_lacking_a_name_is_generated_again() {
         let dir = tempfile::tempdir().unwrap();
-        ensure(dir.path(), &names(), NOW).unwrap();
+        ensure(dir.path(), dir.path(), &names(), NOW).unwrap();
         let ca = std::fs::read(dir.path().join(CA_FILE)).unwrap();
 
         // A new bind address: a new server certificate under the same CA.
         let mut more = names();
         more.push("10.1.2.3".to_owned());
-        let c = ensure(dir.path(), &more, NOW).unwrap();
+        let c = ensure(dir.path(), dir.path(), &more, NOW).unwrap();
         assert!(!c.generated_ca && c.generated_server);
         assert_eq!(std::fs::read(dir.path().join(CA_FILE)).unwrap(), ca);
 
         // The server certificate near its end: renewed, same CA.
-        let c = ensure(dir.path(), &more, NOW + SERVER_VALIDITY - DAY).unwrap();
+        let c = ensure(dir.path(), dir.path(), &more, NOW + SERVER_VALIDITY - DAY).unwrap();
         assert!(!c.generated_ca && c.generated_server);
 
         // The server file unreadable: generated again.
         std::fs::write(dir.path().join(SERVER_FILE), "garbage").unwrap();
-        let c = ensure(dir.path(), &more, NOW).unwrap();
+        let c = ensure(dir.path(), dir.path(), &more, NOW).unwrap();
         assert!(!c.generated_ca && c.generated_server);
 
         // The CA near its end, or gone: everything again.
-        let c = ensure(dir.path(), &more, NOW + CA_VALIDITY - DAY).unwrap();
+        let c = ensure(dir.path(), dir.path(), &more, NOW + CA_VALIDITY - DAY).unwrap();
         assert!(c.generated_ca && c.generated_server);
         std::fs::remove_file(dir.path().join(CA_KEY_FILE)).unwrap();
-        let c = ensure(dir.path(), &more, NOW).unwrap();
+        let c = ensure(dir.path(), dir.path(), &more, NOW).unwrap();
         assert!(c.generated_ca && c.generated_server);
         assert_ne!(std::fs::read(dir.path().join(CA_FILE)).unwrap(), ca);
     }
@@ -312,7 +340,7 @@ mod tests {
     #[test]
     fn the_server_certificate_names_every_address() {
         let dir = tempfile::tempdir().unwrap();
-        let c = ensure(dir.path(), &names(), NOW).unwrap();
+        let c = ensure(dir.path(), dir.path(), &names(), NOW).unwrap();
         let ca = std::fs::read_to_string(&c.ca_file).unwrap();
         for name in names() {
             assert!(
@@ -326,5 +354,43 @@ mod tests {
             &["other.example".to_owned()],
             NOW
         ));
+    }
+
+    #[test]
+    fn servers_of_one_user_share_one_ca_and_race_safely() {
+        let ca_dir = tempfile::tempdir().unwrap();
+        let servers: Vec<tempfile::TempDir> =
+            (0..4).map(|_| tempfile::tempdir().unwrap()).collect();
+        // Four servers start at once on a fresh CA directory: one generates the CA, the
+        // others wait for the lock and sign with it.
+        let made: Vec<DevCertificates> = std::thread::scope(|scope| {
+            let handles: Vec<_> = servers
+                .iter()
+                .map(|server| {
+                    let ca_dir = ca_dir.path();
+                    scope.spawn(move || ensure(ca_dir, server.path(), &names(), NOW).unwrap())
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(made.iter().filter(|c| c.generated_ca).count(), 1);
+        let ca = std::fs::read_to_string(ca_dir.path().join(CA_FILE)).unwrap();
+        for (certs, server) in made.iter().zip(&servers) {
+            assert_eq!(certs.ca_file, ca_dir.path().join(CA_FILE));
+            assert_eq!(certs.server_file, server.path().join(SERVER_FILE));
+            assert!(certs.generated_server);
+            assert!(server_is_good(&certs.server_file, &ca, &names(), NOW));
+            assert!(
+                !server.path().join(CA_FILE).exists(),
+                "no CA beside the server"
+            );
+        }
+        // A later start of any of them reuses everything.
+        let again = ensure(ca_dir.path(), servers[0].path(), &names(), NOW + DAY).unwrap();
+        assert!(!again.generated_ca && !again.generated_server);
+        assert_eq!(
+            std::fs::read_to_string(ca_dir.path().join(CA_FILE)).unwrap(),
+            ca
+        );
     }
 }

@@ -7,8 +7,10 @@
 //! (`server`) nor the request loop (`session`), which runs the same over either stream.
 
 pub mod accept;
+pub mod ca_root;
 pub mod generated;
 pub mod keys;
+pub mod mismatch;
 pub mod sniff;
 
 use crate::config::{Config, StorageKind, TlsConfig, TlsMode};
@@ -51,8 +53,10 @@ impl std::fmt::Debug for ServerTls {
 }
 
 /// Builds the TLS side from the configuration; `None` when `--tlsMode disabled`. Generates
-/// (or reuses) development certificates when no certificate file is given: under
-/// `<dbpath>/tls/`, or with `--storage memory` in a temporary directory.
+/// (or reuses) development certificates when no certificate file is given: the CA in the
+/// per-user CA directory (`ca_root`; the server's own directory when there is no home), the
+/// server certificate under `<dbpath>/tls/`, or with `--storage memory` in a temporary
+/// directory.
 pub fn setup(config: &Config) -> Result<Option<ServerTls>, TlsError> {
     let tls = &config.tls;
     tls.validate().map_err(|e| TlsError(e.to_string()))?;
@@ -62,7 +66,7 @@ pub fn setup(config: &Config) -> Result<Option<ServerTls>, TlsError> {
     let (certificate_file, dev, temporary) = match &tls.certificate_key_file {
         Some(file) => (file.clone(), None, None),
         None => {
-            let (dir, temporary) = match config.storage {
+            let (server_dir, temporary) = match config.storage {
                 StorageKind::Disk => (config.dbpath.join("tls"), None),
                 StorageKind::Memory => {
                     let temp = tempfile::Builder::new()
@@ -76,7 +80,11 @@ pub fn setup(config: &Config) -> Result<Option<ServerTls>, TlsError> {
             };
             // Certificates are dated by wall time, whatever clock the server runs on.
             let now = crate::clock::Clock::now_secs(&crate::clock::SystemClock::new());
-            let dev = generated::ensure(&dir, &certificate_names(config), now)?;
+            let ca_dir = ca_root::dir(tls.ca_dir.as_deref()).unwrap_or_else(|| server_dir.clone());
+            let dev = generated::ensure(&ca_dir, &server_dir, &certificate_names(config), now)?;
+            if ca_dir != server_dir {
+                remove_data_directory_ca(&server_dir, &dev.ca_file);
+            }
             (dev.server_file.clone(), Some(dev), temporary)
         }
     };
@@ -96,6 +104,26 @@ pub fn setup(config: &Config) -> Result<Option<ServerTls>, TlsError> {
             && !tls.allow_connections_without_certificates,
         _temporary: temporary,
     }))
+}
+
+/// Removes a CA that an earlier version generated beside the server certificate: it no longer
+/// signs anything, and a client told to trust it would fail its handshake.
+fn remove_data_directory_ca(server_dir: &std::path::Path, ca_file: &std::path::Path) {
+    for name in [generated::CA_FILE, generated::CA_KEY_FILE] {
+        let stale = server_dir.join(name);
+        if stale.exists() {
+            match std::fs::remove_file(&stale) {
+                Ok(()) => tracing::info!(
+                    removed = %stale.display(),
+                    ca_file = %ca_file.display(),
+                    "removed the data directory's own development CA file: the server's certificate is now signed by the per-user CA"
+                ),
+                Err(e) => {
+                    tracing::warn!(file = %stale.display(), error = %e, "cannot remove an unused development CA file")
+                }
+            }
+        }
+    }
 }
 
 /// The names a development server certificate carries: loopback, the host name, and every

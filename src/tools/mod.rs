@@ -1,14 +1,16 @@
 //! The offline tools, subcommands of the `mayfly` binary that work on a stopped data directory:
 //! `dump` (an archive of its databases), `restore` (an archive back into a directory),
 //! `check` (every journal and table against its checksums, then the `validate` structure check
-//! of every collection) and `repair` (salvage what is readable of a damaged directory).
+//! of every collection) and `repair` (salvage what is readable of a damaged directory); and
+//! `ca-path`, which prints where the development CA file is (`ca_path`).
 //!
-//! Each takes the data directory's lock, as a server does, so none runs beside a server on the
+//! Each tool on a data directory takes the data directory's lock, as a server does, so none runs beside a server on the
 //! same directory. Owns: the subcommands' arguments, the archive format (`archive`), and the
 //! exit status. Does not own: the checks (`engine::validate`) or how records are written
 //! (`engine::collection`): the tools go through the engine like a server.
 
 pub mod archive;
+pub mod ca_path;
 pub mod check;
 pub mod dump;
 pub mod files;
@@ -50,6 +52,11 @@ pub enum Tool {
     /// the directory as `check` does; exits 1 when it is still not valid. Copy the directory
     /// somewhere safe first.
     Repair(repair::RepairArgs),
+    /// Print the path of the development CA file that clients trust (`tlsCAFile`).
+    ///
+    /// One CA per user, shared by every server that generates development certificates, in
+    /// the directory `--tls-ca-dir` (or `MAYFLY_CAROOT`) names.
+    CaPath(ca_path::CaPathArgs),
 }
 
 /// Why a tool failed.
@@ -78,6 +85,7 @@ pub fn run(tool: Tool) -> ExitCode {
         Tool::Restore(args) => restore::run(&args).map(|()| true),
         Tool::Check(args) => check::run(&args),
         Tool::Repair(args) => repair::run(&args),
+        Tool::CaPath(args) => ca_path::run(&args).map(|()| true),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

@@ -26,7 +26,16 @@ changed only in host and port (and the CA file to trust), and runs CRUD. A clien
 connect fails its scenario. Then the Cosmos profile: a server with `--compat cosmos` (and
 `--cosmos-throughput`) that pymongo (cosmos/profile.py) and mongosh (cosmos/profile.js) reach
 with the portal's string, and one with `--cosmos-version 3.6` that the Node.js driver, newer
-than such an account, must refuse to talk to (cosmos/old_account.mjs). Ends with the line "N passed, N failed, N skipped": a scenario is
+than such an account, must refuse to talk to (cosmos/old_account.mjs).
+
+Then the Cosmos profile out of the box (`--compat cosmos` and nothing else about TLS): the
+portal's string and the emulator's documented string, unchanged but for host and port, with
+the CA trusted the documented way (the string's tlsCAFile, or the driver's tlsCAFile option),
+connect and write (cosmos/connect.*); the string the start-up log prints, pasted as is, does
+too; and a `--storage memory` server started three times keeps the same CA file. The CA
+directory is a temporary one (MAYFLY_CAROOT), found with `mayfly ca-path`.
+
+`--only cosmos-connection` runs just that last part. Ends with the line "N passed, N failed, N skipped": a scenario is
 skipped only when MAYFLY_CLIENTS_SKIP names it (debian_drivers.py); run it with the virtual
 environment's Python (.venv/bin/python), which has the bson module the wire recorder decodes with.
 """
@@ -327,16 +336,113 @@ def cosmos_servers(binary, tmp):
     )
 
 
+def connect_scenarios():
+    """Each client connects with MAYFLY_URI (and MAYFLY_CA_OPTION as its driver option) and
+    writes (cosmos/connect.*)."""
+    cosmos = HERE / "cosmos"
+
+    def mongosh(uri, env):
+        ca = env.get("MAYFLY_CA_OPTION")
+        option = ["--tls", "--tlsCAFile", ca] if ca else []
+        return run([str(NODE), str(MONGOSH), uri, *option, "--quiet", "--file", str(cosmos / "connect.js")], env)
+
+    yield "mongosh", mongosh
+    yield "node", lambda uri, env: run([str(NODE), str(cosmos / "connect.mjs")], env)
+    yield "pymongo", lambda uri, env: run([str(PYTHON), str(cosmos / "connect.py")], env)
+
+
+def printed_uri(log_path):
+    """The connection string the server's start-up log prints ("connect with")."""
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        for line in open(log_path):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if event.get("msg") == "connect with":
+                return event["attr"]["uri"]
+        time.sleep(0.1)
+    return None
+
+
+def ca_path(binary):
+    """`mayfly ca-path`: the CA file (under MAYFLY_CAROOT)."""
+    return subprocess.run([binary, "ca-path"], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def cosmos_connection(binary, tmp):
+    """The Cosmos profile out of the box; returns (passed, failed)."""
+    passed = failed = 0
+    account = ["--cosmos-account", COSMOS_ACCOUNT, "--cosmos-key", COSMOS_KEY]
+    ca = ca_path(binary)
+    servers = [
+        ("portal string", ["--compat", "cosmos", *account], COSMOS_ACCOUNT,
+         lambda port: portal_uri(port, ca), {}),
+        ("emulator string", ["--compat", "cosmos"], "localhost",
+         lambda port: EMULATOR_URI.replace(":10255/", f":{port}/"),
+         {"MAYFLY_CA_OPTION": ca, "MAYFLY_EXPECT_RETRYABLE_REFUSAL": "1"}),
+    ]
+    # Three starts of a memory server (a start and two restarts), the CA trusted once.
+    for start in range(3):
+        servers.append((f"printed string, --storage memory start {start + 1}",
+                        ["--compat", "cosmos", "--storage", "memory"], "localhost", None, {}))
+    first_ca = None
+    for n, (name, args, account_name, uri_for, extra) in enumerate(servers):
+        dbpath = os.path.join(tmp, f"cosmos-connection-{n}")
+        log_path = os.path.join(tmp, f"cosmos-connection-{n}.log")
+        proc, port = start_server(binary, dbpath, log_path, args)
+        try:
+            uri = uri_for(port) if uri_for else printed_uri(log_path)
+            if uri is None:
+                failed += 1
+                print(f"FAIL {name}: no 'connect with' line\n" + open(log_path).read()[-4000:], flush=True)
+                continue
+            env = dict(os.environ, **extra, MAYFLY_URI=uri, MAYFLY_ACCOUNT=account_name,
+                       DO_NOT_TRACK="1", MONGOSH_NO_UPDATE_CHECK="1")
+            named = ((f"cosmos/connect ({client}) with the {name} against --compat cosmos", s)
+                     for client, s in connect_scenarios())
+            ok, bad, _ = run_all(named, uri, env)
+            passed, failed = passed + ok, failed + bad
+            content = open(ca, "rb").read()
+            if first_ca is None:
+                first_ca = content
+            elif content == first_ca:
+                passed += 1
+                print(f"PASS the CA file is unchanged after the {name}", flush=True)
+            else:
+                failed += 1
+                print(f"FAIL the CA file changed at the {name}", flush=True)
+        finally:
+            failure = stop_server(proc, log_path)
+        if failure is not None:
+            failed += 1
+            print(f"FAIL {name}: {failure}", flush=True)
+    return passed, failed
+
+
 def main():
     # Imported here: tests/crudspec/run.py loads this file for its server start and stop, from
     # elsewhere, and needs none of the drivers.
     import debian_drivers
 
-    binary = os.path.abspath(sys.argv[1])
+    import argparse
+    parser = argparse.ArgumentParser(description="Runs the real-client scenarios against mayfly.")
+    parser.add_argument("binary", help="path to the mayfly binary")
+    parser.add_argument("--only", choices=["cosmos-connection"],
+                        help="run only this part (the Cosmos profile out of the box)")
+    args = parser.parse_args()
+    binary = os.path.abspath(args.binary)
     for tool in (NODE, MONGOSH, PYTHON):
         if not tool.exists():
             sys.exit(f"{tool} is missing: run tests/clients/setup.sh first")
     with tempfile.TemporaryDirectory() as tmp:
+        # The development CA goes to a temporary directory, never the user's home.
+        os.environ["MAYFLY_CAROOT"] = os.path.join(tmp, "ca")
+        if args.only == "cosmos-connection":
+            passed, failed = cosmos_connection(binary, tmp)
+            print(f"{passed} passed, {failed} failed, 0 skipped")
+            sys.exit(1 if failed else 0)
         log_path = os.path.join(tmp, "mayfly.log")
         proc, port = start_server(binary, os.path.join(tmp, "data"), log_path)
         uri = f"mongodb://127.0.0.1:{port}/test"
@@ -370,7 +476,7 @@ def main():
             dbpath = os.path.join(tmp, f"cosmos-{n}")
             log_path = os.path.join(tmp, f"cosmos-{n}.log")
             proc, port = start_server(binary, dbpath, log_path, args)
-            ca = os.path.join(dbpath, "tls", "ca.pem")
+            ca = ca_path(binary)
             uri = uri_for(port, ca)
             env = dict(
                 os.environ,
@@ -390,6 +496,8 @@ def main():
             if failure is not None:
                 failed += 1
                 print(f"FAIL {server}: {failure}", flush=True)
+        ok, bad = cosmos_connection(binary, tmp)
+        passed, failed = passed + ok, failed + bad
     print(f"{passed} passed, {failed} failed, {skipped} skipped")
     sys.exit(1 if failed else 0)
 

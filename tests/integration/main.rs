@@ -22,6 +22,7 @@ mod collation;
 mod command_fields;
 mod concurrency;
 mod cosmos_accounts;
+mod cosmos_connection;
 mod cosmos_profile;
 mod crud_read;
 mod crud_write;

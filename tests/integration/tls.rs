@@ -32,8 +32,9 @@ async fn start(mode: TlsMode, adjust: impl FnOnce(&mut Config)) -> TestServer {
     .await
 }
 
+/// The development CA: in the CA directory `Config::for_tests` puts under the dbpath.
 fn generated_ca(server: &TestServer) -> PathBuf {
-    server.dbpath().join("tls").join("ca.pem")
+    server.dbpath().join("ca").join("ca.pem")
 }
 
 /// A driver client for `server` with `params` appended to the connection string; server
@@ -171,7 +172,8 @@ async fn a_memory_server_keeps_its_certificates_in_a_temporary_directory() {
     let dev = bound.tls().unwrap().dev.clone().unwrap();
     assert!(!dev.dir.starts_with(dbpath.path()));
     assert!(!dbpath.path().join("tls").exists());
-    assert!(dev.ca_file.exists());
+    assert_eq!(dev.ca_file, dbpath.path().join("ca").join("ca.pem"));
+    let ca = std::fs::read(&dev.ca_file).unwrap();
     let running = bound.spawn();
     let uri = format!(
         "mongodb://{}/?directConnection=true&tls=true&tlsCAFile={}",
@@ -183,6 +185,35 @@ async fn a_memory_server_keeps_its_certificates_in_a_temporary_directory() {
     ping(&Client::with_options(options).unwrap()).await.unwrap();
     running.shutdown().await;
     assert!(!dev.dir.exists(), "{} was left behind", dev.dir.display());
+    // The CA is the user's, not the server's: the next memory server signs with it.
+    let mut config = Config::for_tests(dbpath.path());
+    config.storage = StorageKind::Memory;
+    config.tls.mode = TlsMode::RequireTls;
+    let again = Server::bind(config, Arc::new(SystemClock::new()))
+        .await
+        .unwrap();
+    let dev_again = again.tls().unwrap().dev.clone().unwrap();
+    assert!(!dev_again.generated_ca && dev_again.generated_server);
+    assert_ne!(dev_again.dir, dev.dir);
+    assert_eq!(std::fs::read(&dev_again.ca_file).unwrap(), ca);
+}
+
+#[tokio::test]
+async fn a_ca_an_earlier_version_left_in_the_data_directory_is_removed() {
+    let dbpath = tempfile::tempdir().unwrap();
+    let old = dbpath.path().join("tls");
+    std::fs::create_dir_all(&old).unwrap();
+    std::fs::write(old.join("ca.pem"), "an old CA").unwrap();
+    std::fs::write(old.join("ca-key.pem"), "its key").unwrap();
+    let mut config = Config::for_tests(dbpath.path());
+    config.tls.mode = TlsMode::RequireTls;
+    let bound = Server::bind(config, Arc::new(SystemClock::new()))
+        .await
+        .unwrap();
+    let dev = bound.tls().unwrap().dev.clone().unwrap();
+    assert_eq!(dev.server_file, old.join("server.pem"));
+    assert!(!old.join("ca.pem").exists() && !old.join("ca-key.pem").exists());
+    assert!(dev.ca_file.exists());
 }
 
 /// A CA, and certificates it signs, made in the test as a user would bring them.

@@ -562,7 +562,8 @@ pub fn only_databases_of(roles: &[RoleName], reply: Reply) -> Reply {
 }
 
 /// The start-up warnings about access control, as mongod logs them: access control off on a
-/// server reachable from other hosts, or on with no user to log in as.
+/// server reachable from other hosts, on with no user to log in as, or on with the Cosmos DB
+/// account user's password the emulator's published key while other hosts can reach it.
 pub fn startup_warnings(config: &Config, has_users: bool) -> Vec<String> {
     let mut warnings = Vec::new();
     let loopback_only = config.bind_ips.iter().all(|ip| {
@@ -576,6 +577,17 @@ pub fn startup_warnings(config: &Config, has_users: bool) -> Vec<String> {
             "Access control is not enabled for the database. Read and write access to data and configuration is unrestricted"
                 .to_owned(),
         );
+    }
+    let published_key = config.cosmos_key.expose() == crate::config::EMULATOR_COSMOS_KEY;
+    if let (true, false, true, Some(account)) = (
+        config.auth,
+        loopback_only,
+        published_key,
+        config.cosmos_account.as_deref(),
+    ) {
+        warnings.push(format!(
+            "Access control is enabled, but the Cosmos DB account user '{account}' (role root) has the emulator's published key as its password and the server listens beyond localhost: anyone who can reach it can log in as root. Set your own key with --cosmos-key or MAYFLY_COSMOS_KEY, turn the account off with --cosmos-account '', or bind to localhost only"
+        ));
     }
     if config.auth && !has_users {
         warnings.push(

@@ -420,7 +420,11 @@ fn shown_commands_are_bounded_and_hide_passwords() {
 
 #[test]
 fn startup_warnings_follow_auth_and_binding() {
-    let mut config = Config::default();
+    // No account user: its key has a warning of its own (the next test).
+    let mut config = Config {
+        cosmos_account: None,
+        ..Config::default()
+    };
     assert!(
         startup_warnings(&config, false).is_empty(),
         "loopback, auth off"
@@ -436,6 +440,44 @@ fn startup_warnings_follow_auth_and_binding() {
         "auth on, no users"
     );
     assert!(startup_warnings(&config, true).is_empty());
+}
+
+#[test]
+fn the_published_emulator_key_beyond_localhost_is_warned_about() {
+    let published = || Config {
+        cosmos_account: Some("localhost".into()),
+        ..Config::default()
+    };
+    let own_key = || Config {
+        cosmos_key: crate::config::Secret::new("my own key"),
+        ..published()
+    };
+    let no_account = || Config {
+        cosmos_account: None,
+        ..published()
+    };
+    // (configuration, auth, bind addresses, warned about the key)
+    let table: [(Config, bool, &[&str], bool); 7] = [
+        (published(), true, &["0.0.0.0"], true),
+        (published(), true, &["127.0.0.1", "10.0.0.5"], true),
+        (published(), true, &["127.0.0.1", "::1", "localhost"], false),
+        (published(), false, &["0.0.0.0"], false),
+        (own_key(), true, &["0.0.0.0"], false),
+        (no_account(), true, &["0.0.0.0"], false),
+        (published(), true, &["::"], true),
+    ];
+    for (mut config, auth, binds, want) in table {
+        config.auth = auth;
+        config.bind_ips = binds.iter().map(|b| b.to_string()).collect();
+        let warned = startup_warnings(&config, true)
+            .iter()
+            .any(|w| w.contains("the emulator's published key"));
+        assert_eq!(
+            warned, want,
+            "auth {auth}, {binds:?}, {:?}",
+            config.cosmos_account
+        );
+    }
 }
 
 #[test]
