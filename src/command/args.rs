@@ -181,32 +181,6 @@ pub fn optional_doc<'a>(
     }
 }
 
-/// The documents of an array field (`documents`, `updates`, `deletes`, `pipeline`).
-pub fn documents_of<'a>(
-    cmd: &'a Document,
-    command: &str,
-    field: &str,
-) -> Result<Vec<&'a Document>> {
-    let Some(items) = optional_array(cmd, command, field)? else {
-        return Err(Error::failed_to_parse(format!(
-            "BSON field '{command}.{field}' is missing but a required field"
-        )));
-    };
-    items
-        .iter()
-        .enumerate()
-        .map(|(i, item)| match item {
-            Bson::Document(d) => Ok(d),
-            other => Err(wrong_type(
-                command,
-                &format!("{field}.{i}"),
-                other,
-                "object",
-            )),
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod write_concern_tests {
     use super::*;

@@ -23,6 +23,9 @@ pub struct Spec<'a> {
     taken: Vec<bool>,
     /// The earliest error noted so far, with its field's position.
     error: Option<(usize, Error)>,
+    /// An element of one of the command's arrays (`update.updates`): every field is its own,
+    /// none generic (`Spec::element`).
+    element: bool,
 }
 
 impl<'a> Spec<'a> {
@@ -37,6 +40,7 @@ impl<'a> Spec<'a> {
             body,
             taken,
             error: None,
+            element: false,
         }
     }
 
@@ -92,8 +96,9 @@ impl<'a> Spec<'a> {
             .zip(&self.taken)
             .position(|(field, taken)| {
                 !taken
-                    && !super::generic::is_generic(field)
-                    && !super::cluster_fields::is_known(self.command, field)
+                    && (self.element
+                        || (!super::generic::is_generic(field)
+                            && !super::cluster_fields::is_known(self.command, field)))
             });
         if let Some(position) = unknown {
             let field = self.body.keys().nth(position).map_or("", String::as_str);
@@ -119,8 +124,9 @@ impl<'a> Spec<'a> {
         }
     }
 
-    /// An optional array of documents (a `pipeline`): a value that is no array, or an element
-    /// that is no document (`aggregate.pipeline.1`), is noted at the field's position.
+    /// An optional array of documents (a `pipeline`, `insert.documents`): a value that is no
+    /// array, or an element that is no document (`BSON field 'insert.documents.1' is the wrong
+    /// type 'int', expected type 'object'`), is noted at the field's position.
     pub fn documents(&mut self, field: &str) -> Option<Vec<&'a Document>> {
         let items = match self.take(field)? {
             Bson::Array(items) => items,
@@ -159,15 +165,20 @@ impl<'a> Spec<'a> {
     /// fields after reading the others, so this comes after any error by position.
     pub fn require(&mut self, field: &str) {
         if self.find(field).is_none() {
-            let error = Error::new(
-                ErrorCode::Location40414,
-                format!(
-                    "BSON field '{}.{field}' is missing but a required field",
-                    self.command
-                ),
-            );
-            self.note(usize::MAX, error);
+            self.missing(field);
         }
+    }
+
+    /// Notes the required `field` as missing (40414), after every error by position.
+    fn missing(&mut self, field: &str) {
+        let error = Error::new(
+            ErrorCode::Location40414,
+            format!(
+                "BSON field '{}.{field}' is missing but a required field",
+                self.command
+            ),
+        );
+        self.note(usize::MAX, error);
     }
 
     fn find(&self, field: &str) -> Option<(usize, &'a Bson)> {
@@ -191,6 +202,69 @@ impl<'a> Spec<'a> {
             .is_none_or(|(first, _)| position < *first)
         {
             self.error = Some((position, error));
+        }
+    }
+
+    // Readers the write commands need.
+
+    /// Starts reading one element of a command's array of statements: `path` names it in
+    /// messages (`update.updates`, as mongod's IDL does, without the index), and every field
+    /// is the element's own: none is generic or the cluster's.
+    pub fn element(path: &'static str, body: &'a Document) -> Spec<'a> {
+        Spec {
+            command: path,
+            body,
+            taken: vec![false; body.len()],
+            error: None,
+            element: true,
+        }
+    }
+
+    /// A required value of any type; when absent, `BSON field 'update.updates.u' is missing
+    /// but a required field` (40414), after every error of a field present, as mongod checks
+    /// the required fields once the document is read.
+    pub fn required(&mut self, field: &str) -> Option<&'a Bson> {
+        let value = self.take(field);
+        if value.is_none() {
+            self.missing(field);
+        }
+        value
+    }
+
+    /// A required document.
+    pub fn required_doc(&mut self, field: &str) -> Option<&'a Document> {
+        match self.required(field)? {
+            Bson::Document(d) => Some(d),
+            other => self.wrong(field, other, "object"),
+        }
+    }
+
+    /// An optional array.
+    pub fn array(&mut self, field: &str) -> Option<&'a Vec<Bson>> {
+        match self.take(field)? {
+            Bson::Array(items) => Some(items),
+            other => self.wrong(field, other, "array"),
+        }
+    }
+
+    /// An optional 32-bit integer, of that BSON type only (mongod's IDL `int`: `stmtId`).
+    pub fn i32(&mut self, field: &str) -> Option<i32> {
+        match self.take(field)? {
+            Bson::Int32(n) => Some(*n),
+            other => self.wrong(field, other, "int"),
+        }
+    }
+
+    /// An optional index hint: an index's name or its key pattern (mongod's `indexHint`;
+    /// another type is refused with 9, as mongod's parser does).
+    pub fn hint(&mut self, field: &str) -> Option<&'a Bson> {
+        match self.take(field)? {
+            hint @ (Bson::String(_) | Bson::Document(_)) => Some(hint),
+            _ => {
+                let error = Error::failed_to_parse("Hint must be either a string or nested object");
+                self.refuse(field, error);
+                None
+            }
         }
     }
 }
@@ -308,5 +382,69 @@ mod tests {
             spec.refuse("skip", Error::bad_value("negative"));
         }
         assert_eq!(spec.finish().unwrap_err().message, "negative");
+    }
+
+    #[test]
+    fn the_write_readers_type_their_fields() {
+        let body = doc! {"update": "c", "u": [{"$set": {"a": 1}}], "q": {"a": 1},
+        "arrayFilters": [{"e": 1}], "stmtId": 7, "hint": {"a": 1}, "ids": [1]};
+        let mut spec = Spec::new("update", &body);
+        assert_eq!(
+            spec.required("u").and_then(Bson::as_array).map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(spec.required_doc("q"), Some(&doc! {"a": 1}));
+        assert_eq!(spec.documents("arrayFilters"), Some(vec![&doc! {"e": 1}]));
+        assert_eq!(spec.i32("stmtId"), Some(7));
+        assert_eq!(spec.hint("hint"), Some(&Bson::Document(doc! {"a": 1})));
+        assert_eq!(spec.array("ids"), Some(&vec![Bson::Int32(1)]));
+        assert_eq!(spec.array("absent"), None);
+        spec.finish().unwrap();
+    }
+
+    #[test]
+    fn an_element_knows_no_generic_field_and_its_required_fields_come_last() {
+        let cases = [
+            (
+                doc! {"q": {}, "comment": "x"},
+                ErrorCode::IDLUnknownField,
+                "BSON field 'update.updates.comment' is an unknown field.",
+            ),
+            (
+                doc! {"u": {}, "lsid": {}},
+                ErrorCode::IDLUnknownField,
+                "BSON field 'update.updates.lsid' is an unknown field.",
+            ),
+            (
+                doc! {"u": {}},
+                ErrorCode::Location40414,
+                "BSON field 'update.updates.q' is missing but a required field",
+            ),
+            (
+                doc! {"hint": 1, "q": 1},
+                ErrorCode::FailedToParse,
+                "Hint must be either a string or nested object",
+            ),
+            (
+                doc! {"q": {}, "u": {}, "stmtId": 1i64},
+                ErrorCode::TypeMismatch,
+                "BSON field 'update.updates.stmtId' is the wrong type 'long', expected type 'int'",
+            ),
+            (
+                doc! {"q": {}, "u": {}, "arrayFilters": [{}, []]},
+                ErrorCode::TypeMismatch,
+                "BSON field 'update.updates.arrayFilters.1' is the wrong type 'array', expected type 'object'",
+            ),
+        ];
+        for (body, code, message) in cases {
+            let mut spec = Spec::element("update.updates", &body);
+            spec.required_doc("q");
+            spec.required("u");
+            spec.hint("hint");
+            spec.i32("stmtId");
+            spec.documents("arrayFilters");
+            let err = spec.finish().unwrap_err();
+            assert_eq!((err.code, err.message.as_str()), (code, message), "{body}");
+        }
     }
 }

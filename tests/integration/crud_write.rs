@@ -569,6 +569,95 @@ async fn malformed_statements_fail_the_command() {
     }
 }
 
+/// Each write command reads its fields as mongod 7.0's IDL does: the first bad field in the
+/// document's order is the error, a statement's standing where its array stands; a statement
+/// knows no generic field; `update` statements have no `sort` (8.0) and `insert` no `let`.
+#[tokio::test]
+async fn write_commands_refuse_fields_as_mongod_7_does() {
+    let server = TestServer::start().await;
+    let db = server.client().await.database("crud");
+    let cases = [
+        (
+            doc! {"update": "m", "updates": [{"q": {}, "u": {"$set": {"a": 1}}, "sort": {"a": 1}}]},
+            40415,
+            "BSON field 'update.updates.sort' is an unknown field.",
+        ),
+        (
+            doc! {"update": "m", "updates": [{"q": {}, "u": {}, "comment": "x"}]},
+            40415,
+            "BSON field 'update.updates.comment' is an unknown field.",
+        ),
+        (
+            doc! {"update": "m", "updates": [{"q": 1, "u": {}, "x": 1}], "bogus": 1},
+            14,
+            "BSON field 'update.updates.q' is the wrong type 'int', expected type 'object'",
+        ),
+        (
+            doc! {"update": "m", "bogus": 1, "updates": [{"q": 1, "u": {}}]},
+            40415,
+            "BSON field 'update.bogus' is an unknown field.",
+        ),
+        (
+            doc! {"update": "m", "updates": [{"q": {}, "u": {}, "hint": 1}]},
+            9,
+            "Hint must be either a string or nested object",
+        ),
+        (
+            doc! {"delete": "m", "deletes": [{"q": {}, "limit": 0}], "ordered": "no"},
+            14,
+            "BSON field 'delete.ordered' is the wrong type 'string', expected type 'bool'",
+        ),
+        (
+            doc! {"delete": "m", "deletes": [{"q": {}, "x": 1, "limit": 2}]},
+            40415,
+            "BSON field 'delete.deletes.x' is an unknown field.",
+        ),
+        (
+            doc! {"insert": "m", "documents": [{}], "let": {"x": 1}},
+            40415,
+            "BSON field 'insert.let' is an unknown field.",
+        ),
+        (
+            doc! {"insert": "m", "documents": [{}, 1]},
+            14,
+            "BSON field 'insert.documents.1' is the wrong type 'int', expected type 'object'",
+        ),
+        (
+            doc! {"insert": "m"},
+            40414,
+            "BSON field 'insert.documents' is missing but a required field",
+        ),
+        (
+            doc! {"insert": "m", "documents": [{}], "stmtId": 1i64},
+            14,
+            "BSON field 'insert.stmtId' is the wrong type 'long', expected type 'int'",
+        ),
+        (
+            doc! {"findAndModify": "m", "update": {}, "multi": true},
+            40415,
+            "BSON field 'findAndModify.multi' is an unknown field.",
+        ),
+        (
+            doc! {"findAndModify": "m", "new": "yes", "query": 1},
+            14,
+            "BSON field 'findAndModify.new' is the wrong type 'string', expected type 'bool'",
+        ),
+    ];
+    for (cmd, code, message) in cases {
+        let err = db.run_command(cmd.clone()).await.unwrap_err();
+        let ErrorKind::Command(failure) = err.kind.as_ref() else {
+            panic!("{cmd}: {err}");
+        };
+        assert_eq!(
+            (failure.code, failure.message.as_str()),
+            (code, message),
+            "{cmd}"
+        );
+    }
+    // Nothing was written by any of them.
+    assert_eq!(coll(&db, "m").count_documents(doc! {}).await.unwrap(), 0);
+}
+
 #[tokio::test]
 async fn delete_one_and_delete_many() {
     let server = TestServer::start().await;

@@ -497,6 +497,55 @@ async fn explain_refuses_what_it_cannot_explain() {
     assert_eq!(error_code(&err), Some(16));
 }
 
+/// An explained write is read by the same spec as the write itself: the same refusals, in the
+/// same order, before anything is planned.
+#[tokio::test]
+async fn an_explained_write_refuses_the_fields_the_write_refuses() {
+    let server = TestServer::start().await;
+    let db = seeded(&server).await;
+    let cases = [
+        (
+            doc! {"update": "c", "updates": [{"q": {}, "u": {}, "sort": {"a": 1}}]},
+            40415,
+            "BSON field 'update.updates.sort' is an unknown field.",
+        ),
+        (
+            doc! {"delete": "c", "deletes": [{"q": {}, "limit": 0, "x": 1}]},
+            40415,
+            "BSON field 'delete.deletes.x' is an unknown field.",
+        ),
+        (
+            doc! {"delete": "c", "deletes": [{"q": {}, "limit": 0}, {"q": {}}]},
+            40414,
+            "BSON field 'delete.deletes.limit' is missing but a required field",
+        ),
+        (
+            doc! {"findAndModify": "c", "remove": true, "multi": true},
+            40415,
+            "BSON field 'findAndModify.multi' is an unknown field.",
+        ),
+        (
+            doc! {"findAndModify": "c", "query": 1, "bogus": 1},
+            14,
+            "BSON field 'findAndModify.query' is the wrong type 'int', expected type 'object'",
+        ),
+    ];
+    for (command, code, message) in cases {
+        let err = db
+            .run_command(doc! {"explain": command.clone(), "verbosity": "queryPlanner"})
+            .await
+            .unwrap_err();
+        let mongodb::error::ErrorKind::Command(failure) = err.kind.as_ref() else {
+            panic!("{command}: {err}");
+        };
+        assert_eq!(
+            (failure.code, failure.message.as_str()),
+            (code, message),
+            "{command}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn a_raced_choice_is_cached_per_shape_and_replanned_when_it_turns_bad() {
     let server = TestServer::start().await;

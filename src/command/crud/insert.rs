@@ -4,8 +4,10 @@
 //! without its sharded collection's shard key is a write error (`profile::shard_keys`).
 
 use super::batch;
-use crate::command::args::{check_fields, documents_of, durable, optional_bool};
+use super::write::base_spec::{check_batch_size, WriteBase};
+use crate::command::args::durable;
 use crate::command::retryable::{self, History, RetryableWrite};
+use crate::command::spec::Spec;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
 use crate::engine::documents::new_document::NewDocument;
@@ -14,38 +16,51 @@ use crate::error::{Error, Result};
 use crate::profile::shard_keys::ShardKeys;
 use crate::protocol::RawDocuments;
 use crate::status::OpKind;
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
 /// Batches up to this many documents are prepared on the connection's own task; larger ones on
 /// the blocking pool, so that a 100,000-document batch does not hold up an async worker.
 const PREPARED_INLINE: usize = 8;
 
-const FIELDS: &[&str] = &[
-    "documents",
-    "ordered",
-    "bypassDocumentValidation",
-    "let",
-    "stmtId",
-    "stmtIds",
-];
+/// `insert`'s own fields, read in one pass by [`Spec`]: `documents` and the base fields, as
+/// mongod 7.0's IDL knows them (no `let`: its `insert` has none).
+struct InsertSpec<'a> {
+    base: WriteBase<'a>,
+    /// The body's documents; `None` when they came as a document sequence.
+    documents: Option<Vec<&'a Document>>,
+}
+
+impl<'a> InsertSpec<'a> {
+    /// Reads every field of `cmd` but the first; `documents` is required unless the documents
+    /// came as a document sequence (`in_sequence`).
+    fn read(cmd: &'a Document, in_sequence: bool) -> Result<InsertSpec<'a>> {
+        let mut spec = Spec::new("insert", cmd);
+        let base = WriteBase::read(&mut spec);
+        let documents = spec.documents("documents");
+        if documents.is_none() && !in_sequence {
+            spec.required("documents");
+        }
+        spec.finish()?;
+        Ok(InsertSpec { base, documents })
+    }
+}
 
 pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
-    check_fields(cmd, "insert", FIELDS)?;
     let coll = collection_arg(cmd.get("insert"), "insert")?.to_owned();
+    let spec = InsertSpec::read(cmd, req.documents.is_some())?;
     validate_collection_name(req.db, &coll)?;
-    let ordered = optional_bool(cmd, "insert", "ordered")?.unwrap_or(true);
+    let ordered = spec.base.ordered;
     // The documents of a document sequence come as bytes; those of the body decoded.
-    let count = match req.documents {
-        Some(raw) => raw.len(),
-        None => documents_of(cmd, "insert", "documents")?.len(),
+    let count = match (req.documents, &spec.documents) {
+        (Some(raw), _) => raw.len(),
+        (None, Some(documents)) => documents.len(),
+        (None, None) => 0,
     };
-    if count == 0 || count > crate::protocol::MAX_WRITE_BATCH_SIZE as usize {
-        return Err(Error::write_batch_size(count));
-    }
+    check_batch_size(count)?;
     let retryable = RetryableWrite::of(req);
-    let stmt_ids = retryable::statement_ids(cmd, "insert", count)?;
+    let stmt_ids = spec.base.statement_ids("insert", count)?;
     shared.counters.count(OpKind::Insert, count as u64);
     // Preparing happens before the writer's job, so that the writer thread only checks
     // uniqueness and applies; errors keep their index.
@@ -118,27 +133,35 @@ async fn prepare(
             Ok(new)
         })
     };
-    let run =
-        move |body: &Document, raw: Option<&RawDocuments>| -> Result<Vec<Result<NewDocument>>> {
-            Ok(match raw {
-                Some(raw) => raw
-                    .iter()
-                    .map(|d| sized(NewDocument::prepare_raw(d, keep)))
-                    .collect(),
-                None => documents_of(body, "insert", "documents")?
-                    .into_iter()
-                    .map(|d| sized(NewDocument::prepare(d, keep)))
-                    .collect(),
-            })
-        };
+    let run = move |body: &Document, raw: Option<&RawDocuments>| -> Vec<Result<NewDocument>> {
+        match raw {
+            Some(raw) => raw
+                .iter()
+                .map(|d| sized(NewDocument::prepare_raw(d, keep)))
+                .collect(),
+            None => body_documents(body)
+                .map(|d| sized(NewDocument::prepare(d, keep)))
+                .collect(),
+        }
+    };
     if count <= PREPARED_INLINE {
-        return run(req.body, req.documents.map(|raw| &**raw));
+        return Ok(run(req.body, req.documents.map(|raw| &**raw)));
     }
     let body = Arc::clone(req.body);
     let raw = req.documents.cloned();
     tokio::task::spawn_blocking(move || run(&body, raw.as_deref()))
         .await
-        .map_err(|e| Error::internal(format!("preparing an insert failed: {e}")))?
+        .map_err(|e| Error::internal(format!("preparing an insert failed: {e}")))
+}
+
+/// The body's `documents`, each of which [`InsertSpec::read`] found to be a document: walked
+/// again here because they go to the blocking pool with the shared body, where the spec's
+/// borrows of it cannot.
+fn body_documents(body: &Document) -> impl Iterator<Item = &Document> {
+    body.get_array("documents")
+        .into_iter()
+        .flatten()
+        .filter_map(Bson::as_document)
 }
 
 /// Whether the writer will need the inserted documents decoded: for the operation log, or for
@@ -147,4 +170,71 @@ async fn prepare(
 fn keeps_documents(shared: &Shared, existing: Option<&CollectionMeta>) -> bool {
     shared.engine.oplog().is_enabled()
         || existing.is_some_and(|meta| meta.stored_indexes().next().is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    #[test]
+    fn the_fields_are_read_typed() {
+        let body = doc! {"insert": "c", "documents": [{"_id": 1}, {}], "ordered": false,
+        "bypassDocumentValidation": true, "stmtIds": [4, 5], "$db": "d"};
+        let spec = InsertSpec::read(&body, false).unwrap();
+        assert!(!spec.base.ordered);
+        assert_eq!(spec.documents.map(|d| d.len()), Some(2));
+        assert_eq!(spec.base.statement_ids("insert", 2).unwrap(), [4, 5]);
+        // A document sequence carries the documents: the body has none.
+        let bare = doc! {"insert": "c"};
+        let sequence = InsertSpec::read(&bare, true).unwrap();
+        assert!(sequence.base.ordered && sequence.documents.is_none());
+        let docs: Vec<&Document> = body_documents(&body).collect();
+        assert_eq!(docs, [&doc! {"_id": 1}, &doc! {}]);
+    }
+
+    #[test]
+    fn the_first_bad_field_is_the_error() {
+        let cases = [
+            (
+                doc! {"insert": "c"},
+                ErrorCode::Location40414,
+                "BSON field 'insert.documents' is missing but a required field",
+            ),
+            (
+                doc! {"insert": "c", "documents": [{}], "let": {}},
+                ErrorCode::IDLUnknownField,
+                "BSON field 'insert.let' is an unknown field.",
+            ),
+            (
+                doc! {"insert": "c", "documents": {}},
+                ErrorCode::TypeMismatch,
+                "BSON field 'insert.documents' is the wrong type 'object', expected type 'array'",
+            ),
+            (
+                doc! {"insert": "c", "documents": [{}, 1], "bogus": 1},
+                ErrorCode::TypeMismatch,
+                "BSON field 'insert.documents.1' is the wrong type 'int', expected type 'object'",
+            ),
+            (
+                doc! {"insert": "c", "ordered": "yes", "documents": [1]},
+                ErrorCode::TypeMismatch,
+                "BSON field 'insert.ordered' is the wrong type 'string', expected type 'bool'",
+            ),
+            (
+                doc! {"insert": "c", "bogus": 1},
+                ErrorCode::IDLUnknownField,
+                "BSON field 'insert.bogus' is an unknown field.",
+            ),
+            (
+                doc! {"insert": "c", "documents": [{}], "stmtId": 1.5},
+                ErrorCode::TypeMismatch,
+                "BSON field 'insert.stmtId' is the wrong type 'double', expected type 'int'",
+            ),
+        ];
+        for (body, code, message) in cases {
+            let err = InsertSpec::read(&body, false).err().unwrap();
+            assert_eq!((err.code, err.message.as_str()), (code, message), "{body}");
+        }
+    }
 }

@@ -54,14 +54,15 @@ impl RetryableWrite {
 }
 
 /// The statement ids of a batch of `n`: `stmtIds` when given (one each), else `stmtId` plus
-/// the statement's index, else the index (mongod's `getStmtIdForWriteAt`).
-pub fn statement_ids(cmd: &Document, command: &str, n: usize) -> Result<Vec<i32>> {
-    if let Some(ids) = cmd.get("stmtIds") {
-        let Bson::Array(ids) = ids else {
-            return Err(super::super::args::wrong_type(
-                command, "stmtIds", ids, "array",
-            ));
-        };
+/// the statement's index, else the index (mongod's `getStmtIdForWriteAt`). The command's spec
+/// has read both fields' types.
+pub fn statement_ids(
+    stmt_id: Option<i32>,
+    stmt_ids: Option<&[Bson]>,
+    command: &str,
+    n: usize,
+) -> Result<Vec<i32>> {
+    if let Some(ids) = stmt_ids {
         if ids.len() != n {
             return Err(Error::new(
                 ErrorCode::InvalidLength,
@@ -78,15 +79,7 @@ pub fn statement_ids(cmd: &Document, command: &str, n: usize) -> Result<Vec<i32>
             })
             .collect();
     }
-    let first = match cmd.get("stmtId") {
-        None => 0,
-        Some(Bson::Int32(id)) => *id,
-        Some(other) => {
-            return Err(super::super::args::wrong_type(
-                command, "stmtId", other, "int",
-            ))
-        }
-    };
+    let first = stmt_id.unwrap_or(0);
     Ok((0..n)
         .map(|i| first.saturating_add(i32::try_from(i).unwrap_or(i32::MAX)))
         .collect())
@@ -272,17 +265,21 @@ mod tests {
 
     #[test]
     fn statement_ids_come_from_stmt_ids_or_count_from_stmt_id() {
-        let cases: Vec<(Document, usize, Vec<i32>)> = vec![
-            (doc! {}, 3, vec![0, 1, 2]),
-            (doc! {"stmtId": 5}, 2, vec![5, 6]),
-            (doc! {"stmtIds": [7, 3]}, 2, vec![7, 3]),
+        let ids = [Bson::Int32(7), Bson::Int32(3)];
+        type Case<'a> = (Option<i32>, Option<&'a [Bson]>, usize, Vec<i32>);
+        let cases: Vec<Case<'_>> = vec![
+            (None, None, 3, vec![0, 1, 2]),
+            (Some(5), None, 2, vec![5, 6]),
+            (None, Some(&ids), 2, vec![7, 3]),
+            (Some(5), Some(&ids), 2, vec![7, 3]),
         ];
-        for (cmd, n, ids) in cases {
-            assert_eq!(statement_ids(&cmd, "insert", n).unwrap(), ids, "{cmd}");
+        for (stmt_id, stmt_ids, n, expected) in cases {
+            let got = statement_ids(stmt_id, stmt_ids, "insert", n).unwrap();
+            assert_eq!(got, expected, "{stmt_id:?} {stmt_ids:?}");
         }
-        let err = statement_ids(&doc! {"stmtIds": [1]}, "insert", 2).unwrap_err();
+        let err = statement_ids(None, Some(&ids), "insert", 3).unwrap_err();
         assert_eq!(err.code, ErrorCode::InvalidLength);
-        let err = statement_ids(&doc! {"stmtId": "x"}, "insert", 1).unwrap_err();
+        let err = statement_ids(None, Some(&[Bson::String("x".into())]), "insert", 1).unwrap_err();
         assert_eq!(err.code, ErrorCode::TypeMismatch);
     }
 

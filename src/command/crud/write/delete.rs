@@ -1,12 +1,11 @@
 //! `delete`: a batch of `{q, limit: 0 | 1, hint, collation}` statements, ordered or not,
 //! replying `{n, [writeErrors], ok}`.
 
+use super::base_spec::{check_batch_size, WriteBase};
+use super::delete_spec::{DeleteSpec, DeleteStatementSpec};
 use super::multi::{self, MultiWrite, Run};
-use super::{
-    awaiting_job, check_statement_fields, collation_of, command_variables, hint_arg, missing,
-    required_doc, selection, statements, targets,
-};
-use crate::command::args::{check_fields, durable, optional_bool, optional_doc, wrong_type};
+use super::{awaiting_job, collation_of, command_variables, selection, targets};
+use crate::command::args::durable;
 use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
@@ -18,19 +17,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::profile::shard_keys::ShardKeys;
 use crate::query::expr::Variables;
 use crate::status::OpKind;
-use bson::{doc, Bson, DateTime, Document};
+use bson::{doc, DateTime, Document};
 use std::sync::Arc;
-
-const FIELDS: &[&str] = &[
-    "deletes",
-    "ordered",
-    "bypassDocumentValidation",
-    "let",
-    "stmtId",
-    "stmtIds",
-];
-const PREFIX: &str = "delete.deletes";
-const STATEMENT_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId"];
 
 /// One delete statement, parsed.
 struct Statement {
@@ -40,36 +28,60 @@ struct Statement {
     shard_keys: ShardKeys,
 }
 
+/// A `delete` read once ([`DeleteSpec`]) and its statements compiled: what the command runs
+/// and what its explain plans.
+struct Parsed<'a> {
+    coll: String,
+    base: WriteBase<'a>,
+    /// The outer `Result` (structure) was the command's; each of these is its statement's.
+    statements: Vec<Result<Statement>>,
+}
+
+/// Reads `cmd` (the first field's error first, then the first bad field in the document's
+/// order), then compiles each statement with the command's variables.
+fn parse<'a>(db: &str, cmd: &'a Document, now: DateTime) -> Result<Parsed<'a>> {
+    let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
+    let spec = DeleteSpec::read(cmd)?;
+    validate_collection_name(db, &coll)?;
+    let vars = command_variables(spec.let_vars, now)?;
+    check_batch_size(spec.deletes.len())?;
+    let statements = spec
+        .deletes
+        .into_iter()
+        .map(|stmt| Statement::compile(stmt, &vars))
+        .collect();
+    Ok(Parsed {
+        coll,
+        base: spec.base,
+        statements,
+    })
+}
+
 /// The collection and selection of a delete's one statement, for explain.
 pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(String, ReadRequest)> {
-    check_fields(cmd, "delete", FIELDS)?;
-    let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
-    validate_collection_name(db, &coll)?;
-    let vars = command_variables(cmd, "delete", now)?;
-    let stmt = super::single_statement(statements(cmd, "delete", "deletes")?)?;
-    Ok((coll, Statement::parse(stmt, &vars)??.query))
+    let parsed = parse(db, cmd, now)?;
+    let stmt = super::single_statement(parsed.statements)??;
+    Ok((parsed.coll, stmt.query))
 }
 
 pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     req.interrupt.check()?;
     let cmd = req.body;
-    check_fields(cmd, "delete", FIELDS)?;
-    let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
-    validate_collection_name(req.db, &coll)?;
-    let ordered = optional_bool(cmd, "delete", "ordered")?.unwrap_or(true);
-    optional_bool(cmd, "delete", "bypassDocumentValidation")?;
-    let vars = command_variables(cmd, "delete", shared.clock.now_datetime())?;
-    let raw = statements(cmd, "delete", "deletes")?;
+    let Parsed {
+        coll,
+        base,
+        statements,
+    } = parse(req.db, cmd, shared.clock.now_datetime())?;
+    let ordered = base.ordered;
     let shard_keys = ShardKeys::of(&shared.config.profile);
-    let parsed: Vec<Result<Statement>> = raw
+    let parsed: Vec<Result<Statement>> = statements
         .into_iter()
-        .map(|stmt| Statement::parse(stmt, &vars))
-        .map(|stmt| stmt.map(|s| s.map(|s| Statement { shard_keys, ..s })))
-        .collect::<Result<_>>()?;
+        .map(|stmt| stmt.map(|s| Statement { shard_keys, ..s }))
+        .collect();
     shared.counters.count(OpKind::Delete, parsed.len() as u64);
 
     let retryable = RetryableWrite::of(req);
-    let stmt_ids = retryable::statement_ids(cmd, "delete", parsed.len())?;
+    let stmt_ids = base.statement_ids("delete", parsed.len())?;
 
     if req.transaction.is_none()
         && retryable.is_none()
@@ -218,38 +230,21 @@ impl Statement {
         self.query.limit != Some(1)
     }
 
-    /// The outer `Result` is the command's (structure); the inner one the statement's.
-    fn parse(stmt: &Document, vars: &Variables) -> Result<Result<Statement>> {
-        check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;
-        let q = required_doc(stmt, PREFIX, "q")?;
-        let just_one = match stmt.get("limit") {
-            None => return Err(missing(PREFIX, "limit")),
-            Some(Bson::Int32(0)) | Some(Bson::Int64(0)) => false,
-            Some(Bson::Int32(1)) | Some(Bson::Int64(1)) => true,
-            Some(Bson::Double(l)) if *l == 0.0 || *l == 1.0 => *l == 1.0,
-            Some(l @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_))) => {
-                return Err(Error::failed_to_parse(format!(
-                    "The limit field in delete objects must be 0 or 1. Got {}",
-                    crate::query::path::render(l)
-                )))
-            }
-            Some(other) => {
-                return Err(wrong_type(
-                    PREFIX,
-                    "limit",
-                    other,
-                    "[long, int, decimal, double]",
-                ))
-            }
-        };
-        let hint = hint_arg(stmt)?;
-        let collation = optional_doc(stmt, PREFIX, "collation")?;
-        Ok(collation_of(collation).and_then(|collation| {
-            Ok(Statement {
-                query: selection(q, Document::new(), hint.as_ref(), just_one, collation, vars)?,
-                shard_keys: ShardKeys::default(),
-            })
-        }))
+    /// Compiles a statement read by [`DeleteStatementSpec`]; an error is the statement's (a
+    /// write error at its index), not the command's.
+    fn compile(stmt: DeleteStatementSpec<'_>, vars: &Variables) -> Result<Statement> {
+        let collation = collation_of(stmt.collation)?;
+        Ok(Statement {
+            query: selection(
+                stmt.q,
+                Document::new(),
+                stmt.hint,
+                stmt.just_one,
+                collation,
+                vars,
+            )?,
+            shard_keys: ShardKeys::default(),
+        })
     }
 
     /// Deletes the statement's matches; returns how many. A missing collection has none.

@@ -2,13 +2,13 @@
 //! document and return it, `{lastErrorObject: {n, [updatedExisting], [upserted]}, value, ok}`.
 //! Unlike the batch commands, every failure — a duplicate key included — is a command error.
 
-use super::command_variables;
+use super::find_and_modify_spec::FindAndModifySpec;
 use super::{
-    apply_update, array_filter_docs, collation_of, hint_arg, parse_update, refuse_collated_update,
-    selection, store_change, targets, update_compares_strings, upsert_document,
+    apply_update, collation_of, command_variables, parse_update, refuse_collated_update, selection,
+    store_change, targets, update_compares_strings, upsert_document,
 };
-use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
-use crate::command::retryable::{self, History, RetryableWrite};
+use crate::command::args::durable;
+use crate::command::retryable::{History, RetryableWrite};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name};
 use crate::engine::exec::ReadRequest;
@@ -22,21 +22,6 @@ use bson::{doc, Bson, DateTime, Document};
 use std::sync::Arc;
 
 const COMMAND: &str = "findAndModify";
-const FIELDS: &[&str] = &[
-    "query",
-    "sort",
-    "remove",
-    "update",
-    "new",
-    "fields",
-    "upsert",
-    "arrayFilters",
-    "hint",
-    "collation",
-    "let",
-    "bypassDocumentValidation",
-    "stmtId",
-];
 
 /// What to do with the document found.
 enum Action {
@@ -65,27 +50,33 @@ struct FindAndModify {
     projection: Option<Projection>,
 }
 
+/// Reads `cmd` once ([`FindAndModifySpec`]; the first field's error first, then the first bad
+/// field in the document's order) and compiles it: the collection, the command, its statement
+/// id.
+fn parse(db: &str, cmd: &Document, now: DateTime) -> Result<(String, FindAndModify, i32)> {
+    // `findAndModify` or `findandmodify`: the first field names the collection either way.
+    let first = cmd.values().next();
+    let coll = collection_arg(first, COMMAND)?.to_owned();
+    let spec = FindAndModifySpec::read(cmd)?;
+    validate_collection_name(db, &coll)?;
+    let stmt_id = spec.statement_id()?;
+    Ok((coll, FindAndModify::compile(spec, now)?, stmt_id))
+}
+
 /// The collection and selection of a findAndModify, and whether it removes, for explain.
 pub(super) fn explained(
     db: &str,
     cmd: &Document,
     now: DateTime,
 ) -> Result<(String, ReadRequest, bool)> {
-    check_fields(cmd, COMMAND, FIELDS)?;
-    let name = cmd.keys().next().map(String::as_str).unwrap_or(COMMAND);
-    let coll = collection_arg(cmd.get(name), COMMAND)?.to_owned();
-    validate_collection_name(db, &coll)?;
-    let op = FindAndModify::parse(cmd, now)?;
+    let (coll, op, _) = parse(db, cmd, now)?;
     let removes = matches!(op.action, Action::Remove);
     Ok((coll, op.query, removes))
 }
 
 pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
-    check_fields(cmd, COMMAND, FIELDS)?;
-    let coll = collection_arg(cmd.get(req.name.name()), COMMAND)?.to_owned();
-    validate_collection_name(req.db, &coll)?;
-    let mut op = FindAndModify::parse(cmd, shared.clock.now_datetime())?;
+    let (coll, mut op, stmt_id) = parse(req.db, cmd, shared.clock.now_datetime())?;
     op.query = op.query.under(&shared.config.profile);
     op.limit = shared.config.profile.document_limit();
     op.shard_keys = ShardKeys::of(&shared.config.profile);
@@ -94,10 +85,6 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
     let query = op.query.filter.clone();
 
     let retryable = RetryableWrite::of(req);
-    let stmt_id = retryable::statement_ids(cmd, COMMAND, 1)?
-        .first()
-        .copied()
-        .unwrap_or_default();
 
     let db = req.db.to_owned();
     let clock = Arc::clone(shared.engine.clock());
@@ -144,22 +131,17 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
 }
 
 impl FindAndModify {
-    fn parse(cmd: &Document, now: DateTime) -> Result<FindAndModify> {
-        let query = optional_doc(cmd, COMMAND, "query")?
-            .cloned()
-            .unwrap_or_default();
-        let sort = optional_doc(cmd, COMMAND, "sort")?
-            .cloned()
-            .unwrap_or_default();
-        let remove = optional_bool(cmd, COMMAND, "remove")?.unwrap_or(false);
-        let return_new = optional_bool(cmd, COMMAND, "new")?.unwrap_or(false);
-        let upsert = optional_bool(cmd, COMMAND, "upsert")?.unwrap_or(false);
-        let filters = array_filter_docs(cmd, COMMAND)?;
-        let hint = hint_arg(cmd)?;
-        optional_bool(cmd, COMMAND, "bypassDocumentValidation")?;
-        let vars = command_variables(cmd, COMMAND, now)?;
-        let collation = collation_of(optional_doc(cmd, COMMAND, "collation")?)?;
-        let update = cmd.get("update");
+    /// Compiles a read findAndModify: how its fields combine, then its filter, sort, update,
+    /// array filters and projection.
+    fn compile(spec: FindAndModifySpec<'_>, now: DateTime) -> Result<FindAndModify> {
+        let remove = spec.remove;
+        let (return_new, upsert) = (spec.return_new, spec.upsert);
+        let filters: Option<Vec<Document>> = spec
+            .array_filters
+            .map(|filters| filters.into_iter().cloned().collect());
+        let vars = command_variables(spec.let_vars, now)?;
+        let collation = collation_of(spec.collation)?;
+        let update = spec.update;
         let compares_strings =
             !remove && update.is_some_and(|u| update_compares_strings(u, filters.as_deref()));
         let action = if remove {
@@ -194,8 +176,10 @@ impl FindAndModify {
                 return_new,
             }
         };
-        let query = selection(&query, sort, hint.as_ref(), true, collation, &vars)?;
-        let projection = match optional_doc(cmd, COMMAND, "fields")? {
+        let query = spec.query.cloned().unwrap_or_default();
+        let sort = spec.sort.cloned().unwrap_or_default();
+        let query = selection(&query, sort, spec.hint, true, collation, &vars)?;
+        let projection = match spec.fields {
             Some(p) if !p.is_empty() => Some(Projection::find(p, &query.filter, &vars)?),
             _ => None,
         };

@@ -7,23 +7,28 @@
 //! (`update` with `multi: true`, `delete` with `limit: 0`) runs instead in bounded batches, each
 //! its own writer job (`multi`), as mongod yields between the documents of such a statement.
 //!
+//! Each command's fields are read in one pass into its spec (`update_spec`, `delete_spec`,
+//! `find_and_modify_spec`, over `base_spec`), which the command and its explain both compile.
+//!
 //! Owns: argument parsing, statement execution on top of `engine::plan` and
 //! `engine::collection`, and the reply shapes. Does not own: filter and update semantics
 //! (`query`) or visibility (`engine`: only visible documents are matched, TTL-18/TTL-19).
 
+pub(super) mod base_spec;
 mod batch_size;
 mod delete;
+mod delete_spec;
 mod find_and_modify;
+mod find_and_modify_spec;
 mod multi;
 mod update;
+mod update_spec;
 
 pub use delete::delete;
 pub use find_and_modify::find_and_modify;
 pub use update::update;
 
 use super::explain::plan::Root;
-use crate::command::args::{documents_of, wrong_type};
-use crate::command::handshake::MAX_WRITE_BATCH_SIZE;
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
 use crate::engine::{documents::collection, Interrupt, StoredDoc, Txn};
@@ -79,66 +84,13 @@ async fn awaiting_job<T>(
 }
 
 /// mongod explains one write statement at a time.
-fn single_statement(stmts: Vec<&Document>) -> Result<&Document> {
-    match stmts.as_slice() {
-        [one] => Ok(one),
+fn single_statement<T>(stmts: Vec<T>) -> Result<T> {
+    let mut stmts = stmts.into_iter();
+    match (stmts.next(), stmts.next()) {
+        (Some(one), None) => Ok(one),
         _ => Err(Error::new(
             ErrorCode::InvalidLength,
             "explained write batches must be of size 1",
-        )),
-    }
-}
-
-/// Refuses statement fields mongod does not know: `BSON field 'update.updates.x' is an unknown
-/// field.` (40415). `prefix` is the statement's path, e.g. `update.updates`.
-fn check_statement_fields(stmt: &Document, prefix: &str, known: &[&str]) -> Result<()> {
-    match stmt.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(field) => Err(Error::new(
-            ErrorCode::IDLUnknownField,
-            format!("BSON field '{prefix}.{field}' is an unknown field."),
-        )),
-        None => Ok(()),
-    }
-}
-
-/// `BSON field 'update.updates.q' is missing but a required field` (40414).
-fn missing(prefix: &str, field: &str) -> Error {
-    Error::new(
-        ErrorCode::Location40414,
-        format!("BSON field '{prefix}.{field}' is missing but a required field"),
-    )
-}
-
-/// A required document field of a statement.
-fn required_doc<'a>(stmt: &'a Document, prefix: &str, field: &str) -> Result<&'a Document> {
-    match stmt.get(field) {
-        None => Err(missing(prefix, field)),
-        Some(Bson::Document(d)) => Ok(d),
-        Some(other) => Err(wrong_type(prefix, field, other, "object")),
-    }
-}
-
-/// The statements of a batch (`updates`, `deletes`): required, documents, and between 1 and
-/// `maxWriteBatchSize` of them.
-fn statements<'a>(cmd: &'a Document, command: &str, field: &str) -> Result<Vec<&'a Document>> {
-    if !cmd.contains_key(field) {
-        return Err(missing(command, field));
-    }
-    let stmts = documents_of(cmd, command, field)?;
-    let max = usize::try_from(MAX_WRITE_BATCH_SIZE).unwrap_or(usize::MAX);
-    if stmts.is_empty() || stmts.len() > max {
-        return Err(Error::write_batch_size(stmts.len()));
-    }
-    Ok(stmts)
-}
-
-/// `hint` must be a string or a document when present (its index is checked at run time).
-fn hint_arg(stmt: &Document) -> Result<Option<Bson>> {
-    match stmt.get("hint") {
-        None => Ok(None),
-        Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
-        Some(_) => Err(Error::failed_to_parse(
-            "Hint must be either a string or nested object",
         )),
     }
 }
@@ -210,30 +162,8 @@ fn parse_update(value: &Bson, vars: &Variables) -> Result<Update> {
 }
 
 /// The variables a write's expressions see: its `let` option and `$$NOW`.
-fn command_variables(cmd: &Document, command: &str, now: DateTime) -> Result<Variables> {
-    Variables::new(now).with_let(crate::command::args::optional_doc(cmd, command, "let")?)
-}
-
-/// `arrayFilters`: an array of documents.
-fn array_filter_docs(stmt: &Document, prefix: &str) -> Result<Option<Vec<Document>>> {
-    match stmt.get("arrayFilters") {
-        None => Ok(None),
-        Some(Bson::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| match item {
-                Bson::Document(d) => Ok(d.clone()),
-                other => Err(wrong_type(
-                    prefix,
-                    &format!("arrayFilters.{i}"),
-                    other,
-                    "object",
-                )),
-            })
-            .collect::<Result<Vec<_>>>()
-            .map(Some),
-        Some(other) => Err(wrong_type(prefix, "arrayFilters", other, "array")),
-    }
+fn command_variables(let_vars: Option<&Document>, now: DateTime) -> Result<Variables> {
+    Variables::new(now).with_let(let_vars)
 }
 
 /// What a statement selects: its filter, and for a single-document statement its sort, hint and

@@ -1,13 +1,15 @@
 //! `update`: a batch of `{q, u, upsert, multi, arrayFilters, hint, collation}` statements,
 //! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
 
+use super::base_spec::{check_batch_size, WriteBase};
 use super::multi::{self, MultiWrite, Run};
+use super::update_spec::{UpdateSpec, UpdateStatementSpec};
 use super::{
-    apply_update, array_filter_docs, awaiting_job, check_statement_fields, collation_of,
-    command_variables, hint_arg, missing, parse_update, refuse_collated_update, required_doc,
-    selection, statements, store_change, targets, update_compares_strings, upsert_document,
+    apply_update, awaiting_job, collation_of, command_variables, parse_update,
+    refuse_collated_update, selection, store_change, targets, update_compares_strings,
+    upsert_document,
 };
-use crate::command::args::{check_fields, durable, optional_bool, optional_doc};
+use crate::command::args::durable;
 use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
@@ -23,31 +25,6 @@ use crate::query::update::{ArrayFilters, Update};
 use crate::status::OpKind;
 use bson::{doc, Bson, DateTime, Document};
 use std::sync::Arc;
-
-const FIELDS: &[&str] = &[
-    "updates",
-    "ordered",
-    "bypassDocumentValidation",
-    "let",
-    "stmtId",
-    "stmtIds",
-];
-const PREFIX: &str = "update.updates";
-const STATEMENT_FIELDS: &[&str] = &[
-    "q",
-    "u",
-    "c",
-    "upsert",
-    "multi",
-    "arrayFilters",
-    "hint",
-    "collation",
-    // No `sort`: mongod 7.0 refuses it as an unknown field (it came in 8.0).
-    "upsertSupplied",
-    "sampleId",
-    // Only a router sets it, for sharded collections; mayfly has none, so it changes nothing.
-    "$_allowShardKeyUpdatesWithoutFullShardKeyInQuery",
-];
 
 /// One update statement, parsed.
 struct Statement {
@@ -73,46 +50,67 @@ struct Done {
     upserted: Option<Bson>,
 }
 
+/// An `update` read once ([`UpdateSpec`]) and its statements compiled: what the command runs
+/// and what its explain plans.
+struct Parsed<'a> {
+    coll: String,
+    base: WriteBase<'a>,
+    /// The outer `Result` (structure) was the command's; each of these is its statement's.
+    statements: Vec<Result<Statement>>,
+}
+
+/// Reads `cmd` (the first field's error first, then the first bad field in the document's
+/// order), then compiles each statement with the command's variables.
+fn parse<'a>(db: &str, cmd: &'a Document, now: DateTime) -> Result<Parsed<'a>> {
+    let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
+    let spec = UpdateSpec::read(cmd)?;
+    validate_collection_name(db, &coll)?;
+    let vars = command_variables(spec.let_vars, now)?;
+    check_batch_size(spec.updates.len())?;
+    let statements = spec
+        .updates
+        .into_iter()
+        .map(|stmt| Statement::compile(stmt, &vars))
+        .collect();
+    Ok(Parsed {
+        coll,
+        base: spec.base,
+        statements,
+    })
+}
+
 /// The collection and selection of an update's one statement, for explain.
 pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(String, ReadRequest)> {
-    check_fields(cmd, "update", FIELDS)?;
-    let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
-    validate_collection_name(db, &coll)?;
-    let vars = command_variables(cmd, "update", now)?;
-    let stmt = super::single_statement(statements(cmd, "update", "updates")?)?;
-    Ok((coll, Statement::parse(stmt, &vars)??.query))
+    let parsed = parse(db, cmd, now)?;
+    let stmt = super::single_statement(parsed.statements)??;
+    Ok((parsed.coll, stmt.query))
 }
 
 pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     req.interrupt.check()?;
     let cmd = req.body;
-    check_fields(cmd, "update", FIELDS)?;
-    let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
-    validate_collection_name(req.db, &coll)?;
-    let ordered = optional_bool(cmd, "update", "ordered")?.unwrap_or(true);
-    optional_bool(cmd, "update", "bypassDocumentValidation")?;
-    let vars = command_variables(cmd, "update", shared.clock.now_datetime())?;
-    let raw = statements(cmd, "update", "updates")?;
-    // Structural errors fail the command; invalid filters and updates are write errors.
+    let Parsed {
+        coll,
+        base,
+        statements,
+    } = parse(req.db, cmd, shared.clock.now_datetime())?;
+    let ordered = base.ordered;
     let limit = shared.config.profile.document_limit();
     let shard_keys = ShardKeys::of(&shared.config.profile);
-    let parsed: Vec<Result<Statement>> = raw
+    let parsed: Vec<Result<Statement>> = statements
         .into_iter()
-        .map(|stmt| Statement::parse(stmt, &vars))
         .map(|stmt| {
-            stmt.map(|s| {
-                s.map(|s| Statement {
-                    limit,
-                    shard_keys,
-                    ..s
-                })
+            stmt.map(|s| Statement {
+                limit,
+                shard_keys,
+                ..s
             })
         })
-        .collect::<Result<_>>()?;
+        .collect();
     shared.counters.count(OpKind::Update, parsed.len() as u64);
 
     let retryable = RetryableWrite::of(req);
-    let stmt_ids = retryable::statement_ids(cmd, "update", parsed.len())?;
+    let stmt_ids = base.statement_ids("update", parsed.len())?;
 
     if req.transaction.is_none()
         && retryable.is_none()
@@ -385,79 +383,40 @@ impl Done {
     }
 }
 
-/// A statement's fields, type-checked but not yet compiled.
-struct RawStatement<'a> {
-    q: &'a Document,
-    u: &'a Bson,
-    upsert: bool,
-    multi: bool,
-    filters: Option<Vec<Document>>,
-    hint: Option<Bson>,
-    collation: Option<&'a Document>,
-}
-
-impl RawStatement<'_> {
-    fn compile(self, vars: &Variables) -> Result<Statement> {
-        let collation = collation_of(self.collation)?;
-        let compares_strings = update_compares_strings(self.u, self.filters.as_deref());
-        let update = parse_update(self.u, vars)?;
-        if self.multi && update.is_replacement() {
+impl Statement {
+    /// Compiles a statement read by [`UpdateStatementSpec`]; an error is the statement's (a
+    /// write error at its index), not the command's.
+    fn compile(stmt: UpdateStatementSpec<'_>, vars: &Variables) -> Result<Statement> {
+        let collation = collation_of(stmt.collation)?;
+        let filters: Option<Vec<Document>> = stmt
+            .array_filters
+            .map(|filters| filters.into_iter().cloned().collect());
+        let compares_strings = update_compares_strings(stmt.u, filters.as_deref());
+        let update = parse_update(stmt.u, vars)?;
+        if stmt.multi && update.is_replacement() {
             return Err(Error::failed_to_parse(
                 "multi update is not supported for replacement-style update",
             ));
         }
         let query = selection(
-            self.q,
+            stmt.q,
             Document::new(),
-            self.hint.as_ref(),
-            !self.multi,
+            stmt.hint,
+            !stmt.multi,
             collation,
             vars,
         )?;
-        let array_filters =
-            ArrayFilters::compile(self.filters.as_deref().unwrap_or_default(), &update)?;
+        let array_filters = ArrayFilters::compile(filters.as_deref().unwrap_or_default(), &update)?;
         Ok(Statement {
             query,
             update,
             array_filters,
-            upsert: self.upsert,
-            multi: self.multi,
+            upsert: stmt.upsert,
+            multi: stmt.multi,
             compares_strings,
             limit: DocumentLimit::default(),
             shard_keys: ShardKeys::default(),
         })
-    }
-}
-
-impl Statement {
-    /// The outer `Result` is the command's (structure); the inner one the statement's.
-    fn parse(stmt: &Document, vars: &Variables) -> Result<Result<Statement>> {
-        check_statement_fields(stmt, PREFIX, STATEMENT_FIELDS)?;
-        let collation = optional_doc(stmt, PREFIX, "collation")?;
-        // `c` (a pipeline update's constants) and `upsertSupplied` (the upserted document given
-        // in `c.new`, which only a router sends) would change what the statement does.
-        if optional_doc(stmt, PREFIX, "c")?.is_some_and(|c| !c.is_empty()) {
-            return Err(Error::new(
-                ErrorCode::NotImplemented,
-                "an update statement's constants ('c') are not supported by mayfly",
-            ));
-        }
-        if optional_bool(stmt, PREFIX, "upsertSupplied")? == Some(true) {
-            return Err(Error::new(
-                ErrorCode::NotImplemented,
-                "an update statement's 'upsertSupplied' is not supported by mayfly",
-            ));
-        }
-        let raw = RawStatement {
-            q: required_doc(stmt, PREFIX, "q")?,
-            u: stmt.get("u").ok_or_else(|| missing(PREFIX, "u"))?,
-            upsert: optional_bool(stmt, PREFIX, "upsert")?.unwrap_or(false),
-            multi: optional_bool(stmt, PREFIX, "multi")?.unwrap_or(false),
-            filters: array_filter_docs(stmt, PREFIX)?,
-            hint: hint_arg(stmt)?,
-            collation,
-        };
-        Ok(raw.compile(vars))
     }
 
     /// Runs the statement inside the batch's writer job. Every matched document is updated in
