@@ -301,7 +301,7 @@ impl Reaper {
             if meta.ttl_model().never_expires() {
                 continue;
             }
-            backlog += counts::expired(&snapshot, &meta, now)?.count;
+            backlog += counts::expired(&snapshot, meta, now)?.count;
         }
         Ok(backlog)
     }
@@ -456,6 +456,7 @@ mod tests {
     use crate::engine::catalog::IndexMeta;
     use crate::engine::{ddl, Engine};
     use crate::storage::keys::collection_prefix;
+    use crate::storage::Snapshot;
     use bson::doc;
 
     /// Entries of collection `id` left in `keyspace`.
