@@ -12,6 +12,9 @@ use crate::query::compare::compare_documents;
 use crate::query::path::render_document;
 use bson::{doc, Bson, Document};
 
+/// The refusal of a change of the `_ts` TTL index (TTL-7).
+const TS_REFUSAL: &str = "collMod is not supported (Cosmos DB does not support collMod): to change a TTL index's 'expireAfterSeconds', drop the index and create it again";
+
 /// Cosmos DB does not support `collMod` (TTL-7): changing `expireAfterSeconds` is refused with
 /// 115, and so is every other change but `changeStreamPreAndPostImages` (change streams are a
 /// replica-set feature mayfly has beyond Cosmos's emulation). `{collMod: c}` alone changes nothing and succeeds on an
@@ -30,9 +33,7 @@ pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         return index_ttl(shared, req, coll).await;
     }
     if changes_ttl {
-        return Err(unsupported(
-            "collMod is not supported (Cosmos DB does not support collMod): to change a TTL index's 'expireAfterSeconds', drop the index and create it again",
-        ));
+        return Err(unsupported(TS_REFUSAL));
     }
     // Only the logging of document images for change streams may change.
     if let (Some(enabled), 1) = (
@@ -115,6 +116,10 @@ async fn index_ttl(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Doc
             ))
         }
     };
+    if matches!(&selector, Selector::Key(key) if crate::ttl::is_ts_key_pattern(key)) {
+        // TTL-7 for the `_ts` key, whether or not the collection has that index yet.
+        return Err(unsupported(TS_REFUSAL));
+    }
     let value = index
         .get("expireAfterSeconds")
         .cloned()
@@ -131,9 +136,7 @@ async fn index_ttl(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Doc
                 ));
             };
             let found = meta.indexes.iter().find(|i| match &selector {
-                Selector::Key(key) => {
-                    compare_documents(&i.key, key) == std::cmp::Ordering::Equal
-                }
+                Selector::Key(key) => compare_documents(&i.key, key) == std::cmp::Ordering::Equal,
                 Selector::Name(n) => &i.name == n,
             });
             let Some(found) = found.filter(|i| !i.building) else {
@@ -144,9 +147,7 @@ async fn index_ttl(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Doc
             };
             if crate::ttl::is_ts_key_pattern(&found.key) {
                 // TTL-7: the `_ts` index keeps the Cosmos rule in every profile.
-                return Err(unsupported(
-                    "collMod is not supported (Cosmos DB does not support collMod): to change a TTL index's 'expireAfterSeconds', drop the index and create it again",
-                ));
+                return Err(unsupported(TS_REFUSAL));
             }
             let mut spec = found.to_list_entry();
             spec.insert("expireAfterSeconds", value.clone());
