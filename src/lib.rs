@@ -18,7 +18,7 @@
 //!                in memory (`--storage memory`)
 //!   side roads:  query (filter, update, projection, sort, expressions, reshaping stages, BSON
 //!                order, Decimal128 numbers, collation, regex, depth and size: pure)
-//!                ttl (the Cosmos TTL rules: pure)
+//!                ttl (TTL rules, Cosmos `_ts` and date indexes: pure)
 //!                auth (SCRAM credentials and conversations, users, built-in roles: pure)
 //!                calendar (civil dates, time zones, date units, ISO text: pure)
 //!                clock (the only place that reads wall time), host (facts about the machine),

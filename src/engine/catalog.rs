@@ -69,6 +69,22 @@ impl IndexMeta {
         self.expire_after_seconds.is_some() && ttl::is_ts_key_pattern(&self.key)
     }
 
+    /// The date TTL index this is (TTL-25): `expireAfterSeconds` on a single field other than
+    /// `_ts`, which only the default profile creates. `None` while it is being built: its
+    /// entries are not all there, and expiry by it starts, as on mongod, once it is ready (the
+    /// reaper and the counts find due documents through those entries).
+    pub fn date_ttl(&self) -> Option<ttl::DateTtl> {
+        if self.building {
+            return None;
+        }
+        let seconds = self.expire_after_seconds?;
+        let mut fields = self.key.keys();
+        match (fields.next(), fields.next()) {
+            (Some(field), None) if field != ttl::TS_FIELD => ttl::DateTtl::new(field, seconds),
+            _ => None,
+        }
+    }
+
     /// Whether entries of this index are kept in the `Indexes` keyspace. The `_ts` key names the
     /// system property, which documents' expiry keys already order (TTL-16, TTL-20).
     pub fn is_stored(&self) -> bool {
@@ -174,6 +190,19 @@ impl CollectionMeta {
             .iter()
             .find(|i| i.is_ttl())
             .and_then(|i| i.expire_after_seconds)
+    }
+
+    /// Every TTL rule of the collection: the collection TTL and its date TTL indexes. Built
+    /// without allocating for a collection without date TTL indexes.
+    pub fn ttl_model(&self) -> ttl::TtlModel {
+        ttl::TtlModel {
+            collection_ttl: self.ttl(),
+            dates: self
+                .indexes
+                .iter()
+                .filter_map(IndexMeta::date_ttl)
+                .collect(),
+        }
     }
 
     pub fn index_by_id(&self, id: u64) -> Option<&IndexMeta> {

@@ -117,6 +117,31 @@ pub fn set_images(txn: &mut Txn<'_>, db: &str, name: &str, enabled: bool) -> Res
     Ok(Some(()))
 }
 
+/// Sets the `expireAfterSeconds` of index `index_id` of `db.name` (`collMod`, TTL-28): the
+/// catalog is all that changes, since expiry by a date TTL index is read from the documents'
+/// dates and the index's current value. `None` when there is no such collection or index.
+pub fn set_expire_after_seconds(
+    txn: &mut Txn<'_>,
+    db: &str,
+    name: &str,
+    index_id: u64,
+    seconds: i32,
+) -> Result<Option<()>> {
+    let Some(meta) = collection(txn, db, name) else {
+        return Ok(None);
+    };
+    let mut meta = (*meta).clone();
+    let Some(index) = meta.indexes.iter_mut().find(|i| i.id == index_id) else {
+        return Ok(None);
+    };
+    index.expire_after_seconds = Some(seconds);
+    let index_name = index.name.clone();
+    let meta = store(txn, meta)?;
+    let o = doc! {"collMod": name, "index": {"name": index_name, "expireAfterSeconds": seconds}};
+    oplog::command(txn, db, Some(&meta), o)?;
+    Ok(Some(()))
+}
+
 /// Sets `db.name`'s Cosmos settings (shard key, throughput); `None` when there is no such
 /// collection. A shard key is given only to an empty collection, whose documents are then
 /// keyed by it after their `_id` ([`CollectionMeta::partitioned`]), and is never changed.

@@ -76,7 +76,7 @@ impl ReadView {
         let Some(bytes) = self.snapshot.get(Keyspace::Documents, &key)? else {
             return Ok(None);
         };
-        let Some(record) = live::live_record(&bytes, meta.ttl(), self.now)? else {
+        let Some(record) = live::live_record(&bytes, &meta.ttl_model(), self.now)? else {
             return Ok(None);
         };
         let doc = record.document()?;

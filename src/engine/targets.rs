@@ -111,7 +111,7 @@ pub fn recheck(
     let Some(bytes) = txn.get(Keyspace::Documents, &target.key)? else {
         return Ok(Recheck::Gone);
     };
-    let Some(record) = live::live_record(&bytes, meta.ttl(), now)? else {
+    let Some(record) = live::live_record(&bytes, &meta.ttl_model(), now)? else {
         return Ok(Recheck::Gone);
     };
     if record == target.record {

@@ -61,10 +61,10 @@ impl Env {
 
 /// Stored documents as pipeline rows, remembering each one's expiry.
 pub fn source(docs: StoredDocs, meta: &CollectionMeta) -> Rows {
-    let ttl = meta.ttl();
+    let ttl = meta.ttl_model();
     Box::new(docs.map(move |d| {
         d.map(|d| Row {
-            expires_at: d.record.expires_at(ttl),
+            expires_at: d.record.expires_at(&ttl),
             size: Some(d.record.body.len()),
             doc: d.doc,
         })

@@ -440,8 +440,11 @@ async fn ttl_index_values_are_validated_and_listed_as_int32() {
 
 #[tokio::test]
 async fn expire_after_seconds_on_any_other_key_is_bad_value() {
-    // TTL-4: the key pattern is checked before the value.
-    let server = TestServer::start().await;
+    // TTL-4 (the Cosmos profile): the key pattern is checked before the value.
+    let server = TestServer::start_cosmos(mayfly::profile::Profile::cosmos(
+        mayfly::profile::CosmosVersion::V7_0,
+    ))
+    .await;
     let db = server.client().await.database("test");
     for key in [
         doc! {"a": 1},

@@ -65,6 +65,7 @@ mod storage_memory;
 mod stored_counts;
 mod tls;
 mod transactions;
+mod ttl_dates;
 mod ttl_reaper;
 mod ttl_rules;
 mod ttl_transactions;

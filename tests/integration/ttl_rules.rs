@@ -356,7 +356,11 @@ async fn out_of_domain_values_are_refused_with_67_ttl_3() {
 
 #[tokio::test]
 async fn expire_after_seconds_on_other_keys_is_refused_with_2_ttl_4() {
-    let server = TestServer::start().await;
+    // The Cosmos profile; the default one makes date TTL indexes (`ttl_dates.rs`, TTL-25).
+    let server = TestServer::start_cosmos(mayfly::profile::Profile::cosmos(
+        mayfly::profile::CosmosVersion::V7_0,
+    ))
+    .await;
     let db = server.client().await.database("ttl");
     for key in [
         doc! {"createdAt": 1},

@@ -258,7 +258,7 @@ pub fn find(shared: &Shared, req: &Request<'_>) -> Result<bson::RawDocumentBuf> 
         now.clone(),
         Arc::clone(&req.interrupt),
     )?;
-    let ttl = meta.as_ref().and_then(|m| m.ttl());
+    let ttl = meta.as_ref().map(|m| m.ttl_model()).unwrap_or_default();
     let wants_record_id = args
         .projection
         .as_ref()
@@ -309,13 +309,13 @@ pub fn project(
     docs: StoredDocs,
     projection: Option<Projection>,
     query: Option<Filter>,
-    ttl: Option<i32>,
+    ttl: crate::ttl::TtlModel,
     records: Records,
     stored_as_is: bool,
 ) -> SizedDocs {
     Box::new(docs.map(move |r| {
         let d = r?;
-        let expires_at = d.record.expires_at(ttl);
+        let expires_at = d.record.expires_at(&ttl);
         if stored_as_is && projection.is_none() && !records.show {
             // The reply carries the stored bytes: the document is never decoded.
             let raw = bson::RawDocumentBuf::from_bytes(d.record.body)

@@ -224,7 +224,7 @@ pub fn check_index(
         let (doc_key, bytes) = entry?;
         let record = Record::decode(&bytes)?;
         let doc = record.document()?;
-        let visible = crate::engine::exec::live::is_live(&record, meta.ttl(), now);
+        let visible = crate::engine::exec::live::is_live(&record, &meta.ttl_model(), now);
         check.documents += u64::from(visible);
         for tuple in index_keys::entries(index, &doc)? {
             let key = keys::index_key(meta.id, index.id, &tuple, record_key::record(&doc_key));
@@ -409,11 +409,11 @@ fn build_batch(
         .scan_range(Keyspace::Documents, &from, &end)
         .take(BATCH)
         .collect::<Result<Vec<_>>>()?;
-    let ttl = meta.ttl();
+    let ttl = meta.ttl_model();
     let mut multikey = vec![false; indexes.len()];
     for (key, bytes) in &docs {
         let record = Record::decode(bytes)?;
-        if !crate::engine::exec::live::is_live(&record, ttl, now) {
+        if !crate::engine::exec::live::is_live(&record, &ttl, now) {
             continue;
         }
         let doc = record.document()?;

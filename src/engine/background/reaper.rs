@@ -10,18 +10,23 @@
 //! a batch, or are queued) the reaper pauses after each batch as long as the batch took, so it
 //! holds at most half of the writer (`pacing`). Failures are logged at error level and counted in
 //! `serverStatus.ttl`; the thread stops with the engine.
+//!
+//! Date TTL indexes (TTL-27) are reaped the same way through their own due entries
+//! (`date_expiry`), each batch re-judging its documents under every model of the collection
+//! (`collection::delete_if_expired`). Their ranges keep no watermark: a document written now
+//! may carry any past date, so each pass reads its due range from the start (as mongod's TTL
+//! monitor does); what it reads are live entries of due documents, which the pass deletes.
 
 use crate::clock::{Clock, Stopwatch};
-use crate::engine::documents::collection;
 use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
+use crate::engine::documents::{collection, counts, date_expiry};
 use crate::engine::published::Published;
 use crate::engine::writer::pacing::{self, Pace, Stopper};
 use crate::engine::writer::{Writer, WriterStats};
 use crate::error::Result;
 use crate::storage::handle::Db;
-use crate::storage::{Backend, Keyspace, Snapshot};
+use crate::storage::{Backend, Keyspace};
 use std::collections::HashMap;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -155,6 +160,9 @@ impl Reaper {
         let catalog = self.catalog.current()?;
         let mut deleted = 0;
         for meta in catalog.all() {
+            for index in meta.indexes.iter().filter(|i| i.date_ttl().is_some()) {
+                deleted += self.reap_dates(meta.id, index.id).await?;
+            }
             let Some(ttl) = meta.ttl() else { continue };
             let timer = Stopwatch::start();
             let now = self.clock.now_secs();
@@ -236,6 +244,37 @@ impl Reaper {
         Ok(deleted)
     }
 
+    /// Deletes the documents date TTL index `index_id` has expired, batch by batch.
+    async fn reap_dates(&self, collection_id: u64, index_id: u64) -> Result<u64> {
+        let mut from = None;
+        let mut deleted = 0u64;
+        loop {
+            let Some(writer) = writer_slot(&self.writer).clone() else {
+                break;
+            };
+            let clock = Arc::clone(&self.clock);
+            let start = from.take();
+            let pace = Pace::start(&self.writer_stats);
+            let step = writer
+                .run(false, move |txn| {
+                    reap_date_batch(txn, collection_id, index_id, start, clock.now_secs())
+                })
+                .await??;
+            deleted += step.deleted;
+            self.stats
+                .deleted
+                .fetch_add(step.deleted, Ordering::Relaxed);
+            if !step.more {
+                break;
+            }
+            from = Some(step.handled_below);
+            if let Some(pause) = pace.pause(&self.writer_stats, &writer) {
+                pacing::sleep(pause).await;
+            }
+        }
+        Ok(deleted)
+    }
+
     fn watermark(&self, collection_id: u64, kind: u8, ttl: Option<i32>) -> Vec<u8> {
         let start = expiry::kind_prefix(collection_id, kind);
         watermarks(&self.watermarks)
@@ -262,27 +301,19 @@ impl Reaper {
         watermarks(&self.watermarks).insert((collection_id, kind), Watermark { ttl, below });
     }
 
-    /// Documents expired but not yet deleted (TTL-24), counted from the expiry ranges; an
-    /// error when the catalog lock is poisoned.
+    /// Documents expired but not yet deleted (TTL-24), counted from the expiry ranges and the
+    /// date TTL indexes' due entries, each document once (`counts::expired`); an error when
+    /// the catalog lock is poisoned.
     pub fn backlog(&self) -> Result<u64> {
         let catalog = self.catalog.current()?;
         let snapshot = self.backend.snapshot();
         let now = self.clock.now_secs();
         let mut backlog = 0u64;
         for meta in catalog.all() {
-            let Some(ttl) = meta.ttl() else { continue };
-            for (kind, due) in [(FOLLOWS_COLLECTION, now - i64::from(ttl)), (OWN_TTL, now)] {
-                let start = expiry::kind_prefix(meta.id, kind);
-                let end = expiry::due_end(meta.id, kind, due);
-                backlog += snapshot
-                    .range(
-                        Keyspace::Expiry,
-                        Bound::Included(&start),
-                        Bound::Excluded(&end),
-                        false,
-                    )
-                    .count() as u64;
+            if meta.ttl_model().never_expires() {
+                continue;
             }
+            backlog += counts::expired(&snapshot, meta, now)?.count;
         }
         Ok(backlog)
     }
@@ -373,6 +404,56 @@ fn reap_batch(
     })
 }
 
+/// Inside the writer: deletes the documents of up to [`BATCH`] due entries of date TTL index
+/// `index_id`, from `from` (the range's start when `None`), judged at `now` under the
+/// collection's current catalog: an index dropped, changed or no longer TTL since the pass
+/// began gives its current range or none.
+fn reap_date_batch(
+    txn: &mut crate::engine::writer::txn::Txn<'_>,
+    collection_id: u64,
+    index_id: u64,
+    from: Option<Vec<u8>>,
+    now: i64,
+) -> Result<Step> {
+    let none = Step {
+        deleted: 0,
+        handled_below: Vec::new(),
+        more: false,
+    };
+    let Some(meta) = txn.catalog.by_id(collection_id).cloned() else {
+        return Ok(none);
+    };
+    let Some((start, end)) = meta
+        .index_by_id(index_id)
+        .and_then(|index| date_expiry::due_range(collection_id, index, now))
+    else {
+        return Ok(none);
+    };
+    let from = from.map_or(start.clone(), |f| f.max(start));
+    let entries = txn
+        .scan_range(Keyspace::Indexes, &from, &end)
+        .take(BATCH)
+        .collect::<Result<Vec<_>>>()?;
+    let more = entries.len() == BATCH;
+    let mut deleted = 0;
+    for (_, value) in &entries {
+        // Several entries (an array's dates) may lead to one document: the first deletes it.
+        let doc_key = date_expiry::document_key(collection_id, value);
+        if collection::delete_if_expired(txn, &meta, &doc_key, now)? {
+            deleted += 1;
+        }
+    }
+    let handled_below = match entries.last() {
+        Some((last, _)) if more => successor(last),
+        _ => end,
+    };
+    Ok(Step {
+        deleted,
+        handled_below,
+        more,
+    })
+}
+
 /// The smallest key greater than `key`.
 fn successor(key: &[u8]) -> Vec<u8> {
     let mut next = key.to_vec();
@@ -387,6 +468,7 @@ mod tests {
     use crate::engine::catalog::IndexMeta;
     use crate::engine::{ddl, Engine};
     use crate::storage::keys::collection_prefix;
+    use crate::storage::Snapshot;
     use bson::doc;
 
     /// Entries of collection `id` left in `keyspace`.

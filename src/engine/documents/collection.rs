@@ -49,7 +49,7 @@ fn load_visible(
         return Ok(None);
     };
     let record = Record::decode(&bytes)?;
-    if !crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
+    if !crate::engine::exec::live::is_live(&record, &meta.ttl_model(), now) {
         return Ok(None);
     }
     let doc = record.document()?;
@@ -63,12 +63,12 @@ pub fn scan<'t>(
     prefix: &'t [u8],
     now: i64,
 ) -> impl Iterator<Item = Result<StoredDoc>> + 't {
-    let ttl = meta.ttl();
+    let ttl = meta.ttl_model();
     txn.scan_prefix(Keyspace::Documents, prefix)
         .filter_map(move |entry| {
             let result = entry.and_then(|(key, bytes)| {
                 let record = Record::decode(&bytes)?;
-                if !crate::engine::exec::live::is_live(&record, ttl, now) {
+                if !crate::engine::exec::live::is_live(&record, &ttl, now) {
                     return Ok(None);
                 }
                 let doc = record.document()?;
@@ -195,7 +195,7 @@ pub fn insert_written_at(
     let mut replaced = None;
     if let Some(bytes) = txn.get_unless_unheld(Keyspace::Documents, &key, unheld)? {
         let old = Record::decode(&bytes)?;
-        if crate::engine::exec::live::is_live(&old, meta.ttl(), now) {
+        if crate::engine::exec::live::is_live(&old, &meta.ttl_model(), now) {
             return Err(duplicate_key(
                 meta,
                 "_id_",
@@ -386,7 +386,7 @@ pub fn delete_if_expired(
         return Ok(false);
     };
     let record = Record::decode(&bytes)?;
-    if crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
+    if crate::engine::exec::live::is_live(&record, &meta.ttl_model(), now) {
         return Ok(false);
     }
     // Only secondary index entries and the operation log need the body; most TTL

@@ -13,13 +13,15 @@
 //! Does not own: which writes change a collection (`collection`, `ddl`).
 
 use crate::engine::catalog::{Catalog, CollectionMeta};
+use crate::engine::documents::date_expiry;
 use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use crate::engine::documents::record::HEADER_LEN;
+use crate::engine::documents::record::{Record, HEADER_LEN};
 use crate::error::{Error, Result};
 use crate::storage::handle::Db;
 use crate::storage::keys::collection_prefix;
 use crate::storage::{Backend, Durability, Keyspace, Snapshot, WriteBatch};
 use crate::ttl::Lifetime;
+use std::collections::HashSet;
 use std::ops::Bound;
 
 /// Counter records live beside the collections' entries in the `Catalog` keyspace; `"coll\0"`
@@ -105,7 +107,49 @@ pub fn visible<S: Snapshot>(snapshot: &S, meta: &CollectionMeta, now: i64) -> Re
 /// through the expiry keys: with a collection TTL of `n` seconds, the `T` entries whose `_ts` is
 /// at most `now - n` (a collection TTL of `-1` expires none of them); with any collection TTL,
 /// the `E` entries whose `_ts + ttl` is at most `now`. Documents with `ttl: -1` have no entry.
+/// Then the documents each date TTL index has expired, through its due entries
+/// (`date_expiry`, TTL-27): each document once, however many models or array elements say so.
 pub fn expired<S: Snapshot>(snapshot: &S, meta: &CollectionMeta, now: i64) -> Result<Totals> {
+    let dates: Vec<(Vec<u8>, Vec<u8>)> = meta
+        .indexes
+        .iter()
+        .filter_map(|index| date_expiry::due_range(meta.id, index, now))
+        .collect();
+    // Only with date TTL indexes are documents remembered, to count each one once.
+    let mut counted = (!dates.is_empty()).then(HashSet::new);
+    let mut out = cosmos_expired(snapshot, meta, now, counted.as_mut())?;
+    for (start, end) in dates {
+        let range = snapshot.range(
+            Keyspace::Indexes,
+            Bound::Included(&start),
+            Bound::Excluded(&end),
+            false,
+        );
+        for entry in range {
+            let (_, value) = entry?;
+            let doc_key = date_expiry::document_key(meta.id, &value);
+            if let Some(counted) = counted.as_mut() {
+                if !counted.insert(doc_key.clone()) {
+                    continue;
+                }
+            }
+            if let Some(bytes) = snapshot.get(Keyspace::Documents, &doc_key)? {
+                out.count += 1;
+                out.size += Record::body_len_of(&bytes) as u64;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The documents the `_ts` model has expired ([`expired`]); each one's key goes into `counted`
+/// when given.
+fn cosmos_expired<S: Snapshot>(
+    snapshot: &S,
+    meta: &CollectionMeta,
+    now: i64,
+    mut counted: Option<&mut HashSet<Vec<u8>>>,
+) -> Result<Totals> {
     let Some(collection) = meta.ttl().and_then(Lifetime::from_ttl) else {
         return Ok(Totals::default());
     };
@@ -128,6 +172,9 @@ pub fn expired<S: Snapshot>(snapshot: &S, meta: &CollectionMeta, now: i64) -> Re
         );
         for entry in range {
             let (key, value) = entry?;
+            if let Some(counted) = counted.as_deref_mut() {
+                counted.extend(expiry::document_key_of(&key));
+            }
             out.count += 1;
             out.size += match expiry::body_len_of(&value) {
                 Some(len) => len,
@@ -243,7 +290,7 @@ mod tests {
             .prefix(Keyspace::Documents, &collection_prefix(meta.id), false)
         {
             let record = Record::decode(&entry.unwrap().1).unwrap();
-            if crate::engine::exec::live::is_live(&record, meta.ttl(), now) {
+            if crate::engine::exec::live::is_live(&record, &meta.ttl_model(), now) {
                 out.count += 1;
                 out.size += record.body.len() as u64;
             }

@@ -96,12 +96,10 @@ impl Record {
             .map_err(corrupt)
     }
 
-    /// When this document expires under `collection_ttl`, if ever (TTL-10, TTL-13, TTL-14).
-    pub fn expires_at(&self, collection_ttl: Option<i32>) -> Option<i64> {
-        ttl::expires_at(
-            self.ts,
-            ttl::effective_lifetime(self.own_ttl, collection_ttl),
-        )
+    /// When this document expires under its collection's TTL `model`, if ever (TTL-10,
+    /// TTL-13, TTL-14, TTL-26). The body is read only when the collection has date TTL indexes.
+    pub fn expires_at(&self, model: &ttl::TtlModel) -> Option<i64> {
+        model.expires_at(self.ts, self.own_ttl, &self.body)
     }
 }
 

@@ -1,4 +1,5 @@
-//! Which stored documents a read sees: where reads decide Cosmos TTL expiry. A record is live
+//! Which stored documents a read sees: where reads decide TTL expiry, under every model the
+//! collection has (the `_ts` model and its date TTL indexes, [`TtlModel`]). A record is live
 //! while [`ttl::is_expired_at`], the one expiry decision, says it is not expired at the read's
 //! time (TTL-18, TTL-19). The executor's leaves, the collection scans and point reads of
 //! [`ReadView`](crate::engine::read::ReadView), the writes' own lookups and `mayfly dump` take
@@ -20,7 +21,7 @@ use crate::error::Result;
 use crate::storage::handle::Snap;
 use crate::storage::keys;
 use crate::storage::{Keyspace, Snapshot};
-use crate::ttl;
+use crate::ttl::{self, TtlModel};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -32,25 +33,21 @@ pub fn is_live_until(expires_at: Option<i64>, now: i64) -> bool {
     !ttl::is_expired_at(expires_at, now)
 }
 
-/// Whether `record`, of a collection whose TTL is `collection_ttl`, is live at `now`.
-pub fn is_live(record: &Record, collection_ttl: Option<i32>, now: i64) -> bool {
-    is_live_until(record.expires_at(collection_ttl), now)
+/// Whether `record`, of a collection whose TTL rules are `model`, is live at `now`.
+pub fn is_live(record: &Record, model: &TtlModel, now: i64) -> bool {
+    is_live_until(record.expires_at(model), now)
 }
 
 /// The stored record `bytes`, or `None` when it is expired at `now`.
-pub fn live_record(bytes: &[u8], collection_ttl: Option<i32>, now: i64) -> Result<Option<Record>> {
+pub fn live_record(bytes: &[u8], model: &TtlModel, now: i64) -> Result<Option<Record>> {
     let record = Record::decode(bytes)?;
-    Ok(is_live(&record, collection_ttl, now).then_some(record))
+    Ok(is_live(&record, model, now).then_some(record))
 }
 
 /// [`live_record`] of bytes the caller owns (decoded in place).
-pub fn live_record_owned(
-    bytes: Vec<u8>,
-    collection_ttl: Option<i32>,
-    now: i64,
-) -> Result<Option<Record>> {
+pub fn live_record_owned(bytes: Vec<u8>, model: &TtlModel, now: i64) -> Result<Option<Record>> {
     let record = Record::decode_owned(bytes)?;
-    Ok(is_live(&record, collection_ttl, now).then_some(record))
+    Ok(is_live(&record, model, now).then_some(record))
 }
 
 /// Every live document of `meta` in `snapshot`, in `_id` order ([`DocScan`]).
@@ -58,7 +55,7 @@ pub fn scan(snapshot: &Snap, meta: &CollectionMeta, now: NowCell) -> DocScan {
     let prefix = keys::collection_prefix(meta.id);
     DocScan {
         entries: Box::new(snapshot.prefix(Keyspace::Documents, &prefix, false)),
-        ttl: meta.ttl(),
+        ttl: meta.ttl_model(),
         now,
     }
 }
@@ -73,7 +70,7 @@ type Entries = Box<
 /// that has expired since).
 pub struct DocScan {
     entries: Entries,
-    ttl: Option<i32>,
+    ttl: TtlModel,
     now: NowCell,
 }
 
@@ -86,7 +83,7 @@ impl Iterator for DocScan {
                 Ok(entry) => entry,
                 Err(e) => return Some(Err(e.into())),
             };
-            let record = match live_record(&bytes, self.ttl, self.now.load(Ordering::Relaxed)) {
+            let record = match live_record(&bytes, &self.ttl, self.now.load(Ordering::Relaxed)) {
                 Ok(Some(r)) => r,
                 Ok(None) => continue,
                 Err(e) => return Some(Err(e)),
@@ -101,7 +98,7 @@ impl Iterator for DocScan {
 /// (TTL-18) and counted in `expired`.
 pub struct RecordScan<I> {
     entries: I,
-    ttl: Option<i32>,
+    ttl: TtlModel,
     now: i64,
     pub expired: u64,
 }
@@ -114,7 +111,7 @@ pub fn records<S: Snapshot>(snapshot: &S, meta: &CollectionMeta, now: i64) -> Re
             &keys::collection_prefix(meta.id),
             false,
         ),
-        ttl: meta.ttl(),
+        ttl: meta.ttl_model(),
         now,
         expired: 0,
     }
@@ -136,7 +133,7 @@ where
                 Ok(r) => r,
                 Err(e) => return Some(Err(e)),
             };
-            if is_live(&record, self.ttl, self.now) {
+            if is_live(&record, &self.ttl, self.now) {
                 return Some(Ok(record));
             }
             self.expired += 1;
@@ -151,18 +148,19 @@ mod tests {
 
     #[test]
     fn liveness_follows_the_ttl_rules() {
+        let (none, m10) = (TtlModel::default(), TtlModel::cosmos(Some(10)));
         let plain = Record::new(100, &doc! {"_id": 1}).unwrap();
-        assert!(is_live(&plain, None, i64::MAX), "TTL-10");
-        assert!(is_live(&plain, Some(10), 109));
-        assert!(!is_live(&plain, Some(10), 110), "TTL-14");
+        assert!(is_live(&plain, &none, i64::MAX), "TTL-10");
+        assert!(is_live(&plain, &m10, 109));
+        assert!(!is_live(&plain, &m10, 110), "TTL-14");
         let own = Record::new(100, &doc! {"_id": 1, "ttl": 2}).unwrap();
         assert!(
-            is_live(&own, None, 1_000),
+            is_live(&own, &none, 1_000),
             "TTL-10: no collection TTL, own ttl ignored"
         );
-        assert!(!is_live(&own, Some(10), 102), "TTL-13");
+        assert!(!is_live(&own, &m10, 102), "TTL-13");
         let never = Record::new(100, &doc! {"_id": 1, "ttl": -1}).unwrap();
-        assert!(is_live(&never, Some(10), i64::MAX));
+        assert!(is_live(&never, &m10, i64::MAX));
         assert!(is_live_until(None, i64::MAX));
         assert!(is_live_until(Some(110), 109));
         assert!(
@@ -173,13 +171,42 @@ mod tests {
 
     #[test]
     fn point_reads_return_only_live_records() {
+        let (none, m10) = (TtlModel::default(), TtlModel::cosmos(Some(10)));
         let stored = Record::new(100, &doc! {"_id": 1}).unwrap().encode();
-        assert!(live_record(&stored, Some(10), 109).unwrap().is_some());
-        assert!(live_record(&stored, Some(10), 110).unwrap().is_none());
-        assert!(live_record_owned(stored.clone(), Some(10), 110)
+        assert!(live_record(&stored, &m10, 109).unwrap().is_some());
+        assert!(live_record(&stored, &m10, 110).unwrap().is_none());
+        assert!(live_record_owned(stored.clone(), &m10, 110)
             .unwrap()
             .is_none());
-        assert!(live_record_owned(stored, None, 110).unwrap().is_some());
-        assert!(live_record(&[1, 2, 3], None, 0).is_err());
+        assert!(live_record_owned(stored, &none, 110).unwrap().is_some());
+        assert!(live_record(&[1, 2, 3], &none, 0).is_err());
+    }
+
+    #[test]
+    fn a_date_ttl_index_decides_liveness_with_the_collection_ttl_ttl_26() {
+        let at = |secs: i64| bson::DateTime::from_millis(secs * 1000);
+        let dates = TtlModel {
+            collection_ttl: None,
+            dates: vec![ttl::DateTtl::new("expiresAt", 0).unwrap()],
+        };
+        let future = Record::new(100, &doc! {"_id": 1, "expiresAt": at(150)}).unwrap();
+        assert!(is_live(&future, &dates, 149));
+        assert!(!is_live(&future, &dates, 150), "TTL-26: gone at d + 0");
+        let missing = Record::new(100, &doc! {"_id": 2}).unwrap();
+        assert!(
+            is_live(&missing, &dates, i64::MAX),
+            "TTL-26: no date, never"
+        );
+        let both = TtlModel {
+            collection_ttl: Some(10),
+            ..dates.clone()
+        };
+        assert!(
+            !is_live(&future, &both, 110),
+            "the _ts model expires it first"
+        );
+        let stored = future.encode();
+        assert!(live_record(&stored, &dates, 149).unwrap().is_some());
+        assert!(live_record_owned(stored, &dates, 150).unwrap().is_none());
     }
 }

@@ -267,7 +267,7 @@ pub fn execute<'r, S: Source<'r>>(
         source,
         collection_id: meta.id,
         partitioned: meta.partition_path().is_some(),
-        ttl: meta.ttl(),
+        ttl: meta.ttl_model(),
         now,
         filter: req.filter.clone(),
         interrupt,

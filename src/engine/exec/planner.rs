@@ -121,10 +121,10 @@ fn cached<'r, S: Source<'r>>(
 
 /// A count whose index scan's bounds are exactly its filter counts the scan's entries instead
 /// of fetching documents (mongod's COUNT_SCAN): only for callers that only count, on a collection
-/// without TTL (an expired document's entries stay until it is reaped), through a ready,
+/// without TTL of either model (an expired document's entries stay until it is reaped), through a ready,
 /// dense index that no document gave an array.
 fn covered_count(meta: &CollectionMeta, req: &ReadRequest, plan: Node) -> Node {
-    if !req.count_only || meta.ttl().is_some() {
+    if !req.count_only || !meta.ttl_model().never_expires() {
         return plan;
     }
     let (node, wrappers) = unwrap_leaf(plan);

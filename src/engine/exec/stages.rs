@@ -113,7 +113,7 @@ pub struct RunContext<S> {
     /// Whether the collection keeps an `_id` once per shard-key value
     /// ([`record_key`](crate::engine::documents::record_key)): an `_id` then names a key prefix.
     pub partitioned: bool,
-    pub ttl: Option<i32>,
+    pub ttl: crate::ttl::TtlModel,
     pub now: NowCell,
     pub filter: Filter,
     pub interrupt: Arc<Interrupt>,
@@ -478,7 +478,7 @@ fn ranges<'r, S: Source<'r>>(source: &S, keyspace: Keyspace, scan: &IndexScan) -
 /// What a leaf needs to turn stored bytes into a returned document.
 struct Leaf<S> {
     source: S,
-    ttl: Option<i32>,
+    ttl: crate::ttl::TtlModel,
     now: NowCell,
     filter: Filter,
     interrupt: Arc<Interrupt>,
@@ -492,7 +492,7 @@ impl<'r, S: Source<'r>> Leaf<S> {
     fn new(ctx: &RunContext<S>, counters: Arc<Counters>) -> Self {
         Leaf {
             source: ctx.source.clone(),
-            ttl: ctx.ttl,
+            ttl: ctx.ttl.clone(),
             now: Arc::clone(&ctx.now),
             filter: ctx.filter.clone(),
             interrupt: Arc::clone(&ctx.interrupt),
@@ -525,7 +525,8 @@ impl<'r, S: Source<'r>> Leaf<S> {
     fn load(&self, key: Vec<u8>, bytes: Vec<u8>) -> Result<Option<StoredDoc>> {
         self.counters.docs_examined.fetch_add(1, Relaxed);
         self.counters.works.fetch_add(1, Relaxed);
-        let Some(record) = live::live_record_owned(bytes, self.ttl, self.now.load(Relaxed))? else {
+        let Some(record) = live::live_record_owned(bytes, &self.ttl, self.now.load(Relaxed))?
+        else {
             return Ok(None);
         };
         let raw = bson::RawDocument::from_bytes(&record.body)

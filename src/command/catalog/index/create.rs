@@ -113,7 +113,7 @@ pub(in crate::command) fn parse_requested(
             ));
         };
         crate::profile::indexes::check_spec(profile, spec)?;
-        specs.push(parse_spec(spec, ignore_unknown)?);
+        specs.push(parse_spec(spec, ignore_unknown, !profile.is_cosmos())?);
     }
     let mut requested: Vec<IndexMeta> = Vec::new();
     for (spec, _) in &specs {

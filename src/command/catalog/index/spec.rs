@@ -51,7 +51,13 @@ const UNSUPPORTED_TYPES: &[&str] = &[
 
 /// One index specification, validated; `id` is assigned when the index is created.
 /// The requested index, and whether it names no collation (it then takes the collection's).
-pub(super) fn parse_spec(spec: &Document, ignore_unknown: bool) -> Result<(IndexMeta, bool)> {
+/// `date_ttl`: whether `expireAfterSeconds` on another key than `_ts` makes a date TTL index
+/// (the default profile, TTL-25) rather than being refused (the Cosmos profile, TTL-4).
+pub(super) fn parse_spec(
+    spec: &Document,
+    ignore_unknown: bool,
+    date_ttl: bool,
+) -> Result<(IndexMeta, bool)> {
     let in_spec = |message: String| {
         Error::new(
             ErrorCode::CannotCreateIndex,
@@ -133,8 +139,14 @@ pub(super) fn parse_spec(spec: &Document, ignore_unknown: bool) -> Result<(Index
         ErrorCode::CannotCreateIndex => in_spec(e.message),
         _ => e,
     })?;
-    // TTL-4 before TTL-2/3: the key pattern is checked first, then the value.
-    let expire_after_seconds = ttl::index_ttl(&key, spec.get("expireAfterSeconds"))?;
+    let expire_after_seconds = match spec.get("expireAfterSeconds") {
+        // TTL-25: MongoDB's own model on any other key, with mongod's rules.
+        Some(value) if date_ttl && !ttl::is_ts_key_pattern(&key) => {
+            Some(ttl::date::validate_date_ttl_index(spec, &key, value)?)
+        }
+        // TTL-4 before TTL-2/3: the key pattern is checked first, then the value.
+        value => ttl::index_ttl(&key, value)?,
+    };
     let name = match name {
         Some(n) if n.is_empty() => return Err(in_spec("index name cannot be empty".into())),
         Some(n) if n == "*" => return Err(in_spec("The index name '*' is not valid.".into())),

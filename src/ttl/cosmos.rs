@@ -1,9 +1,10 @@
-//! Cosmos TTL rules (`spec/ttl.md`). Pure: no clock, no storage; callers pass the current time.
+//! The Cosmos TTL model (`spec/ttl.md` TTL-1…TTL-24): the collection TTL set by the `_ts`
+//! index and a document's own `ttl`, counted from the system last-modified time `_ts`. Pure.
 //!
-//! Owns: validation of a TTL index (`expireAfterSeconds` on `_ts`), the validity of a document's
-//! `ttl`, the effective lifetime of a document, and the expiry inequality. Does not own: where the
-//! collection TTL is stored, `_ts` stamping (TTL-15), visibility filtering (TTL-18/19) or the
-//! reaper (TTL-20); those call into this module.
+//! Owns: validation of a `_ts` TTL index, the validity of a document's `ttl`, the effective
+//! lifetime of a document, and the expiry inequality. Does not own: the date TTL model
+//! (`ttl::date`), where the collection TTL is stored, `_ts` stamping (TTL-15), visibility
+//! filtering (TTL-18/19) or the reaper (TTL-20); those call into this module.
 //!
 //! A TTL value (collection TTL or valid document `ttl`) is an `i32` that is `-1` (never expires)
 //! or in `1..=2147483647`; that is the form stored in the catalog and shown by `listIndexes`
@@ -180,7 +181,7 @@ pub fn document_expires_at(doc: &Document, ts: i64, collection_ttl: Option<i32>)
 
 /// The integer a numeric value holds exactly, or `None` for non-numbers, NaN, infinities,
 /// fractions and values outside `i64`.
-fn integral_value(value: &Bson) -> Option<i64> {
+pub(super) fn integral_value(value: &Bson) -> Option<i64> {
     match value {
         Bson::Int32(n) => Some(i64::from(*n)),
         Bson::Int64(n) => Some(*n),
@@ -209,7 +210,7 @@ fn exact_i64(d: f64) -> Option<i64> {
 }
 
 /// A value as an error message shows it: numbers as written, other types named, long strings cut.
-fn describe(value: &Bson) -> String {
+pub(super) fn describe(value: &Bson) -> String {
     match value {
         Bson::Int32(n) => n.to_string(),
         Bson::Int64(n) => n.to_string(),
