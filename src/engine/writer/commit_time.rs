@@ -51,9 +51,12 @@ pub(super) fn expired_since(
         let Some((collection_id, _)) = keys::split_id(key) else {
             continue;
         };
-        let ttl = catalog.by_id(collection_id).and_then(|meta| meta.ttl());
+        let model = catalog
+            .by_id(collection_id)
+            .map(|meta| meta.ttl_model())
+            .unwrap_or_default();
         let record = Record::decode(&bytes)?;
-        if live::is_live(&record, ttl, start) && !live::is_live(&record, ttl, commit) {
+        if live::is_live(&record, &model, start) && !live::is_live(&record, &model, commit) {
             return Ok(true);
         }
     }
@@ -95,15 +98,21 @@ mod tests {
     use super::*;
     use crate::engine::documents::record::Record;
     use crate::storage::keys::document_key;
+    use crate::ttl::TtlModel;
     use bson::{doc, Bson};
 
     #[test]
     fn a_pending_record_never_expires_while_pending() {
         let pending = Record::new(PENDING_TS, &doc! {"_id": 1}).unwrap();
-        assert_eq!(pending.expires_at(Some(1)), None);
-        assert!(live::is_live(&pending, Some(1), i64::MAX - 1));
+        let model = TtlModel::cosmos(Some(1));
+        assert_eq!(pending.expires_at(&model), None);
+        assert!(live::is_live(&pending, &model, i64::MAX - 1));
         let own = Record::new(PENDING_TS, &doc! {"_id": 1, "ttl": 2}).unwrap();
-        assert!(live::is_live(&own, Some(10), i64::MAX - 1));
+        assert!(live::is_live(
+            &own,
+            &TtlModel::cosmos(Some(10)),
+            i64::MAX - 1
+        ));
     }
 
     #[test]
