@@ -67,6 +67,7 @@ mod transactions;
 mod ttl_reaper;
 mod ttl_rules;
 mod ttl_transactions;
+mod ttl_view;
 mod ttl_visibility;
 mod users;
 mod validate;
