@@ -159,10 +159,7 @@ mod tests {
     #[test]
     fn the_notice_set_is_capped() {
         let activity = TtlActivity::new();
-        let mut meta = catalog_with(&[("c", false)])
-            .get("db", "c")
-            .unwrap()
-            .clone();
+        let mut meta = (**catalog_with(&[("c", false)]).get("db", "c").unwrap()).clone();
         for id in 0..(NOTICED_CAP as u64 + 5) {
             meta.id = id;
             activity.note_ignored_ttl_field(&meta);

@@ -124,7 +124,8 @@ mod tests {
     #[test]
     fn the_label_set_is_the_top_by_deletions_plus_other() {
         // (rows, limit, expected namespaces with (deleted, expired) in order)
-        let cases: Vec<(Vec<NamespaceTtl>, usize, Vec<(&str, u64, u64)>)> = vec![
+        type Case = (Vec<NamespaceTtl>, usize, Vec<(&'static str, u64, u64)>);
+        let cases: Vec<Case> = vec![
             (vec![], 2, vec![]),
             (
                 vec![row("d.a", 1, 0), row("d.b", 5, 2)],
