@@ -27,6 +27,8 @@ pub mod published;
 pub mod read;
 pub mod reader;
 pub mod targets;
+pub mod ttl_activity;
+pub mod ttl_view;
 pub mod users;
 pub mod writer;
 
@@ -255,6 +257,11 @@ impl Engine {
     /// empty catalog would answer "no such collection" for every one).
     pub fn catalog(&self) -> Result<Arc<Catalog>> {
         self.catalog.current()
+    }
+
+    /// What TTL did per collection since start (`ttl_view`, the TTL metrics).
+    pub fn ttl_activity(&self) -> &ttl_activity::TtlActivity {
+        self.catalog.ttl_activity()
     }
 
     /// A consistent view for reading: the catalog, a snapshot, and the time to judge expiry by.

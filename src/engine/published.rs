@@ -1,12 +1,14 @@
 //! The catalog as the writer last published it: one cell the writer replaces whole after each
 //! commit that changes the catalog and every reader copies the `Arc` out of, and the index
-//! access counters, which follow each catalog published.
+//! access counters and per-collection TTL activity, which follow each catalog published.
 //!
 //! Owns: the cell, its lock name, publishing into it and reading it. Does not own: the catalog
-//! ([`Catalog`]), when it is published (`writer`), or the counters ([`IndexUsage`]).
+//! ([`Catalog`]), when it is published (`writer`), or the counters ([`IndexUsage`],
+//! [`TtlActivity`]).
 
 use crate::engine::catalog::Catalog;
 use crate::engine::index_usage::IndexUsage;
+use crate::engine::ttl_activity::TtlActivity;
 use crate::error::Result;
 use std::sync::{Arc, RwLock};
 
@@ -17,15 +19,19 @@ pub(crate) const CATALOG_LOCK: &str = "catalog";
 pub struct Published {
     catalog: RwLock<Arc<Catalog>>,
     usage: Arc<IndexUsage>,
+    ttl_activity: Arc<TtlActivity>,
 }
 
 impl Published {
     /// Publishes `catalog` (the one loaded at start) with `usage` counting from now.
     pub fn new(catalog: Arc<Catalog>, usage: Arc<IndexUsage>) -> Published {
         usage.follow(&catalog);
+        let ttl_activity = Arc::new(TtlActivity::new());
+        ttl_activity.follow(&catalog);
         Published {
             catalog: RwLock::new(catalog),
             usage,
+            ttl_activity,
         }
     }
 
@@ -43,12 +49,18 @@ impl Published {
     /// assignment); readers keep refusing a poisoned lock ([`crate::sync`]).
     pub fn publish(&self, catalog: Arc<Catalog>) {
         self.usage.follow(&catalog);
+        self.ttl_activity.follow(&catalog);
         *crate::sync::write_recovering(&self.catalog, CATALOG_LOCK) = catalog;
     }
 
     /// The index access counters.
     pub fn index_usage(&self) -> &Arc<IndexUsage> {
         &self.usage
+    }
+
+    /// What TTL did per collection since start.
+    pub fn ttl_activity(&self) -> &Arc<TtlActivity> {
+        &self.ttl_activity
     }
 
     /// Poisons the lock, as a thread that panics while publishing would: for tests of what a

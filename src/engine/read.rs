@@ -90,6 +90,12 @@ impl ReadView {
         counts::visible(&self.snapshot, meta, self.now)
     }
 
+    /// The stored documents of the collection that are expired in this view and not yet
+    /// reaped, counted from the expiry-ordered keys without reading them (`counts`).
+    pub fn expired_totals(&self, meta: &CollectionMeta) -> Result<Totals> {
+        counts::expired(&self.snapshot, meta, self.now)
+    }
+
     /// How many documents of the collection are visible in this view ([`Self::visible_totals`]).
     pub fn visible_count(&self, meta: &CollectionMeta) -> Result<u64> {
         Ok(self.visible_totals(meta)?.count)

@@ -9,6 +9,7 @@
 //! `status::Counters`, the writer's and reaper's stats).
 
 pub mod endpoint;
+pub mod ttl_namespaces;
 
 use crate::command::Shared;
 use crate::status::Counters;
@@ -50,6 +51,7 @@ pub fn render(shared: &Shared) -> Result<String, std::fmt::Error> {
     writer(&mut registry, shared);
     storage(&mut registry, shared);
     ttl(&mut registry, shared);
+    ttl_namespaces::register(&mut registry, shared);
     dropped_space(&mut registry, shared);
     registry.register(
         "locks_poisoned",

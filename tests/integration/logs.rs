@@ -311,3 +311,85 @@ async fn a_reaper_pass_logs_what_it_deleted_per_collection() {
         "one line per collection that had deletions"
     );
 }
+
+/// TTL-10: a root `ttl` field does nothing in a collection without a TTL index on `_ts`. The
+/// first write of one into such a collection logs one info line with its namespace; later
+/// writes, collections with the index, and documents without `ttl` log nothing.
+#[tokio::test]
+async fn ignored_ttl_fields_are_logged_once_per_collection_ttl_10() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mayfly"))
+        .args(["--port", "0", "--storage", "memory", "--log-format", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mayfly starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut log: Vec<serde_json::Value> = Vec::new();
+    let port = loop {
+        let line = lines
+            .next()
+            .expect("the server logs until it listens")
+            .unwrap();
+        let value: serde_json::Value = serde_json::from_str(&line).expect("one JSON object");
+        log.push(value.clone());
+        if value["id"] == 23016 {
+            break value["attr"]["port"].as_u64().unwrap();
+        }
+    };
+    let client = mongodb::Client::with_uri_str(format!("mongodb://127.0.0.1:{port}/"))
+        .await
+        .unwrap();
+    use mongodb::bson::{doc, Document};
+    let db = client.database("logs");
+    let inserted = db.collection::<Document>("inserted");
+    for i in 0..3 {
+        inserted
+            .insert_one(doc! {"_id": i, "ttl": 5})
+            .await
+            .unwrap();
+    }
+    // An update that adds `ttl` is a write of one too.
+    let updated = db.collection::<Document>("updated");
+    updated.insert_one(doc! {"_id": 1}).await.unwrap();
+    updated
+        .update_one(doc! {"_id": 1}, doc! {"$set": {"ttl": 5}})
+        .await
+        .unwrap();
+    // Neither of these is told anything.
+    db.collection::<Document>("no_ttl_fields")
+        .insert_one(doc! {"_id": 1, "meta": {"ttl": 5}})
+        .await
+        .unwrap();
+    db.run_command(doc! {
+        "createIndexes": "with_index",
+        "indexes": [{"key": {"_ts": 1}, "name": "_ts_1", "expireAfterSeconds": 10}],
+    })
+    .await
+    .unwrap();
+    db.collection::<Document>("with_index")
+        .insert_one(doc! {"_id": 1, "ttl": 5})
+        .await
+        .unwrap();
+    drop(client);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for line in lines {
+        log.push(serde_json::from_str(&line.unwrap()).expect("one JSON object"));
+    }
+    assert!(child.wait().unwrap().success());
+
+    let mut told: Vec<&str> = log
+        .iter()
+        .filter(|l| l["msg"] == "`ttl` fields are ignored without a TTL index on `_ts`")
+        .map(|l| {
+            assert_eq!(l["s"], "I", "{l}");
+            l["attr"]["namespace"].as_str().unwrap()
+        })
+        .collect();
+    told.sort();
+    assert_eq!(told, vec!["logs.inserted", "logs.updated"]);
+}

@@ -69,6 +69,7 @@ mod ttl_dates;
 mod ttl_reaper;
 mod ttl_rules;
 mod ttl_transactions;
+mod ttl_view;
 mod ttl_visibility;
 mod users;
 mod validate;

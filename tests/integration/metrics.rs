@@ -2,7 +2,7 @@
 //! valid OpenMetrics text, every sample belongs to a declared family, histograms are
 //! consistent, and the counters move with what clients do.
 
-use crate::common::ttl::{advance, reaper};
+use crate::common::ttl::{advance, reaper, set_collection_ttl};
 use crate::common::TestServer;
 use futures::TryStreamExt;
 use mongodb::bson::{doc, Document};
@@ -347,4 +347,93 @@ async fn the_endpoint_answers_only_get_metrics() {
 async fn no_endpoint_unless_asked_for() {
     let server = TestServer::start().await;
     assert_eq!(server.server.metrics_addr, None);
+}
+
+/// Every sample of `family` by its `namespace` label.
+fn by_namespace(samples: &Samples, family: &str) -> BTreeMap<String, f64> {
+    samples
+        .iter()
+        .filter_map(|(series, value)| {
+            let (name, labels) = split_series(series);
+            if name != family {
+                return None;
+            }
+            let namespace = labels
+                .into_iter()
+                .find(|(k, _)| k == "namespace")
+                .map(|(_, v)| v)?;
+            Some((namespace, *value))
+        })
+        .collect()
+}
+
+/// TTL-24 per collection: the reaper's deletions and the documents expired and not yet reaped,
+/// labelled by namespace for at most 50 collections (the most deletions first), the rest summed
+/// under `namespace="other"`; a dropped collection's series go away.
+#[tokio::test]
+async fn ttl_metrics_are_labelled_by_namespace_with_a_bounded_label_set() {
+    let server = TestServer::start_with(|c| c.metrics_addr = Some("127.0.0.1:0".into())).await;
+    let metrics = server.server.metrics_addr.expect("the endpoint listens");
+    let client = server.client().await;
+    reaper(&client, "pause").await;
+    let db = client.database("m");
+    // `big` has three documents; n00..n51 one each: 53 collections with a TTL index.
+    let mut names = vec!["big".to_owned()];
+    names.extend((0..52).map(|i| format!("n{i:02}")));
+    for name in &names {
+        set_collection_ttl(&db, name, 10).await;
+        let docs = if name == "big" { 3 } else { 1 };
+        db.collection::<Document>(name)
+            .insert_many((0..docs).map(|i| doc! {"_id": i}))
+            .await
+            .unwrap();
+    }
+    let deleted = "mayfly_ttl_namespace_deleted_documents_total";
+    let expired = "mayfly_ttl_namespace_expired_not_reaped";
+
+    let (before, types) = scrape(metrics).await;
+    assert_eq!(
+        types
+            .get(deleted.trim_end_matches("_total"))
+            .map(String::as_str),
+        Some("counter")
+    );
+    assert_eq!(types.get(expired).map(String::as_str), Some("gauge"));
+    let series = by_namespace(&before, expired);
+    assert_eq!(series.len(), 51, "50 namespaces and other: {series:?}");
+    assert!(series.values().all(|v| *v == 0.0), "nothing expired yet");
+
+    advance(&client, 10).await;
+    let (due, _) = scrape(metrics).await;
+    let series = by_namespace(&due, expired);
+    // No deletions yet: the largest backlog first, then names; n49, n50, n51 are summed.
+    assert_eq!(series.get("m.big"), Some(&3.0));
+    assert_eq!(series.get("m.n48"), Some(&1.0));
+    assert_eq!(series.get("m.n49"), None);
+    assert_eq!(series.get("other"), Some(&3.0));
+    assert_eq!(
+        series.values().sum::<f64>(),
+        value(&due, "mayfly_ttl_backlog")
+    );
+
+    reaper(&client, "runOnce").await;
+    let (after, _) = scrape(metrics).await;
+    let counts = by_namespace(&after, deleted);
+    assert_eq!(counts.len(), 51);
+    assert_eq!(counts.get("m.big"), Some(&3.0));
+    assert_eq!(counts.get("m.n00"), Some(&1.0));
+    assert_eq!(counts.get("other"), Some(&3.0));
+    assert_eq!(counts.values().sum::<f64>(), 55.0);
+    assert!(by_namespace(&after, expired).values().all(|v| *v == 0.0));
+
+    // Dropping collections takes their series away; with 50 left, no `other`.
+    for name in ["big", "n50", "n51"] {
+        db.collection::<Document>(name).drop().await.unwrap();
+    }
+    let (dropped, _) = scrape(metrics).await;
+    let counts = by_namespace(&dropped, deleted);
+    assert_eq!(counts.len(), 50, "{counts:?}");
+    assert_eq!(counts.get("m.big"), None);
+    assert_eq!(counts.get("other"), None);
+    assert_eq!(counts.values().sum::<f64>(), 50.0);
 }

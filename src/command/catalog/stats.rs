@@ -6,11 +6,15 @@
 //! expired, unreaped documents (`engine::counts`), without reading documents; index sizes are
 //! estimated from at most [`INDEX_SAMPLE`] visible documents. Does not own: the size of the data
 //! directory (`Engine::disk_space`).
+//!
+//! A collection with a TTL index also gets `ttl` ([`ttl_stats`]), mayfly's addition: mongod has
+//! no such field.
 
 use crate::command::args::{check_fields, optional_bool, optional_i64};
 use crate::command::reply_number::number;
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_db_name, CollectionMeta};
+use crate::engine::ttl_view::{self, TtlView};
 use crate::engine::ReadView;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::path;
@@ -147,6 +151,38 @@ pub fn storage_stats(sizes: &CollectionSizes, scale: u64) -> Document {
     out
 }
 
+/// The `ttl` sub-document of a collection's storage statistics, when it has a TTL index:
+/// `{indexes: [{name, model, field, expireAfterSeconds}], expiredNotReaped, deleted}`. Counts
+/// are not scaled (they count documents).
+pub fn ttl_stats(
+    shared: &Shared,
+    view: &ReadView,
+    meta: &CollectionMeta,
+) -> Result<Option<Document>> {
+    let activity = shared.engine.ttl_activity();
+    Ok(ttl_view::of(view, meta, activity)?.map(|ttl| ttl_document(&ttl)))
+}
+
+fn ttl_document(ttl: &TtlView) -> Document {
+    let indexes: Vec<Bson> = ttl
+        .indexes
+        .iter()
+        .map(|index| {
+            Bson::Document(doc! {
+                "name": index.name.as_str(),
+                "model": index.model.name(),
+                "field": index.field.as_str(),
+                "expireAfterSeconds": index.expire_after_seconds,
+            })
+        })
+        .collect();
+    doc! {
+        "indexes": indexes,
+        "expiredNotReaped": number(ttl.expired_not_reaped),
+        "deleted": number(ttl.deleted),
+    }
+}
+
 const COLL_STATS_FIELDS: &[&str] = &["scale", "verbose", "waitForLock", "numericOnly"];
 
 /// `collStats`. On a missing collection mongod 7.0 answers ok with zeros (its `CmdCollStats`
@@ -163,7 +199,12 @@ pub fn coll_stats(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let view = shared.engine.read()?;
     let mut reply = doc! {"ns": format!("{}.{coll}", req.db)};
     match view.collection(req.db, coll) {
-        Some(meta) => reply.extend(storage_stats(&measure(&view, &meta)?, scale)),
+        Some(meta) => {
+            reply.extend(storage_stats(&measure(&view, &meta)?, scale));
+            if let Some(ttl) = ttl_stats(shared, &view, &meta)? {
+                reply.insert("ttl", ttl);
+            }
+        }
         None => reply.extend(doc! {
             "size": 0, "count": 0, "numOrphanDocs": 0, "storageSize": 0, "totalSize": 0,
             "nindexes": 0, "totalIndexSize": 0, "indexDetails": {}, "indexSizes": {},

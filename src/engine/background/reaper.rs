@@ -8,7 +8,8 @@
 //! rewritten since it became due has left the range and survives). Batches are small so a
 //! client's write never waits long behind one, and while clients write (their jobs ran beside
 //! a batch, or are queued) the reaper pauses after each batch as long as the batch took, so it
-//! holds at most half of the writer (`pacing`). Failures are logged at error level and counted in
+//! holds at most half of the writer (`pacing`). Each batch's deletions are counted server-wide
+//! (`ReaperStats`) and per collection (`ttl_activity`). Failures are logged at error level and counted in
 //! `serverStatus.ttl`; the thread stops with the engine.
 //!
 //! Date TTL indexes (TTL-27) are reaped the same way through their own due entries
@@ -224,6 +225,9 @@ impl Reaper {
             self.stats
                 .deleted
                 .fetch_add(step.deleted, Ordering::Relaxed);
+            self.catalog
+                .ttl_activity()
+                .record_deleted(collection_id, step.deleted);
             self.set_watermark(
                 collection_id,
                 kind,

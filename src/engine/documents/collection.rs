@@ -192,6 +192,7 @@ pub fn insert_written_at(
 ) -> Result<()> {
     let (key, unheld) = new.probed_key(meta)?;
     let size = new.body_len();
+    let ignored_ttl = meta.ttl().is_none() && new.has_root_field(crate::ttl::TTL_FIELD);
     let mut replaced = None;
     if let Some(bytes) = txn.get_unless_unheld(Keyspace::Documents, &key, unheld)? {
         let old = Record::decode(&bytes)?;
@@ -231,6 +232,9 @@ pub fn insert_written_at(
             txn.count_change(meta.id, -1, size_delta(old, 0));
         }
         return Err(e);
+    }
+    if ignored_ttl {
+        note_ignored_ttl(txn, meta);
     }
     // Overwriting an expired record leaves the number of stored documents as it was.
     match replaced {
@@ -318,7 +322,18 @@ fn rewrite(
         return Err(e);
     }
     txn.count_change(meta.id, 0, size);
+    if meta.ttl().is_none() && new.contains_key(crate::ttl::TTL_FIELD) {
+        note_ignored_ttl(txn, meta);
+    }
     Ok(())
+}
+
+/// A document with a root `ttl` field was stored in a collection without a `_ts` TTL index,
+/// where the field does nothing (TTL-10): the first such write logs it (`ttl_activity`).
+fn note_ignored_ttl(txn: &Txn<'_>, meta: &CollectionMeta) {
+    if let Some(activity) = txn.ttl_activity() {
+        activity.note_ignored_ttl_field(meta);
+    }
 }
 
 /// Makes `key` free for the document `new` to move to: fails with 11000 when a visible

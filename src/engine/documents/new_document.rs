@@ -251,6 +251,15 @@ impl NewDocument {
         self.own_ttl
     }
 
+    /// Whether the document has a root field `name` (valid or not), read from its body.
+    pub fn has_root_field(&self, name: &str) -> bool {
+        if let Some(doc) = &self.doc {
+            return doc.contains_key(name);
+        }
+        let body = self.stored.get(record::HEADER_LEN..).unwrap_or_default();
+        RawDocument::from_bytes(body).is_ok_and(|raw| matches!(raw.get(name), Ok(Some(_))))
+    }
+
     pub fn body_len(&self) -> usize {
         self.stored.len().saturating_sub(record::HEADER_LEN)
     }

@@ -245,6 +245,7 @@ fn run(
         release,
     } = ends;
     let usage = Arc::clone(published.index_usage());
+    let ttl_activity = Arc::clone(published.ttl_activity());
     let (handoffs, outcomes, committer) =
         match Committer::start(Arc::clone(&backend), published, Arc::clone(&stats), &clocks) {
             Ok(started) => started,
@@ -288,7 +289,8 @@ fn run(
         let wall_millis = clocks.wall.now_millis();
         let mut txn = Txn::new(&snapshot, &mut catalog)
             .with_op_clock(&clocks.optimes, wall_millis, &clocks.oplog)
-            .with_index_usage(&usage);
+            .with_index_usage(&usage)
+            .with_ttl_activity(&ttl_activity);
         let mut durable_acks = Vec::new();
         let mut quick_acks = Vec::new();
         // The earlier group's outcome, once this group has waited for it.

@@ -115,7 +115,8 @@ impl Transaction {
         let now = self.statement_time();
         let work = std::mem::take(&mut self.work);
         let mut txn = Txn::resume(&self.base, &mut self.catalog, work, self.logs)
-            .with_index_usage(self.reader.catalog.index_usage());
+            .with_index_usage(self.reader.catalog.index_usage())
+            .with_ttl_activity(self.reader.catalog.ttl_activity());
         let value = job(&mut txn, now);
         self.work = txn.suspend();
         self.visible = None;

@@ -10,6 +10,7 @@ use crate::engine::documents::counts::{self, Delta};
 use crate::engine::index_usage::IndexUsage;
 use crate::engine::oplog::optime::OpClock;
 use crate::engine::oplog::state::{GroupLog, OplogState};
+use crate::engine::ttl_activity::TtlActivity;
 use crate::error::Result;
 use crate::storage::handle::Snap;
 use crate::storage::overlay::{Merged, Overlay, Pending};
@@ -39,6 +40,9 @@ pub struct Txn<'a> {
     /// The index access counters the group's reads record their plans in; `None` for work
     /// outside the writer and transactions (start-up, tests).
     index_usage: Option<&'a IndexUsage>,
+    /// Where writes of a root `ttl` field into a collection without a TTL index are noted
+    /// (one log line per collection); `None` outside the writer and transactions.
+    ttl_activity: Option<&'a TtlActivity>,
     /// A multi-document transaction's statement: the records it writes carry [`PENDING_TS`]
     /// instead of the statement's time ([`Txn::write_time`]).
     pending_stamps: bool,
@@ -87,6 +91,7 @@ impl<'a> Txn<'a> {
             deferred_log: None,
             unique_claims: None,
             index_usage: None,
+            ttl_activity: None,
             pending_stamps: false,
         }
     }
@@ -162,6 +167,17 @@ impl<'a> Txn<'a> {
     /// The index access counters this transaction's reads record in, if any.
     pub fn index_usage(&self) -> Option<&IndexUsage> {
         self.index_usage
+    }
+
+    /// Notes this group's writes of ignored `ttl` fields in `activity`.
+    pub(in crate::engine) fn with_ttl_activity(mut self, activity: &'a TtlActivity) -> Self {
+        self.ttl_activity = Some(activity);
+        self
+    }
+
+    /// Where this group notes writes of ignored `ttl` fields, if anywhere.
+    pub fn ttl_activity(&self) -> Option<&TtlActivity> {
+        self.ttl_activity
     }
 
     pub(in crate::engine) fn with_op_clock(

@@ -97,7 +97,11 @@ pub fn coll_stats(
     };
     let sizes = stats::measure(view, meta)?;
     if let Some(scale) = storage_scale {
-        row.insert("storageStats", stats::storage_stats(&sizes, scale));
+        let mut storage = stats::storage_stats(&sizes, scale);
+        if let Some(ttl) = stats::ttl_stats(shared, view, meta)? {
+            storage.insert("ttl", ttl);
+        }
+        row.insert("storageStats", storage);
     }
     if count {
         row.insert("count", reply_number::number(sizes.count));
