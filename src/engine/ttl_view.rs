@@ -21,6 +21,8 @@ use crate::error::Result;
 pub enum TtlModel {
     /// Cosmos DB's: the `_ts` index sets the collection TTL, a document's `ttl` overrides it.
     Cosmos,
+    /// MongoDB's: a TTL index on a date field (TTL-25…TTL-29).
+    Date,
 }
 
 impl TtlModel {
@@ -28,6 +30,7 @@ impl TtlModel {
     pub fn name(self) -> &'static str {
         match self {
             TtlModel::Cosmos => "cosmos",
+            TtlModel::Date => "date",
         }
     }
 }
@@ -58,15 +61,24 @@ pub fn ttl_indexes(meta: &CollectionMeta) -> Vec<TtlIndex> {
     meta.indexes.iter().filter_map(ttl_index).collect()
 }
 
+/// The TTL index `index` is, if any: the `_ts` index with a value, or a date TTL index (listed
+/// while it is still being built too, though it expires nothing until it is ready).
 fn ttl_index(index: &IndexMeta) -> Option<TtlIndex> {
-    if !index.is_ttl() {
-        return None;
-    }
+    let expire_after_seconds = index.expire_after_seconds?;
+    let (model, field) = if index.is_ttl() {
+        (TtlModel::Cosmos, crate::ttl::TS_FIELD.to_owned())
+    } else {
+        let mut fields = index.key.keys();
+        match (fields.next(), fields.next()) {
+            (Some(field), None) => (TtlModel::Date, field.clone()),
+            _ => return None,
+        }
+    };
     Some(TtlIndex {
         name: index.name.clone(),
-        model: TtlModel::Cosmos,
-        field: crate::ttl::TS_FIELD.to_owned(),
-        expire_after_seconds: index.expire_after_seconds?,
+        model,
+        field,
+        expire_after_seconds,
     })
 }
 

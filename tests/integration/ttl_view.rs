@@ -128,3 +128,49 @@ async fn coll_stats_shows_expired_not_reaped_and_deleted_per_collection_ttl_24()
         .unwrap();
     assert_eq!(ttl_of(&db, "renamed").await, None);
 }
+
+#[tokio::test]
+async fn a_date_ttl_index_is_one_more_entry_with_its_documents_counted_once_ttl_26() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    reaper(&client, "pause").await;
+    let db = client.database("view_dates");
+    set_collection_ttl(&db, "c", 10).await;
+    db.run_command(doc! {
+        "createIndexes": "c",
+        "indexes": [{"key": {"at": 1}, "name": "at_1", "expireAfterSeconds": 0}],
+    })
+    .await
+    .unwrap();
+    let now = advance(&client, 0).await;
+    let at = |seconds: i64| mongodb::bson::DateTime::from_millis((now + seconds) * 1000);
+    let c = db.collection::<Document>("c");
+    // By date at T+3; by date at T+20 but by the collection TTL at T+10; a date in an array
+    // at T+3 and its other element later (one document, one count); no date: T+10.
+    c.insert_many(vec![
+        doc! {"_id": 1, "at": at(3)},
+        doc! {"_id": 2, "at": at(20)},
+        doc! {"_id": 3, "at": [at(30), at(3)]},
+        doc! {"_id": 4, "at": "soon"},
+    ])
+    .await
+    .unwrap();
+    let expected = |expired: i32, deleted: i32| {
+        doc! {
+            "indexes": [
+                {"name": "_ts_1", "model": "cosmos", "field": "_ts", "expireAfterSeconds": 10},
+                {"name": "at_1", "model": "date", "field": "at", "expireAfterSeconds": 0},
+            ],
+            "expiredNotReaped": expired,
+            "deleted": deleted,
+        }
+    };
+    assert_eq!(ttl_of(&db, "c").await, Some(expected(0, 0)));
+    advance(&client, 3).await;
+    assert_eq!(ttl_of(&db, "c").await, Some(expected(2, 0)), "T+3: 1 and 3");
+    advance(&client, 7).await;
+    assert_eq!(ttl_of(&db, "c").await, Some(expected(4, 0)), "T+10: all");
+    let reaped = reaper(&client, "runOnce").await;
+    assert_eq!(reaped.get_i64("reaped"), Ok(4));
+    assert_eq!(ttl_of(&db, "c").await, Some(expected(0, 4)));
+}
