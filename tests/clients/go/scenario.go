@@ -166,6 +166,7 @@ func main() {
 	must(err, "create the date TTL index")
 	now, ok := command(ctx, admin, bson.D{{"hello", 1}})["localTime"].(primitive.DateTime)
 	check(ok, "hello's localTime is a date")
+	now = primitive.DateTime(int64(now) / 1000 * 1000) // whole seconds
 	_, err = dated.InsertMany(ctx, []interface{}{
 		bson.D{{"_id", "dated"}, {"at", now}},
 		bson.D{{"_id", "undated"}, {"at", "now"}},

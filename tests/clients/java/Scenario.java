@@ -121,7 +121,7 @@ public final class Scenario {
         // plus the index's value, at the exact second; one whose field holds no date never does.
         MongoCollection<Document> dated = db.getCollection("dated");
         dated.createIndex(Indexes.ascending("at"), new IndexOptions().expireAfter(10L, TimeUnit.SECONDS));
-        Date now = admin.runCommand(new Document("hello", 1)).getDate("localTime");
+        Date now = new Date(admin.runCommand(new Document("hello", 1)).getDate("localTime").getTime() / 1000 * 1000);
         dated.insertMany(Arrays.asList(
                 new Document("_id", "dated").append("at", now),
                 new Document("_id", "undated").append("at", "now")));

@@ -30,7 +30,7 @@ async def main():
     await admin.command("reaper", "pause")
     await admin.command("reaper", "runOnce")
     # The server's (manual) clock: what datetime.now(timezone.utc) would be with wall time.
-    now = (await admin.command("hello"))["localTime"]
+    now = (await admin.command("hello"))["localTime"].replace(microsecond=0)
     await init_beanie(database=client.recipes_beanie_dates, document_models=[Session])
     await Session(user="ada", created_at=now).insert()
     await Session(user="alan", created_at=now - timedelta(seconds=3000)).insert()

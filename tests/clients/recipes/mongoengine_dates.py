@@ -14,7 +14,7 @@ admin = connection.admin
 admin.command("reaper", "pause")
 admin.command("reaper", "runOnce")
 # The server's (manual) clock: what datetime.now(timezone.utc) would be with wall time.
-now = admin.command("hello")["localTime"]
+now = admin.command("hello")["localTime"].replace(microsecond=0)
 
 
 # recipe:start

@@ -10,7 +10,8 @@ await mongoose.connection.db.dropDatabase();
 await admin.command({ reaper: 'pause' });
 await admin.command({ reaper: 'runOnce' });
 // The server's (manual) clock: what `Date.now` would be on a server that keeps wall time.
-const { localTime: now } = await admin.command({ hello: 1 });
+const { localTime } = await admin.command({ hello: 1 });
+const now = new Date(Math.floor(localTime.getTime() / 1000) * 1000); // whole seconds
 // recipe:start
 const sessionSchema = new mongoose.Schema({
   user: String,

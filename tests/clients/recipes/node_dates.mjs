@@ -10,7 +10,8 @@ await client.db('recipes_node_dates').dropDatabase();
 await admin.command({ reaper: 'pause' });
 await admin.command({ reaper: 'runOnce' });
 // The server's (manual) clock: what `new Date()` would be on a server that keeps wall time.
-const { localTime: now } = await admin.command({ hello: 1 });
+const { localTime } = await admin.command({ hello: 1 });
+const now = new Date(Math.floor(localTime.getTime() / 1000) * 1000); // whole seconds
 // recipe:start
 const sessions = client.db('recipes_node_dates').collection('sessions');
 // Each session expires an hour after its createdAt.

@@ -12,7 +12,7 @@ client.drop_database("recipes_pymongo_expire_at")
 client.admin.command("reaper", "pause")
 client.admin.command("reaper", "runOnce")
 # The server's (manual) clock: what datetime.now(timezone.utc) would be with wall time.
-now = client.admin.command("hello")["localTime"]
+now = client.admin.command("hello")["localTime"].replace(microsecond=0)
 # recipe:start
 events = client.recipes_pymongo_expire_at.events
 # Each document expires at the time its expiresAt says.
