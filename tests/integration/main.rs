@@ -64,6 +64,7 @@ mod storage_memory;
 mod stored_counts;
 mod tls;
 mod transactions;
+mod ttl_differential;
 mod ttl_reaper;
 mod ttl_rules;
 mod ttl_visibility;
