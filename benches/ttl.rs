@@ -3,7 +3,7 @@
 //! reaping part).
 //!
 //! `cargo bench --bench ttl -- [--part reads|engine|reaping] [--seconds 3] [--rounds 3] [--docs 100000]
-//! [--reap-docs 1000000] [--clients 16] [--connections 32] [--uri URI]`
+//! [--reap-docs 1000000] [--reap-model ts|date] [--clients 16] [--connections 32] [--uri URI]`
 //!
 //! - **reads**: two collections holding the same `--docs` documents (every other one with its
 //!   own `ttl`), one with a TTL index on `_ts` (a day, so nothing expires) and one without.
@@ -21,7 +21,9 @@
 //!   clock an hour on, so every document expires at once, and the background reaper (running
 //!   throughout) deletes them while the clients go on. Prints the reaping rate from the moment
 //!   of expiry to the last deletion (polled from `serverStatus.metrics.ttl`) and the clients'
-//!   latencies before and during reaping.
+//!   latencies before and during reaping. `--reap-model date` does the same with MongoDB's model:
+//!   a TTL index of an hour on the date field `createdAt`, which every document sets to the
+//!   server's time at load, instead of the `_ts` index.
 //!
 //! Measures only: nothing here asserts on time.
 
@@ -61,6 +63,10 @@ struct Args {
     /// Documents that expire at once in the reaping part.
     #[arg(long, default_value_t = 1_000_000)]
     reap_docs: i64,
+    /// The reaping part's TTL model: `ts` (a TTL index on `_ts`) or `date` (a TTL index on the
+    /// date field `createdAt`).
+    #[arg(long, default_value = "ts")]
+    reap_model: String,
     /// Client tasks reading and writing during the reaping part.
     #[arg(long, default_value_t = 16)]
     clients: usize,
@@ -334,14 +340,32 @@ async fn reaping(client: &Client, args: &Args) -> Result<(), BoxError> {
     let admin = client.database("admin");
     let expiring = db.collection::<Document>("expiring");
     let live = db.collection::<Document>("live");
+    let field = match args.reap_model.as_str() {
+        "ts" => "_ts",
+        "date" => "createdAt",
+        other => return Err(format!("--reap-model takes ts or date, not {other}").into()),
+    };
     db.run_command(doc! {
         "createIndexes": "expiring",
-        "indexes": [{"key": {"_ts": 1}, "name": "_ts_1", "expireAfterSeconds": REAP_TTL_SECS}],
+        "indexes": [{"key": {field: 1}, "name": format!("{field}_1"), "expireAfterSeconds": REAP_TTL_SECS}],
     })
     .await?;
-    let seconds = load(&expiring, args.reap_docs, reap_doc).await?;
+    // The server's time, in milliseconds, for the date model's `createdAt`.
+    let server_now = admin.run_command(doc! {"advanceClock": 0}).await?;
+    let created_at = mongodb::bson::DateTime::from_millis(server_now.get_i64("now")? * 1000);
+    let seconds = if field == "_ts" {
+        load(&expiring, args.reap_docs, reap_doc).await?
+    } else {
+        load(&expiring, args.reap_docs, move |id| {
+            let mut doc = reap_doc(id);
+            doc.insert("createdAt", created_at);
+            doc
+        })
+        .await?
+    };
     println!(
-        "\nloaded {} documents to expire in {seconds:.1} s ({:.0} docs/s, batches of {BATCH})",
+        "\nloaded {} documents to expire by a TTL index on {field} in {seconds:.1} s \
+         ({:.0} docs/s, batches of {BATCH})",
         args.reap_docs,
         args.reap_docs as f64 / seconds
     );

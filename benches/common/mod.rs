@@ -109,7 +109,7 @@ pub fn pick(task: usize, i: u64, n: u64) -> i64 {
 pub async fn load(
     coll: &Collection<Document>,
     docs: i64,
-    make: fn(i64) -> Document,
+    make: impl Fn(i64) -> Document + Copy + Send + 'static,
 ) -> Result<f64, BoxError> {
     const TASKS: i64 = 8;
     let started = Instant::now();

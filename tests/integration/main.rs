@@ -66,6 +66,7 @@ mod stored_counts;
 mod tls;
 mod transactions;
 mod ttl_dates;
+mod ttl_differential;
 mod ttl_reaper;
 mod ttl_rules;
 mod ttl_transactions;

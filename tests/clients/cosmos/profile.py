@@ -4,6 +4,8 @@ Azure fails here, with Cosmos's codes and texts.
 - a sort on a field without an index fails with Cosmos's message; creating the index makes it
   pass;
 - a 3 MB document is refused (2 MB limit);
+- a TTL index on a date field (MongoDB's idiom: Mongoose `expires`, `expireAfterSeconds` on
+  `createdAt`) is refused with Cosmos's code and text (TTL-4), a `_ts` TTL index is not;
 - a burst over `--cosmos-throughput` gets 16500, and the request succeeds after waiting the
   `RetryAfterMs` the error names;
 - `getLastRequestStatistics` after a point read of a 1 KB document reports about 1 RU.
@@ -59,6 +61,18 @@ try:
     except OperationFailure as e:
         assert e.code == 16, e.details
         assert e.details["errmsg"].startswith("Error=16, Details='Response status code does not indicate success: RequestEntityTooLarge (413)"), e.details
+    settle()
+
+    # TTL on a date field is MongoDB's model, not Cosmos's (TTL-4).
+    try:
+        db.items.create_index("createdAt", expireAfterSeconds=3600)
+        raise AssertionError("a TTL index on a date field was created in the Cosmos profile")
+    except OperationFailure as e:
+        assert e.code == 2, e.details
+        assert "The 'expireAfterSeconds' option is supported on '_ts' field only." in e.details["errmsg"], e.details
+    settle()
+    assert "createdAt_1" not in db.items.index_information()
+    db.items.create_index("_ts", expireAfterSeconds=3600)
     settle()
 
     # About 1 RU for a point read of 1 KB.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/bson"
+	"go.mongodb.org/mongo-driver/bson/primitive"
 	"go.mongodb.org/mongo-driver/mongo"
 	"go.mongodb.org/mongo-driver/mongo/options"
 )
@@ -154,6 +155,36 @@ func main() {
 	reaped := command(ctx, admin, bson.D{{"reaper", "runOnce"}})["reaped"]
 	check(fmt.Sprint(reaped) == "2", "reaped %v", reaped)
 	command(ctx, admin, bson.D{{"reaper", "resume"}})
+
+	// MongoDB's own TTL model: a TTL index on a date field; a document expires at its date plus
+	// the index's value, at the exact second; one whose field holds no date never does.
+	dated := db.Collection("dated")
+	_, err = dated.Indexes().CreateOne(ctx, mongo.IndexModel{
+		Keys:    bson.D{{"at", 1}},
+		Options: options.Index().SetExpireAfterSeconds(10),
+	})
+	must(err, "create the date TTL index")
+	now, ok := command(ctx, admin, bson.D{{"hello", 1}})["localTime"].(primitive.DateTime)
+	check(ok, "hello's localTime is a date")
+	now = primitive.DateTime(int64(now) / 1000 * 1000) // whole seconds
+	_, err = dated.InsertMany(ctx, []interface{}{
+		bson.D{{"_id", "dated"}, {"at", now}},
+		bson.D{{"_id", "undated"}, {"at", "now"}},
+	})
+	must(err, "insert dated")
+	specs, err = dated.Indexes().List(ctx)
+	must(err, "listIndexes of dated")
+	indexes = nil
+	must(specs.All(ctx, &indexes), "read listIndexes of dated")
+	shown = false
+	for _, index := range indexes {
+		shown = shown || (index["name"] == "at_1" && index["expireAfterSeconds"] == int32(10))
+	}
+	check(shown, "listIndexes shows at_1 with expireAfterSeconds 10: %v", indexes)
+	command(ctx, admin, bson.D{{"advanceClock", 9}})
+	check(reflect.DeepEqual(ids(ctx, dated), []interface{}{"dated", "undated"}), "date+9: %v", ids(ctx, dated))
+	command(ctx, admin, bson.D{{"advanceClock", 1}})
+	check(reflect.DeepEqual(ids(ctx, dated), []interface{}{"undated"}), "date+10: %v", ids(ctx, dated))
 
 	// A duplicate key, with its code.
 	_, err = items.InsertOne(ctx, bson.D{{"_id", 7}})

@@ -19,6 +19,7 @@ import com.mongodb.client.model.Updates;
 import com.mongodb.client.result.UpdateResult;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Date;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.bson.Document;
@@ -115,6 +116,25 @@ public final class Scenario {
         Number reaped = (Number) admin.runCommand(new Document("reaper", "runOnce")).get("reaped");
         check(reaped.intValue() == 2, "reaped " + reaped);
         admin.runCommand(new Document("reaper", "resume"));
+
+        // MongoDB's own TTL model: a TTL index on a date field; a document expires at its date
+        // plus the index's value, at the exact second; one whose field holds no date never does.
+        MongoCollection<Document> dated = db.getCollection("dated");
+        dated.createIndex(Indexes.ascending("at"), new IndexOptions().expireAfter(10L, TimeUnit.SECONDS));
+        Date now = new Date(admin.runCommand(new Document("hello", 1)).getDate("localTime").getTime() / 1000 * 1000);
+        dated.insertMany(Arrays.asList(
+                new Document("_id", "dated").append("at", now),
+                new Document("_id", "undated").append("at", "now")));
+        boolean datedShown = false;
+        for (Document index : dated.listIndexes()) {
+            datedShown |= "at_1".equals(index.getString("name"))
+                    && ((Number) index.get("expireAfterSeconds")).intValue() == 10;
+        }
+        check(datedShown, "listIndexes shows at_1 with expireAfterSeconds 10");
+        admin.runCommand(new Document("advanceClock", 9));
+        check(ids(dated).equals(Arrays.asList("dated", "undated")), "date+9: " + ids(dated));
+        admin.runCommand(new Document("advanceClock", 1));
+        check(ids(dated).equals(Arrays.asList("undated")), "date+10: " + ids(dated));
 
         // A duplicate key, with its code.
         try {
