@@ -161,25 +161,27 @@ impl Reaper {
         let catalog = self.catalog.current()?;
         let mut deleted = 0;
         for meta in catalog.all() {
-            for index in meta.indexes.iter().filter(|i| i.date_ttl().is_some()) {
-                deleted += self.reap_dates(meta.id, index.id).await?;
-            }
-            let Some(ttl) = meta.ttl() else { continue };
             let timer = Stopwatch::start();
-            let now = self.clock.now_secs();
-            // TTL-14: expired iff now >= _ts + ttl, i.e. _ts <= now - ttl.
-            let mut reaped = self
-                .reap_range(
-                    meta.id,
-                    FOLLOWS_COLLECTION,
-                    Some(ttl),
-                    now - i64::from(ttl),
-                    now,
-                )
-                .await?;
-            reaped += self
-                .reap_range(meta.id, OWN_TTL, Some(ttl), now, now)
-                .await?;
+            let mut reaped = 0;
+            for index in meta.indexes.iter().filter(|i| i.date_ttl().is_some()) {
+                reaped += self.reap_dates(meta.id, index.id).await?;
+            }
+            if let Some(ttl) = meta.ttl() {
+                let now = self.clock.now_secs();
+                // TTL-14: expired iff now >= _ts + ttl, i.e. _ts <= now - ttl.
+                reaped += self
+                    .reap_range(
+                        meta.id,
+                        FOLLOWS_COLLECTION,
+                        Some(ttl),
+                        now - i64::from(ttl),
+                        now,
+                    )
+                    .await?;
+                reaped += self
+                    .reap_range(meta.id, OWN_TTL, Some(ttl), now, now)
+                    .await?;
+            }
             // One line per collection and pass that deleted something, as mongod logs its TTL
             // deletions: a quiet pass stays quiet.
             if reaped > 0 {
@@ -268,6 +270,9 @@ impl Reaper {
             self.stats
                 .deleted
                 .fetch_add(step.deleted, Ordering::Relaxed);
+            self.catalog
+                .ttl_activity()
+                .record_deleted(collection_id, step.deleted);
             if !step.more {
                 break;
             }
