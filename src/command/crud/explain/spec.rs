@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use bson::{Bson, Document};
 
 /// The commands explain runs. Another known command is refused when explain runs
-/// (`Explain failed due to unknown command`), as today's reply has it.
+/// (`Explain failed due to unknown command`).
 const EXPLAINED: &[CommandName] = &[
     CommandName::Find,
     CommandName::Count,
