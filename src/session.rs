@@ -500,7 +500,7 @@ async fn run_logged(
     } else {
         0
     };
-    let (name, outcome) = command::execute(
+    let (name, outcome, parsed) = command::execute(
         shared,
         conn,
         Arc::clone(&body),
@@ -538,6 +538,7 @@ async fn run_logged(
     let mut op = Operation {
         db,
         body: &body,
+        parsed: parsed.as_ref(),
         outcome: &outcome,
         interrupt: &interrupt,
         elapsed,

@@ -7,10 +7,11 @@
 //! `Operator <name> not supported.`. (`$where`, `$text` and `$jsonSchema`, which Cosmos lacks
 //! too, mayfly has in no profile: they answer 238 everywhere.)
 //!
-//! Pure: a walk over the command's body, which holds every filter a command takes (`filter`,
-//! `q`, `query`, pipelines, `$lookup` and `$facet` pipelines within them) — but not the
-//! documents a write stores (`documents`, an update's `u`, `findAndModify`'s `update`), where
-//! such a name would be a field.
+//! Pure: a walk over the documents that hold a command's filters and expressions, as its spec
+//! names them (`filter`, `q`, `query`, pipelines, `$lookup` and `$facet` pipelines within
+//! them, `let`, `arrayFilters`), or, for a command read by no spec, over its whole body — but
+//! never the documents a write stores (`documents`, an update's `u`, `findAndModify`'s
+//! `update`), where such a name would be a field.
 
 use super::refusal::refuse;
 use super::{CosmosVersion, Rule};
@@ -37,9 +38,37 @@ pub const FROM_4_2: &[&str] = &["$regexMatch", "$regexFind", "$regexFindAll"];
 const MAX_DEPTH: usize = 200;
 
 /// Refuses a command whose filters or expressions use an operator an account at `version`
-/// lacks.
+/// lacks, its whole document walked (a command read by no spec).
 pub fn check(version: CosmosVersion, body: &Document) -> Result<()> {
-    let lacks = |name: &str| {
+    let lacks = lacking(version);
+    let found = body
+        .iter()
+        .filter(|(name, _)| !is_stored(name.as_str()))
+        .find_map(|(name, value)| match name.as_str() {
+            "updates" => updates(value, &lacks),
+            _ => in_value(value, 0, &lacks),
+        });
+    refusal(found)
+}
+
+/// Refuses a command whose filters or expressions, `documents` (as its spec read them: no
+/// document it stores among them), use an operator an account at `version` lacks.
+pub fn check_documents<'a>(
+    version: CosmosVersion,
+    documents: impl IntoIterator<Item = &'a Document>,
+) -> Result<()> {
+    let lacks = lacking(version);
+    let found = documents.into_iter().find_map(|document| {
+        document
+            .iter()
+            .find_map(|(name, value)| lacks(name).or_else(|| in_value(value, 1, &lacks)))
+    });
+    refusal(found)
+}
+
+/// The operator of those `version` lacks that `name` is, if any.
+fn lacking(version: CosmosVersion) -> impl Fn(&str) -> Option<&'static str> {
+    move |name: &str| {
         UNSUPPORTED
             .iter()
             .chain(if has_regex_expressions(version) {
@@ -49,14 +78,10 @@ pub fn check(version: CosmosVersion, body: &Document) -> Result<()> {
             })
             .find(|operator| **operator == name)
             .copied()
-    };
-    let found = body
-        .iter()
-        .filter(|(name, _)| !is_stored(name.as_str()))
-        .find_map(|(name, value)| match name.as_str() {
-            "updates" => updates(value, &lacks),
-            _ => in_value(value, 0, &lacks),
-        });
+    }
+}
+
+fn refusal(found: Option<&'static str>) -> Result<()> {
     match found {
         Some(operator) => Err(refuse(
             Rule::UnsupportedOperators,
@@ -197,5 +222,27 @@ mod tests {
             refused(doc! {"find": "c", "filter": {"a": {"$gt": 1}, "$expr": {"$bitAnd": [1, 3]}}}),
             None
         );
+    }
+
+    #[test]
+    fn a_specs_documents_are_walked_from_their_top() {
+        let refused = |documents: &[Document]| {
+            check_documents(CosmosVersion::V7_0, documents)
+                .err()
+                .map(|e| e.message.lines().next().unwrap_or_default().to_owned())
+        };
+        assert_eq!(
+            refused(&[doc! {}, doc! {"$or": [{"a": {"$box": [[0, 0], [1, 1]]}}]}]),
+            Some("Operator $box not supported.".to_owned())
+        );
+        assert_eq!(
+            refused(&[doc! {"$match": {"f": {"$bitsAnySet": 3}}}]),
+            Some("Operator $bitsAnySet not supported.".to_owned())
+        );
+        assert_eq!(
+            refused(&[doc! {"a": 1}, doc! {"$expr": {"$gt": ["$a", 1]}}]),
+            None
+        );
+        assert_eq!(refused(&[]), None);
     }
 }

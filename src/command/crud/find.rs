@@ -94,6 +94,23 @@ impl FindSpec {
     pub fn filter(&self) -> Option<&Document> {
         self.filter.as_ref()
     }
+
+    /// The projection as sent.
+    pub fn projection(&self) -> Option<&Document> {
+        self.projection.as_ref()
+    }
+
+    /// The documents that hold its filters and expressions: `filter`, `sort`, `projection`,
+    /// `min`, `max` and `let`.
+    pub fn expressions(&self) -> impl Iterator<Item = &Document> {
+        self.filter
+            .iter()
+            .chain(&self.sort)
+            .chain(&self.projection)
+            .chain(&self.min)
+            .chain(&self.max)
+            .chain(&self.let_vars)
+    }
 }
 
 /// A parsed `find`: what the executor reads, and how the cursor returns it.
@@ -415,7 +432,7 @@ mod tests {
                 db: "db",
                 body: &body,
                 documents: None,
-                parsed: ParsedCommand::parse(CommandName::Find, &body).unwrap(),
+                parsed: ParsedCommand::parse(CommandName::Find, &body, false).unwrap(),
                 interrupt: Interrupt::none(),
                 session: Default::default(),
                 transaction: None,
@@ -428,7 +445,7 @@ mod tests {
             db: "local",
             body: &body,
             documents: None,
-            parsed: ParsedCommand::parse(CommandName::Find, &body).unwrap(),
+            parsed: ParsedCommand::parse(CommandName::Find, &body, false).unwrap(),
             interrupt: Interrupt::none(),
             session: Default::default(),
             transaction: None,

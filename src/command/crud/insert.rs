@@ -24,38 +24,53 @@ use std::sync::Arc;
 const PREPARED_INLINE: usize = 8;
 
 /// `insert`'s own fields, read in one pass by [`Spec`]: `documents` and the base fields, as
-/// mongod 7.0's IDL knows them (no `let`: its `insert` has none).
-struct InsertSpec<'a> {
-    base: WriteBase<'a>,
-    /// The body's documents; `None` when they came as a document sequence.
-    documents: Option<Vec<&'a Document>>,
+/// mongod 7.0's IDL knows them (no `let`: its `insert` has none). Owned, so that it is read
+/// once, before the command runs, and shared by every step after (`ParsedCommand::Insert`).
+///
+/// The documents themselves are not copied into it: they stay in the shared body (or the
+/// document sequence's bytes), which the preparation takes to the blocking pool as they are,
+/// since a copy of a 48 MB batch would double the memory an insert holds.
+#[derive(Debug)]
+pub struct InsertSpec {
+    /// The first field, judged before any other (`collection_arg`).
+    collection: String,
+    base: WriteBase,
+    /// How many documents the body's `documents` holds, each checked to be a document;
+    /// `None` when they came as a document sequence.
+    documents: Option<usize>,
 }
 
-impl<'a> InsertSpec<'a> {
-    /// Reads every field of `cmd` but the first; `documents` is required unless the documents
+impl InsertSpec {
+    /// Reads `cmd`: the first field's error first, then every other field, the first bad one
+    /// in the document's order being the error. `documents` is required unless the documents
     /// came as a document sequence (`in_sequence`).
-    fn read(cmd: &'a Document, in_sequence: bool) -> Result<InsertSpec<'a>> {
+    pub fn read(cmd: &Document, in_sequence: bool) -> Result<InsertSpec> {
+        let collection = collection_arg(cmd.get("insert"), "insert")?.to_owned();
         let mut spec = Spec::new("insert", cmd);
         let base = WriteBase::read(&mut spec);
-        let documents = spec.documents("documents");
+        let documents = spec.documents("documents").map(|documents| documents.len());
         if documents.is_none() && !in_sequence {
             spec.required("documents");
         }
         spec.finish()?;
-        Ok(InsertSpec { base, documents })
+        Ok(InsertSpec {
+            collection,
+            base,
+            documents,
+        })
     }
 }
 
 pub async fn insert(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
-    let coll = collection_arg(cmd.get("insert"), "insert")?.to_owned();
-    let spec = InsertSpec::read(cmd, req.documents.is_some())?;
+    let spec = req.parsed.insert()?;
+    let coll = spec.collection.clone();
     validate_collection_name(req.db, &coll)?;
     let ordered = spec.base.ordered;
     // The documents of a document sequence come as bytes; those of the body decoded.
-    let count = match (req.documents, &spec.documents) {
+    let count = match (req.documents, spec.documents) {
         (Some(raw), _) => raw.len(),
-        (None, Some(documents)) => documents.len(),
+        (None, Some(documents)) => documents,
         (None, None) => 0,
     };
     check_batch_size(count)?;
@@ -154,9 +169,8 @@ async fn prepare(
         .map_err(|e| Error::internal(format!("preparing an insert failed: {e}")))
 }
 
-/// The body's `documents`, each of which [`InsertSpec::read`] found to be a document: walked
-/// again here because they go to the blocking pool with the shared body, where the spec's
-/// borrows of it cannot.
+/// The body's `documents`, each of which [`InsertSpec::read`] found to be a document: taken
+/// from the shared body, which the spec does not copy.
 fn body_documents(body: &Document) -> impl Iterator<Item = &Document> {
     body.get_array("documents")
         .into_iter()
@@ -182,8 +196,9 @@ mod tests {
         let body = doc! {"insert": "c", "documents": [{"_id": 1}, {}], "ordered": false,
         "bypassDocumentValidation": true, "stmtIds": [4, 5], "$db": "d"};
         let spec = InsertSpec::read(&body, false).unwrap();
+        assert_eq!(spec.collection, "c");
         assert!(!spec.base.ordered);
-        assert_eq!(spec.documents.map(|d| d.len()), Some(2));
+        assert_eq!(spec.documents, Some(2));
         assert_eq!(spec.base.statement_ids("insert", 2).unwrap(), [4, 5]);
         // A document sequence carries the documents: the body has none.
         let bare = doc! {"insert": "c"};
@@ -196,6 +211,11 @@ mod tests {
     #[test]
     fn the_first_bad_field_is_the_error() {
         let cases = [
+            (
+                doc! {"insert": 1, "bogus": 1},
+                ErrorCode::InvalidNamespace,
+                "collection name has invalid type int",
+            ),
             (
                 doc! {"insert": "c"},
                 ErrorCode::Location40414,

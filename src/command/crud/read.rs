@@ -55,6 +55,17 @@ impl CountSpec {
     pub fn collection(&self) -> &str {
         &self.collection
     }
+
+    /// Whether the count answers from the collection's stored counter: an empty query and no
+    /// hint.
+    pub fn is_fast(&self) -> bool {
+        self.query.as_ref().is_none_or(Document::is_empty) && self.hint.is_none()
+    }
+
+    /// The documents that hold its filters: `query`.
+    pub fn expressions(&self) -> impl Iterator<Item = &Document> {
+        self.query.iter()
+    }
 }
 
 /// A parsed `count`: the read request (with skip and limit) and its collection.
@@ -174,6 +185,11 @@ impl DistinctSpec {
 
     pub fn collection(&self) -> &str {
         &self.collection
+    }
+
+    /// The documents that hold its filters: `query`.
+    pub fn expressions(&self) -> impl Iterator<Item = &Document> {
+        self.query.iter()
     }
 }
 

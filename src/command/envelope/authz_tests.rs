@@ -25,7 +25,7 @@ fn decide(
         localhost_exception: localhost,
     };
     // Read once, as the envelope reads it before authorization.
-    let parsed = ParsedCommand::parse(name, body).unwrap();
+    let parsed = ParsedCommand::parse(name, body, false).unwrap();
     authorize(&caller, name, db, (body, &parsed))
 }
 
@@ -522,6 +522,27 @@ fn pipeline_stages_need_privileges_on_what_they_read_and_write() {
             doc! {"aggregate": "c", "pipeline": [{"$facet": {"a": [{"$merge": "t"}]}}], "cursor": {}},
             false,
         ),
+        // An explained aggregate's stages, as the explain's parse read them.
+        (
+            &reader,
+            doc! {"explain": {"aggregate": "c", "pipeline": [{"$out": "t"}], "cursor": {}}},
+            false,
+        ),
+        (
+            &writer,
+            doc! {"explain": {"aggregate": "c", "pipeline": [{"$out": "t"}], "cursor": {}}},
+            true,
+        ),
+        (
+            &reader,
+            doc! {"explain": {"aggregate": "c", "pipeline": [{"$lookup": {"from": "d", "as": "x", "pipeline": []}}], "cursor": {}}},
+            true,
+        ),
+        (
+            &read_one_db,
+            doc! {"explain": {"aggregate": "c", "pipeline": [{"$unionWith": {"coll": "t", "pipeline": []}}], "cursor": {}}},
+            true,
+        ),
     ];
     for (users, body, allowed) in table {
         let decision = decide(users, false, "app", body);
@@ -558,4 +579,46 @@ fn db_admin_runs_the_profiler_and_reads_its_collection_only() {
     assert!(decide(&monitor, false, "admin", &doc! {"top": 1}).is_ok());
     let reader = [user("app", "r", &[("read", "app")])];
     assert!(decide(&reader, false, "app", &doc! {"profile": -1}).is_err());
+}
+
+#[test]
+fn a_writes_needs_are_read_from_its_parse() {
+    use crate::auth::roles::Action as A;
+    let insert_on_c = |body: &Document| {
+        let name = CommandName::from_name(body.keys().next().unwrap()).unwrap();
+        let parsed = ParsedCommand::parse(name, body, false).unwrap();
+        let c = Resource::Collection {
+            db: "app",
+            collection: "c",
+        };
+        needs(name, "app", (body, Some(&parsed)), 0)
+            .iter()
+            .any(|(resource, actions)| *resource == c && actions.contains(&A::Insert))
+    };
+    let cases = [
+        (
+            doc! {"update": "c", "updates": [{"q": {}, "u": {}}, {"q": {}, "u": {}, "upsert": 1}]},
+            true,
+        ),
+        (
+            doc! {"update": "c", "updates": [{"q": {}, "u": {}, "upsert": false}]},
+            false,
+        ),
+        (
+            doc! {"findAndModify": "c", "update": {}, "upsert": true},
+            true,
+        ),
+        (doc! {"findAndModify": "c", "remove": true}, false),
+        (
+            doc! {"explain": {"update": "c", "updates": [{"q": {}, "u": {}, "upsert": true}]}},
+            true,
+        ),
+        (
+            doc! {"explain": {"findandmodify": "c", "update": {}}},
+            false,
+        ),
+    ];
+    for (body, needs_insert) in cases {
+        assert_eq!(insert_on_c(&body), needs_insert, "{body}");
+    }
 }

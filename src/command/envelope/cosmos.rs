@@ -30,7 +30,13 @@ pub fn check(profile: &Profile, req: &Request<'_>) -> Result<()> {
         ));
     }
     if profile.enforces(Rule::UnsupportedOperators) {
-        crate::profile::operators::check(profile.version, req.body)?;
+        // A parsed command's filters and expressions; a command without a spec, its document.
+        match req.parsed.expressions() {
+            Some(documents) => {
+                crate::profile::operators::check_documents(profile.version, documents)?
+            }
+            None => crate::profile::operators::check(profile.version, req.body)?,
+        }
     }
     if profile.enforces(Rule::UnsupportedStages) {
         if let Ok(aggregate) = req.parsed.aggregate() {
@@ -63,7 +69,7 @@ pub fn check_in_transaction(shared: &Shared, req: &Request<'_>) -> Result<()> {
     if !shared.config.profile.enforces(Rule::TransactionLimits) {
         return Ok(());
     }
-    let Some(collection) = super::profiler::collection_of(req.body) else {
+    let Some(collection) = super::profiler::collection_of(req.body, Some(&req.parsed)) else {
         return Ok(());
     };
     let sharded = shared

@@ -35,10 +35,16 @@ pub async fn before(
     conn: &Connection,
     command: CommandName,
     db: &str,
-    body: &Document,
+    command_read: (&Document, &ParsedCommand<'_>),
     interrupt: &Interrupt,
 ) -> Before {
-    let Some(data) = reach(shared, conn, command, db, body, FailCommand::acts_before) else {
+    let Some(data) = reach(
+        shared,
+        conn,
+        (command, db),
+        command_read,
+        FailCommand::acts_before,
+    ) else {
         return Before::Run;
     };
     if let Some(wait) = data.block {
@@ -86,7 +92,7 @@ pub fn after(
     if reply.is_error() || !supports_write_concern(command, parsed) {
         return reply;
     }
-    let Some(data) = reach(shared, conn, command, db, body, |d| {
+    let Some(data) = reach(shared, conn, (command, db), (body, parsed), |d| {
         d.write_concern_error.is_some()
     }) else {
         return reply;
@@ -107,12 +113,11 @@ pub fn after(
 fn reach(
     shared: &Shared,
     conn: &Connection,
-    command: CommandName,
-    db: &str,
-    body: &Document,
+    (command, db): (CommandName, &str),
+    (body, parsed): (&Document, &ParsedCommand<'_>),
     acts: impl Fn(&FailCommand) -> bool,
 ) -> Option<Arc<FailCommand>> {
-    let namespace = namespace_of(command, db, body);
+    let namespace = namespace_of(command, db, (body, parsed));
     let thread_name = format!("conn{}", conn.id);
     let caller = Caller {
         command,

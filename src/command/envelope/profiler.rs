@@ -18,7 +18,7 @@
 
 use super::super::args::{check_fields, optional_i64};
 use super::super::state::profiler::Profiler;
-use super::super::{CommandName, Connection, Outcome, Request, Shared};
+use super::super::{CommandName, Connection, Outcome, ParsedCommand, Request, Shared};
 use crate::engine::{ddl, documents::collection, Interrupt};
 use crate::error::{Error, ErrorCode, Result};
 use crate::protocol::Reply;
@@ -87,6 +87,9 @@ pub struct Operation<'a> {
     /// The database it ran against (`$db`, or an OP_QUERY namespace's).
     pub db: &'a str,
     pub body: &'a Document,
+    /// The command as its parse read it; `None` when it was refused before its parse (or has
+    /// no spec, `ParsedCommand::detached`).
+    pub parsed: Option<&'a ParsedCommand<'a>>,
     pub outcome: &'a Outcome,
     pub interrupt: &'a Interrupt,
     pub elapsed: Duration,
@@ -98,7 +101,7 @@ pub struct Operation<'a> {
 
 impl Operation<'_> {
     /// `db.collection` as mongod logs it: the command's first value when it names a
-    /// collection (`getMore`'s `collection` field), otherwise `db.$cmd`.
+    /// collection (a parsed `getMore`'s `collection`), otherwise `db.$cmd`.
     pub fn namespace(&self) -> String {
         match self.collection() {
             Some(collection) => format!("{}.{collection}", self.db),
@@ -109,7 +112,7 @@ impl Operation<'_> {
     /// The collection the command names: its first value when that is a string, `getMore`'s
     /// `collection` field; `None` for commands on the database or the server.
     pub fn collection(&self) -> Option<&str> {
-        collection_of(self.body)
+        collection_of(self.body, self.parsed)
     }
 
     /// The command's name.
@@ -132,11 +135,16 @@ impl Operation<'_> {
     }
 }
 
-/// The collection a command names: its first value when that is a string, `getMore`'s
-/// `collection` field; `None` for commands on the database or the server.
-pub fn collection_of(body: &Document) -> Option<&str> {
+/// The collection a command names: its first value when that is a string, a `getMore`'s
+/// `collection` as its parse read it; `None` for commands on the database or the server, and
+/// for a `getMore` refused before its parse (mongod names it `db.$cmd` then too: a command's
+/// namespace comes from its parsed invocation).
+pub fn collection_of<'a>(
+    body: &'a Document,
+    parsed: Option<&'a ParsedCommand<'_>>,
+) -> Option<&'a str> {
     match body.iter().next() {
-        Some((name, _)) if name == "getMore" => body.get_str("collection").ok(),
+        Some((name, _)) if name == "getMore" => parsed?.cursor_collection(),
         Some((_, Bson::String(collection))) => Some(collection.as_str()),
         _ => None,
     }
@@ -340,11 +348,16 @@ pub fn profile(shared: &Shared, req: &Request<'_>) -> Result<Document> {
 mod tests {
     use super::*;
 
-    fn operation<'a>(db: &'a str, body: &'a Document, outcome: &'a Outcome) -> Operation<'a> {
+    fn operation<'a>(
+        db: &'a str,
+        (body, parsed): (&'a Document, Option<&'a ParsedCommand<'a>>),
+        outcome: &'a Outcome,
+    ) -> Operation<'a> {
         static INTERRUPT: std::sync::OnceLock<Interrupt> = std::sync::OnceLock::new();
         Operation {
             db,
             body,
+            parsed,
             outcome,
             interrupt: INTERRUPT.get_or_init(Interrupt::default),
             elapsed: Duration::ZERO,
@@ -368,10 +381,18 @@ mod tests {
             ("d", doc! {"delete": "c"}, "d.c", "remove"),
             ("d", doc! {"aggregate": 1}, "d.$cmd", "command"),
         ] {
-            let op = operation(db, &body, &outcome);
+            let name = CommandName::from_name(body.keys().next().unwrap()).unwrap();
+            let parsed = ParsedCommand::parse(name, &body, false).ok();
+            let op = operation(db, (&body, parsed.as_ref()), &outcome);
             assert_eq!(op.namespace(), ns, "{body}");
             assert_eq!(op.kind(), kind, "{body}");
         }
+        // A getMore refused before its parse names no collection, as on mongod.
+        let body = doc! {"getMore": 7_i64, "collection": "c"};
+        assert_eq!(
+            operation("d", (&body, None), &outcome).namespace(),
+            "d.$cmd"
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@
 
 use super::super::state::request_units::{LastRequest, RequestUnits};
 use super::super::{CommandName, Connection, Request, Shared};
-use super::profiler::{collection_of, Operation};
+use super::profiler::Operation;
 use crate::clock::Stopwatch;
 use crate::error::Result;
 use crate::profile::ru::{charge, Facts, Work};
@@ -27,7 +27,8 @@ impl RequestUnits {
         if !profile.throttles() || Work::of(req.name.name()) == Work::Free {
             return Ok(());
         }
-        let Some((key, rate)) = budget(shared, req.db, req.body)? else {
+        let collection = super::profiler::collection_of(req.body, Some(&req.parsed));
+        let Some((key, rate)) = budget(shared, req.db, collection)? else {
             return Ok(());
         };
         let waited = Stopwatch::start();
@@ -98,7 +99,7 @@ impl RequestUnits {
             // The command has run and answered. On a poisoned catalog (counted and logged) its
             // charge is in the totals but no bucket's; the next command's admission fails on
             // the same lock.
-            if let Ok(Some((key, rate))) = budget(shared, op.db, op.body) {
+            if let Ok(Some((key, rate))) = budget(shared, op.db, op.collection()) {
                 self.spend(key, rate, ru);
             }
         }
@@ -110,8 +111,8 @@ impl RequestUnits {
 /// throughput (`customAction`), else its database's, which its collections without their own
 /// share, else `--cosmos-throughput` for the collection alone. Autoscale budgets allow their
 /// maximum. Commands on no collection are not throttled.
-fn budget(shared: &Shared, db: &str, body: &Document) -> Result<Option<(String, u32)>> {
-    let Some(collection) = collection_of(body) else {
+fn budget(shared: &Shared, db: &str, collection: Option<&str>) -> Result<Option<(String, u32)>> {
+    let Some(collection) = collection else {
         return Ok(None);
     };
     let catalog = shared.engine.catalog()?;

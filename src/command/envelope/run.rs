@@ -40,7 +40,8 @@ const OP_QUERY_COMMANDS: &[&str] = &[
 /// Runs one command and returns what to do: reply with success or
 /// `{ok: 0, errmsg, code, codeName}`, or close the connection. `legacy_db` is the database of
 /// an OP_QUERY namespace, `None` for OP_MSG. `interrupt` is the operation's: the caller may
-/// kill it (the client went away); `maxTimeMS` sets its deadline.
+/// kill it (the client went away); `maxTimeMS` sets its deadline. Returned with the command's
+/// name and its parse, when it got that far (the profiler's namespace reads it).
 pub async fn execute(
     shared: &Arc<Shared>,
     conn: &mut Connection,
@@ -48,16 +49,17 @@ pub async fn execute(
     documents: Option<Arc<RawDocuments>>,
     legacy_db: Option<&str>,
     interrupt: Arc<Interrupt>,
-) -> (String, Outcome) {
+) -> (String, Outcome, Option<ParsedCommand<'static>>) {
     let name = body.keys().next().cloned().unwrap_or_default();
     // Taken once; every envelope step below reads its generic field from here.
     let generic = GenericArgs::take(&body);
+    let mut parsed = None;
     let run = run(
         shared,
         conn,
         (&name, &generic),
         (&body, documents.as_ref()),
-        legacy_db,
+        (legacy_db, &mut parsed),
         interrupt,
     );
     let mut outcome = match run.await {
@@ -74,7 +76,7 @@ pub async fn execute(
         }
         replset::decorate(rs, shared, reply);
     }
-    (name, outcome)
+    (name, outcome, parsed)
 }
 
 async fn run(
@@ -82,7 +84,7 @@ async fn run(
     conn: &mut Connection,
     (name, generic): (&str, &GenericArgs<'_>),
     (body, documents): (&Arc<Document>, Option<&Arc<RawDocuments>>),
-    legacy_db: Option<&str>,
+    (legacy_db, parsed_out): (Option<&str>, &mut Option<ParsedCommand<'static>>),
     interrupt: Arc<Interrupt>,
 ) -> Result<Outcome> {
     let db = match legacy_db {
@@ -127,7 +129,8 @@ async fn run(
         ));
     }
     // The command read once: every step below and the handler read this value.
-    let parsed = ParsedCommand::parse(command, body)?;
+    let parsed = ParsedCommand::parse(command, body, documents.is_some())?;
+    *parsed_out = parsed.detached();
     let session = operation_session::parse(
         generic,
         parsed.stages().as_ref(),
@@ -136,7 +139,7 @@ async fn run(
         shared.config.replication.enabled(),
     )?;
     // Where mongod evaluates `failCommand`: after the session fields, before maxTimeMS.
-    match fail_command::before(shared, conn, command, db, body, &interrupt).await {
+    match fail_command::before(shared, conn, command, db, (body, &parsed), &interrupt).await {
         fail_command::Before::Run => {}
         fail_command::Before::Fail(failure) => return Ok(Outcome::Reply(Reply::Document(failure))),
         fail_command::Before::Close => return Ok(Outcome::Close),

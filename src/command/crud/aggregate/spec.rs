@@ -34,6 +34,11 @@ impl AggregateSpec {
     /// Reads `cmd`. The first field's error comes first (mongod resolves the namespace before
     /// parsing the rest); then the first bad field in the document's order; then a missing
     /// `pipeline` (40414) or `cursor` (9).
+    /// The documents that hold its filters and expressions: the stages and `let`.
+    pub fn expressions(&self) -> impl Iterator<Item = &Document> {
+        self.pipeline.iter().chain(&self.let_vars)
+    }
+
     pub fn read(cmd: &Document) -> Result<AggregateSpec> {
         let collection = match cmd.get("aggregate") {
             Some(Bson::String(name)) => Some(name.clone()),

@@ -4,45 +4,34 @@
 //! nothing, as mongod's explain does.
 //!
 //! Owns: the explain envelope (which command is explained, `serverInfo`, `serverParameters`)
-//! and the fast count's plan. Does not own: one read's plan and the verbosities ([`plan`]), the
-//! stage trees (`engine::exec::explain`) or parsing each command's arguments (their own
-//! modules).
+//! and the fast count's plan. Does not own: explain's own fields and the inner command's parse
+//! ([`spec`], read once by the envelope), one read's plan and the verbosities ([`plan`]), the
+//! stage trees (`engine::exec::explain`) or each command's arguments (their own modules).
 
 pub(super) mod plan;
+pub(in crate::command) mod spec;
 
 use self::plan::{count, explain_read, Root, Verbosity};
-use super::find::{FindArgs, FindSpec};
-use super::read::{CountArgs, CountSpec, DistinctArgs, DistinctSpec};
+use super::find::FindArgs;
+use super::read::{CountArgs, DistinctArgs};
 use super::{aggregate, write};
 use crate::command::admin::introspection::MONGODB_VERSION;
-use crate::command::args::check_fields;
-use crate::command::{Request, Shared};
+use crate::command::{ParsedCommand, Request, Shared};
 use crate::error::{Error, ErrorCode, Result};
-use bson::{doc, Bson, Document};
+use bson::{doc, Document};
 use std::sync::Arc;
 
 pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
-    let cmd = req.body;
-    check_fields(cmd, "explain", &["verbosity"])?;
-    let inner = match cmd.get("explain") {
-        Some(Bson::Document(d)) => d,
-        _ => {
-            return Err(Error::failed_to_parse(
-                "explain command requires a nested object",
-            ))
-        }
-    };
-    let verbosity = Verbosity::parse(cmd.get("verbosity"))?;
-    let name = inner.keys().next().map(String::as_str).unwrap_or_default();
+    let spec = req.parsed.explain()?;
+    let verbosity = spec.verbosity;
     let db = req.db;
     let interrupt = Arc::clone(&req.interrupt);
-    let mut reply = match name {
-        "find" => {
-            let args = FindArgs::parse(db, &FindSpec::read(inner)?, shared.clock.now_datetime())?;
-            let root = match inner.get("projection") {
-                Some(Bson::Document(p)) if !p.is_empty() && args.projection.is_some() => {
-                    Root::Projected(p.clone())
-                }
+    let now = shared.clock.now_datetime();
+    let mut reply = match &spec.inner {
+        Some(ParsedCommand::Find(find)) => {
+            let args = FindArgs::parse(db, find, now)?;
+            let root = match find.projection() {
+                Some(p) if !p.is_empty() && args.projection.is_some() => Root::Projected(p.clone()),
                 _ => Root::Documents,
             };
             explain_read(
@@ -54,12 +43,12 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 interrupt,
             )?
         }
-        "count" if fast_count(inner) => {
-            let args = CountArgs::parse(db, &CountSpec::read(inner)?, shared.clock.now_datetime())?;
+        Some(ParsedCommand::Count(count)) if count.is_fast() => {
+            let args = CountArgs::parse(db, count, now)?;
             fast_count_explain(shared, (db, &args.collection), verbosity)?
         }
-        "count" => {
-            let args = CountArgs::parse(db, &CountSpec::read(inner)?, shared.clock.now_datetime())?;
+        Some(ParsedCommand::Count(count)) => {
+            let args = CountArgs::parse(db, count, now)?;
             explain_read(
                 shared,
                 (db, &args.collection),
@@ -69,9 +58,8 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 interrupt,
             )?
         }
-        "distinct" => {
-            let spec = DistinctSpec::read(inner)?;
-            let args = DistinctArgs::parse(db, &spec, shared.clock.now_datetime())?;
+        Some(ParsedCommand::Distinct(distinct)) => {
+            let args = DistinctArgs::parse(db, distinct, now)?;
             explain_read(
                 shared,
                 (db, &args.collection),
@@ -81,23 +69,26 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
                 interrupt,
             )?
         }
-        "aggregate" => {
-            let spec = aggregate::AggregateSpec::read(inner)?;
-            aggregate::explain(shared, db, &spec, verbosity, interrupt)?
+        Some(ParsedCommand::Aggregate(aggregate)) => {
+            aggregate::explain(shared, db, aggregate, verbosity, interrupt)?
         }
-        "update" | "delete" | "findAndModify" | "findandmodify" => {
-            let (coll, read, root) =
-                write::explained_selection(name, db, inner, shared.clock.now_datetime())?;
-            explain_read(shared, (db, &coll), &read, verbosity, root, interrupt)?
-        }
-        _ => {
-            return Err(Error::new(
-                ErrorCode::CommandNotFound,
-                format!("Explain failed due to unknown command: {name}"),
-            ))
-        }
+        inner => match inner
+            .as_ref()
+            .and_then(|w| write::explained_selection(w, db, now))
+        {
+            Some(selection) => {
+                let (coll, read, root) = selection?;
+                explain_read(shared, (db, &coll), &read, verbosity, root, interrupt)?
+            }
+            None => {
+                return Err(Error::new(
+                    ErrorCode::CommandNotFound,
+                    format!("Explain failed due to unknown command: {}", spec.name()),
+                ))
+            }
+        },
     };
-    let mut command = inner.clone();
+    let mut command = spec.command.clone();
     command.insert("$db", db);
     reply.insert("command", command);
     reply.insert("serverInfo", server_info(shared));
@@ -116,16 +107,6 @@ pub fn explain(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     );
     reply.insert("ok", 1.0);
     Ok(reply)
-}
-
-/// Whether `count` answers from the collection's stored counter: an empty query and no hint.
-fn fast_count(cmd: &Document) -> bool {
-    let empty_query = match cmd.get("query") {
-        None | Some(Bson::Null) => true,
-        Some(Bson::Document(q)) => q.is_empty(),
-        Some(_) => false,
-    };
-    empty_query && cmd.get("hint").is_none()
 }
 
 /// mongod's plan for a count from the record store: one stage, no document read.

@@ -14,16 +14,17 @@ use crate::command::spec::Spec;
 use crate::error::{Error, Result};
 use bson::{Bson, Document};
 
-/// The fields every batch write command carries.
-pub(in crate::command::crud) struct WriteBase<'a> {
+/// The fields every batch write command carries. Owned, as the specs that hold it are.
+#[derive(Debug)]
+pub struct WriteBase {
     /// Stop at the first failed statement (the default).
     pub ordered: bool,
     pub stmt_id: Option<i32>,
-    pub stmt_ids: Option<&'a Vec<Bson>>,
+    pub stmt_ids: Option<Vec<Bson>>,
 }
 
-impl<'a> WriteBase<'a> {
-    pub fn read(spec: &mut Spec<'a>) -> WriteBase<'a> {
+impl WriteBase {
+    pub fn read(spec: &mut Spec<'_>) -> WriteBase {
         let ordered = spec.bool("ordered").unwrap_or(true);
         // Typed, then unused: mayfly has no document validators, so there is nothing to
         // bypass and either value writes the same.
@@ -31,13 +32,13 @@ impl<'a> WriteBase<'a> {
         WriteBase {
             ordered,
             stmt_id: spec.i32("stmtId"),
-            stmt_ids: spec.array("stmtIds"),
+            stmt_ids: spec.array("stmtIds").cloned(),
         }
     }
 
     /// The statement ids of a batch of `n` (`retryable::statement_ids`).
     pub fn statement_ids(&self, command: &str, n: usize) -> Result<Vec<i32>> {
-        retryable::statement_ids(self.stmt_id, self.stmt_ids.map(Vec::as_slice), command, n)
+        retryable::statement_ids(self.stmt_id, self.stmt_ids.as_deref(), command, n)
     }
 }
 

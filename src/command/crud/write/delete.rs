@@ -9,7 +9,7 @@ use crate::command::args::durable;
 use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
-use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
+use crate::engine::catalog::{validate_collection_name, CollectionMeta};
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::Recheck;
 use crate::engine::{documents::collection, Interrupt, StoredDoc, Txn};
@@ -31,37 +31,39 @@ struct Statement {
 /// A `delete` read once ([`DeleteSpec`]) and its statements compiled: what the command runs
 /// and what its explain plans.
 struct Parsed<'a> {
-    coll: String,
-    base: WriteBase<'a>,
+    coll: &'a str,
+    base: &'a WriteBase,
     /// The outer `Result` (structure) was the command's; each of these is its statement's.
     statements: Vec<Result<Statement>>,
 }
 
-/// Reads `cmd` (the first field's error first, then the first bad field in the document's
-/// order), then compiles each statement with the command's variables.
-fn parse<'a>(db: &str, cmd: &'a Document, now: DateTime) -> Result<Parsed<'a>> {
-    let coll = collection_arg(cmd.get("delete"), "delete")?.to_owned();
-    let spec = DeleteSpec::read(cmd)?;
-    validate_collection_name(db, &coll)?;
-    let vars = command_variables(spec.let_vars, now)?;
+/// Compiles `spec` (read by the envelope, its structural errors already the command's): the
+/// collection's name judged, then each statement with the command's variables.
+fn parse<'a>(db: &str, spec: &'a DeleteSpec, now: DateTime) -> Result<Parsed<'a>> {
+    validate_collection_name(db, &spec.collection)?;
+    let vars = command_variables(spec.let_vars.as_ref(), now)?;
     check_batch_size(spec.deletes.len())?;
     let statements = spec
         .deletes
-        .into_iter()
+        .iter()
         .map(|stmt| Statement::compile(stmt, &vars))
         .collect();
     Ok(Parsed {
-        coll,
-        base: spec.base,
+        coll: &spec.collection,
+        base: &spec.base,
         statements,
     })
 }
 
 /// The collection and selection of a delete's one statement, for explain.
-pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(String, ReadRequest)> {
-    let parsed = parse(db, cmd, now)?;
+pub(super) fn explained(
+    db: &str,
+    spec: &DeleteSpec,
+    now: DateTime,
+) -> Result<(String, ReadRequest)> {
+    let parsed = parse(db, spec, now)?;
     let stmt = super::single_statement(parsed.statements)??;
-    Ok((parsed.coll, stmt.query))
+    Ok((parsed.coll.to_owned(), stmt.query))
 }
 
 pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -71,7 +73,8 @@ pub async fn delete(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         coll,
         base,
         statements,
-    } = parse(req.db, cmd, shared.clock.now_datetime())?;
+    } = parse(req.db, req.parsed.delete()?, shared.clock.now_datetime())?;
+    let coll = coll.to_owned();
     let ordered = base.ordered;
     let shard_keys = ShardKeys::of(&shared.config.profile);
     let parsed: Vec<Result<Statement>> = statements
@@ -232,13 +235,13 @@ impl Statement {
 
     /// Compiles a statement read by [`DeleteStatementSpec`]; an error is the statement's (a
     /// write error at its index), not the command's.
-    fn compile(stmt: DeleteStatementSpec<'_>, vars: &Variables) -> Result<Statement> {
-        let collation = collation_of(stmt.collation)?;
+    fn compile(stmt: &DeleteStatementSpec, vars: &Variables) -> Result<Statement> {
+        let collation = collation_of(stmt.collation.as_ref())?;
         Ok(Statement {
             query: selection(
-                stmt.q,
+                &stmt.q,
                 Document::new(),
-                stmt.hint,
+                stmt.hint.as_ref(),
                 stmt.just_one,
                 collation,
                 vars,

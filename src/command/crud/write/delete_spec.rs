@@ -8,48 +8,64 @@
 use super::base_spec::{statements, WriteBase};
 use crate::command::spec::Spec;
 use crate::command::values::wrong_type;
+use crate::engine::catalog::collection_arg;
 use crate::error::{Error, Result};
 use bson::{Bson, Document};
 
 /// The messages' name of a statement's fields.
 const STATEMENT: &str = "delete.deletes";
 
-/// `delete` as the command carries it, typed.
-pub(super) struct DeleteSpec<'a> {
-    pub base: WriteBase<'a>,
-    pub let_vars: Option<&'a Document>,
-    pub deletes: Vec<DeleteStatementSpec<'a>>,
+/// `delete` as the command carries it, typed. Owned, so that it is read once, before the
+/// command runs, and shared by every step after (`ParsedCommand::Delete`).
+#[derive(Debug)]
+pub struct DeleteSpec {
+    /// The first field, judged before any other (`collection_arg`).
+    pub collection: String,
+    pub base: WriteBase,
+    pub let_vars: Option<Document>,
+    pub deletes: Vec<DeleteStatementSpec>,
 }
 
 /// One statement of `deletes`, typed.
-pub(super) struct DeleteStatementSpec<'a> {
-    pub q: &'a Document,
+#[derive(Debug)]
+pub struct DeleteStatementSpec {
+    pub q: Document,
     /// `limit: 1`: only the first match goes; `limit: 0`, every match.
     pub just_one: bool,
-    pub hint: Option<&'a Bson>,
-    pub collation: Option<&'a Document>,
+    pub hint: Option<Bson>,
+    pub collation: Option<Document>,
 }
 
-impl<'a> DeleteSpec<'a> {
-    /// Reads every field of `cmd` but the first; the first bad one in the document's order is
-    /// the error, a statement's standing at `deletes`.
-    pub fn read(cmd: &'a Document) -> Result<DeleteSpec<'a>> {
+impl DeleteSpec {
+    /// Reads `cmd`: the first field's error first, then every other field, the first bad one
+    /// in the document's order being the error, a statement's standing at `deletes`.
+    pub fn read(cmd: &Document) -> Result<DeleteSpec> {
+        let collection = collection_arg(cmd.get("delete"), "delete")?.to_owned();
         let mut spec = Spec::new("delete", cmd);
         let base = WriteBase::read(&mut spec);
-        let let_vars = spec.doc("let");
+        let let_vars = spec.doc("let").cloned();
         let deletes = statements(&mut spec, "deletes", DeleteStatementSpec::read);
         spec.finish()?;
         Ok(DeleteSpec {
+            collection,
             base,
             let_vars,
             // `None` only with an error, which `finish` returned.
             deletes: deletes.unwrap_or_default(),
         })
     }
+
+    /// The documents that hold its filters and expressions: each statement's `q`, and `let`.
+    pub fn expressions(&self) -> impl Iterator<Item = &Document> {
+        self.deletes
+            .iter()
+            .map(|stmt| &stmt.q)
+            .chain(&self.let_vars)
+    }
 }
 
-impl<'a> DeleteStatementSpec<'a> {
-    fn read(stmt: &'a Document) -> Result<DeleteStatementSpec<'a>> {
+impl DeleteStatementSpec {
+    fn read(stmt: &Document) -> Result<DeleteStatementSpec> {
         let mut spec = Spec::element(STATEMENT, stmt);
         let q = spec.required_doc("q");
         let just_one = spec
@@ -72,10 +88,10 @@ impl<'a> DeleteStatementSpec<'a> {
             ));
         };
         Ok(DeleteStatementSpec {
-            q,
+            q: q.clone(),
             just_one,
-            hint,
-            collation,
+            hint: hint.cloned(),
+            collation: collation.cloned(),
         })
     }
 }
@@ -117,13 +133,19 @@ mod tests {
         ], "let": {"x": 1}, "ordered": false, "maxTimeMS": 5};
         let spec = DeleteSpec::read(&body).unwrap();
         assert!(!spec.base.ordered);
-        assert_eq!(spec.let_vars, Some(&doc! {"x": 1}));
+        assert_eq!(spec.collection, "c");
+        assert_eq!(spec.let_vars, Some(doc! {"x": 1}));
+        let scanned: Vec<&Document> = spec.expressions().collect();
+        assert_eq!(
+            scanned,
+            [&doc! {"a": 1}, &doc! {}, &doc! {}, &doc! {"x": 1}]
+        );
         let limits: Vec<bool> = spec.deletes.iter().map(|d| d.just_one).collect();
         assert_eq!(limits, [true, false, true]);
         let first = spec.deletes.first().unwrap();
-        assert_eq!(first.q, &doc! {"a": 1});
-        assert_eq!(first.hint, Some(&Bson::Document(doc! {"a": 1})));
-        assert_eq!(first.collation, Some(&doc! {"locale": "fr"}));
+        assert_eq!(first.q, doc! {"a": 1});
+        assert_eq!(first.hint, Some(Bson::Document(doc! {"a": 1})));
+        assert_eq!(first.collation, Some(doc! {"locale": "fr"}));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::{
 use crate::command::args::durable;
 use crate::command::retryable::{History, RetryableWrite};
 use crate::command::{Request, Shared};
-use crate::engine::catalog::{collection_arg, validate_collection_name};
+use crate::engine::catalog::validate_collection_name;
 use crate::engine::exec::ReadRequest;
 use crate::engine::{ddl, documents::collection, Interrupt, Txn};
 use crate::error::{Error, Result};
@@ -20,8 +20,6 @@ use crate::query::projection::{Projection, Source};
 use crate::query::update::{ArrayFilters, Update};
 use bson::{doc, Bson, DateTime, Document};
 use std::sync::Arc;
-
-const COMMAND: &str = "findAndModify";
 
 /// What to do with the document found.
 enum Action {
@@ -50,33 +48,30 @@ struct FindAndModify {
     projection: Option<Projection>,
 }
 
-/// Reads `cmd` once ([`FindAndModifySpec`]; the first field's error first, then the first bad
-/// field in the document's order) and compiles it: the collection, the command, its statement
-/// id.
-fn parse(db: &str, cmd: &Document, now: DateTime) -> Result<(String, FindAndModify, i32)> {
-    // `findAndModify` or `findandmodify`: the first field names the collection either way.
-    let first = cmd.values().next();
-    let coll = collection_arg(first, COMMAND)?.to_owned();
-    let spec = FindAndModifySpec::read(cmd)?;
-    validate_collection_name(db, &coll)?;
+/// Compiles `spec` (read by the envelope, its structural errors already the command's): the
+/// collection's name judged, then the command; with its statement id.
+fn parse(db: &str, spec: &FindAndModifySpec, now: DateTime) -> Result<(FindAndModify, i32)> {
+    validate_collection_name(db, &spec.collection)?;
     let stmt_id = spec.statement_id()?;
-    Ok((coll, FindAndModify::compile(spec, now)?, stmt_id))
+    Ok((FindAndModify::compile(spec, now)?, stmt_id))
 }
 
 /// The collection and selection of a findAndModify, and whether it removes, for explain.
 pub(super) fn explained(
     db: &str,
-    cmd: &Document,
+    spec: &FindAndModifySpec,
     now: DateTime,
 ) -> Result<(String, ReadRequest, bool)> {
-    let (coll, op, _) = parse(db, cmd, now)?;
+    let (op, _) = parse(db, spec, now)?;
     let removes = matches!(op.action, Action::Remove);
-    Ok((coll, op.query, removes))
+    Ok((spec.collection.clone(), op.query, removes))
 }
 
 pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let cmd = req.body;
-    let (coll, mut op, stmt_id) = parse(req.db, cmd, shared.clock.now_datetime())?;
+    let spec = req.parsed.find_and_modify()?;
+    let coll = spec.collection.clone();
+    let (mut op, stmt_id) = parse(req.db, spec, shared.clock.now_datetime())?;
     op.query = op.query.under(&shared.config.profile);
     op.limit = shared.config.profile.document_limit();
     op.shard_keys = ShardKeys::of(&shared.config.profile);
@@ -133,17 +128,15 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
 impl FindAndModify {
     /// Compiles a read findAndModify: how its fields combine, then its filter, sort, update,
     /// array filters and projection.
-    fn compile(spec: FindAndModifySpec<'_>, now: DateTime) -> Result<FindAndModify> {
+    fn compile(spec: &FindAndModifySpec, now: DateTime) -> Result<FindAndModify> {
         let remove = spec.remove;
         let (return_new, upsert) = (spec.return_new, spec.upsert);
-        let filters: Option<Vec<Document>> = spec
-            .array_filters
-            .map(|filters| filters.into_iter().cloned().collect());
-        let vars = command_variables(spec.let_vars, now)?;
-        let collation = collation_of(spec.collation)?;
-        let update = spec.update;
+        let filters = spec.array_filters.as_deref();
+        let vars = command_variables(spec.let_vars.as_ref(), now)?;
+        let collation = collation_of(spec.collation.as_ref())?;
+        let update = spec.update.as_ref();
         let compares_strings =
-            !remove && update.is_some_and(|u| update_compares_strings(u, filters.as_deref()));
+            !remove && update.is_some_and(|u| update_compares_strings(u, filters));
         let action = if remove {
             let conflict = if update.is_some() {
                 Some("Cannot specify both an update and remove=true")
@@ -167,8 +160,7 @@ impl FindAndModify {
                 ));
             };
             let update = parse_update(update, &vars)?;
-            let array_filters =
-                ArrayFilters::compile(filters.as_deref().unwrap_or_default(), &update)?;
+            let array_filters = ArrayFilters::compile(filters.unwrap_or_default(), &update)?;
             Action::Update {
                 update,
                 array_filters,
@@ -176,10 +168,10 @@ impl FindAndModify {
                 return_new,
             }
         };
-        let query = spec.query.cloned().unwrap_or_default();
-        let sort = spec.sort.cloned().unwrap_or_default();
-        let query = selection(&query, sort, spec.hint, true, collation, &vars)?;
-        let projection = match spec.fields {
+        let query = spec.query.clone().unwrap_or_default();
+        let sort = spec.sort.clone().unwrap_or_default();
+        let query = selection(&query, sort, spec.hint.as_ref(), true, collation, &vars)?;
+        let projection = match &spec.fields {
             Some(p) if !p.is_empty() => Some(Projection::find(p, &query.filter, &vars)?),
             _ => None,
         };

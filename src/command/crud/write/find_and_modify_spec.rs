@@ -8,44 +8,55 @@
 
 use super::base_spec::WriteBase;
 use crate::command::spec::Spec;
+use crate::engine::catalog::collection_arg;
 use crate::error::Result;
 use bson::{Bson, Document};
 
-/// `findAndModify` as the command carries it, typed.
-pub(super) struct FindAndModifySpec<'a> {
-    pub query: Option<&'a Document>,
-    pub sort: Option<&'a Document>,
+/// `findAndModify` as the command carries it, typed. Owned, so that it is read once, before
+/// the command runs, and shared by every step after (`ParsedCommand::FindAndModify`).
+#[derive(Debug)]
+pub struct FindAndModifySpec {
+    /// The first field, judged before any other (`collection_arg`).
+    pub collection: String,
+    pub query: Option<Document>,
+    pub sort: Option<Document>,
     pub remove: bool,
     /// A replacement, operators or a pipeline: judged when compiled.
-    pub update: Option<&'a Bson>,
+    pub update: Option<Bson>,
     /// Return the document as it is after the update (`new: true`).
     pub return_new: bool,
-    pub fields: Option<&'a Document>,
+    pub fields: Option<Document>,
     pub upsert: bool,
-    pub array_filters: Option<Vec<&'a Document>>,
-    pub hint: Option<&'a Bson>,
-    pub collation: Option<&'a Document>,
-    pub let_vars: Option<&'a Document>,
+    pub array_filters: Option<Vec<Document>>,
+    pub hint: Option<Bson>,
+    pub collation: Option<Document>,
+    pub let_vars: Option<Document>,
     pub stmt_id: Option<i32>,
 }
 
-impl<'a> FindAndModifySpec<'a> {
-    /// Reads every field of `cmd` but the first (`findAndModify` or `findandmodify`); the
-    /// first bad one in the document's order is the error.
-    pub fn read(cmd: &'a Document) -> Result<FindAndModifySpec<'a>> {
+impl FindAndModifySpec {
+    /// Reads `cmd` (its first field `findAndModify` or `findandmodify`): the first field's
+    /// error first, then every other field, the first bad one in the document's order being
+    /// the error.
+    pub fn read(cmd: &Document) -> Result<FindAndModifySpec> {
+        // Either spelling: the first field names the collection.
+        let collection = collection_arg(cmd.values().next(), "findAndModify")?.to_owned();
         let mut spec = Spec::new("findAndModify", cmd);
         let read = FindAndModifySpec {
-            query: spec.doc("query"),
-            sort: spec.doc("sort"),
+            collection,
+            query: spec.doc("query").cloned(),
+            sort: spec.doc("sort").cloned(),
             remove: spec.bool("remove").unwrap_or(false),
-            update: spec.take("update"),
+            update: spec.take("update").cloned(),
             return_new: spec.bool("new").unwrap_or(false),
-            fields: spec.doc("fields"),
+            fields: spec.doc("fields").cloned(),
             upsert: spec.bool("upsert").unwrap_or(false),
-            array_filters: spec.documents("arrayFilters"),
-            hint: spec.hint("hint"),
-            collation: spec.doc("collation"),
-            let_vars: spec.doc("let"),
+            array_filters: spec
+                .documents("arrayFilters")
+                .map(|filters| filters.into_iter().cloned().collect()),
+            hint: spec.hint("hint").cloned(),
+            collation: spec.doc("collation").cloned(),
+            let_vars: spec.doc("let").cloned(),
             stmt_id: spec.i32("stmtId"),
         };
         // Typed, then unused: mayfly has no document validators to bypass.
@@ -67,6 +78,17 @@ impl<'a> FindAndModifySpec<'a> {
             .copied()
             .unwrap_or_default())
     }
+
+    /// The documents that hold its filters and expressions: `query`, `sort`, `fields`,
+    /// `arrayFilters` and `let` (not `update`, whose names may be fields it stores).
+    pub fn expressions(&self) -> impl Iterator<Item = &Document> {
+        self.query
+            .iter()
+            .chain(&self.sort)
+            .chain(&self.fields)
+            .chain(self.array_filters.iter().flatten())
+            .chain(&self.let_vars)
+    }
 }
 
 #[cfg(test)]
@@ -82,15 +104,27 @@ mod tests {
         "arrayFilters": [{"e": 2}], "hint": "a_1", "collation": {"locale": "fr"},
         "let": {"x": 1}, "bypassDocumentValidation": true, "stmtId": 2, "txnNumber": 1i64};
         let spec = FindAndModifySpec::read(&body).unwrap();
-        assert_eq!(spec.query, Some(&doc! {"a": 1}));
-        assert_eq!(spec.sort, Some(&doc! {"b": -1}));
+        assert_eq!(spec.collection, "c");
+        assert_eq!(spec.query, Some(doc! {"a": 1}));
+        assert_eq!(spec.sort, Some(doc! {"b": -1}));
         assert!(!spec.remove && spec.return_new && spec.upsert);
-        assert_eq!(spec.update, Some(&Bson::Document(doc! {"$inc": {"n": 1}})));
-        assert_eq!(spec.fields, Some(&doc! {"n": 1}));
-        assert_eq!(spec.array_filters, Some(vec![&doc! {"e": 2}]));
-        assert_eq!(spec.hint, Some(&Bson::String("a_1".into())));
-        assert_eq!(spec.collation, Some(&doc! {"locale": "fr"}));
-        assert_eq!(spec.let_vars, Some(&doc! {"x": 1}));
+        assert_eq!(spec.update, Some(Bson::Document(doc! {"$inc": {"n": 1}})));
+        assert_eq!(spec.fields, Some(doc! {"n": 1}));
+        assert_eq!(spec.array_filters, Some(vec![doc! {"e": 2}]));
+        assert_eq!(spec.hint, Some(Bson::String("a_1".into())));
+        assert_eq!(spec.collation, Some(doc! {"locale": "fr"}));
+        assert_eq!(spec.let_vars, Some(doc! {"x": 1}));
+        let scanned: Vec<&Document> = spec.expressions().collect();
+        assert_eq!(
+            scanned,
+            [
+                &doc! {"a": 1},
+                &doc! {"b": -1},
+                &doc! {"n": 1},
+                &doc! {"e": 2},
+                &doc! {"x": 1}
+            ]
+        );
         assert_eq!(spec.statement_id().unwrap(), 2);
         let remove = doc! {"findAndModify": "c", "remove": true};
         let bare = FindAndModifySpec::read(&remove).unwrap();

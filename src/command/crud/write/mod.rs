@@ -25,10 +25,14 @@ mod update;
 mod update_spec;
 
 pub use delete::delete;
+pub use delete_spec::DeleteSpec;
 pub use find_and_modify::find_and_modify;
+pub use find_and_modify_spec::FindAndModifySpec;
 pub use update::update;
+pub use update_spec::UpdateSpec;
 
 use super::explain::plan::Root;
+use crate::command::ParsedCommand;
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::{self, Hint, ReadRequest};
 use crate::engine::{documents::collection, Interrupt, StoredDoc, Txn};
@@ -41,30 +45,27 @@ use crate::query::update::{upsert_seed, ArrayFilters, Update, UpdateContext};
 use bson::{Bson, DateTime, Document};
 use std::sync::Arc;
 
-/// What an explained write selects: its collection, the read request and the stage above it.
+/// What an explained write selects: its collection, the read request and the stage above it;
+/// `None` when `parsed` is no write this module runs.
 pub fn explained_selection(
-    name: &str,
+    parsed: &ParsedCommand<'_>,
     db: &str,
-    cmd: &Document,
     now: DateTime,
-) -> Result<(String, ReadRequest, Root)> {
-    Ok(match name {
-        "update" => {
-            let (coll, read) = update::explained(db, cmd, now)?;
-            (coll, read, Root::Update)
+) -> Option<Result<(String, ReadRequest, Root)>> {
+    Some(match parsed {
+        ParsedCommand::Update(spec) => {
+            update::explained(db, spec, now).map(|(coll, read)| (coll, read, Root::Update))
         }
-        "delete" => {
-            let (coll, read) = delete::explained(db, cmd, now)?;
-            (coll, read, Root::Delete)
+        ParsedCommand::Delete(spec) => {
+            delete::explained(db, spec, now).map(|(coll, read)| (coll, read, Root::Delete))
         }
-        _ => {
-            let (coll, read, removes) = find_and_modify::explained(db, cmd, now)?;
-            (
-                coll,
-                read,
-                if removes { Root::Delete } else { Root::Update },
-            )
+        ParsedCommand::FindAndModify(spec) => {
+            find_and_modify::explained(db, spec, now).map(|(coll, read, removes)| {
+                let root = if removes { Root::Delete } else { Root::Update };
+                (coll, read, root)
+            })
         }
+        _ => return None,
     })
 }
 

@@ -13,7 +13,7 @@ use crate::command::args::durable;
 use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
-use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta};
+use crate::engine::catalog::{validate_collection_name, CollectionMeta};
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::Recheck;
 use crate::engine::{ddl, documents::collection, Interrupt, StoredDoc, Txn};
@@ -53,37 +53,39 @@ struct Done {
 /// An `update` read once ([`UpdateSpec`]) and its statements compiled: what the command runs
 /// and what its explain plans.
 struct Parsed<'a> {
-    coll: String,
-    base: WriteBase<'a>,
+    coll: &'a str,
+    base: &'a WriteBase,
     /// The outer `Result` (structure) was the command's; each of these is its statement's.
     statements: Vec<Result<Statement>>,
 }
 
-/// Reads `cmd` (the first field's error first, then the first bad field in the document's
-/// order), then compiles each statement with the command's variables.
-fn parse<'a>(db: &str, cmd: &'a Document, now: DateTime) -> Result<Parsed<'a>> {
-    let coll = collection_arg(cmd.get("update"), "update")?.to_owned();
-    let spec = UpdateSpec::read(cmd)?;
-    validate_collection_name(db, &coll)?;
-    let vars = command_variables(spec.let_vars, now)?;
+/// Compiles `spec` (read by the envelope, its structural errors already the command's): the
+/// collection's name judged, then each statement with the command's variables.
+fn parse<'a>(db: &str, spec: &'a UpdateSpec, now: DateTime) -> Result<Parsed<'a>> {
+    validate_collection_name(db, &spec.collection)?;
+    let vars = command_variables(spec.let_vars.as_ref(), now)?;
     check_batch_size(spec.updates.len())?;
     let statements = spec
         .updates
-        .into_iter()
+        .iter()
         .map(|stmt| Statement::compile(stmt, &vars))
         .collect();
     Ok(Parsed {
-        coll,
-        base: spec.base,
+        coll: &spec.collection,
+        base: &spec.base,
         statements,
     })
 }
 
 /// The collection and selection of an update's one statement, for explain.
-pub(super) fn explained(db: &str, cmd: &Document, now: DateTime) -> Result<(String, ReadRequest)> {
-    let parsed = parse(db, cmd, now)?;
+pub(super) fn explained(
+    db: &str,
+    spec: &UpdateSpec,
+    now: DateTime,
+) -> Result<(String, ReadRequest)> {
+    let parsed = parse(db, spec, now)?;
     let stmt = super::single_statement(parsed.statements)??;
-    Ok((parsed.coll, stmt.query))
+    Ok((parsed.coll.to_owned(), stmt.query))
 }
 
 pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
@@ -93,7 +95,8 @@ pub async fn update(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         coll,
         base,
         statements,
-    } = parse(req.db, cmd, shared.clock.now_datetime())?;
+    } = parse(req.db, req.parsed.update()?, shared.clock.now_datetime())?;
+    let coll = coll.to_owned();
     let ordered = base.ordered;
     let limit = shared.config.profile.document_limit();
     let shard_keys = ShardKeys::of(&shared.config.profile);
@@ -386,27 +389,25 @@ impl Done {
 impl Statement {
     /// Compiles a statement read by [`UpdateStatementSpec`]; an error is the statement's (a
     /// write error at its index), not the command's.
-    fn compile(stmt: UpdateStatementSpec<'_>, vars: &Variables) -> Result<Statement> {
-        let collation = collation_of(stmt.collation)?;
-        let filters: Option<Vec<Document>> = stmt
-            .array_filters
-            .map(|filters| filters.into_iter().cloned().collect());
-        let compares_strings = update_compares_strings(stmt.u, filters.as_deref());
-        let update = parse_update(stmt.u, vars)?;
+    fn compile(stmt: &UpdateStatementSpec, vars: &Variables) -> Result<Statement> {
+        let collation = collation_of(stmt.collation.as_ref())?;
+        let filters = stmt.array_filters.as_deref();
+        let compares_strings = update_compares_strings(&stmt.u, filters);
+        let update = parse_update(&stmt.u, vars)?;
         if stmt.multi && update.is_replacement() {
             return Err(Error::failed_to_parse(
                 "multi update is not supported for replacement-style update",
             ));
         }
         let query = selection(
-            stmt.q,
+            &stmt.q,
             Document::new(),
-            stmt.hint,
+            stmt.hint.as_ref(),
             !stmt.multi,
             collation,
             vars,
         )?;
-        let array_filters = ArrayFilters::compile(filters.as_deref().unwrap_or_default(), &update)?;
+        let array_filters = ArrayFilters::compile(filters.unwrap_or_default(), &update)?;
         Ok(Statement {
             query,
             update,

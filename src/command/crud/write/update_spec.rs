@@ -9,52 +9,75 @@
 
 use super::base_spec::{statements, WriteBase};
 use crate::command::spec::Spec;
+use crate::engine::catalog::collection_arg;
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Bson, Document};
 
 /// The messages' name of a statement's fields.
 const STATEMENT: &str = "update.updates";
 
-/// `update` as the command carries it, typed.
-pub(super) struct UpdateSpec<'a> {
-    pub base: WriteBase<'a>,
-    pub let_vars: Option<&'a Document>,
-    pub updates: Vec<UpdateStatementSpec<'a>>,
+/// `update` as the command carries it, typed. Owned, so that it is read once, before the
+/// command runs, and shared by every step after (`ParsedCommand::Update`).
+#[derive(Debug)]
+pub struct UpdateSpec {
+    /// The first field, judged before any other (`collection_arg`).
+    pub collection: String,
+    pub base: WriteBase,
+    pub let_vars: Option<Document>,
+    pub updates: Vec<UpdateStatementSpec>,
 }
 
 /// One statement of `updates`, typed.
-pub(super) struct UpdateStatementSpec<'a> {
-    pub q: &'a Document,
+#[derive(Debug)]
+pub struct UpdateStatementSpec {
+    pub q: Document,
     /// A replacement, operators or a pipeline: judged when the statement is compiled, where a
     /// bad one is the statement's write error.
-    pub u: &'a Bson,
+    pub u: Bson,
     pub upsert: bool,
     pub multi: bool,
-    pub array_filters: Option<Vec<&'a Document>>,
-    pub hint: Option<&'a Bson>,
-    pub collation: Option<&'a Document>,
+    pub array_filters: Option<Vec<Document>>,
+    pub hint: Option<Bson>,
+    pub collation: Option<Document>,
 }
 
-impl<'a> UpdateSpec<'a> {
-    /// Reads every field of `cmd` but the first; the first bad one in the document's order is
-    /// the error, a statement's standing at `updates`.
-    pub fn read(cmd: &'a Document) -> Result<UpdateSpec<'a>> {
+impl UpdateSpec {
+    /// Reads `cmd`: the first field's error first, then every other field, the first bad one
+    /// in the document's order being the error, a statement's standing at `updates`.
+    pub fn read(cmd: &Document) -> Result<UpdateSpec> {
+        let collection = collection_arg(cmd.get("update"), "update")?.to_owned();
         let mut spec = Spec::new("update", cmd);
         let base = WriteBase::read(&mut spec);
-        let let_vars = spec.doc("let");
+        let let_vars = spec.doc("let").cloned();
         let updates = statements(&mut spec, "updates", UpdateStatementSpec::read);
         spec.finish()?;
         Ok(UpdateSpec {
+            collection,
             base,
             let_vars,
             // `None` only with an error, which `finish` returned.
             updates: updates.unwrap_or_default(),
         })
     }
+
+    /// Whether a statement inserts when it matches nothing (authorization then needs
+    /// `insert` too).
+    pub fn any_upsert(&self) -> bool {
+        self.updates.iter().any(|stmt| stmt.upsert)
+    }
+
+    /// The documents that hold its filters and expressions: each statement's `q` and
+    /// `arrayFilters`, and `let` (not `u`, whose names may be fields it stores).
+    pub fn expressions(&self) -> impl Iterator<Item = &Document> {
+        self.updates
+            .iter()
+            .flat_map(|stmt| std::iter::once(&stmt.q).chain(stmt.array_filters.iter().flatten()))
+            .chain(&self.let_vars)
+    }
 }
 
-impl<'a> UpdateStatementSpec<'a> {
-    fn read(stmt: &'a Document) -> Result<UpdateStatementSpec<'a>> {
+impl UpdateStatementSpec {
+    fn read(stmt: &Document) -> Result<UpdateStatementSpec> {
         let mut spec = Spec::element(STATEMENT, stmt);
         let q = spec.required_doc("q");
         let u = spec.required("u");
@@ -88,13 +111,13 @@ impl<'a> UpdateStatementSpec<'a> {
             return Err(Error::internal("an update statement read without q or u"));
         };
         Ok(UpdateStatementSpec {
-            q,
-            u,
+            q: q.clone(),
+            u: u.clone(),
             upsert,
             multi,
-            array_filters,
-            hint,
-            collation,
+            array_filters: array_filters.map(|filters| filters.into_iter().cloned().collect()),
+            hint: hint.cloned(),
+            collation: collation.cloned(),
         })
     }
 }
@@ -117,19 +140,29 @@ mod tests {
         let spec = UpdateSpec::read(&body).unwrap();
         assert!(!spec.base.ordered);
         assert_eq!(spec.base.stmt_id, Some(3));
-        assert_eq!(spec.let_vars, Some(&doc! {"x": 1}));
+        assert_eq!(spec.collection, "c");
+        assert_eq!(spec.let_vars, Some(doc! {"x": 1}));
+        assert!(spec.any_upsert());
+        let scanned: Vec<&Document> = spec.expressions().collect();
+        assert_eq!(
+            scanned,
+            [&doc! {"a": 1}, &doc! {"e": 1}, &doc! {}, &doc! {"x": 1}]
+        );
         let [first, second] = spec.updates.as_slice() else {
             panic!("two statements");
         };
-        assert_eq!(first.q, &doc! {"a": 1});
-        assert_eq!(first.u, &Bson::Document(doc! {"$set": {"b": 1}}));
+        assert_eq!(first.q, doc! {"a": 1});
+        assert_eq!(first.u, Bson::Document(doc! {"$set": {"b": 1}}));
         assert!(first.upsert && first.multi);
-        assert_eq!(first.array_filters, Some(vec![&doc! {"e": 1}]));
-        assert_eq!(first.hint, Some(&Bson::String("a_1".into())));
-        assert_eq!(first.collation, Some(&doc! {"locale": "fr"}));
+        assert_eq!(first.array_filters, Some(vec![doc! {"e": 1}]));
+        assert_eq!(first.hint, Some(Bson::String("a_1".into())));
+        assert_eq!(first.collation, Some(doc! {"locale": "fr"}));
         assert!(!second.upsert && !second.multi);
         assert!(second.u.as_array().is_some());
-        assert_eq!((second.array_filters.as_ref(), second.hint), (None, None));
+        assert_eq!(
+            (second.array_filters.as_ref(), second.hint.as_ref()),
+            (None, None)
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! connection.
 
 use super::super::super::args::type_name;
-use super::super::super::CommandName;
+use super::super::super::{CommandName, ParsedCommand};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{Bson, Document};
 use std::time::Duration;
@@ -191,18 +191,29 @@ impl FailCommand {
 /// A collection named as a string in the first field gives `db.collection` (`renameCollection`
 /// names it in full); `getMore` names it in `collection`, `explain` in its inner command, an
 /// `aggregate` on the database is `db.$cmd.aggregate`; any other command gives its database.
-pub fn namespace_of(command: CommandName, db: &str, body: &Document) -> String {
+/// `getMore`'s collection and the command `explain` runs are read from the parse.
+pub fn namespace_of(
+    command: CommandName,
+    db: &str,
+    (body, parsed): (&Document, &ParsedCommand<'_>),
+) -> String {
     let first = body.get(command.name());
     match (command, first) {
         (CommandName::RenameCollection, Some(Bson::String(full))) => full.clone(),
-        (CommandName::GetMore, _) => match body.get("collection") {
-            Some(Bson::String(c)) => format!("{db}.{c}"),
-            _ => db.to_owned(),
+        (CommandName::GetMore, _) => match parsed.cursor_collection() {
+            Some(c) => format!("{db}.{c}"),
+            None => db.to_owned(),
         },
         (CommandName::Explain, Some(Bson::Document(inner))) => {
-            match inner.keys().next().and_then(|n| CommandName::from_name(n)) {
-                Some(CommandName::Explain) | None => db.to_owned(),
-                Some(inner_command) => namespace_of(inner_command, db, inner),
+            match (
+                inner.keys().next().and_then(|n| CommandName::from_name(n)),
+                parsed.explained(),
+            ) {
+                (Some(inner_command), Some(explained)) => {
+                    namespace_of(inner_command, db, (inner, explained))
+                }
+                // A command explain does not run is refused before it names anything.
+                _ => db.to_owned(),
             }
         }
         (CommandName::Aggregate, Some(b)) if !matches!(b, Bson::String(_)) => {
@@ -427,8 +438,16 @@ mod tests {
         for (command, body, expected) in [
             (C::Find, doc! {"find": "c"}, "db.c"),
             (C::Ping, doc! {"ping": 1}, "db"),
-            (C::Aggregate, doc! {"aggregate": 1}, "db.$cmd.aggregate"),
-            (C::Aggregate, doc! {"aggregate": "c"}, "db.c"),
+            (
+                C::Aggregate,
+                doc! {"aggregate": 1, "pipeline": [], "cursor": {}},
+                "db.$cmd.aggregate",
+            ),
+            (
+                C::Aggregate,
+                doc! {"aggregate": "c", "pipeline": [], "cursor": {}},
+                "db.c",
+            ),
             (
                 C::GetMore,
                 doc! {"getMore": 5_i64, "collection": "c"},
@@ -440,8 +459,18 @@ mod tests {
                 "a.b",
             ),
             (C::Explain, doc! {"explain": {"count": "c"}}, "db.c"),
+            (
+                C::Explain,
+                doc! {"explain": {"getMore": 5_i64, "collection": "c"}},
+                "db",
+            ),
         ] {
-            assert_eq!(namespace_of(command, "db", &body), expected, "{body}");
+            let parsed = ParsedCommand::parse(command, &body, false).unwrap();
+            assert_eq!(
+                namespace_of(command, "db", (&body, &parsed)),
+                expected,
+                "{body}"
+            );
         }
     }
 }
