@@ -229,11 +229,27 @@ fn queued(engine: &Engine) -> usize {
 async fn a_batch_queued_behind_a_write_starts_the_next_group_and_later_writes_join_it() {
     use std::sync::atomic::Ordering::Relaxed;
     let (_dir, engine) = engine_with_a_document().await;
-    let first = a_held_commit(&engine, "c", 1, false).await;
-    // The next group opens with this write and waits, open, for the held commit.
-    let (write, has_run) = insert_after_reading(&engine, "c", 1, 2);
-    has_run.recv_timeout(Duration::from_secs(10)).unwrap();
-    let groups = engine.writer_stats.groups.load(Relaxed);
+    let (groups, jobs) = (
+        engine.writer_stats.groups.load(Relaxed),
+        engine.writer_stats.jobs.load(Relaxed),
+    );
+    // A write whose job holds the writer until the batch and a later write are queued.
+    let (started, has_started) = std::sync::mpsc::channel();
+    let (proceed, go) = std::sync::mpsc::channel::<()>();
+    let write = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move {
+            engine
+                .write(true, move |txn, now| {
+                    let _ = started.send(());
+                    let _ = go.recv_timeout(Duration::from_secs(10));
+                    let meta = ddl::collection(txn, "db", "c").unwrap();
+                    collection::insert(txn, &meta, &doc! {"_id": 2}, now)
+                })
+                .await
+        }
+    });
+    has_started.recv_timeout(Duration::from_secs(10)).unwrap();
     let batch = tokio::spawn({
         let engine = Arc::clone(&engine);
         async move {
@@ -251,13 +267,13 @@ async fn a_batch_queued_behind_a_write_starts_the_next_group_and_later_writes_jo
         async move { insert(&engine, "c", 4).await }
     });
     until("the later write to be queued", || queued(&engine) == 2).await;
-    engine.storage_faults().hold_commits(false);
-    first.await.unwrap().unwrap();
-    assert!(write.await.unwrap().unwrap().unwrap());
+    proceed.send(()).unwrap();
+    write.await.unwrap().unwrap().unwrap();
     batch.await.unwrap().unwrap().unwrap();
     later.await.unwrap().unwrap();
-    // The open group committed the write alone; the batch opened the next one, which the
-    // write queued after it joined.
+    // The write's group took neither; the batch opened the next one, which the write queued
+    // after it joined: three jobs in two groups.
+    assert_eq!(engine.writer_stats.jobs.load(Relaxed) - jobs, 3);
     assert_eq!(engine.writer_stats.groups.load(Relaxed) - groups, 2);
-    assert!((1..=4).all(|id| visible(&engine, "c", id)));
+    assert!((2..=4).all(|id| visible(&engine, "c", id)));
 }
