@@ -41,7 +41,7 @@ pub use read::ReadView;
 pub use reader::Reader;
 pub use writer::transaction::Transaction;
 pub use writer::txn::Txn;
-pub use writer::{Writer, WriterStats};
+pub use writer::{Joins, Writer, WriterStats};
 
 use crate::clock::Clock;
 use crate::error::Result;
@@ -307,9 +307,19 @@ impl Engine {
         R: Send + 'static,
         F: FnOnce(&mut Txn<'_>, i64) -> R + Send + 'static,
     {
+        self.write_joining(Joins::Any, durable, job).await
+    }
+
+    /// [`Engine::write`] for a job that joins a commit group as `joins` says (a batch of a
+    /// multi-document statement starts a group of its own: [`Joins::First`]).
+    pub async fn write_joining<R, F>(&self, joins: Joins, durable: bool, job: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Txn<'_>, i64) -> R + Send + 'static,
+    {
         let clock = Arc::clone(&self.clock);
         self.writer
-            .run(durable, move |txn| job(txn, clock.now_secs()))
+            .run_joining(joins, durable, move |txn| job(txn, clock.now_secs()))
             .await
     }
 

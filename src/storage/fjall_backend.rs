@@ -23,6 +23,10 @@
 //!   `_id` and usually miss); `indexes` and `expiry` are only range-scanned, so they build no
 //!   filters. Block size, compression (LZ4) and compaction (leveled) are fjall's defaults.
 //! - Background workers: fjall's default, min(cores, 4).
+//! - Stalls: a commit slower than `SLOW_COMMIT` (25 ms) is reported at DEBUG level with fjall's
+//!   sealed memtables, level-0 tables, flushes, compactions and journals, the state that decides
+//!   whether fjall makes a writer wait (a memtable rotation takes the journal lock and each
+//!   keyspace's version lock, which the commit's memtable inserts need).
 //!
 //! # Keys longer than fjall's
 //!
@@ -340,6 +344,48 @@ pub(super) fn open_generation(
     Ok(Generation { db, keyspaces })
 }
 
+/// A commit slower than this is reported at DEBUG level with the engine's state.
+const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Reports a slow commit with what in fjall may have held it up: sealed memtables waiting for
+/// a flush (fjall sleeps a writer 100 ms at a time while a keyspace has 4), level-0 tables
+/// (it slows writers from 20 and halts them from 30), and the flushes and compactions running
+/// (a flush takes the journal lock to sync or rotate the journal, which a commit needs).
+fn report_slow_commit(generation: &Generation, took: std::time::Duration) {
+    tracing::debug!(
+        took_us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX),
+        state = %pressure(generation),
+        "slow storage commit"
+    );
+}
+
+/// fjall's write-pressure state: per keyspace its sealed memtables and level-0 tables, then the
+/// flushes queued, the compactions running and the journal files.
+fn pressure(generation: &Generation) -> String {
+    let k = &generation.keyspaces;
+    let trees = [
+        ("documents", &k.documents),
+        ("indexes", &k.indexes),
+        ("expiry", &k.expiry),
+        ("oplog", &k.oplog),
+    ];
+    let mut out = String::new();
+    for (name, tree) in trees {
+        out.push_str(&format!(
+            "{name}:sealed={},l0={} ",
+            tree.sealed_memtable_count(),
+            tree.l0_table_count()
+        ));
+    }
+    out.push_str(&format!(
+        "flushes={} compactions={} journals={}",
+        generation.db.outstanding_flushes(),
+        generation.db.active_compactions(),
+        generation.db.journal_count()
+    ));
+    out
+}
+
 /// A long key a batch writes: its keyspace, the key, and its stored form.
 type LongWrite<'a> = (Keyspace, &'a [u8], std::borrow::Cow<'a, [u8]>);
 
@@ -427,7 +473,13 @@ impl Backend for FjallBackend {
             long.push((keyspace, key, stored));
         }
         Self::remove_old_layout(&generation, &mut writes, &long)?;
-        writes.commit().map_err(|e| self.commit_failure(e))
+        let timer = crate::clock::Stopwatch::start();
+        let committed = writes.commit().map_err(|e| self.commit_failure(e));
+        let took = timer.elapsed();
+        if took > SLOW_COMMIT {
+            report_slow_commit(&generation, took);
+        }
+        committed
     }
 
     fn persist(&self, durability: Durability) -> Result<(), StorageError> {

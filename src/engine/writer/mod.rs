@@ -43,6 +43,7 @@
 mod commit_time;
 pub mod locks;
 pub mod pacing;
+mod timing;
 pub mod transaction;
 pub mod txn;
 
@@ -80,6 +81,27 @@ type Job = Box<dyn FnOnce(&mut Txn<'_>) -> Completion + Send>;
 pub(in crate::engine) struct Submission {
     job: Job,
     durable: bool,
+    joins: Joins,
+    /// Since the job was queued.
+    queued: Stopwatch,
+}
+
+/// Which commit group a job may join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Joins {
+    /// The group being built when the writer takes it.
+    Any,
+    /// Only as a group's first job: a batch of a multi-document statement. A group's jobs are
+    /// acknowledged together once it is committed, so a batch taken into a group behind a
+    /// client's single write would make that write wait for the batch's job and its memtable
+    /// inserts too; starting a group of its own, the batch lets the writes queued before it
+    /// commit first, as mongod's yield between batches lets them run.
+    First,
+}
+
+/// Whether a job that joins as `joins` is taken into a group that already holds `jobs` jobs.
+fn takes(jobs: usize, joins: Joins) -> bool {
+    jobs == 0 || joins == Joins::Any
 }
 
 /// Handle for submitting jobs; cheap to clone.
@@ -200,6 +222,15 @@ impl Writer {
         R: Send + 'static,
         F: FnOnce(&mut Txn<'_>) -> R + Send + 'static,
     {
+        self.run_joining(Joins::Any, durable, job).await
+    }
+
+    /// [`Writer::run`] for a job that joins a group as `joins` says.
+    pub async fn run_joining<R, F>(&self, joins: Joins, durable: bool, job: F) -> Result<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(&mut Txn<'_>) -> R + Send + 'static,
+    {
         let (tx, rx) = oneshot::channel::<Result<R>>();
         let job: Job = Box::new(move |txn| {
             let value = job(txn);
@@ -208,7 +239,12 @@ impl Writer {
             })
         });
         self.queue
-            .send(Submission { job, durable })
+            .send(Submission {
+                job,
+                durable,
+                joins,
+                queued: Stopwatch::start(),
+            })
             .await
             .map_err(|_| Error::internal("the storage engine is shut down"))?;
         rx.await
@@ -257,7 +293,12 @@ fn run(
         };
     // The group being committed while the next one runs, reading its writes.
     let mut in_flight: Option<InFlight> = None;
-    while let Some(first) = receiver.blocking_recv() {
+    // A job dequeued that may not join the group it would have joined: the next group's first.
+    let mut carried: Option<Submission> = None;
+    loop {
+        let Some(first) = carried.take().or_else(|| receiver.blocking_recv()) else {
+            break;
+        };
         if in_flight.is_some() {
             if let Ok(outcome) = outcomes.try_recv() {
                 // Its jobs have their answer from the committer.
@@ -296,8 +337,12 @@ fn run(
         // The earlier group's outcome, once this group has waited for it.
         let mut earlier_outcome = None;
         let mut next = Some(first);
+        let mut timing = timing::GroupTiming::open();
         while let Some(submission) = next.take() {
+            let queued = submission.queued.elapsed();
+            let started = Stopwatch::start();
             let completion = (submission.job)(&mut txn);
+            timing.job(queued, started.elapsed());
             if submission.durable {
                 durable_acks.push(completion);
             } else {
@@ -312,9 +357,13 @@ fn run(
             if next.is_none() && in_flight.is_some() && earlier_outcome.is_none() {
                 // Nothing queued: the group stays open until the committer is free, taking
                 // what arrived while it waited.
+                let waiting = Stopwatch::start();
                 earlier_outcome = Some(outcomes.recv().unwrap_or_else(|_| Err(committer_gone())));
+                timing.earlier += waiting.elapsed();
                 next = receiver.try_recv().ok();
             }
+            let jobs = durable_acks.len() + quick_acks.len();
+            carried = next.take_if(|submission| !takes(jobs, submission.joins));
         }
         let mut logged = txn.logged();
         let truncated = match logged.first_added {
@@ -332,7 +381,12 @@ fn run(
         if in_flight.is_some() {
             let outcome = match earlier_outcome {
                 Some(outcome) => outcome,
-                None => outcomes.recv().unwrap_or_else(|_| Err(committer_gone())),
+                None => {
+                    let waiting = Stopwatch::start();
+                    let outcome = outcomes.recv().unwrap_or_else(|_| Err(committer_gone()));
+                    timing.earlier += waiting.elapsed();
+                    outcome
+                }
             };
             if let Err(error) = settle(&mut in_flight, outcome, &mut catalog) {
                 // Not applied, whatever became of the earlier group: after a failure that
@@ -379,6 +433,7 @@ fn run(
             optime: optime.map(|time| (time, wall_millis)),
             catalog: catalog_changed.then(|| Arc::new(catalog.clone())),
             acks: quick_acks.into_iter().chain(durable_acks).collect(),
+            timing,
         };
         if let Err(unsent) = handoffs.send(group) {
             catalog = before;
@@ -432,6 +487,7 @@ struct Group {
     /// The catalog as this group left it, when it changed it.
     catalog: Option<Arc<Catalog>>,
     acks: Vec<Completion>,
+    timing: timing::GroupTiming,
 }
 
 /// The committer thread: commits each group the writer hands it (syncing it when durable),
@@ -501,6 +557,7 @@ impl Committer {
                     stats.syncs.fetch_add(1, Relaxed);
                 }
                 let started = Stopwatch::start();
+                let writes = group.batch.len();
                 let result = if group.batch.is_empty() {
                     // Nothing new, but an earlier buffered group may not be on disk yet.
                     match durability {
@@ -510,9 +567,13 @@ impl Committer {
                 } else {
                     self.backend.commit(group.batch, durability)
                 };
+                let took = started.elapsed();
                 if durability == Durability::SyncData {
-                    stats.sync_latency.observe(started.elapsed());
+                    stats.sync_latency.observe(took);
                 }
+                group
+                    .timing
+                    .report(took, durability == Durability::SyncData, writes);
                 result.map_err(|e| stats.commit_failed(e))
             }
         };

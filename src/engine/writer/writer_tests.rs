@@ -2,7 +2,7 @@
 //! committed that no reader sees yet, and stands or falls with them.
 
 use crate::clock::ManualClock;
-use crate::engine::{ddl, documents::collection, Engine};
+use crate::engine::{ddl, documents::collection, Engine, Joins};
 use crate::error::{ErrorCode, Result};
 use bson::{doc, Bson};
 use std::sync::Arc;
@@ -202,4 +202,78 @@ async fn a_group_prepared_beside_a_commit_of_unknown_fate_is_refused_as_read_onl
     assert!(!visible(&engine, "c", 2));
     let third = insert(&engine, "c", 3).await.unwrap_err();
     assert_eq!(third.code, ErrorCode::IllegalOperation);
+}
+
+#[test]
+fn a_statement_batch_joins_only_an_empty_group() {
+    // (jobs in the group so far, how the next job joins, whether the group takes it)
+    let cases = [
+        (0, Joins::Any, true),
+        (0, Joins::First, true),
+        (1, Joins::Any, true),
+        (4095, Joins::Any, true),
+        (1, Joins::First, false),
+        (4095, Joins::First, false),
+    ];
+    for (jobs, joins, taken) in cases {
+        assert_eq!(super::takes(jobs, joins), taken, "{jobs} jobs, {joins:?}");
+    }
+}
+
+/// Jobs waiting in the writer's queue.
+fn queued(engine: &Engine) -> usize {
+    engine.writer.queue.max_capacity() - engine.writer.queue.capacity()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_queued_behind_a_write_starts_the_next_group_and_later_writes_join_it() {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (_dir, engine) = engine_with_a_document().await;
+    let (groups, jobs) = (
+        engine.writer_stats.groups.load(Relaxed),
+        engine.writer_stats.jobs.load(Relaxed),
+    );
+    // A write whose job holds the writer until the batch and a later write are queued.
+    let (started, has_started) = std::sync::mpsc::channel();
+    let (proceed, go) = std::sync::mpsc::channel::<()>();
+    let write = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move {
+            engine
+                .write(true, move |txn, now| {
+                    let _ = started.send(());
+                    let _ = go.recv_timeout(Duration::from_secs(10));
+                    let meta = ddl::collection(txn, "db", "c").unwrap();
+                    collection::insert(txn, &meta, &doc! {"_id": 2}, now)
+                })
+                .await
+        }
+    });
+    has_started.recv_timeout(Duration::from_secs(10)).unwrap();
+    let batch = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move {
+            engine
+                .write_joining(Joins::First, false, |txn, now| {
+                    let meta = ddl::collection(txn, "db", "c").unwrap();
+                    collection::insert(txn, &meta, &doc! {"_id": 3}, now)
+                })
+                .await
+        }
+    });
+    until("the batch to be queued", || queued(&engine) == 1).await;
+    let later = tokio::spawn({
+        let engine = Arc::clone(&engine);
+        async move { insert(&engine, "c", 4).await }
+    });
+    until("the later write to be queued", || queued(&engine) == 2).await;
+    proceed.send(()).unwrap();
+    write.await.unwrap().unwrap().unwrap();
+    batch.await.unwrap().unwrap().unwrap();
+    later.await.unwrap().unwrap();
+    // The write's group took neither; the batch opened the next one, which the write queued
+    // after it joined: three jobs in two groups.
+    assert_eq!(engine.writer_stats.jobs.load(Relaxed) - jobs, 3);
+    assert_eq!(engine.writer_stats.groups.load(Relaxed) - groups, 2);
+    assert!((2..=4).all(|id| visible(&engine, "c", id)));
 }

@@ -3,14 +3,16 @@
 //! executor yields after `internalQueryExecYieldIterations` (1,000) documents or
 //! `internalQueryExecYieldPeriodMS` (10 ms), whichever comes first.
 //!
-//! Owns: the limits and the sizing rule. Pure: the caller measures each batch's time in the
-//! writer and reports it ([`BatchSizer::observe`]). Does not own the batch loop (`multi`).
+//! Owns: the limits and the sizing rule. Pure: the caller measures each batch's time from the
+//! moment the writer takes its job until its group has committed, and reports it
+//! ([`BatchSizer::observe`]). Does not own the batch loop (`multi`).
 //!
 //! Why a size learned from the last batch, not a clock checked inside the job: a batch's targets
 //! are read and prepared before its job is queued, and the next batch is read while this one is
-//! written, so the job's size is fixed before it runs. The time that matters is the writer's:
-//! another client's write queued behind a batch waits for that batch's job (and its commit,
-//! whose memtable inserts grow with the same documents), not for the reading.
+//! written, so the job's size is fixed before it runs. The time that matters is what another
+//! client's write queued behind a batch waits for: the batch's job and then its commit, whose
+//! memtable inserts grow with the same documents (in a debug build under load they take as long
+//! as the job), not the reading. So both are measured, as one span.
 
 use crate::engine::targets::BatchLimits;
 use std::time::Duration;
@@ -24,7 +26,8 @@ pub(super) const MIN_DOCS: usize = 16;
 /// [`PERIOD`] in a debug build (tens of microseconds a document there), large enough that a
 /// statement over a few dozen documents is one job.
 pub(super) const FIRST_DOCS: usize = 128;
-/// mongod's `internalQueryExecYieldPeriodMS`: the writer time one batch aims at.
+/// mongod's `internalQueryExecYieldPeriodMS`: the time one batch aims to hold the writer and
+/// its commit for.
 pub(super) const PERIOD: Duration = Duration::from_millis(10);
 /// Stored bytes of the targets' bodies one batch holds at most. The server holds a batch twice
 /// (the snapshot's copies and what they become) for the batch being written and the one read
@@ -55,7 +58,7 @@ impl BatchSizer {
         }
     }
 
-    /// A batch of `docs` targets held the writer for `took`: the next batch takes as many as
+    /// A batch of `docs` targets held the writer and its commit for `took`: the next batch takes as many as
     /// that rate fits in [`PERIOD`], at most [`MAX_GROWTH`] times the current size, within
     /// [`MIN_DOCS`]..=[`MAX_DOCS`]. An empty batch says nothing about the rate.
     pub(super) fn observe(&mut self, docs: usize, took: Duration) {

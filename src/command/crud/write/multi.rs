@@ -3,8 +3,10 @@
 //! documents: the statement's plan runs on one snapshot ([`TargetBatches`]), a blocking thread
 //! reads the next batch of targets and computes what each becomes, and one writer job re-checks
 //! every target ([`targets::recheck`]) and writes the batch, committed (and synced, for a durable
-//! write) like any other job. Each job's time in the writer is measured and sizes the batches
-//! after it ([`BatchSizer`]), so a job holds the writer for about mongod's yield period. Other
+//! write) like any other job. Each job's time from the writer taking it to its commit is
+//! measured and sizes the batches after it ([`BatchSizer`]), so a batch holds the writer and the
+//! commit for about mongod's yield period. A batch's job starts a commit group of its own
+//! ([`Joins::First`]): the writes queued before it are committed without waiting for it. Other
 //! clients' writes are grouped between the batches, the server holds one or two batches of a
 //! statement, not all its targets, and the operation's interrupt (`maxTimeMS`, `killOp`, a
 //! closed connection) is checked between batches, after the batch in the writer has committed,
@@ -21,12 +23,11 @@ use crate::clock::Stopwatch;
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::{self, BatchLimits, Recheck, TargetBatches};
-use crate::engine::{documents::collection, Engine, Interrupt, StoredDoc, Txn};
+use crate::engine::{documents::collection, Engine, Interrupt, Joins, StoredDoc, Txn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::guard;
 use bson::DateTime;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// What a multi-document statement does to each target.
 pub(super) trait MultiWrite: Send + Sync + 'static {
@@ -168,8 +169,9 @@ async fn run_batches<W: MultiWrite>(
         let job = {
             let (write, clock) = (Arc::clone(&write), Arc::clone(&clock));
             let (db, coll) = (db.to_owned(), coll.to_owned());
-            move |txn: &mut Txn<'_>, now: i64| -> Result<(Counts, usize, Duration)> {
-                // The writer's time on this job: what a write queued behind it waits for.
+            move |txn: &mut Txn<'_>, now: i64| -> Result<(Counts, usize, Stopwatch)> {
+                // Started when the writer takes the job, read once its group has committed:
+                // what a write queued behind it waits for.
                 let timer = Stopwatch::start();
                 let meta = collection::existing_collection(txn, &db, &coll)
                     .filter(|m| m.id == collection_id)
@@ -182,17 +184,18 @@ async fn run_batches<W: MultiWrite>(
                     batch,
                     (now, clock.now_datetime()),
                 )?;
-                Ok((counts, size, timer.elapsed()))
+                Ok((counts, size, timer))
             }
         };
         // The next batch is read while this one is written and committed: the snapshot does
         // not see the writes, so the two cannot disturb each other. Its size is therefore set
         // by the batch before this one.
         let limits = sizer.limits();
-        let (written, read) = tokio::join!(
-            engine.write(false, job),
-            blocking(move || Ok(reader.next(limits)))
-        );
+        let written = async {
+            let written = engine.write_joining(Joins::First, false, job).await;
+            written.map(|done| done.map(|(counts, size, timer)| (counts, size, timer.elapsed())))
+        };
+        let (written, read) = tokio::join!(written, blocking(move || Ok(reader.next(limits))));
         let (done, size, took) = written??;
         *committed = true;
         sizer.observe(size, took);
