@@ -136,7 +136,7 @@ fn run_in(instance: &Instance, mut body: Document) -> Reply {
     let mut conn = Connection::new(instance.shared.next_connection_id(), peer, local);
     let trace = std::env::var_os("MAYFLY_FUZZ_TRACE").is_some();
     let shown = trace.then(|| format!("{body}"));
-    let (_, outcome) = instance.runtime.block_on(execute(
+    let (_, outcome, _) = instance.runtime.block_on(execute(
         &instance.shared,
         &mut conn,
         std::sync::Arc::new(body),
