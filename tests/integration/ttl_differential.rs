@@ -121,7 +121,7 @@ fn value(rng: &mut Rng, base: i64) -> Option<Bson> {
         ))
     };
     match rng.below(8) {
-        0 | 1 | 2 => Some(date(rng)),
+        0..=2 => Some(date(rng)),
         3 | 4 => {
             let n = rng.below(4);
             let items = (0..n)
@@ -399,7 +399,7 @@ async fn run_case(server: &TestServer, seed: u64) {
                 let reaped = reaper(&client, "runOnce").await;
                 let reaped = reaped
                     .get_i64("reaped")
-                    .map_or_else(|_| i64::from(reaped.get_i32("reaped").unwrap()), |n| n);
+                    .unwrap_or_else(|_| i64::from(reaped.get_i32("reaped").unwrap()));
                 assert_eq!(reaped, expired.len() as i64, "reaped {expired:?}; {trail}");
                 for id in expired {
                     model.stored.remove(&id);
