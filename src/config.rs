@@ -223,7 +223,7 @@ pub struct Cli {
     /// tls_allow_connections_without_certificates, tls_ca_dir, repl_set, advertise_host, oplog_size_mb,
     /// transaction_lifetime_limit_seconds, cache_size_gb, in_memory_size_gb, metrics_addr, compat, cosmos_version,
     /// cosmos_allow, cosmos_16mb, cosmos_retryable_writes, cosmos_throughput,
-    /// cosmos_server_side_retry, cosmos_region).
+    /// cosmos_server_side_retry, cosmos_ttl_custom_path, cosmos_region).
     #[arg(long, short = 'f', env = "MAYFLY_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -527,6 +527,12 @@ pub struct Cli {
     )]
     pub cosmos_server_side_retry: bool,
 
+    /// The account capability `EnableTtlOnCustomPath`: `expireAfterSeconds` on one single
+    /// field other than `_ts` makes the collection's TTL index; documents expire that many
+    /// seconds after the date, or the Unix milliseconds, the field holds.
+    #[arg(long = "cosmos-ttl-custom-path", env = "MAYFLY_COSMOS_TTL_CUSTOM_PATH")]
+    pub cosmos_ttl_custom_path: bool,
+
     /// The account's region, with --compat cosmos: the `tags: {region}` its `hello` shows, so
     /// that a read preference with your production region's tag finds this server.
     #[arg(
@@ -582,6 +588,7 @@ pub struct FileConfig {
     pub cosmos_retryable_writes: Option<bool>,
     pub cosmos_throughput: Option<u32>,
     pub cosmos_server_side_retry: Option<bool>,
+    pub cosmos_ttl_custom_path: Option<bool>,
     pub cosmos_region: Option<String>,
 }
 
@@ -717,6 +724,10 @@ fn cosmos_only_setting(cli: &Cli, file: &FileConfig) -> Option<&'static str> {
         (
             "--cosmos-server-side-retry",
             cli.cosmos_server_side_retry || file.cosmos_server_side_retry.is_some(),
+        ),
+        (
+            "--cosmos-ttl-custom-path",
+            cli.cosmos_ttl_custom_path || file.cosmos_ttl_custom_path.is_some(),
         ),
         (
             "--cosmos-region",
@@ -964,6 +975,8 @@ fn resolve_profile(cli: &Cli, file: &FileConfig) -> Profile {
     profile.throughput = cli.cosmos_throughput.or(file.cosmos_throughput);
     profile.server_side_retry =
         cli.cosmos_server_side_retry || file.cosmos_server_side_retry.unwrap_or(false);
+    profile.ttl_custom_path =
+        cli.cosmos_ttl_custom_path || file.cosmos_ttl_custom_path.unwrap_or(false);
     profile.region = cli
         .cosmos_region
         .clone()
@@ -1460,6 +1473,7 @@ mod tests {
             &["--cosmos-throughput", "400"],
             &["--cosmos-16mb"],
             &["--compat", "mongodb", "--cosmos-server-side-retry"],
+            &["--cosmos-ttl-custom-path"],
         ] {
             let err = Config::load(parse(args), vec![]).unwrap_err();
             assert!(
@@ -1472,5 +1486,31 @@ mod tests {
         let mut cosmos = vec!["--compat", "cosmos"];
         cosmos.extend(["--cosmos-region", "East US", "--cosmos-16mb"]);
         assert!(Config::load(parse(&cosmos), vec![]).is_ok());
+    }
+
+    #[test]
+    fn the_custom_ttl_path_capability_is_a_flag_or_a_file_key_ttl_30() {
+        let cosmos = || FileConfig {
+            compat: Some(Compat::Cosmos),
+            ..FileConfig::default()
+        };
+        let off = Config::resolve(parse(&[]), cosmos(), vec![]);
+        assert!(!off.profile.ttl_custom_path);
+        assert!(!off
+            .profile
+            .capabilities()
+            .contains(&"EnableTtlOnCustomPath"));
+        let flag = Config::resolve(parse(&["--cosmos-ttl-custom-path"]), cosmos(), vec![]);
+        assert!(flag.profile.ttl_custom_path);
+        assert!(flag
+            .profile
+            .capabilities()
+            .contains(&"EnableTtlOnCustomPath"));
+        let file: FileConfig =
+            toml::from_str("compat = \"cosmos\"\ncosmos_ttl_custom_path = true").unwrap();
+        let keyed = Config::resolve(parse(&[]), file, vec![]);
+        assert!(keyed.profile.ttl_custom_path);
+        // No Cosmos rule is lifted: the capability adds a model, it does not relax one.
+        assert!(keyed.profile.allowed.is_empty());
     }
 }

@@ -57,6 +57,15 @@ pub struct IndexMeta {
     /// (`Collation::key_value`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collation: Option<Document>,
+    /// A Cosmos custom-path TTL index (TTL-30): with `expireAfterSeconds`, its field's numbers
+    /// are Unix milliseconds as well as its dates instants (`ttl::custom`). Stored with the
+    /// index, so expiry keeps its meaning whatever flags a later start has.
+    #[serde(
+        default,
+        rename = "cosmosCustomTtl",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    pub custom_ttl: bool,
 }
 
 fn unknown_is_multikey() -> bool {
@@ -69,10 +78,11 @@ impl IndexMeta {
         self.expire_after_seconds.is_some() && ttl::is_ts_key_pattern(&self.key)
     }
 
-    /// The date TTL index this is (TTL-25): `expireAfterSeconds` on a single field other than
-    /// `_ts`, which only the default profile creates. `None` while it is being built: its
-    /// entries are not all there, and expiry by it starts, as on mongod, once it is ready (the
-    /// reaper and the counts find due documents through those entries).
+    /// The date TTL index this is: `expireAfterSeconds` on a single field other than `_ts`,
+    /// MongoDB's (TTL-25, the default profile) or Cosmos's custom path (TTL-30). `None` while
+    /// it is being built: its entries are not all there, and expiry by it starts, as on mongod,
+    /// once it is ready (the reaper and the counts find due documents through those entries);
+    /// `None` too for a custom path with `expireAfterSeconds: -1`, which expires nothing.
     pub fn date_ttl(&self) -> Option<ttl::DateTtl> {
         if self.building {
             return None;
@@ -80,9 +90,23 @@ impl IndexMeta {
         let seconds = self.expire_after_seconds?;
         let mut fields = self.key.keys();
         match (fields.next(), fields.next()) {
+            (Some(field), None) if field != ttl::TS_FIELD && self.custom_ttl => {
+                ttl::DateTtl::custom(field, seconds)
+            }
             (Some(field), None) if field != ttl::TS_FIELD => ttl::DateTtl::new(field, seconds),
             _ => None,
         }
+    }
+
+    /// A TTL index on a field other than `_ts`, ready or not: a date TTL index or a custom TTL
+    /// path (TTL-25, TTL-30).
+    pub fn is_field_ttl(&self) -> bool {
+        self.expire_after_seconds.is_some() && !ttl::is_ts_key_pattern(&self.key)
+    }
+
+    /// The collection's Cosmos custom TTL path index (TTL-30).
+    pub fn is_custom_ttl(&self) -> bool {
+        self.custom_ttl && self.is_field_ttl()
     }
 
     /// Whether entries of this index are kept in the `Indexes` keyspace. The `_ts` key names the
@@ -103,6 +127,7 @@ impl IndexMeta {
             multikey: false,
             building: false,
             collation: None,
+            custom_ttl: false,
         }
     }
 

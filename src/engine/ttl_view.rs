@@ -23,6 +23,8 @@ pub enum TtlModel {
     Cosmos,
     /// MongoDB's: a TTL index on a date field (TTL-25…TTL-29).
     Date,
+    /// Cosmos DB's custom TTL path: one field holding a date or Unix milliseconds (TTL-30).
+    CustomPath,
 }
 
 impl TtlModel {
@@ -31,6 +33,7 @@ impl TtlModel {
         match self {
             TtlModel::Cosmos => "cosmos",
             TtlModel::Date => "date",
+            TtlModel::CustomPath => "customPath",
         }
     }
 }
@@ -61,7 +64,8 @@ pub fn ttl_indexes(meta: &CollectionMeta) -> Vec<TtlIndex> {
     meta.indexes.iter().filter_map(ttl_index).collect()
 }
 
-/// The TTL index `index` is, if any: the `_ts` index with a value, or a date TTL index (listed
+/// The TTL index `index` is, if any: the `_ts` index with a value, a date TTL index or a custom
+/// TTL path (listed
 /// while it is still being built too, though it expires nothing until it is ready).
 fn ttl_index(index: &IndexMeta) -> Option<TtlIndex> {
     let expire_after_seconds = index.expire_after_seconds?;
@@ -70,6 +74,7 @@ fn ttl_index(index: &IndexMeta) -> Option<TtlIndex> {
     } else {
         let mut fields = index.key.keys();
         match (fields.next(), fields.next()) {
+            (Some(field), None) if index.custom_ttl => (TtlModel::CustomPath, field.clone()),
             (Some(field), None) => (TtlModel::Date, field.clone()),
             _ => return None,
         }

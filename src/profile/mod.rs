@@ -202,6 +202,9 @@ pub struct Profile {
     /// `--cosmos-server-side-retry` (the capability `DisableRateLimitingResponses`): a
     /// throttled request waits inside the server, up to 60 seconds, instead of failing.
     pub server_side_retry: bool,
+    /// `--cosmos-ttl-custom-path` (the capability `EnableTtlOnCustomPath`, TTL-30): a TTL index
+    /// may sit on one single field other than `_ts`.
+    pub ttl_custom_path: bool,
     /// How long a request may run and a connection may stay idle (Cosmos's 60 seconds and 30
     /// minutes; tests shorten them).
     pub limits: limits::Limits,
@@ -261,7 +264,16 @@ impl Profile {
         if self.server_side_retry {
             on.push("DisableRateLimitingResponses");
         }
+        if self.ttl_custom_path {
+            on.push("EnableTtlOnCustomPath");
+        }
         on
+    }
+
+    /// Whether a TTL index may sit on a custom field (TTL-30): the Cosmos profile with the
+    /// capability `EnableTtlOnCustomPath`.
+    pub fn ttl_on_custom_path(&self) -> bool {
+        self.is_cosmos() && self.ttl_custom_path
     }
 
     /// Whether requests are throttled to provisioned throughput.

@@ -160,7 +160,7 @@ pub fn dump<S: Snapshot, W: Write>(
                 .indexes
                 .iter()
                 .filter(|i| !i.building)
-                .map(|i| i.to_list_entry())
+                .map(archived_index)
                 .collect(),
             cosmos: meta
                 .cosmos
@@ -187,3 +187,17 @@ pub fn dump<S: Snapshot, W: Write>(
     let (out, counts) = archive.finish()?;
     Ok((out, DumpSummary { counts, expired }))
 }
+
+/// An index as the archive holds it: its `listIndexes` entry, and for a Cosmos custom TTL path
+/// (TTL-30) `cosmosCustomTtl: true`, without which a restore would make it a date TTL index
+/// that reads no numbers.
+fn archived_index(index: &crate::engine::catalog::IndexMeta) -> bson::Document {
+    let mut entry = index.to_list_entry();
+    if index.custom_ttl {
+        entry.insert(CUSTOM_TTL_FIELD, true);
+    }
+    entry
+}
+
+/// The archive's marker of a custom TTL path index.
+pub(super) const CUSTOM_TTL_FIELD: &str = "cosmosCustomTtl";

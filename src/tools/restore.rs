@@ -257,6 +257,7 @@ fn index_of(spec: &Document) -> Result<IndexMeta, ToolError> {
             ("sparse", Bson::Boolean(b)) => index.sparse = *b,
             ("expireAfterSeconds", Bson::Int32(n)) => index.expire_after_seconds = Some(*n),
             ("collation", Bson::Document(c)) => index.collation = Some(c.clone()),
+            (super::dump::CUSTOM_TTL_FIELD, Bson::Boolean(b)) => index.custom_ttl = *b,
             (other, _) => return Err(bad(&format!("unknown option {other:?}"))),
         }
     }

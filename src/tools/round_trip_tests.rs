@@ -60,7 +60,14 @@ async fn source(dir: &Path) {
                 ..IndexMeta::new("_ts_1", doc! {"_ts": 1})
             };
             ddl::create_index(txn, &meta, never, now).unwrap();
-            ddl::ensure_collection(txn, "shop", "orders").unwrap();
+            let (meta, _) = ddl::ensure_collection(txn, "shop", "orders").unwrap();
+            // A custom TTL path (TTL-30) keeps reading numbers as milliseconds once restored.
+            let custom = IndexMeta {
+                expire_after_seconds: Some(1_000_000),
+                custom_ttl: true,
+                ..IndexMeta::new("at_1", doc! {"at": 1})
+            };
+            ddl::create_index(txn, &meta, custom, now).unwrap();
             ddl::set_cosmos_settings(txn, "shop", "orders", orders_settings()).unwrap();
             let user = User {
                 db: "shop".into(),
@@ -132,7 +139,15 @@ fn indexes(engine: &Engine) -> BTreeMap<String, Vec<Document>> {
         .unwrap()
         .all()
         .map(|m| {
-            let list = m.indexes.iter().map(IndexMeta::to_list_entry).collect();
+            let list = m
+                .indexes
+                .iter()
+                .map(|i| {
+                    let mut entry = i.to_list_entry();
+                    entry.insert("custom", i.custom_ttl);
+                    entry
+                })
+                .collect();
             (m.namespace(), list)
         })
         .collect()

@@ -81,6 +81,13 @@ pub fn validate_ttl_index(key_pattern: &Document, expire_after_seconds: &Bson) -
     if !is_ts_key_pattern(key_pattern) {
         return Err(Error::bad_value(NOT_ON_TS_MESSAGE));
     }
+    validate_ttl_value(expire_after_seconds)
+}
+
+/// The Cosmos value rules for `expireAfterSeconds` (TTL-2, TTL-3, TTL-22), whatever the key:
+/// an Int32, Int64, Double or Decimal128 holding an integer that is `-1` or in
+/// `1..=2147483647`, returned as `i32` (TTL-8); else 67 `CannotCreateIndex`.
+pub fn validate_ttl_value(expire_after_seconds: &Bson) -> Result<i32> {
     integral_value(expire_after_seconds)
         .and_then(|n| i32::try_from(n).ok())
         .filter(|n| is_ttl_value(*n))

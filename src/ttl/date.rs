@@ -4,7 +4,8 @@
 //!
 //! Owns: mongod 7.0's validation of such an index (the value, then the key pattern), reading a
 //! stored document's expiry date from its raw body, and the second at which that date expires
-//! it. Does not own: the `_ts` model (`ttl::cosmos`), joining the models ([`super::TtlModel`]),
+//! it. Cosmos's custom TTL path (TTL-30) is the same walk with numbers read as milliseconds too
+//! ([`Instants`], `ttl::custom`). Does not own: the `_ts` model (`ttl::cosmos`), joining the models ([`super::TtlModel`]),
 //! or finding due documents (the reaper walks the index itself, ordered by the date).
 //!
 //! **Units.** BSON dates are milliseconds; the server clock is whole seconds (`now`). A document
@@ -22,13 +23,36 @@ use crate::query::path::{array_index, render_document, split, type_name};
 /// integer (its `listIndexes` and `collMod` IDL say `safeInt`).
 pub const MAX_EXPIRE_AFTER_SECONDS: i32 = i32::MAX;
 
-/// One date TTL index as expiry sees it: the indexed path and its `expireAfterSeconds`.
+/// One date TTL index as expiry sees it: the indexed path, its `expireAfterSeconds`, and which
+/// values name an instant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DateTtl {
     /// The key's field, split at its dots.
     pub path: Vec<String>,
     /// `0..=2147483647`.
     pub seconds: u32,
+    pub instants: Instants,
+}
+
+/// Which values of the indexed field name the instant a document expires from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Instants {
+    /// BSON dates only: MongoDB's date TTL index (TTL-26).
+    Dates,
+    /// BSON dates and numbers read as Unix milliseconds: Cosmos's custom TTL path (TTL-30,
+    /// `ttl::custom`).
+    DatesAndEpochMillis,
+}
+
+impl Instants {
+    /// The instant, in milliseconds, `value` names; `None` when it names none.
+    fn of(self, value: RawBsonRef<'_>) -> Option<i64> {
+        match (self, value) {
+            (Instants::Dates, RawBsonRef::DateTime(d)) => Some(d.timestamp_millis()),
+            (Instants::Dates, _) => None,
+            (Instants::DatesAndEpochMillis, value) => super::custom::instant_millis(value),
+        }
+    }
 }
 
 impl DateTtl {
@@ -38,6 +62,16 @@ impl DateTtl {
         Some(DateTtl {
             path: split(field),
             seconds: u32::try_from(expire_after_seconds).ok()?,
+            instants: Instants::Dates,
+        })
+    }
+
+    /// The model of a Cosmos custom-path TTL index on `field` (TTL-30); `None` for
+    /// `expireAfterSeconds: -1`, under which no document expires by the index.
+    pub fn custom(field: &str, expire_after_seconds: i32) -> Option<DateTtl> {
+        Some(DateTtl {
+            instants: Instants::DatesAndEpochMillis,
+            ..DateTtl::new(field, expire_after_seconds)?
         })
     }
 
@@ -47,7 +81,7 @@ impl DateTtl {
     pub fn expires_at(&self, body: &[u8]) -> Option<i64> {
         let doc = RawDocument::from_bytes(body).ok()?;
         let mut earliest = None;
-        earliest_in_document(doc, &self.path, &mut earliest);
+        earliest_in_document(doc, &self.path, self.instants, &mut earliest);
         expiry_second(earliest?, self.seconds)
     }
 
@@ -66,45 +100,58 @@ pub fn expiry_second(millis: i64, seconds: u32) -> Option<i64> {
     whole.checked_add(i64::from(seconds))
 }
 
-/// Records in `out` the earliest date at `path` below `doc`, following arrays as an index's
+/// Records in `out` the earliest instant at `path` below `doc`, following arrays as an index's
 /// key generation does (`query::path::lookup`, then the elements of an array value): the
-/// same dates the index holds entries for, so what the reaper finds through the index and
+/// same values the index holds entries for, so what the reaper finds through the index and
 /// what reads judge agree. Recursion is bounded by the path's length.
-fn earliest_in_document(doc: &RawDocument, path: &[String], out: &mut Option<i64>) {
+fn earliest_in_document(
+    doc: &RawDocument,
+    path: &[String],
+    instants: Instants,
+    out: &mut Option<i64>,
+) {
     let Some((first, rest)) = path.split_first() else {
         return;
     };
     if let Ok(Some(value)) = doc.get(first) {
-        earliest_in_value(value, rest, out);
+        earliest_in_value(value, rest, instants, out);
     }
 }
 
-fn earliest_in_value(value: RawBsonRef<'_>, rest: &[String], out: &mut Option<i64>) {
+fn earliest_in_value(
+    value: RawBsonRef<'_>,
+    rest: &[String],
+    instants: Instants,
+    out: &mut Option<i64>,
+) {
     let Some((first, tail)) = rest.split_first() else {
         match value {
-            RawBsonRef::DateTime(d) => keep_earliest(d.timestamp_millis(), out),
             RawBsonRef::Array(items) => {
                 for item in items.into_iter().flatten() {
-                    if let RawBsonRef::DateTime(d) = item {
-                        keep_earliest(d.timestamp_millis(), out);
+                    if let Some(millis) = instants.of(item) {
+                        keep_earliest(millis, out);
                     }
                 }
             }
-            _ => {}
+            value => {
+                if let Some(millis) = instants.of(value) {
+                    keep_earliest(millis, out);
+                }
+            }
         }
         return;
     };
     match value {
-        RawBsonRef::Document(doc) => earliest_in_document(doc, rest, out),
+        RawBsonRef::Document(doc) => earliest_in_document(doc, rest, instants, out),
         RawBsonRef::Array(items) => {
             for item in items.into_iter().flatten() {
                 if let RawBsonRef::Document(doc) = item {
-                    earliest_in_document(doc, rest, out);
+                    earliest_in_document(doc, rest, instants, out);
                 }
             }
             if let Some(item) = array_index(first).and_then(|i| items.into_iter().flatten().nth(i))
             {
-                earliest_in_value(item, tail, out);
+                earliest_in_value(item, tail, instants, out);
             }
         }
         _ => {}

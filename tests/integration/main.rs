@@ -65,6 +65,7 @@ mod storage_memory;
 mod stored_counts;
 mod tls;
 mod transactions;
+mod ttl_custom_path;
 mod ttl_dates;
 mod ttl_differential;
 mod ttl_reaper;

@@ -246,6 +246,7 @@ fn index_meta(i: usize, collated: bool) -> IndexMeta {
                 .unwrap()
                 .to_document()
         }),
+        custom_ttl: false,
     }
 }
 
@@ -260,6 +261,7 @@ fn unique_index() -> IndexMeta {
         multikey: false,
         building: false,
         collation: None,
+        custom_ttl: false,
     }
 }
 

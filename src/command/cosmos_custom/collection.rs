@@ -10,8 +10,11 @@
 //! bytes), as replies captured from accounts show them. Where the page is silent mayfly
 //! decides: creating a collection that exists fails with 48 NamespaceExists (as `create`),
 //! reading or updating one that does not with 26 NamespaceNotFound, changing a shard key or a
-//! collection's share of its database's throughput with 2 BadValue, and `showIndexes` is
-//! refused (115: `listIndexes` lists them).
+//! collection's share of its database's throughput with 2 BadValue. `showIndexes: true` adds
+//! `indexes`, the collection's index list as `listIndexes` shows it (`_id` first, a TTL index
+//! with `expireAfterSeconds`, a custom TTL path included, TTL-30), each with
+//! `requiresReIndex: false`: the page names that flag, and a mayfly index is complete once
+//! listed.
 
 use super::{as_command, indexes, throughput};
 use crate::command::args::{check_fields, durable, optional_array, optional_bool, wrong_type};
@@ -187,17 +190,13 @@ async fn replace_indexes(
     Ok(())
 }
 
-/// `{customAction: "GetCollection", collection}` → `{database, collection,
-/// shardKeyDefinition?, provisionedThroughput?, autoScaleSettings?, maxContentLength, ok}`.
+/// `{customAction: "GetCollection", collection, showIndexes?}` → `{database, collection,
+/// shardKeyDefinition?, provisionedThroughput?, autoScaleSettings?, maxContentLength, indexes?,
+/// ok}`.
 pub fn get(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     check_fields(req.body, "customAction", GET_FIELDS)?;
     let coll = collection_arg(req)?;
-    if optional_bool(req.body, "customAction", "showIndexes")? == Some(true) {
-        return Err(Error::new(
-            ErrorCode::CommandNotSupported,
-            "GetCollection's showIndexes is not supported by mayfly: listIndexes lists the indexes",
-        ));
-    }
+    let show_indexes = optional_bool(req.body, "customAction", "showIndexes")? == Some(true);
     let catalog = shared.engine.catalog()?;
     let Some(meta) = catalog.get(req.db, &coll) else {
         return Err(not_found(req.db, &coll));
@@ -231,8 +230,27 @@ pub fn get(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         "maxContentLength",
         i32::try_from(largest).unwrap_or(i32::MAX),
     );
+    if show_indexes {
+        reply.insert("indexes", shown_indexes(meta));
+    }
     reply.insert("ok", 1.0);
     Ok(reply)
+}
+
+/// `GetCollection`'s `indexes`: the finished indexes as `listIndexes` shows them, `_id` first.
+fn shown_indexes(meta: &crate::engine::catalog::CollectionMeta) -> Vec<Bson> {
+    std::iter::once(index::id_index_entry())
+        .chain(
+            meta.indexes
+                .iter()
+                .filter(|i| !i.building)
+                .map(crate::engine::catalog::IndexMeta::to_list_entry),
+        )
+        .map(|mut entry| {
+            entry.insert("requiresReIndex", false);
+            Bson::Document(entry)
+        })
+        .collect()
 }
 
 /// Whether `db` provisions throughput its collections share.

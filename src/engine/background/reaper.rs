@@ -414,9 +414,9 @@ fn reap_batch(
 }
 
 /// Inside the writer: deletes the documents of up to [`BATCH`] due entries of date TTL index
-/// `index_id`, from `from` (the range's start when `None`), judged at `now` under the
+/// `index_id`, from `from` (the first range's start when `None`), judged at `now` under the
 /// collection's current catalog: an index dropped, changed or no longer TTL since the pass
-/// began gives its current range or none.
+/// began gives its current ranges or none.
 fn reap_date_batch(
     txn: &mut crate::engine::writer::txn::Txn<'_>,
     collection_id: u64,
@@ -432,17 +432,28 @@ fn reap_date_batch(
     let Some(meta) = txn.catalog.by_id(collection_id).cloned() else {
         return Ok(none);
     };
-    let Some((start, end)) = meta
+    let ranges = meta
         .index_by_id(index_id)
-        .and_then(|index| date_expiry::due_range(collection_id, index, now))
-    else {
+        .map(|index| date_expiry::due_ranges(collection_id, index, now))
+        .unwrap_or_default();
+    let Some(end) = ranges.last().map(|(_, end)| end.clone()) else {
         return Ok(none);
     };
-    let from = from.map_or(start.clone(), |f| f.max(start));
-    let entries = txn
-        .scan_range(Keyspace::Indexes, &from, &end)
-        .take(BATCH)
-        .collect::<Result<Vec<_>>>()?;
+    // The ranges are disjoint and in key order (a custom TTL path has its numbers' and its
+    // dates'): one batch walks them in turn from the watermark.
+    let mut entries = Vec::new();
+    for (start, range_end) in &ranges {
+        let from = from.clone().map_or(start.clone(), |f| f.max(start.clone()));
+        if from >= *range_end || entries.len() == BATCH {
+            continue;
+        }
+        for entry in txn
+            .scan_range(Keyspace::Indexes, &from, range_end)
+            .take(BATCH.saturating_sub(entries.len()))
+        {
+            entries.push(entry?);
+        }
+    }
     let more = entries.len() == BATCH;
     let mut deleted = 0;
     for (_, value) in &entries {

@@ -113,7 +113,7 @@ pub fn expired<S: Snapshot>(snapshot: &S, meta: &CollectionMeta, now: i64) -> Re
     let dates: Vec<(Vec<u8>, Vec<u8>)> = meta
         .indexes
         .iter()
-        .filter_map(|index| date_expiry::due_range(meta.id, index, now))
+        .flat_map(|index| date_expiry::due_ranges(meta.id, index, now))
         .collect();
     // Only with date TTL indexes are documents remembered, to count each one once.
     let mut counted = (!dates.is_empty()).then(HashSet::new);

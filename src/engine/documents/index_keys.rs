@@ -152,6 +152,7 @@ mod tests {
             multikey: false,
             building: false,
             collation: None,
+            custom_ttl: false,
         }
     }
 

@@ -3,7 +3,7 @@
 //! (`engine::index_build`), and a request for one an unfinished build is creating waits for it.
 //! Also what the Cosmos `customAction` commands reuse to set a new collection's indexes.
 
-use super::spec::{conflict, count, parse_spec, Outcome};
+use super::spec::{conflict, count, parse_spec, FieldTtl, Outcome};
 use crate::command::args::{check_fields, durable, optional_array, optional_bool, wrong_type};
 use crate::command::{Request, Shared};
 use crate::engine::catalog::{collection_arg, validate_collection_name, CollectionMeta, IndexMeta};
@@ -113,7 +113,7 @@ pub(in crate::command) fn parse_requested(
             ));
         };
         crate::profile::indexes::check_spec(profile, spec)?;
-        specs.push(parse_spec(spec, ignore_unknown, !profile.is_cosmos())?);
+        specs.push(parse_spec(spec, ignore_unknown, FieldTtl::of(profile))?);
     }
     let mut requested: Vec<IndexMeta> = Vec::new();
     for (spec, _) in &specs {

@@ -49,14 +49,36 @@ const UNSUPPORTED_TYPES: &[&str] = &[
     "columnstore",
 ];
 
+/// What `expireAfterSeconds` on a key other than `{_ts: ±1}` makes, by profile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FieldTtl {
+    /// A date TTL index, with mongod's rules (the default profile, TTL-25).
+    Date,
+    /// Refused with Cosmos's message (the Cosmos profile, TTL-4).
+    Refused,
+    /// A custom TTL path, with the Cosmos value rules (the Cosmos profile with the capability
+    /// `EnableTtlOnCustomPath`, TTL-30).
+    CosmosCustom,
+}
+
+impl FieldTtl {
+    pub(super) fn of(profile: &crate::profile::Profile) -> FieldTtl {
+        if !profile.is_cosmos() {
+            FieldTtl::Date
+        } else if profile.ttl_on_custom_path() {
+            FieldTtl::CosmosCustom
+        } else {
+            FieldTtl::Refused
+        }
+    }
+}
+
 /// One index specification, validated; `id` is assigned when the index is created.
 /// The requested index, and whether it names no collation (it then takes the collection's).
-/// `date_ttl`: whether `expireAfterSeconds` on another key than `_ts` makes a date TTL index
-/// (the default profile, TTL-25) rather than being refused (the Cosmos profile, TTL-4).
 pub(super) fn parse_spec(
     spec: &Document,
     ignore_unknown: bool,
-    date_ttl: bool,
+    field_ttl: FieldTtl,
 ) -> Result<(IndexMeta, bool)> {
     let in_spec = |message: String| {
         Error::new(
@@ -139,14 +161,21 @@ pub(super) fn parse_spec(
         ErrorCode::CannotCreateIndex => in_spec(e.message),
         _ => e,
     })?;
-    let expire_after_seconds = match spec.get("expireAfterSeconds") {
+    let on_field = !ttl::is_ts_key_pattern(&key);
+    let expire_after_seconds = match (spec.get("expireAfterSeconds"), field_ttl) {
         // TTL-25: MongoDB's own model on any other key, with mongod's rules.
-        Some(value) if date_ttl && !ttl::is_ts_key_pattern(&key) => {
+        (Some(value), FieldTtl::Date) if on_field => {
             Some(ttl::date::validate_date_ttl_index(spec, &key, value)?)
         }
+        // TTL-30: Cosmos's custom path, the key pattern then the `_ts` index's value rules.
+        (Some(value), FieldTtl::CosmosCustom) if on_field => {
+            Some(ttl::custom::validate_custom_ttl_index(&key, value)?)
+        }
         // TTL-4 before TTL-2/3: the key pattern is checked first, then the value.
-        value => ttl::index_ttl(&key, value)?,
+        (value, _) => ttl::index_ttl(&key, value)?,
     };
+    let custom_ttl =
+        field_ttl == FieldTtl::CosmosCustom && on_field && expire_after_seconds.is_some();
     let name = match name {
         Some(n) if n.is_empty() => return Err(in_spec("index name cannot be empty".into())),
         Some(n) if n == "*" => return Err(in_spec("The index name '*' is not valid.".into())),
@@ -199,6 +228,7 @@ pub(super) fn parse_spec(
         multikey: false,
         building: false,
         collation: collation.flatten(),
+        custom_ttl,
     };
     Ok((index, inherits))
 }
@@ -330,6 +360,7 @@ pub(super) fn conflict(existing: &[IndexMeta], new: &IndexMeta) -> Result<Outcom
             return Err(different_name(&old.name));
         }
     }
+    custom_ttl_conflict(existing, new)?;
     if new.is_ttl() {
         if let Some(old) = existing.iter().find(|i| i.is_ttl()) {
             return Err(Error::new(
@@ -343,6 +374,44 @@ pub(super) fn conflict(existing: &[IndexMeta], new: &IndexMeta) -> Result<Outcom
         }
     }
     Ok(Outcome::Create)
+}
+
+/// TTL-30: a collection's TTL is on `_ts` or on one custom path, never both, and on one custom
+/// path at most. Cosmos's text for these refusals is not known; the code is mongod's for an
+/// index that cannot be created (67), the message ours.
+fn custom_ttl_conflict(existing: &[IndexMeta], new: &IndexMeta) -> Result<()> {
+    let refuse = |message: String| Err(Error::new(ErrorCode::CannotCreateIndex, message));
+    let field = |index: &IndexMeta| index.key.keys().next().cloned().unwrap_or_default();
+    if new.is_custom_ttl() {
+        if let Some(old) = existing.iter().find(|i| i.is_ttl()) {
+            return refuse(format!(
+                "Cannot create a TTL index on the custom path '{}': the collection's TTL is on \
+                 '_ts' (index '{}'); drop that index first",
+                field(new),
+                old.name
+            ));
+        }
+        if let Some(old) = existing.iter().find(|i| i.is_field_ttl()) {
+            return refuse(format!(
+                "Cannot create a TTL index on the custom path '{}': the collection already has \
+                 its custom TTL path '{}' (index '{}'); only one is allowed per collection",
+                field(new),
+                field(old),
+                old.name
+            ));
+        }
+    }
+    if new.is_ttl() {
+        if let Some(old) = existing.iter().find(|i| i.is_custom_ttl()) {
+            return refuse(format!(
+                "Cannot create a TTL index on '_ts': the collection's TTL is on the custom path \
+                 '{}' (index '{}'); drop that index first",
+                field(old),
+                old.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn different_name(existing: &str) -> Error {
