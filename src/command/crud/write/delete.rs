@@ -1,15 +1,14 @@
 //! `delete`: a batch of `{q, limit: 0 | 1, hint, collation}` statements, ordered or not,
 //! replying `{n, [writeErrors], ok}`.
 
-use super::base_spec::{check_batch_size, WriteBase};
 use super::delete_spec::{DeleteSpec, DeleteStatementSpec};
 use super::multi::{self, MultiWrite, Run};
-use super::{awaiting_job, collation_of, command_variables, selection, targets};
+use super::{awaiting_job, collation_of, selection, targets};
 use crate::command::args::durable;
 use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
-use crate::engine::catalog::{validate_collection_name, CollectionMeta};
+use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::Recheck;
 use crate::engine::{documents::collection, Interrupt, StoredDoc, Txn};
@@ -28,31 +27,19 @@ struct Statement {
     shard_keys: ShardKeys,
 }
 
-/// A `delete` read once ([`DeleteSpec`]) and its statements compiled: what the command runs
-/// and what its explain plans.
-struct Parsed<'a> {
-    coll: &'a str,
-    base: &'a WriteBase,
-    /// The outer `Result` (structure) was the command's; each of these is its statement's.
-    statements: Vec<Result<Statement>>,
-}
+/// A `delete` read once ([`DeleteSpec`]) and its statements compiled.
+type Parsed<'a> = super::Compiled<'a, Statement>;
 
-/// Compiles `spec` (read by the envelope, its structural errors already the command's): the
-/// collection's name judged, then each statement with the command's variables.
+/// Compiles `spec` (read by the envelope, its structural errors already the command's).
 fn parse<'a>(db: &str, spec: &'a DeleteSpec, now: DateTime) -> Result<Parsed<'a>> {
-    validate_collection_name(db, &spec.collection)?;
-    let vars = command_variables(spec.let_vars.as_ref(), now)?;
-    check_batch_size(spec.deletes.len())?;
-    let statements = spec
-        .deletes
-        .iter()
-        .map(|stmt| Statement::compile(stmt, &vars))
-        .collect();
-    Ok(Parsed {
-        coll: &spec.collection,
-        base: &spec.base,
-        statements,
-    })
+    super::compile_batch(
+        db,
+        (&spec.collection, &spec.base),
+        spec.let_vars.as_ref(),
+        &spec.deletes,
+        now,
+        Statement::compile,
+    )
 }
 
 /// The collection and selection of a delete's one statement, for explain.

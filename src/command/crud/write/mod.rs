@@ -162,6 +162,35 @@ fn parse_update(value: &Bson, vars: &Variables) -> Result<Update> {
     }
 }
 
+/// A batch write (`update`, `delete`) read once by the envelope and its statements compiled:
+/// what the command runs and what its explain plans.
+struct Compiled<'a, S> {
+    coll: &'a str,
+    base: &'a base_spec::WriteBase,
+    /// The outer `Result` (structure) was the command's; each of these is its statement's.
+    statements: Vec<Result<S>>,
+}
+
+/// Compiles a batch write whose structural errors were already the command's: the collection's
+/// name judged, the batch's size, then each statement with the command's variables.
+fn compile_batch<'a, T, S>(
+    db: &str,
+    (coll, base): (&'a str, &'a base_spec::WriteBase),
+    let_vars: Option<&Document>,
+    statements: &[T],
+    now: DateTime,
+    compile: impl Fn(&T, &Variables) -> Result<S>,
+) -> Result<Compiled<'a, S>> {
+    crate::engine::catalog::validate_collection_name(db, coll)?;
+    let vars = command_variables(let_vars, now)?;
+    base_spec::check_batch_size(statements.len())?;
+    Ok(Compiled {
+        coll,
+        base,
+        statements: statements.iter().map(|stmt| compile(stmt, &vars)).collect(),
+    })
+}
+
 /// The variables a write's expressions see: its `let` option and `$$NOW`.
 fn command_variables(let_vars: Option<&Document>, now: DateTime) -> Result<Variables> {
     Variables::new(now).with_let(let_vars)

@@ -1,19 +1,17 @@
 //! `update`: a batch of `{q, u, upsert, multi, arrayFilters, hint, collation}` statements,
 //! ordered or not, replying `{n, nModified, [upserted], [writeErrors], ok}`.
 
-use super::base_spec::{check_batch_size, WriteBase};
 use super::multi::{self, MultiWrite, Run};
 use super::update_spec::{UpdateSpec, UpdateStatementSpec};
 use super::{
-    apply_update, awaiting_job, collation_of, command_variables, parse_update,
-    refuse_collated_update, selection, store_change, targets, update_compares_strings,
-    upsert_document,
+    apply_update, awaiting_job, collation_of, parse_update, refuse_collated_update, selection,
+    store_change, targets, update_compares_strings, upsert_document,
 };
 use crate::command::args::durable;
 use crate::command::crud::batch;
 use crate::command::retryable::{self, History, RetryableWrite};
 use crate::command::{Request, Shared};
-use crate::engine::catalog::{validate_collection_name, CollectionMeta};
+use crate::engine::catalog::CollectionMeta;
 use crate::engine::exec::ReadRequest;
 use crate::engine::targets::Recheck;
 use crate::engine::{ddl, documents::collection, Interrupt, StoredDoc, Txn};
@@ -50,31 +48,19 @@ struct Done {
     upserted: Option<Bson>,
 }
 
-/// An `update` read once ([`UpdateSpec`]) and its statements compiled: what the command runs
-/// and what its explain plans.
-struct Parsed<'a> {
-    coll: &'a str,
-    base: &'a WriteBase,
-    /// The outer `Result` (structure) was the command's; each of these is its statement's.
-    statements: Vec<Result<Statement>>,
-}
+/// An `update` read once ([`UpdateSpec`]) and its statements compiled.
+type Parsed<'a> = super::Compiled<'a, Statement>;
 
-/// Compiles `spec` (read by the envelope, its structural errors already the command's): the
-/// collection's name judged, then each statement with the command's variables.
+/// Compiles `spec` (read by the envelope, its structural errors already the command's).
 fn parse<'a>(db: &str, spec: &'a UpdateSpec, now: DateTime) -> Result<Parsed<'a>> {
-    validate_collection_name(db, &spec.collection)?;
-    let vars = command_variables(spec.let_vars.as_ref(), now)?;
-    check_batch_size(spec.updates.len())?;
-    let statements = spec
-        .updates
-        .iter()
-        .map(|stmt| Statement::compile(stmt, &vars))
-        .collect();
-    Ok(Parsed {
-        coll: &spec.collection,
-        base: &spec.base,
-        statements,
-    })
+    super::compile_batch(
+        db,
+        (&spec.collection, &spec.base),
+        spec.let_vars.as_ref(),
+        &spec.updates,
+        now,
+        Statement::compile,
+    )
 }
 
 /// The collection and selection of an update's one statement, for explain.
