@@ -395,22 +395,13 @@ fn reap_batch(
         .scan_range(Keyspace::Expiry, &from, &end)
         .take(BATCH)
         .collect::<Result<Vec<_>>>()?;
-    let more = entries.len() == BATCH;
     let mut deleted = 0;
     for (key, value) in &entries {
         if collection::delete_due(txn, &meta, key, value, now)? {
             deleted += 1;
         }
     }
-    let handled_below = match entries.last() {
-        Some((last, _)) if more => successor(last),
-        _ => end,
-    };
-    Ok(Step {
-        deleted,
-        handled_below,
-        more,
-    })
+    Ok(Step::after(&entries, end, deleted))
 }
 
 /// Inside the writer: deletes the documents of up to [`BATCH`] due entries of date TTL index
@@ -454,7 +445,6 @@ fn reap_date_batch(
             entries.push(entry?);
         }
     }
-    let more = entries.len() == BATCH;
     let mut deleted = 0;
     for (_, value) in &entries {
         // Several entries (an array's dates) may lead to one document: the first deletes it.
@@ -463,15 +453,25 @@ fn reap_date_batch(
             deleted += 1;
         }
     }
-    let handled_below = match entries.last() {
-        Some((last, _)) if more => successor(last),
-        _ => end,
-    };
-    Ok(Step {
-        deleted,
-        handled_below,
-        more,
-    })
+    Ok(Step::after(&entries, end, deleted))
+}
+
+impl Step {
+    /// The step of a batch that read `entries` (at most [`BATCH`]) of a range ending at `end`
+    /// and deleted `deleted` documents: a full batch resumes after its last entry, a shorter
+    /// one handled the whole range.
+    fn after(entries: &[(Vec<u8>, Vec<u8>)], end: Vec<u8>, deleted: u64) -> Step {
+        let more = entries.len() == BATCH;
+        let handled_below = match entries.last() {
+            Some((last, _)) if more => successor(last),
+            _ => end,
+        };
+        Step {
+            deleted,
+            handled_below,
+            more,
+        }
+    }
 }
 
 /// The smallest key greater than `key`.
