@@ -35,16 +35,26 @@ pub fn describe(node: &Node, stats: Option<&StageStats>, filter: &Document) -> D
             }
             return d;
         }
-        Node::Or { inputs } => {
+        Node::Or { inputs, .. } => {
+            // Each input shows the branch it tests and the OR the rest of the filter, which
+            // every input tests too: the whole filter once, not once per branch.
+            let (rest, branches) = split_or_document(filter).unwrap_or_default();
             let shown: Vec<Bson> = inputs
                 .iter()
                 .enumerate()
                 .map(|(i, input)| {
                     let input_stats = stats.and_then(|s| s.inputs.get(i));
-                    Bson::Document(describe(input, input_stats, filter))
+                    let branch = match branches.get(i) {
+                        Some(Bson::Document(branch)) => branch.clone(),
+                        _ => Document::new(),
+                    };
+                    Bson::Document(describe(input, input_stats, &branch))
                 })
                 .collect();
             let mut d = doc! {"stage": "OR"};
+            if !rest.is_empty() {
+                d.insert("filter", rest);
+            }
             if let Some(c) = counters {
                 add_counters(&mut d, c, LeafKind::Inner);
                 d.insert(
@@ -94,6 +104,57 @@ pub fn describe(node: &Node, stats: Option<&StageStats>, filter: &Document) -> D
         add_counters(&mut out, c, leaf_kind(node));
     }
     out
+}
+
+/// The filter without its first top-level `$or` (through nested `$and`s, in document order:
+/// where [`crate::query::filter::Filter::split_or`] splits the compiled filter), and that
+/// `$or`'s branches. Iterative: the nesting of `$and`s is client input.
+fn split_or_document(filter: &Document) -> Option<(Document, Vec<Bson>)> {
+    enum Item<'a> {
+        Doc(&'a Document, Vec<usize>),
+        Found(&'a [Bson], Vec<usize>),
+    }
+    let mut stack = vec![Item::Doc(filter, Vec::new())];
+    let (branches, path) = loop {
+        match stack.pop()? {
+            Item::Found(branches, path) => break (branches, path),
+            Item::Doc(doc, path) => {
+                let mut items = Vec::new();
+                for (key, value) in doc {
+                    match (key.as_str(), value) {
+                        ("$or", Bson::Array(branches)) => {
+                            items.push(Item::Found(branches, path.clone()))
+                        }
+                        ("$and", Bson::Array(conjuncts)) => {
+                            for (i, c) in conjuncts.iter().enumerate() {
+                                if let Bson::Document(c) = c {
+                                    let mut inner = path.clone();
+                                    inner.push(i);
+                                    items.push(Item::Doc(c, inner));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                stack.extend(items.into_iter().rev());
+            }
+        }
+    };
+    let branches = branches.to_vec();
+    let mut rest = filter.clone();
+    let mut at = &mut rest;
+    for i in path {
+        match at.get_mut("$and") {
+            Some(Bson::Array(conjuncts)) => match conjuncts.get_mut(i) {
+                Some(Bson::Document(inner)) => at = inner,
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    at.remove("$or");
+    Some((rest, branches))
 }
 
 /// An index-reading stage: its index and the bounds it scans.
@@ -220,4 +281,29 @@ fn direction(reverse: bool) -> &'static str {
 
 fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_or_is_taken_where_the_compiled_filter_splits() {
+        let split = |d: Document| split_or_document(&d);
+        assert_eq!(split(doc! {"a": 1}), None);
+        assert_eq!(
+            split(doc! {"c": 3, "$or": [{"a": 1}, {"b": 2}]}),
+            Some((
+                doc! {"c": 3},
+                vec![doc! {"a": 1}.into(), doc! {"b": 2}.into()]
+            ))
+        );
+        assert_eq!(
+            split(doc! {"$and": [{"c": 3}, {"$and": [{"$or": [{"a": 1}]}]}], "$or": [{"b": 2}]}),
+            Some((
+                doc! {"$and": [{"c": 3}, {"$and": [{}]}], "$or": [{"b": 2}]},
+                vec![doc! {"a": 1}.into()]
+            ))
+        );
+    }
 }

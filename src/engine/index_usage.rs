@@ -164,7 +164,7 @@ pub fn indexes_used(meta: &CollectionMeta, plan: &Node) -> BTreeSet<u64> {
                     None => ID_INDEX,
                 });
             }
-            Node::Or { inputs } => pending.extend(inputs),
+            Node::Or { inputs, .. } => pending.extend(inputs),
             Node::Sort { input, .. } | Node::Skip { input, .. } | Node::Limit { input, .. } => {
                 pending.push(input)
             }
@@ -234,8 +234,18 @@ mod tests {
                 [0, 0, 1],
             ),
             (
-                Node::Or {
-                    inputs: vec![scan(&meta, "a"), scan(&meta, "a"), scan(&meta, "b")],
+                {
+                    let split = crate::query::filter::Filter::compile(
+                        &bson::doc! {"$or": [{"a": 1}, {"a": 2}, {"b": 1}]},
+                    )
+                    .unwrap()
+                    .split_or()
+                    .unwrap();
+                    Node::Or {
+                        inputs: vec![scan(&meta, "a"), scan(&meta, "a"), scan(&meta, "b")],
+                        branches: split.branches,
+                        rest: split.rest,
+                    }
                 },
                 [0, 1, 1],
             ),

@@ -369,6 +369,76 @@ async fn an_indexed_or_of_thousands_of_branches_stops_at_max_time_ms() {
 }
 
 #[tokio::test]
+async fn a_multi_update_planning_thousands_of_branches_stops_at_max_time_ms() {
+    let server = TestServer::start().await;
+    let docs: Vec<Document> = (0..300).map(|i| doc! {"_id": i, "a": i}).collect();
+    let coll = collection(&server, docs).await;
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .unwrap();
+    // 50,000 ranges that match nothing: all the statement's time is planning and opening one
+    // scan per branch, which once ran unchecked and answered `n: 0` long past the limit.
+    let branches: Vec<Document> = (0..50_000)
+        .map(|i| doc! {"a": {"$gte": -10 * i - 5, "$lt": -10 * i}})
+        .collect();
+    let reply = coll
+        .client()
+        .database("governance")
+        .run_command(doc! {
+            "update": "c",
+            "updates": [{"q": {"$or": branches}, "u": {"$set": {"z": 1}}, "multi": true}],
+            "maxTimeMS": 5,
+        })
+        .await;
+    let err = reply.expect_err("the update stops at its time limit");
+    assert_eq!(common::error_code(&err), Some(50), "{err}");
+}
+
+#[tokio::test]
+async fn explaining_an_or_of_thousands_of_branches_shows_the_filter_once() {
+    let server = TestServer::start().await;
+    let docs: Vec<Document> = (0..100)
+        .map(|i| doc! {"_id": i, "a": i, "b": i % 2})
+        .collect();
+    let coll = collection(&server, docs).await;
+    coll.create_index(mongodb::IndexModel::builder().keys(doc! {"a": 1}).build())
+        .await
+        .unwrap();
+    // Each input stage once showed the whole filter: 20,000 copies of 20,000 branches.
+    let branches: Vec<Document> = (0..20_000)
+        .map(|i| doc! {"a": {"$gte": i % 100, "$lt": 100}})
+        .collect();
+    let filter = doc! {"$or": branches.clone(), "b": 1};
+    let reply = coll
+        .client()
+        .database("governance")
+        .run_command(doc! {
+            "explain": {"find": "c", "filter": filter},
+            "verbosity": "executionStats",
+        })
+        .await
+        .unwrap();
+    let plan = reply
+        .get_document("executionStats")
+        .unwrap()
+        .get_document("executionStages")
+        .unwrap();
+    assert_eq!(plan.get_str("stage").unwrap(), "OR");
+    assert_eq!(plan.get_document("filter").unwrap(), &doc! {"b": 1});
+    let inputs = plan.get_array("inputStages").unwrap();
+    assert_eq!(inputs.len(), 20_000);
+    let mut examined = 0;
+    for (input, branch) in inputs.iter().zip(&branches) {
+        let fetch = input.as_document().unwrap();
+        assert_eq!(fetch.get_document("filter").unwrap(), branch);
+        examined += fetch.get_i64("docsExamined").unwrap();
+    }
+    // Every branch reaches the odd documents the first one returned: each is loaded once.
+    assert_eq!(plan.get_i64("nReturned").unwrap(), 50);
+    assert!(examined <= 100, "{examined} documents loaded");
+}
+
+#[tokio::test]
 async fn skip_passes_errors_on_instead_of_counting_them_as_documents() {
     let server = TestServer::start().await;
     let docs: Vec<Document> = (0..50).map(|i| doc! {"_id": i}).collect();

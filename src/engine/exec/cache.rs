@@ -106,7 +106,7 @@ pub fn key(meta: &CollectionMeta, req: &ReadRequest) -> Key {
 pub fn signature(leaf: &Node) -> String {
     match leaf {
         Node::IxScan(scan) | Node::CountScan(scan) => format!("ix:{}", scan.index.name),
-        Node::Or { inputs } => {
+        Node::Or { inputs, .. } => {
             let parts: Vec<String> = inputs.iter().map(signature).collect();
             format!("or({})", parts.join(","))
         }

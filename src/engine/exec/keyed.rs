@@ -94,7 +94,7 @@ pub fn index_key(leaf: &Node, collection_id: u64, doc: &StoredDoc) -> Result<Doc
     match leaf {
         Node::IdHack { .. } => Ok(doc! {"_id": doc.doc.get("_id").cloned().unwrap_or(Bson::Null)}),
         Node::IxScan(scan) => Ok(scan_key(scan, collection_id, doc)?.unwrap_or_default()),
-        Node::Or { inputs } => {
+        Node::Or { inputs, .. } => {
             for input in inputs {
                 if let Node::IxScan(scan) = input {
                     if let Some(key) = scan_key(scan, collection_id, doc)? {

@@ -270,6 +270,8 @@ pub fn execute<'r, S: Source<'r>>(
         ttl: meta.ttl_model(),
         now,
         filter: req.filter.clone(),
+        branch: None,
+        settled: None,
         interrupt,
         budget: None,
         allow_disk_use: req.allow_disk_use,

@@ -8,6 +8,7 @@
 
 use super::bounds::{FieldBounds, Interval};
 use crate::engine::catalog::IndexMeta;
+use crate::query::filter::Filter;
 use crate::query::sort::SortSpec;
 use crate::storage::keys::{self, Direction};
 use bson::{Bson, Document};
@@ -27,9 +28,13 @@ pub enum Node {
     },
     /// An index scan; for a secondary index, with the FETCH of each document above it.
     IxScan(IndexScan),
-    /// The union of index scans, one per `$or` branch, each document once.
+    /// The union of index scans, one per `$or` branch, each document once. Input `i`'s leaf
+    /// tests `branches[i]` and `rest` ([`crate::query::filter::OrSplit`]), which together are
+    /// the whole filter for what that scan finds.
     Or {
         inputs: Vec<Node>,
+        branches: Vec<Filter>,
+        rest: Filter,
     },
     /// A count from index entries alone (a covered count): the bounds are exactly the filter,
     /// and the collection has no TTL, so no document needs reading. Its items are entries, not

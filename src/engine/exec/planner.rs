@@ -371,7 +371,7 @@ fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
 /// A top-level `$or` whose every branch can use an index becomes the union of one index scan
 /// per branch (the branch's bounded index with the fewest key fields).
 fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Result<Option<Node>> {
-    let Some(branches) = top_level_or(req.filter.expr()) else {
+    let Some(branches) = req.filter.top_level_or() else {
         return Ok(None);
     };
     let mut indexes = vec![ScannedIndex::id_index()];
@@ -400,20 +400,15 @@ fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Result<Option<Node>> {
         };
         inputs.push(Node::IxScan(scan));
     }
-    Ok(Some(Node::Or { inputs }))
-}
-
-/// The branches of the first `$or` among the filter's top-level conjuncts.
-fn top_level_or(expr: &Expr) -> Option<&[Expr]> {
-    let mut stack = vec![expr];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::And(children) => stack.extend(children.iter().rev()),
-            Expr::Or(branches) => return Some(branches),
-            _ => {}
-        }
-    }
-    None
+    // Each branch's scan tests its branch and the rest of the filter, not the whole `$or`.
+    let Some(split) = req.filter.split_or() else {
+        return Ok(None);
+    };
+    Ok(Some(Node::Or {
+        inputs,
+        branches: split.branches,
+        rest: split.rest,
+    }))
 }
 
 fn is_full(bounds: &FieldBounds) -> bool {

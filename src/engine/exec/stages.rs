@@ -5,7 +5,8 @@
 //! Within the executor, visibility (TTL-18/TTL-19) is judged in [`Leaf::load`]: every leaf that
 //! returns documents (IDHACK, COLLSCAN, IXSCAN with its FETCH) reaches them through it, against
 //! the clock cell the cursor moves forward before each batch, and applies the whole filter
-//! there, so index bounds only ever need to be a superset. The one exception is COUNT_SCAN,
+//! there (an OR's input: its branch and the rest of the filter, which together are the whole
+//! filter for what it finds), so index bounds only ever need to be a superset. The one exception is COUNT_SCAN,
 //! whose items are index entries, not documents: the planner chooses it only for a count, on
 //! a collection without TTL, when the scan's bounds are exactly the filter
 //! (`planner::covered_count`), so there is neither expiry nor filter left to judge. Reads
@@ -30,7 +31,7 @@ use crate::storage::{keys, Keyspace};
 use std::collections::HashSet;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Documents produced by a stage.
 pub type DocIter<'r> = Box<dyn Iterator<Item = Result<StoredDoc>> + Send + 'r>;
@@ -116,6 +117,12 @@ pub struct RunContext<S> {
     pub ttl: crate::ttl::TtlModel,
     pub now: NowCell,
     pub filter: Filter,
+    /// Within an OR's input: the `$or` branch its scan is for. Its leaf tests this and
+    /// `filter`, which is then the rest of the filter without the `$or` (`Node::Or`).
+    pub branch: Option<Filter>,
+    /// Within an OR's input: the documents the OR has settled, which the input does not load
+    /// again.
+    pub settled: Option<Settled>,
     pub interrupt: Arc<Interrupt>,
     pub budget: Option<Arc<WorkBudget>>,
     /// `allowDiskUse`: a blocking sort may exceed 100 MB.
@@ -128,6 +135,49 @@ pub struct RunContext<S> {
     pub sort_memory_limit: usize,
     /// Where a blocking sort reports what it holds once sorted (a cursor is charged with it).
     pub held: crate::engine::cursor::Held,
+}
+
+/// The documents an OR has settled, shared with its inputs: those it returned, and those
+/// that fail the rest of the filter (which every input tests, so no branch can match them).
+/// An input skips an entry whose document is settled before loading it, as mongod's OR
+/// drops duplicate record ids below its FETCH; overlapping branches (thousands of ranges on
+/// one field) would otherwise decode and test a document once per branch that reaches it.
+#[derive(Debug, Clone)]
+pub struct Settled {
+    keys: Arc<Mutex<HashSet<Vec<u8>>>>,
+    /// The OR's counters: a skipped entry is one of its dropped duplicates.
+    counters: Arc<Counters>,
+}
+
+impl Settled {
+    fn new(counters: Arc<Counters>) -> Settled {
+        Settled {
+            keys: Arc::default(),
+            counters,
+        }
+    }
+
+    fn keys(&self) -> std::sync::MutexGuard<'_, HashSet<Vec<u8>>> {
+        crate::sync::lock_recovering(&self.keys, "an OR's settled documents")
+    }
+
+    /// Whether the document under `key` is settled; counted as a duplicate if so.
+    fn contains(&self, key: &[u8]) -> bool {
+        let settled = self.keys().contains(key);
+        if settled {
+            self.counters.dups_dropped.fetch_add(1, Relaxed);
+        }
+        settled
+    }
+
+    /// Settles the document under `key`; false (a duplicate) if it already was.
+    fn insert(&self, key: &[u8]) -> bool {
+        let inserted = self.keys().insert(key.to_vec());
+        if !inserted {
+            self.counters.dups_dropped.fetch_add(1, Relaxed);
+        }
+        inserted
+    }
 }
 
 /// Runs `node`: its documents, lazily, and the counters it fills as it is pulled.
@@ -200,25 +250,32 @@ pub fn run<'r, S: Source<'r>>(node: &Node, ctx: &RunContext<S>) -> (DocIter<'r>,
             });
             (Box::new(iter), stats)
         }
-        Node::Or { inputs } => {
+        Node::Or {
+            inputs,
+            branches,
+            rest,
+        } => {
             let mut stats = stats;
             let mut iters = Vec::with_capacity(inputs.len());
-            for input in inputs {
+            let settled = Settled::new(Arc::clone(&counters));
+            let mut branch_ctx = RunContext {
+                filter: rest.clone(),
+                settled: Some(settled.clone()),
+                ..ctx.clone()
+            };
+            for (input, branch) in inputs.iter().zip(branches) {
                 // Opening a branch's scan is work of its own (thousands of branches).
                 if let Err(e) = crate::query::guard::tick() {
                     return (Box::new(std::iter::once(Err(e))), stats);
                 }
-                let (iter, input_stats) = run(input, ctx);
+                branch_ctx.branch = Some(branch.clone());
+                let (iter, input_stats) = run(input, &branch_ctx);
                 iters.push(iter);
                 stats.inputs.push(input_stats);
             }
             // A document matching several branches is returned by the first only.
-            let mut seen: HashSet<Vec<u8>> = HashSet::new();
             let iter = iters.into_iter().flatten().filter(move |r| match r {
-                Ok(d) if !seen.insert(d.key.clone()) => {
-                    counters.dups_dropped.fetch_add(1, Relaxed);
-                    false
-                }
+                Ok(d) if !settled.insert(&d.key) => false,
                 Ok(_) => {
                     counters.advanced.fetch_add(1, Relaxed);
                     true
@@ -481,6 +538,8 @@ struct Leaf<S> {
     ttl: crate::ttl::TtlModel,
     now: NowCell,
     filter: Filter,
+    branch: Option<Filter>,
+    settled: Option<Settled>,
     interrupt: Arc<Interrupt>,
     budget: Option<Arc<WorkBudget>>,
     counters: Arc<Counters>,
@@ -495,6 +554,8 @@ impl<'r, S: Source<'r>> Leaf<S> {
             ttl: ctx.ttl.clone(),
             now: Arc::clone(&ctx.now),
             filter: ctx.filter.clone(),
+            branch: ctx.branch.clone(),
+            settled: ctx.settled.clone(),
             interrupt: Arc::clone(&ctx.interrupt),
             budget: ctx.budget.clone(),
             counters,
@@ -523,6 +584,9 @@ impl<'r, S: Source<'r>> Leaf<S> {
 
     /// The stored document under `key` if it is visible now and matches the filter (TTL-18).
     fn load(&self, key: Vec<u8>, bytes: Vec<u8>) -> Result<Option<StoredDoc>> {
+        if self.settled.as_ref().is_some_and(|s| s.contains(&key)) {
+            return Ok(None);
+        }
         self.counters.docs_examined.fetch_add(1, Relaxed);
         self.counters.works.fetch_add(1, Relaxed);
         let Some(record) = live::live_record_owned(bytes, &self.ttl, self.now.load(Relaxed))?
@@ -531,7 +595,17 @@ impl<'r, S: Source<'r>> Leaf<S> {
         };
         let raw = bson::RawDocument::from_bytes(&record.body)
             .map_err(|e| Error::internal(format!("corrupt stored document: {e}")))?;
+        if let Some(branch) = &self.branch {
+            if !branch.matches_raw(raw)? {
+                return Ok(None);
+            }
+        }
         if !self.filter.matches_raw(raw)? {
+            if let Some(settled) = &self.settled {
+                // The rest of the filter, which every branch of the OR tests: no branch can
+                // return this document.
+                settled.insert(&key);
+            }
             return Ok(None);
         }
         let doc = if self.decode {

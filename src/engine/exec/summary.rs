@@ -17,7 +17,7 @@ pub fn summary(node: &Node) -> String {
         Node::CollScan { .. } => "COLLSCAN".to_owned(),
         Node::IxScan(scan) => format!("IXSCAN {}", key_pattern(&scan.index.key)),
         Node::CountScan(scan) => format!("COUNT_SCAN {}", key_pattern(&scan.index.key)),
-        Node::Or { inputs } => inputs.iter().map(summary).collect::<Vec<_>>().join(", "),
+        Node::Or { inputs, .. } => inputs.iter().map(summary).collect::<Vec<_>>().join(", "),
         // `leaf` never stops at these.
         Node::Sort { .. } | Node::Skip { .. } | Node::Limit { .. } => String::new(),
     }
@@ -55,7 +55,7 @@ pub fn totals(node: &Node, stats: &StageStats) -> Totals {
         }
         s
     };
-    if let Node::Or { inputs } = node.leaf() {
+    if let Node::Or { inputs, .. } = node.leaf() {
         return inputs
             .iter()
             .zip(&leaf_stats.inputs)

@@ -17,6 +17,7 @@ mod bits_jstests;
 mod bits_tests;
 mod compile;
 mod in_set;
+mod or_split;
 #[cfg(test)]
 mod tests;
 
@@ -34,6 +35,7 @@ use std::sync::Arc;
 
 pub(crate) use crate::query::decimal::integral as integral_value;
 pub use compile::equality_fields;
+pub use or_split::OrSplit;
 
 /// A compiled query filter.
 #[derive(Debug, Clone)]

@@ -141,20 +141,18 @@ async fn run_batches<W: MultiWrite>(
     write.check(&meta)?;
     let clock = Arc::clone(engine.clock());
     let mut reader = {
-        let (write, clock, interrupt) = (
+        let (write, clock, selecting) = (
             Arc::clone(&write),
             Arc::clone(&clock),
             Arc::clone(interrupt),
         );
-        blocking(move || {
+        blocking(interrupt, move || {
             // Planning reads storage (a race of candidate plans).
-            let batches =
-                TargetBatches::start(&view, &meta, write.query(), Arc::clone(&interrupt))?;
+            let batches = TargetBatches::start(&view, &meta, write.query(), selecting)?;
             Ok(Reader {
                 batches,
                 write,
                 clock,
-                interrupt,
             })
         })
         .await?
@@ -162,7 +160,7 @@ async fn run_batches<W: MultiWrite>(
     let collection_id = reader.batches.collection_id();
     let mut sizer = BatchSizer::default();
     let limits = sizer.limits();
-    let (back, first) = blocking(move || Ok(reader.next(limits))).await?;
+    let (back, first) = blocking(interrupt, move || Ok(reader.next(limits))).await?;
     reader = back;
     let mut batch = first?;
     while !batch.is_empty() {
@@ -195,7 +193,10 @@ async fn run_batches<W: MultiWrite>(
             let written = engine.write_joining(Joins::First, false, job).await;
             written.map(|done| done.map(|(counts, size, timer)| (counts, size, timer.elapsed())))
         };
-        let (written, read) = tokio::join!(written, blocking(move || Ok(reader.next(limits))));
+        let (written, read) = tokio::join!(
+            written,
+            blocking(interrupt, move || Ok(reader.next(limits)))
+        );
         let (done, size, took) = written??;
         *committed = true;
         sizer.observe(size, took);
@@ -214,15 +215,12 @@ struct Reader<W: MultiWrite> {
     batches: TargetBatches,
     write: Arc<W>,
     clock: Arc<dyn crate::clock::Clock>,
-    interrupt: Arc<Interrupt>,
 }
 
 impl<W: MultiWrite> Reader<W> {
     /// The next batch, prepared; empty once the plan is done. The reader comes back either way,
     /// so the statement can go on with it.
     fn next(mut self, limits: BatchLimits) -> (Self, Result<Vec<W::Prepared>>) {
-        // The update's expressions and loops check the operation's interrupt ([`guard`]).
-        let _current = guard::install(Arc::clone(&self.interrupt) as Arc<dyn guard::Checkpoint>);
         let at = self.clock.now_datetime();
         let prepared = self.batches.next_batch(limits).and_then(|targets| {
             targets
@@ -265,13 +263,19 @@ fn collection_gone() -> Error {
     )
 }
 
-/// Runs `work` on the blocking pool.
+/// Runs `work` on the blocking pool, its loops and expressions (planning the statement,
+/// reading and preparing its targets) checking the operation's `interrupt` ([`guard`]).
 async fn blocking<T: Send + 'static>(
+    interrupt: &Arc<Interrupt>,
     work: impl FnOnce() -> Result<T> + Send + 'static,
 ) -> Result<T> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| Error::internal(format!("a write's reading thread failed: {e}")))?
+    let interrupt = Arc::clone(interrupt);
+    tokio::task::spawn_blocking(move || {
+        let _current = guard::install(interrupt as Arc<dyn guard::Checkpoint>);
+        work()
+    })
+    .await
+    .map_err(|e| Error::internal(format!("a write's reading thread failed: {e}")))?
 }
 
 #[cfg(test)]
