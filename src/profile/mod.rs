@@ -126,10 +126,13 @@ pub enum Rule {
     IdleConnections,
     /// Query operators no account version has (`$bitsAllSet` and kin, legacy geometry).
     UnsupportedOperators,
+    /// Write concerns are ignored: every write is acknowledged as the service always does
+    /// (quorum), so `w: 2`, `w: 3` or a tag set never gives a `writeConcernError`.
+    WriteConcerns,
 }
 
 impl Rule {
-    pub const ALL: [Rule; 15] = [
+    pub const ALL: [Rule; 16] = [
         Rule::SortWithoutIndex,
         Rule::UniqueIndexOnPopulated,
         Rule::NestedIndexPaths,
@@ -145,6 +148,7 @@ impl Rule {
         Rule::RequestTimeLimit,
         Rule::IdleConnections,
         Rule::UnsupportedOperators,
+        Rule::WriteConcerns,
     ];
 
     /// The rule's name in `--cosmos-allow` and in refusals.
@@ -165,6 +169,7 @@ impl Rule {
             Rule::RequestTimeLimit => "request-time-limit",
             Rule::IdleConnections => "idle-connections",
             Rule::UnsupportedOperators => "unsupported-operators",
+            Rule::WriteConcerns => "write-concerns",
         }
     }
 

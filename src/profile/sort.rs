@@ -5,7 +5,7 @@
 //! direction), or by a wildcard index (`$**`, `path.$**`) that covers it. A sort on several
 //! fields needs a compound index on exactly those fields in the same order, with every
 //! direction the same or every one reversed. Anything else fails as Cosmos fails it, with
-//! code 2 and the service's message.
+//! code 2 and the service's message. A `findAndModify` sorts on one field only.
 
 use super::refusal::{refuse_from_service, ServiceFailure};
 use super::Rule;
@@ -47,6 +47,21 @@ pub fn check<'a>(
             }
         }
     }
+}
+
+/// mayfly's words for a `findAndModify` sort on several fields: Cosmos's feature tables allow
+/// `findOneAndUpdate` one sort field, and the service's text for the refusal is not published.
+pub const FIND_AND_MODIFY_ONE_FIELD: &str =
+    "findAndModify (findOneAndUpdate, findOneAndReplace, findOneAndDelete) sorts on one field only.";
+
+/// A `findAndModify` sorts on at most one field (`$natural` aside); the refusal if not. Its
+/// one field still needs an index ([`check`], when the plan is chosen).
+pub fn check_find_and_modify(pattern: &Document) -> Result<()> {
+    let fields = pattern.keys().filter(|f| f.as_str() != "$natural").count();
+    if fields > 1 {
+        return Err(refusal(FIND_AND_MODIFY_ONE_FIELD));
+    }
+    Ok(())
 }
 
 fn refusal(text: &str) -> Error {
@@ -120,6 +135,23 @@ mod tests {
 
     fn served(pattern: Document, indexes: &[Document]) -> bool {
         check(&pattern, indexes.iter()).is_ok()
+    }
+
+    #[test]
+    fn find_and_modify_sorts_on_one_field() {
+        for (pattern, allowed) in [
+            (doc! {}, true),
+            (doc! {"a": 1}, true),
+            (doc! {"$natural": -1}, true),
+            (doc! {"a": 1, "b": -1}, false),
+            (doc! {"a": 1, "b": 1, "c": 1}, false),
+        ] {
+            assert_eq!(
+                check_find_and_modify(&pattern).is_ok(),
+                allowed,
+                "{pattern}"
+            );
+        }
     }
 
     #[test]

@@ -209,6 +209,23 @@ async fn sort_without_index() {
         .await
         .unwrap();
     assert_eq!(first.unwrap().get_i32("_id").unwrap(), 1);
+    // findAndModify sorts on one field only, even where a compound index would serve the sort
+    // (find-and-modify-sorts-on-one-field).
+    let (code, message) = failure(
+        coll.find_one_and_update(doc! {}, doc! {"$set": {"c": 1}})
+            .sort(doc! {"b": -1, "a": -1})
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 2);
+    let one_field = mayfly::profile::sort::FIND_AND_MODIFY_ONE_FIELD;
+    assert_service_refusal(&message, 2, bad, one_field, rule);
+    let updated = coll
+        .find_one_and_update(doc! {}, doc! {"$set": {"c": 1}})
+        .sort(doc! {"a": -1})
+        .await
+        .unwrap();
+    assert_eq!(updated.unwrap().get_i32("a").unwrap(), 5);
     // Explain plans the same read, under the same rule.
     let explain = client
         .database("app")
@@ -235,6 +252,12 @@ async fn sort_without_index_can_be_allowed_and_mongodb_sorts_anything() {
             .await
             .unwrap();
         assert_eq!(first.unwrap().get_i32("_id").unwrap(), 4);
+        let updated = coll
+            .find_one_and_update(doc! {}, doc! {"$set": {"c": 1}})
+            .sort(doc! {"b": 1, "a": 1})
+            .await
+            .unwrap();
+        assert_eq!(updated.unwrap().get_i32("_id").unwrap(), 4);
     }
 }
 
@@ -1022,5 +1045,43 @@ async fn unsupported_stages() {
     let coll = seeded(&mongodb.client().await).await;
     for pipeline in [bucket, lookup, set] {
         coll.aggregate(pipeline).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn write_concerns() {
+    // Cosmos ignores write concerns (every write is acknowledged by its quorum): `w: 3` and a
+    // tag set are not errors there. With the rule allowed, the one-member replica set judges
+    // them as mongod does.
+    let concerns = [
+        doc! {"w": 3},
+        doc! {"w": "dc"},
+        doc! {"w": "majority", "j": true},
+    ];
+    let cosmos = TestServer::start_cosmos_7().await;
+    let allowed = TestServer::start_cosmos(
+        Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::WriteConcerns),
+    )
+    .await;
+    for (server, judged) in [(&cosmos, false), (&allowed, true)] {
+        let db = server.portal_client().await.database("app");
+        for (i, concern) in concerns.iter().enumerate() {
+            let reply = db
+                .run_command(doc! {
+                    "insert": "wc",
+                    "documents": [{"_id": i as i32}],
+                    "writeConcern": concern.clone(),
+                })
+                .await
+                .unwrap();
+            assert_eq!(reply.get_i32("n").unwrap(), 1, "{reply}");
+            let error = reply.get_document("writeConcernError").ok();
+            let unmet = judged && concern.get_str("w") != Ok("majority");
+            assert_eq!(error.is_some(), unmet, "{concern}: {reply}");
+            if let Some(error) = error {
+                let code = error.get_i32("code").unwrap();
+                assert!(code == 100 || code == 79, "{error}");
+            }
+        }
     }
 }

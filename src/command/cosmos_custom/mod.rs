@@ -5,7 +5,8 @@
 //! - `customAction` (Microsoft's custom-commands page): `CreateDatabase`, `UpdateDatabase`,
 //!   `GetDatabase` ([`database`]) and `CreateCollection`, `UpdateCollection`, `GetCollection`
 //!   ([`collection`]). Successes have the page's shapes; every failure is the page's "default
-//!   output", `{ok: 0, code, errMsg}` (`errMsg`, not MongoDB's `errmsg`).
+//!   output", `{ok: 0, code, errMsg}` (`errMsg`, Cosmos's spelling; MongoDB's `errmsg` is
+//!   sent beside it so drivers raise their usual error).
 //!   `GetChangeStreamTokens` is refused (115).
 //! - `shardCollection` ([`shard_collection`]).
 //!
@@ -100,9 +101,18 @@ fn action(cmd: &Document) -> Result<CustomAction> {
         })
 }
 
-/// The "default output of a custom command" for a failure: `{ok: 0, code, errMsg}`.
+/// The "default output of a custom command" for a failure: `{ok: 0, code, errMsg}`, with
+/// MongoDB's `errmsg` beside Cosmos's `errMsg`: drivers build their error from `errmsg`
+/// (pymongo raised `KeyError('errmsg')` instead of `OperationFailure` without it), and a
+/// client reading Cosmos's field still finds it.
 fn failure(err: &Error) -> Document {
-    doc! {"ok": 0.0, "code": err.code.code(), "errMsg": err.message.as_str()}
+    doc! {
+        "ok": 0.0,
+        "errmsg": err.message.as_str(),
+        "code": err.code.code(),
+        "codeName": err.code.name(),
+        "errMsg": err.message.as_str(),
+    }
 }
 
 /// The privileges a `customAction` needs under `--auth`: reading settings needs
@@ -207,7 +217,13 @@ mod tests {
         );
         assert_eq!(
             failure(&err),
-            doc! {"ok": 0.0, "code": 26, "errMsg": "Collection d.c does not exist."}
+            doc! {
+                "ok": 0.0,
+                "errmsg": "Collection d.c does not exist.",
+                "code": 26,
+                "codeName": "NamespaceNotFound",
+                "errMsg": "Collection d.c does not exist.",
+            }
         );
     }
 

@@ -219,7 +219,12 @@ async fn run(
     if let Some(id) = session.session {
         session_registry::adopt_reply_cursor(&shared.sessions, id, &reply)?;
     }
-    if replicated {
+    // Cosmos ignores write concerns (always quorum): no concern goes unmet there.
+    let concerns_judged = !shared
+        .config
+        .profile
+        .enforces(crate::profile::Rule::WriteConcerns);
+    if replicated && concerns_judged {
         if let (Some(error), Reply::Document(reply)) =
             (replset::write_concern_error(command, generic), &mut reply)
         {

@@ -75,6 +75,16 @@ try:
     db.items.create_index("_ts", expireAfterSeconds=3600)
     settle()
 
+    # A customAction failure is an OperationFailure, not a KeyError: the reply carries
+    # MongoDB's `errmsg` beside Cosmos's `errMsg`.
+    try:
+        db.command({"customAction": "GetCollection", "collection": "missing"})
+        raise AssertionError("GetCollection of a missing collection succeeded")
+    except OperationFailure as e:
+        assert e.code == 26, e.details
+        assert e.details["errmsg"] == e.details["errMsg"], e.details
+    settle()
+
     # About 1 RU for a point read of 1 KB.
     assert db.items.find_one({"_id": 3})["rank"] == 7
     stats = db.command("getLastRequestStatistics")

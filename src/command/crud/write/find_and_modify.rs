@@ -73,6 +73,9 @@ pub async fn find_and_modify(shared: &Shared, req: &Request<'_>) -> Result<Docum
     let coll = spec.collection.clone();
     let (mut op, stmt_id) = parse(req.db, spec, shared.clock.now_datetime())?;
     op.query = op.query.under(&shared.config.profile);
+    if op.query.sort_needs_index {
+        crate::profile::sort::check_find_and_modify(&op.query.sort_pattern)?;
+    }
     op.limit = shared.config.profile.document_limit();
     op.shard_keys = ShardKeys::of(&shared.config.profile);
     let projection = op.projection.take();
