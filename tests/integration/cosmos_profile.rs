@@ -305,6 +305,42 @@ async fn unique_index_on_populated() {
 }
 
 #[tokio::test]
+async fn unique_index_on_populated_counts_what_count_documents_counts() {
+    // A collection whose only documents have expired is empty to every read (TTL-18), and so
+    // to this rule, though the reaper has not deleted them yet.
+    let server = TestServer::start_cosmos_7().await;
+    let client = server.portal_client().await;
+    common::ttl::reaper(&client, "pause").await;
+    let db = client.database("app");
+    let coll = db.collection::<Document>("expired");
+    common::ttl::set_collection_ttl(&db, "expired", 60).await;
+    coll.insert_many((0..3).map(|i| doc! {"_id": i, "email": format!("e{i}")}))
+        .await
+        .unwrap();
+    let unique = |field: &str| {
+        mongodb::IndexModel::builder()
+            .keys(doc! {field: 1})
+            .options(
+                mongodb::options::IndexOptions::builder()
+                    .unique(true)
+                    .build(),
+            )
+            .build()
+    };
+    let (code, _) = failure(coll.create_index(unique("email")).await.unwrap_err());
+    assert_eq!(code, 67, "visible documents: refused");
+    common::ttl::advance(&client, 61).await;
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 0);
+    coll.create_index(unique("email")).await.unwrap();
+    // An expired document is invisible to uniqueness too (TTL-18): its email can be written
+    // again before the reaper deletes it.
+    coll.insert_one(doc! {"_id": 10, "email": "e0"})
+        .await
+        .unwrap();
+    assert_eq!(coll.count_documents(doc! {}).await.unwrap(), 1);
+}
+
+#[tokio::test]
 async fn nested_index_paths() {
     let server = TestServer::start_cosmos_7().await;
     let client = server.portal_client().await;

@@ -88,6 +88,26 @@ pub fn is_empty(txn: &Txn<'_>, meta: &CollectionMeta) -> Result<bool> {
     Ok(first.transpose()?.is_none())
 }
 
+/// Whether the collection holds a document visible at `now` as of this point in the write:
+/// what `countDocuments` would count (TTL-18), where [`is_empty`] counts stored ones. The
+/// walk stops at the first visible document; expired ones before it are the reaper's backlog.
+pub fn has_visible(txn: &Txn<'_>, meta: &CollectionMeta, now: i64) -> Result<bool> {
+    if is_empty(txn, meta)? {
+        return Ok(false);
+    }
+    let prefix = keys::collection_prefix(meta.id);
+    let model = meta.ttl_model();
+    for entry in txn.scan_prefix(Keyspace::Documents, &prefix) {
+        // The backlog is as long as the reaper is behind: each document is a unit of work.
+        crate::query::guard::tick()?;
+        let (_, bytes) = entry?;
+        if crate::engine::exec::live::live_record(&bytes, &model, now)?.is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Refuses a document body larger than a BSON document may be.
 fn check_size(doc: &Document, body_len: usize) -> Result<()> {
     if body_len > MAX_BSON_OBJECT_SIZE {

@@ -57,8 +57,9 @@ pub async fn create_indexes(shared: &Shared, req: &Request<'_>) -> Result<Docume
         let (db, coll, specs) = (db.clone(), coll.clone(), specs.clone());
         let step = shared
             .engine
-            .write(durable, move |txn, _now| {
-                add_indexes(txn, &db, &coll, specs, unique_needs_empty, shard_keys)
+            .write(durable, move |txn, now| {
+                let empty_at = unique_needs_empty.then_some(now);
+                add_indexes(txn, &db, &coll, specs, empty_at, shard_keys)
             })
             .await??;
         match step {
@@ -134,7 +135,7 @@ pub(in crate::command) fn add_to_new_collection(
     specs: Vec<(IndexMeta, bool)>,
     shard_keys: ShardKeys,
 ) -> Result<()> {
-    match add_indexes(txn, db, coll, specs, false, shard_keys)? {
+    match add_indexes(txn, db, coll, specs, None, shard_keys)? {
         Added::Indexes(added) if added.to_build.is_empty() => Ok(()),
         Added::Indexes(_) | Added::WaitFor(_) => Err(Error::internal(
             "indexes of a collection created in the same job needed a build",
@@ -183,7 +184,7 @@ async fn create_in_transaction(
     }
     let step = crate::command::transactions::write(shared, req, durable, move |txn, _now| {
         // Only a collection the transaction creates gets indexes: it is empty.
-        add_indexes(txn, &db, &coll, specs, false, shard_keys)
+        add_indexes(txn, &db, &coll, specs, None, shard_keys)
     })
     .await??;
     match step {
@@ -233,12 +234,16 @@ struct AddedIndexes {
 /// write maintains them) and the caller builds them over the existing documents. The Cosmos
 /// profile's rules: `unique_needs_empty`, and `shard_keys` (a unique index leads with the
 /// shard key).
+/// Adds `specs` to the collection (creating it if needed). With `unique_needs_empty_at` (the
+/// Cosmos rule [`crate::profile::Rule::UniqueIndexOnPopulated`]), a unique index needs the
+/// collection to hold no document visible at that time: expired ones
+/// not yet reaped do not count, as `countDocuments` does not count them (TTL-18).
 fn add_indexes(
     txn: &mut crate::engine::Txn<'_>,
     db: &str,
     coll: &str,
     specs: Vec<(IndexMeta, bool)>,
-    unique_needs_empty: bool,
+    unique_needs_empty_at: Option<i64>,
     shard_keys: ShardKeys,
 ) -> Result<Added> {
     let (mut meta, created) = match ddl::collection(txn, db, coll) {
@@ -256,6 +261,12 @@ fn add_indexes(
         return Ok(Added::WaitFor(meta.id));
     }
     let empty = crate::engine::documents::collection::is_empty(txn, &meta)?;
+    let populated = match unique_needs_empty_at {
+        Some(now) if !empty && specs.iter().any(|s| s.unique) => {
+            crate::engine::documents::collection::has_visible(txn, &meta, now)?
+        }
+        _ => false,
+    };
     let before = 1 + meta.indexes.len();
     let mut added: Vec<u64> = Vec::new();
     let (mut to_build, mut ready) = (Vec::new(), Vec::new());
@@ -265,7 +276,7 @@ fn add_indexes(
                 return Ok(None);
             }
             check_limit(&meta, &spec)?;
-            if unique_needs_empty && spec.unique && !empty {
+            if spec.unique && populated {
                 return Err(crate::profile::indexes::unique_on_populated());
             }
             if let Some(key) = shard_keys.key(meta.shard_key()).filter(|_| spec.unique) {
