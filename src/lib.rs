@@ -31,7 +31,7 @@
 //! A module imports only from layers below it. `server` owns the listener, the connection limit
 //! and shutdown; `config` is the parsed command line, environment and config file;
 //! `connection_string` is the URI the start-up log suggests; `log_line` renders an event as
-//! mongod's structured log line; `recent_log` keeps the last log lines for `getLog`; `metrics` serves the counters in Prometheus's format (`--metrics-addr`);
+//! mongod's structured log line; `recent_log` keeps the last log lines for `getLog`; `version` is what the binary is (version, commit, build date, the data directory format it writes); `metrics` serves the counters in Prometheus's format (`--metrics-addr`);
 //! `tools` are the offline subcommands (`dump`, `restore`, `check`) that work on a stopped data
 //! directory through the engine.
 
@@ -75,4 +75,5 @@ pub mod sync;
 pub mod tls;
 pub mod tools;
 pub mod ttl;
+pub mod version;
 pub mod wire;

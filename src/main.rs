@@ -22,10 +22,13 @@ static ALLOCATOR: mayfly::allocation::Metered<mimalloc::MiMalloc> =
 /// mayfly: a MongoDB wire-protocol compatible server with Azure Cosmos DB TTL semantics.
 ///
 /// Without a subcommand, runs the server with the options below.
+// `-V` prints the version; `--version` also the git commit and date of the build and the data
+// directory format this binary writes (`mayfly::version`).
 #[derive(Parser)]
 #[command(
     name = "mayfly",
     version,
+    long_version = mayfly::version::long_version(),
     about,
     args_conflicts_with_subcommands = true
 )]
@@ -95,7 +98,8 @@ async fn run(config: Config) -> ExitCode {
         }
     };
     tracing::info!(
-        version = env!("CARGO_PKG_VERSION"),
+        version = mayfly::version::VERSION,
+        commit = mayfly::version::GIT_COMMIT,
         pid = std::process::id(),
         dbpath = %dbpath.display(),
         storage = ?storage,

@@ -390,6 +390,11 @@ impl Engine {
         self.backend.inner().name()
     }
 
+    /// The data directory's format version; `None` in memory.
+    pub fn format_version(&self) -> Option<u32> {
+        self.backend.inner().format_version()
+    }
+
     /// Whether committed writes survive a restart.
     pub fn is_persistent(&self) -> bool {
         self.backend.inner().is_persistent()

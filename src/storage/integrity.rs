@@ -18,15 +18,18 @@
 //! it is checked as far as fjall's own files allow, and marked at the end of the open. A
 //! directory with neither, but with fjall's files, is refused: its first start was cut short
 //! (nothing was stored) or its `version` file was deleted, and mayfly cannot tell which.
+//!
+//! The marker also records the directory's format version ([`format`](super::format)),
+//! checked first: a directory of a newer format is refused before any other file is read.
 
+use super::format::{self, Recorded};
 use super::journal::{self, Ending, TornTail};
 use super::tree_files;
 use super::StorageError;
 use std::path::{Path, PathBuf};
 
-/// The marker of an initialised data directory.
+/// The marker of an initialised data directory; its text is [`format::marker_text`].
 pub const MARKER: &str = "mayfly.storage";
-const MARKER_TEXT: &str = "mayfly data directory: fjall 3 database with mayfly's keyspaces\n";
 /// fjall's own marker (it writes it last when creating a database).
 const FJALL_VERSION: &str = "version";
 
@@ -61,7 +64,7 @@ fn has_fjall_files(dir: &Path) -> Result<bool, StorageError> {
 
 /// Checks `dir` before fjall opens it; refuses it when damaged.
 pub fn check(dir: &Path) -> Result<Preflight, StorageError> {
-    let marked = dir.join(MARKER).is_file();
+    let marked = format::require_readable(dir)? != Recorded::Unmarked;
     let has_version = dir.join(FJALL_VERSION).is_file();
     if !marked && !has_version {
         if has_fjall_files(dir)? {
@@ -162,14 +165,16 @@ fn check_journals(dir: &Path) -> Result<JournalCheck, StorageError> {
     Ok((files.len(), batches, torn))
 }
 
-/// Marks `dir` initialised, durably; a no-op when it is already.
+/// Marks `dir` initialised in the current format, durably; a no-op when it is already. A
+/// marker from before format versions is rewritten with its format line (its files are the
+/// current format's: [`format`]).
 pub fn mark(dir: &Path) -> Result<(), StorageError> {
-    let path = dir.join(MARKER);
-    if path.is_file() {
+    if format::require_readable(dir)? == Recorded::Version(format::CURRENT) {
         return Ok(());
     }
+    let path = dir.join(MARKER);
     let tmp = dir.join(format!("{MARKER}.tmp"));
-    std::fs::write(&tmp, MARKER_TEXT)?;
+    std::fs::write(&tmp, format::marker_text())?;
     std::fs::File::open(&tmp)?.sync_all()?;
     std::fs::rename(&tmp, &path)?;
     std::fs::File::open(dir)?.sync_all()?;

@@ -8,9 +8,9 @@
 //! runtime choice between them ([`store`]), recovering fjall from a failed background flush or
 //! compaction ([`fjall_recovery`]), the fault-injecting wrapper tests use ([`faults`]),
 //! the order-preserving key encoding ([`keys`]), keys of any length over fjall's bounded ones
-//! ([`long_keys`]), and the checks of fjall's files before it opens
-//! them ([`integrity`], reading the journal with [`journal`] and the trees' metadata with
-//! [`tree_files`]). Does not own: BSON query semantics, the
+//! ([`long_keys`]), the data directory's format version ([`format`]), and the checks of
+//! fjall's files before it opens them ([`integrity`], reading the journal with [`journal`] and
+//! the trees' metadata with [`tree_files`]). Does not own: BSON query semantics, the
 //! catalog format, TTL, time, or group commit — the engine's writer thread decides what goes
 //! into a batch and when to commit.
 //! Everything here is synchronous; async callers use a writer thread or `spawn_blocking`.
@@ -48,6 +48,7 @@ pub mod batch;
 pub mod faults;
 pub mod fjall_backend;
 pub mod fjall_recovery;
+pub mod format;
 pub mod handle;
 pub mod integrity;
 pub mod journal;
@@ -251,6 +252,18 @@ pub enum StorageError {
         path.display()
     )]
     Damaged { path: PathBuf, detail: String },
+    /// The data directory's marker records a format newer than this binary reads
+    /// ([`format`]): it was written by a newer mayfly and is refused before any of its files
+    /// is read.
+    #[error(
+        "the data directory {} is in format {found}, written by a newer mayfly; this mayfly ({}) \
+         reads data directory format {} and earlier. Nothing was changed: run it with a mayfly \
+         that reads format {found}",
+        dir.display(),
+        env!("CARGO_PKG_VERSION"),
+        format::CURRENT
+    )]
+    NewerFormat { dir: PathBuf, found: u32 },
 }
 
 impl StorageError {

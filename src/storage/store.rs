@@ -36,6 +36,16 @@ impl Store {
         matches!(self, Store::Fjall(_))
     }
 
+    /// The data directory's format version ([`super::format`]); `None` in memory. An open
+    /// directory is in the current format: a newer one was refused, and an older or unmarked
+    /// one holds the current format's files and is recorded as such when its open completes.
+    pub fn format_version(&self) -> Option<u32> {
+        match self {
+            Store::Fjall(_) => Some(super::format::CURRENT),
+            Store::Memory(_) => None,
+        }
+    }
+
     /// The on-disk engine's cache and memtable memory; `None` in memory.
     pub fn memory_use(&self) -> Option<super::MemoryUse> {
         match self {

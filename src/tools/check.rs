@@ -3,13 +3,15 @@
 //! collection of every database, read from one storage snapshot as stored: nothing is
 //! repaired, discarded or counted first, as a server's start would.
 //!
-//! Prints one line per journal, per keyspace's tables and per collection, valid or with its
+//! Prints the data directory's format version (refusing one newer than this binary reads),
+//! then one line per journal, per keyspace's tables and per collection, valid or with its
 //! errors, then a total; succeeds only when all are valid. A directory whose files are damaged
 //! is not opened (opening would replay the journal): the collections are not checked.
 
 use super::ToolError;
 use crate::engine::documents::validate::{validate, Findings};
 use crate::engine::{Catalog, Interrupt};
+use crate::storage::format::{self, Recorded};
 use crate::storage::Snapshot;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -35,6 +37,7 @@ pub fn check_directory(dbpath: &Path, out: &mut impl Write) -> Result<bool, Tool
         )));
     }
     let lock = crate::storage::lock::DirLock::acquire(dbpath)?;
+    print(out, &describe_format(format::require_readable(dbpath)?))?;
     let files_sound = super::files::check_files(dbpath, out)?;
     drop(lock);
     if !files_sound {
@@ -74,6 +77,22 @@ fn print(out: &mut impl Write, line: &str) -> Result<(), ToolError> {
         path: PathBuf::from("standard output"),
         source,
     })
+}
+
+/// The line naming the directory's format version (a newer one was refused before).
+fn describe_format(recorded: Recorded) -> String {
+    let current = format::CURRENT;
+    match recorded {
+        Recorded::Version(version) => format!("data directory format: {version}"),
+        Recorded::Unversioned => format!(
+            "data directory format: {current} (its marker predates format versions; the next \
+             start of the server records the number)"
+        ),
+        Recorded::Unmarked => format!(
+            "data directory format: {current} (initialised before the marker; the next start \
+             of the server records it)"
+        ),
+    }
 }
 
 /// "valid", or "NOT VALID" and every error, with the record count and any warnings.

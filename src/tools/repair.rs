@@ -66,6 +66,8 @@ pub fn repair(dbpath: &Path, out: &mut impl Write) -> Result<bool, ToolError> {
     }
     let dropped = {
         let _lock = DirLock::acquire(dbpath)?;
+        // A newer format's files are not this binary's to rewrite.
+        crate::storage::format::require_readable(dbpath)?;
         repair_trees(dbpath, out)?;
         repair_journals(dbpath, out)?
     };

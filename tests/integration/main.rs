@@ -37,6 +37,7 @@ mod explain;
 mod fail_points;
 mod find_index_options;
 mod find_projection;
+mod format_version;
 mod handshake;
 mod held_memory;
 mod hostile_input;

@@ -21,7 +21,7 @@ pub fn build_info(profile: &crate::profile::Profile) -> Document {
     };
     doc! {
         "version": version,
-        "gitVersion": concat!("mayfly-", env!("CARGO_PKG_VERSION")),
+        "gitVersion": crate::version::GIT_COMMIT,
         "modules": Bson::Array(Vec::new()),
         "allocator": "system",
         "javascriptEngine": "none",
@@ -254,6 +254,11 @@ fn storage_engine_status(shared: &Shared) -> Document {
         "readOnly": reason.is_some(),
         "readOnlyReason": reason.map_or(Bson::Null, Bson::String),
     };
+    if let Some(format) = engine.format_version() {
+        // mayfly's own field: the on-disk format of the data directory (`mayfly --version`
+        // names the one this binary writes).
+        status.insert("formatVersion", i32::try_from(format).unwrap_or(i32::MAX));
+    }
     if let Some(background) = engine.storage_background() {
         // A failed memtable flush or compaction stops the engine until the next write reopens
         // it from its journal (`halted` meanwhile).

@@ -155,6 +155,6 @@ fn server_info(shared: &Shared) -> Document {
         "host": crate::host::hostname(),
         "port": i32::from(shared.config.port),
         "version": MONGODB_VERSION,
-        "gitVersion": concat!("mayfly-", env!("CARGO_PKG_VERSION")),
+        "gitVersion": crate::version::GIT_COMMIT,
     }
 }
