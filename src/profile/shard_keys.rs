@@ -36,13 +36,26 @@ pub const NOT_TARGETED: &str = "query in command must target a single shard key"
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ShardKeys {
     enforced: bool,
+    /// With the account capability `EnableMongoRetryableWrites`, every update and delete on a
+    /// sharded collection names the shard key, those of many documents too (the feature
+    /// pages: "updates/deletes on sharded collections must include the shard key").
+    every_write_targets: bool,
 }
 
 impl ShardKeys {
     pub fn of(profile: &Profile) -> ShardKeys {
+        let enforced = profile.enforces(Rule::ShardKeys);
         ShardKeys {
-            enforced: profile.enforces(Rule::ShardKeys),
+            enforced,
+            every_write_targets: enforced
+                && profile.is_cosmos()
+                && profile.allowed.contains(&Rule::RetryableWrites),
         }
+    }
+
+    /// Whether an update or delete of many documents must name the shard key too.
+    pub fn multi_writes_target(self) -> bool {
+        self.every_write_targets
     }
 
     /// The rules for a collection whose shard key is `path` (`None`: unsharded); `None` when

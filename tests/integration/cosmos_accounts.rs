@@ -461,6 +461,38 @@ async fn single_document_write_without_shard_key() {
 }
 
 #[tokio::test]
+async fn with_retryable_writes_every_update_and_delete_names_the_shard_key() {
+    // The capability `EnableMongoRetryableWrites`: "updates/deletes on sharded collections must
+    // include the shard key", those of many documents too.
+    let server = TestServer::start_cosmos(
+        Profile::cosmos(CosmosVersion::V7_0).allowing(Rule::RetryableWrites),
+    )
+    .await;
+    let client = server.portal_client().await;
+    let orders = sharded_orders(&client).await;
+    let by_id = doc! {"_id": 1};
+    let inc = doc! {"$inc": {"n": 1}};
+    let (code, message) = failure(
+        orders
+            .update_many(by_id.clone(), inc.clone())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(code, 61);
+    assert_shard_key_refusal(&message, NOT_TARGETED);
+    let err = orders.delete_many(by_id.clone()).await.unwrap_err();
+    assert_eq!(failure(err).0, 61);
+    let targeted = doc! {"_id": 1, "tenant": "t1"};
+    let done = orders.update_many(targeted.clone(), inc).await.unwrap();
+    assert_eq!(done.modified_count, 1);
+    assert_eq!(orders.delete_many(targeted).await.unwrap().deleted_count, 1);
+    // An unsharded collection has no key to name.
+    let plain = client.database("app").collection::<Document>("plain");
+    plain.insert_one(doc! {"_id": 1}).await.unwrap();
+    assert_eq!(plain.delete_many(doc! {}).await.unwrap().deleted_count, 1);
+}
+
+#[tokio::test]
 async fn changing_the_shard_key() {
     let server = TestServer::start_cosmos_7().await;
     let client = server.portal_client().await;

@@ -185,7 +185,12 @@ impl MultiWrite for Statement {
     }
 
     /// Nothing to check: the shard-key rule binds only a delete of one document.
-    fn check(&self, _meta: &CollectionMeta) -> Result<()> {
+    fn check(&self, meta: &CollectionMeta) -> Result<()> {
+        if let Some(key) = self.shard_keys.key(meta.shard_key()) {
+            if self.shard_keys.multi_writes_target() {
+                key.check_target(&self.query.filter_doc)?;
+            }
+        }
         Ok(())
     }
 
@@ -249,7 +254,7 @@ impl Statement {
             return Ok(0);
         };
         if let Some(key) = self.shard_keys.key(meta.shard_key()) {
-            if self.query.limit == Some(1) {
+            if self.query.limit == Some(1) || self.shard_keys.multi_writes_target() {
                 key.check_target(&self.query.filter_doc)?;
             }
         }

@@ -300,7 +300,7 @@ impl MultiWrite for Statement {
             refuse_collated_update(meta, &self.query)?;
         }
         if let Some(key) = self.shard_keys.key(meta.shard_key()) {
-            if self.upsert {
+            if self.upsert || self.shard_keys.multi_writes_target() {
                 key.check_target(&self.query.filter_doc)?;
             }
         }
@@ -425,7 +425,8 @@ impl Statement {
         let shard_key = meta
             .as_ref()
             .and_then(|m| self.shard_keys.key(m.shard_key()));
-        if let Some(key) = shard_key.as_ref().filter(|_| !self.multi || self.upsert) {
+        let targets_key = !self.multi || self.upsert || self.shard_keys.multi_writes_target();
+        if let Some(key) = shard_key.as_ref().filter(|_| targets_key) {
             key.check_target(&self.query.filter_doc)?;
         }
         let matched = match &meta {
