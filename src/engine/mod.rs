@@ -335,14 +335,26 @@ impl Engine {
     /// Builds the indexes `index_ids` of collection `collection_id`, already in the catalog
     /// marked `building`, on a thread of their own ([`background::index_build::IndexBuilds::build`]).
     pub async fn build_indexes(&self, collection_id: u64, index_ids: Vec<u64>) -> Result<()> {
+        let (namespace, command) = self
+            .catalog()?
+            .by_id(collection_id)
+            .map(|meta| background::progress::build_command(meta, &index_ids))
+            .unwrap_or_default();
         let context = background::index_build::BuildContext {
             writer: self.writer.clone(),
             writer_stats: Arc::clone(&self.writer_stats),
             clock: Arc::clone(&self.clock),
+            namespace,
+            command,
         };
         self.index_builds
             .build(context, collection_id, index_ids)
             .await
+    }
+
+    /// The progress of every index build in progress, oldest first (`currentOp`).
+    pub fn index_build_progress(&self) -> Vec<background::progress::ProgressReport> {
+        self.index_builds.progress()
     }
 
     /// Waits until no build of collection `collection_id` that had started when it was called

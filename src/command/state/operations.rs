@@ -317,8 +317,8 @@ fn json_prefix(body: &Document, limit: usize) -> String {
 const ENVELOPE_FIELDS: &[&str] = &["$db", "$readPreference", "$clusterTime", "lsid"];
 
 /// `{currentOp: 1, $all: <bool>, $ownOps: <bool>, <field>: <condition>...}` on admin: the
-/// running operations that match the conditions (a query filter on each `inprog` entry).
-/// mayfly has no idle or system operations to add for `$all`, nor users for `$ownOps`.
+/// running operations that match the conditions (a query filter on each `inprog` entry): the
+/// clients' commands, then the index builds in progress (`index_build_ops`). mayfly has no idle or system operations to add for `$all`, nor users for `$ownOps`.
 pub fn current_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let mut conditions = Document::new();
     for (field, value) in req.body.iter().skip(1) {
@@ -333,7 +333,17 @@ pub fn current_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     }
     let filter = Filter::compile(&conditions)?;
     let mut inprog: Vec<Bson> = Vec::new();
-    for entry in shared.ops.report() {
+    let clients = shared.ops.report();
+    // This `currentOp` is itself listed, with the server's `host:port` as its connection sees it.
+    let host = clients
+        .first()
+        .and_then(|entry| entry.get_str("host").ok())
+        .map_or_else(crate::host::hostname, str::to_owned);
+    let builds = shared.engine.index_build_progress();
+    let builds = builds
+        .iter()
+        .map(|report| super::index_build_ops::entry(report, &host));
+    for entry in clients.into_iter().chain(builds) {
         if filter.matches(&entry)? {
             inprog.push(Bson::Document(entry));
         }
