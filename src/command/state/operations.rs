@@ -333,22 +333,31 @@ pub fn current_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     }
     let filter = Filter::compile(&conditions)?;
     let mut inprog: Vec<Bson> = Vec::new();
-    let clients = shared.ops.report();
-    // This `currentOp` is itself listed, with the server's `host:port` as its connection sees it.
-    let host = clients
-        .first()
-        .and_then(|entry| entry.get_str("host").ok())
-        .map_or_else(crate::host::hostname, str::to_owned);
-    let builds = shared.engine.index_build_progress();
-    let builds = builds
-        .iter()
-        .map(|report| super::index_build_ops::entry(report, &host));
-    for entry in clients.into_iter().chain(builds) {
+    for entry in all_entries(shared) {
         if filter.matches(&entry)? {
             inprog.push(Bson::Document(entry));
         }
     }
     Ok(doc! {"inprog": inprog, "ok": 1.0})
+}
+
+/// Every `inprog` entry: the clients' commands, then the index builds in progress (what
+/// `currentOp` filters and the `$currentOp` stage lists).
+pub fn all_entries(shared: &Shared) -> Vec<Document> {
+    let mut entries = shared.ops.report();
+    // The `currentOp` asking is itself listed, with the server's `host:port` as its connection
+    // sees it.
+    let host = entries
+        .first()
+        .and_then(|entry| entry.get_str("host").ok())
+        .map_or_else(crate::host::hostname, str::to_owned);
+    let builds = shared.engine.index_build_progress();
+    entries.extend(
+        builds
+            .iter()
+            .map(|report| super::index_build_ops::entry(report, &host)),
+    );
+    entries
 }
 
 /// `{killOp: 1, op: <opid>}` on admin. Like mongod, it succeeds whether or not the op exists.
