@@ -26,6 +26,7 @@ pub mod oplog;
 pub mod published;
 pub mod read;
 pub mod reader;
+pub mod startup;
 pub mod targets;
 pub mod ttl_activity;
 pub mod ttl_view;
@@ -43,7 +44,7 @@ pub use writer::transaction::Transaction;
 pub use writer::txn::Txn;
 pub use writer::{Joins, Writer, WriterStats};
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Stopwatch};
 use crate::error::Result;
 use crate::storage::handle::Db;
 use crate::storage::{Backend, Faults, FaultyBackend, FjallBackend, MemoryBackend, Store};
@@ -112,10 +113,17 @@ impl Engine {
         clock: Arc<dyn Clock>,
         storage: &crate::storage::FjallConfig,
     ) -> Result<Engine> {
-        let fjall = FjallBackend::open_with(dir, storage)?;
-        layout::check_catalog(&fjall, dir)?;
+        let recovery = Stopwatch::start();
+        let fjall = startup::step(
+            "opening the storage engine and replaying its journal",
+            || FjallBackend::open_with(dir, storage),
+        )?;
+        startup::step("checking the data directory's catalog", || {
+            layout::check_catalog(&fjall, dir)
+        })?;
         let spill = exec::spill::SpillDir::open(dir)?;
         let engine = Engine::start(Store::Fjall(fjall), spill, None, clock)?;
+        startup::done(&recovery);
         // Everything the first start writes is durable now: later opens check strictly.
         if let Store::Fjall(fjall) = engine.backend.inner() {
             fjall.mark_initialised()?;
@@ -156,15 +164,21 @@ impl Engine {
     ) -> Result<Engine> {
         let backend = Arc::new(FaultyBackend::new(store));
         // Keys an earlier version laid out differently are rewritten before anything reads them.
-        layout::upgrade(&backend)?;
-        let snapshot = backend.snapshot();
-        let mut catalog = Catalog::load(&snapshot)?;
-        background::sweep::reserve_marked_ids(&snapshot, &mut catalog)?;
-        drop(snapshot);
+        startup::step("upgrading the key layout", || layout::upgrade(&backend))?;
+        let mut catalog = startup::step("loading the catalog", || -> Result<Catalog> {
+            let snapshot = backend.snapshot();
+            let mut catalog = Catalog::load(&snapshot)?;
+            background::sweep::reserve_marked_ids(&snapshot, &mut catalog)?;
+            Ok(catalog)
+        })?;
         // Nothing half-built survives a restart: unfinished builds are dropped, not resumed.
-        background::index_build::discard_unfinished(&backend, &mut catalog)?;
+        startup::step("discarding unfinished index builds", || {
+            background::index_build::discard_unfinished(&backend, &mut catalog)
+        })?;
         // A data directory from before document counters: count each collection once.
-        documents::counts::backfill(&backend, &catalog)?;
+        startup::step("rebuilding missing document counters", || {
+            documents::counts::backfill(&backend, &catalog)
+        })?;
         let published = Arc::new(published::Published::new(
             Arc::new(catalog.clone()),
             Arc::new(index_usage::IndexUsage::new(Arc::clone(&clock))),
@@ -335,14 +349,26 @@ impl Engine {
     /// Builds the indexes `index_ids` of collection `collection_id`, already in the catalog
     /// marked `building`, on a thread of their own ([`background::index_build::IndexBuilds::build`]).
     pub async fn build_indexes(&self, collection_id: u64, index_ids: Vec<u64>) -> Result<()> {
+        let (namespace, command) = self
+            .catalog()?
+            .by_id(collection_id)
+            .map(|meta| background::progress::build_command(meta, &index_ids))
+            .unwrap_or_default();
         let context = background::index_build::BuildContext {
             writer: self.writer.clone(),
             writer_stats: Arc::clone(&self.writer_stats),
             clock: Arc::clone(&self.clock),
+            namespace,
+            command,
         };
         self.index_builds
             .build(context, collection_id, index_ids)
             .await
+    }
+
+    /// The progress of every index build in progress, oldest first (`currentOp`).
+    pub fn index_build_progress(&self) -> Vec<background::progress::ProgressReport> {
+        self.index_builds.progress()
     }
 
     /// Waits until no build of collection `collection_id` that had started when it was called

@@ -8,6 +8,7 @@
 //! errors, then a total; succeeds only when all are valid. A directory whose files are damaged
 //! is not opened (opening would replay the journal): the collections are not checked.
 
+use super::progress_line::ProgressLine;
 use super::ToolError;
 use crate::engine::documents::validate::{validate, Findings};
 use crate::engine::{Catalog, Interrupt};
@@ -25,11 +26,18 @@ pub struct CheckArgs {
 
 /// Checks the directory, printing to standard output; `Ok(false)` when a collection is invalid.
 pub fn run(args: &CheckArgs) -> Result<bool, ToolError> {
-    check_directory(&args.dbpath, &mut std::io::stdout().lock())
+    let mut progress = ProgressLine::stderr();
+    let valid = check_directory(&args.dbpath, &mut std::io::stdout().lock(), &mut progress);
+    progress.finish();
+    valid
 }
 
 /// Checks the files of `dbpath`, then, when they are sound, every collection.
-pub fn check_directory(dbpath: &Path, out: &mut impl Write) -> Result<bool, ToolError> {
+pub fn check_directory(
+    dbpath: &Path,
+    out: &mut impl Write,
+    progress: &mut ProgressLine,
+) -> Result<bool, ToolError> {
     if !crate::storage::FjallBackend::holds_database(dbpath) {
         return Err(ToolError::Refused(format!(
             "{} is not a mayfly data directory",
@@ -49,15 +57,28 @@ pub fn check_directory(dbpath: &Path, out: &mut impl Write) -> Result<bool, Tool
     }
     let backend = super::open_existing(dbpath)?;
     let snapshot = crate::storage::Backend::snapshot(&backend);
-    check(&snapshot, out)
+    check(&snapshot, out, progress)
 }
 
-/// Checks every collection of `snapshot`, a line each to `out`; whether all are valid.
-pub fn check<S: Snapshot>(snapshot: &S, out: &mut impl Write) -> Result<bool, ToolError> {
+/// Checks every collection of `snapshot`, a line each to `out`, showing which one it is at on
+/// `progress`; whether all are valid.
+pub fn check<S: Snapshot>(
+    snapshot: &S,
+    out: &mut impl Write,
+    progress: &mut ProgressLine,
+) -> Result<bool, ToolError> {
     let catalog = Catalog::load(snapshot)?;
     let interrupt = Interrupt::none();
     let (mut checked, mut invalid) = (0u64, 0u64);
+    let total = catalog.all().count();
     for meta in catalog.all() {
+        progress.update(|| {
+            format!(
+                "mayfly check: collection {}/{total} ({})",
+                checked + 1,
+                meta.namespace()
+            )
+        });
         let found = validate(snapshot, meta, &interrupt)?;
         checked += 1;
         if !found.valid() {

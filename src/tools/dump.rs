@@ -13,6 +13,7 @@
 //! dump that fails never leaves a partial archive under the final name.
 
 use super::archive::{ArchiveWriter, CollectionEntry, Counts};
+use super::progress_line::ProgressLine;
 use super::ToolError;
 use crate::clock::{Clock, SystemClock};
 use crate::engine::exec::live;
@@ -52,16 +53,24 @@ pub fn run(args: &DumpArgs) -> Result<(), ToolError> {
     let now_millis = SystemClock::new().now_millis();
     let db = args.db.as_deref();
     let to_stdout = args.out.as_os_str() == "-";
+    let mut progress = ProgressLine::stderr();
     let summary = if to_stdout {
-        let (mut out, summary) = dump(&snapshot, std::io::stdout().lock(), db, now_millis)?;
+        let (mut out, summary) = dump(
+            &snapshot,
+            std::io::stdout().lock(),
+            db,
+            now_millis,
+            &mut progress,
+        )?;
         out.flush().map_err(|source| ToolError::File {
             path: PathBuf::from("standard output"),
             source,
         })?;
         summary
     } else {
-        dump_to_file(&snapshot, &args.out, db, now_millis)?
+        dump_to_file(&snapshot, &args.out, db, now_millis, &mut progress)?
     };
+    progress.finish();
     let c = summary.counts;
     eprintln!(
         "mayfly dump: {} collections, {} documents, {} users written to {}; {} expired documents left out",
@@ -84,6 +93,7 @@ pub(super) fn dump_to_file<S: Snapshot>(
     path: &Path,
     db: Option<&str>,
     now_millis: i64,
+    progress: &mut ProgressLine,
 ) -> Result<DumpSummary, ToolError> {
     let mut tmp = path.as_os_str().to_owned();
     tmp.push(".tmp");
@@ -93,15 +103,16 @@ pub(super) fn dump_to_file<S: Snapshot>(
         move |source| ToolError::File { path, source }
     };
     let file = File::create(&tmp).map_err(file_error(&tmp))?;
-    let written =
-        dump(snapshot, BufWriter::new(file), db, now_millis).and_then(|(out, summary)| {
+    let written = dump(snapshot, BufWriter::new(file), db, now_millis, progress).and_then(
+        |(out, summary)| {
             let file = out.into_inner().map_err(|e| ToolError::File {
                 path: tmp.clone(),
                 source: e.into_error(),
             })?;
             file.sync_all().map_err(file_error(&tmp))?;
             Ok(summary)
-        });
+        },
+    );
     let summary = match written {
         Ok(summary) => summary,
         Err(e) => {
@@ -122,12 +133,14 @@ pub(super) fn dump_to_file<S: Snapshot>(
 }
 
 /// Writes the archive of `snapshot` (every database, or `db`) to `out`, leaving out the
-/// documents expired at `now_millis`; returns `out`, not flushed.
+/// documents expired at `now_millis`, showing its progress on `progress`; returns `out`, not
+/// flushed.
 pub fn dump<S: Snapshot, W: Write>(
     snapshot: &S,
     out: W,
     db: Option<&str>,
     now_millis: i64,
+    progress: &mut ProgressLine,
 ) -> Result<(W, DumpSummary), ToolError> {
     let catalog = Catalog::load(snapshot)?;
     let wanted = |name: &str| match db {
@@ -143,7 +156,7 @@ pub fn dump<S: Snapshot, W: Write>(
     }
     let now = now_millis.div_euclid(1000);
     let mut archive = ArchiveWriter::start(out, bson::DateTime::from_millis(now_millis))?;
-    let mut expired = 0;
+    let (mut expired, mut documents) = (0, 0u64);
     for user in catalog.all_users().filter(|u| wanted(&u.db)) {
         let user = bson::to_document(user.as_ref())
             .map_err(|e| crate::error::Error::internal(format!("cannot encode a user: {e}")))?;
@@ -181,6 +194,9 @@ pub fn dump<S: Snapshot, W: Write>(
                 ))
             })?;
             archive.document(record.ts, record.own_ttl, &record.body)?;
+            documents += 1;
+            progress
+                .update(|| format!("mayfly dump: {documents} documents ({})", meta.namespace()));
         }
         expired += scan.expired;
     }

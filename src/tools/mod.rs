@@ -14,6 +14,7 @@ pub mod ca_path;
 pub mod check;
 pub mod dump;
 pub mod files;
+pub mod progress_line;
 pub mod repair;
 pub mod restore;
 

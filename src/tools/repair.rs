@@ -77,7 +77,8 @@ pub fn repair(dbpath: &Path, out: &mut impl Write) -> Result<bool, ToolError> {
         }
     }
     print(out, "repair done; checking the directory as a start would")?;
-    match super::check::check_directory(dbpath, out) {
+    match super::check::check_directory(dbpath, out, &mut super::progress_line::ProgressLine::off())
+    {
         Ok(valid) => Ok(valid),
         Err(e) => {
             print(out, &format!("the directory still does not open: {e}"))?;

@@ -2,6 +2,7 @@
 //! flipped bit in the journal refuses the start; repair keeps every batch it can read, says
 //! what it dropped, and the server opens; `check` names damaged journals and tables.
 
+use super::progress_line::ProgressLine;
 use super::{check, repair};
 use crate::clock::{Clock, ManualClock};
 use crate::engine::{ddl, documents::collection, Engine};
@@ -115,7 +116,7 @@ async fn repair_salvages_the_batches_around_a_flipped_bit_and_reports_the_loss()
     assert_eq!(documents(&engine), ((WRITES - 1) * DOCS_PER_WRITE) as usize);
     let mut out = Vec::new();
     drop(engine);
-    assert!(check::check_directory(dir.path(), &mut out).unwrap());
+    assert!(check::check_directory(dir.path(), &mut out, &mut ProgressLine::off()).unwrap());
 }
 
 #[tokio::test]
@@ -158,14 +159,14 @@ async fn repair_of_a_deleted_journal_reports_an_unknown_loss_and_what_cannot_ope
 async fn check_names_a_damaged_journal_and_a_damaged_table() {
     let dir = written().await;
     let mut out = Vec::new();
-    assert!(check::check_directory(dir.path(), &mut out).unwrap());
+    assert!(check::check_directory(dir.path(), &mut out, &mut ProgressLine::off()).unwrap());
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains(".jnl: "), "{text}");
     assert!(text.contains("keyspaces/0: "), "{text}");
 
     flip_a_middle_insert(dir.path());
     let mut out = Vec::new();
-    assert!(!check::check_directory(dir.path(), &mut out).unwrap());
+    assert!(!check::check_directory(dir.path(), &mut out, &mut ProgressLine::off()).unwrap());
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("DAMAGED at offset"), "{text}");
     assert!(text.contains("collections not checked"), "{text}");
@@ -183,7 +184,7 @@ async fn check_names_a_damaged_journal_and_a_damaged_table() {
     bytes[0] ^= 0x01;
     std::fs::write(&table, bytes).unwrap();
     let mut out = Vec::new();
-    assert!(!check::check_directory(dir.path(), &mut out).unwrap());
+    assert!(!check::check_directory(dir.path(), &mut out, &mut ProgressLine::off()).unwrap());
     let text = String::from_utf8(out).unwrap();
     assert!(
         text.contains("NOT VALID") && text.contains("fails the checksum"),

@@ -10,6 +10,7 @@
 //! `--drop`.
 
 use super::archive::{ArchiveReader, CollectionEntry, Counts, DocumentEntry, Entry};
+use super::progress_line::ProgressLine;
 use super::ToolError;
 use crate::auth::User;
 use crate::clock::SystemClock;
@@ -54,7 +55,9 @@ pub fn run(args: &RestoreArgs) -> Result<(), ToolError> {
     let contents = survey(open()?)?;
     let engine = Engine::open(&args.dbpath, Arc::new(SystemClock::new()))?;
     refuse_conflicts(&contents, &*engine.catalog()?, args.drop, &args.dbpath)?;
-    let counts = restore(&engine, open()?, args.drop)?;
+    let mut progress = ProgressLine::stderr();
+    let counts = restore(&engine, open()?, args.drop, &mut progress)?;
+    progress.finish();
     eprintln!(
         "mayfly restore: {} collections, {} documents, {} users restored into {}",
         counts.collections,
@@ -126,8 +129,14 @@ pub(super) fn refuse_conflicts(
 }
 
 /// Writes every entry of the archive `input` into `engine`; with `drop`, a collection or user
-/// that exists is dropped or replaced first. Returns what was restored.
-pub fn restore<R: Read>(engine: &Engine, input: R, drop: bool) -> Result<Counts, ToolError> {
+/// that exists is dropped or replaced first, showing its progress on `progress`. Returns what
+/// was restored.
+pub fn restore<R: Read>(
+    engine: &Engine,
+    input: R,
+    drop: bool,
+    progress: &mut ProgressLine,
+) -> Result<Counts, ToolError> {
     let (mut reader, _) = ArchiveReader::open(input)?;
     let handle = engine.write_handle();
     let mut batch = Batch::default();
@@ -143,6 +152,8 @@ pub fn restore<R: Read>(engine: &Engine, input: R, drop: bool) -> Result<Counts,
                 if batch.is_full() {
                     batch.flush(&handle)?;
                 }
+                progress
+                    .update(|| format!("mayfly restore: {} documents", reader.counts().documents));
             }
             Entry::User(u) => {
                 let user = user_of(u)?;

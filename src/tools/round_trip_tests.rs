@@ -4,6 +4,7 @@
 //! how a sharded collection keys its documents.
 
 use super::archive::Counts;
+use super::progress_line::ProgressLine;
 use super::{check, dump, restore};
 use crate::auth::{Credentials, Mechanism, RoleName, ScramCredential, User};
 use crate::clock::{Clock, ManualClock};
@@ -161,8 +162,14 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
         let backend = FjallBackend::open(from.path()).unwrap();
         let snapshot = backend.snapshot();
         // At START + 60: carts 2 (own ttl 50) and events e1 (20) have expired.
-        let (bytes, summary) =
-            dump::dump(&snapshot, Vec::new(), None, (START + 60) * 1000).unwrap();
+        let (bytes, summary) = dump::dump(
+            &snapshot,
+            Vec::new(),
+            None,
+            (START + 60) * 1000,
+            &mut ProgressLine::off(),
+        )
+        .unwrap();
         assert_eq!(summary.expired, 2);
         assert_eq!(
             summary.counts,
@@ -194,7 +201,8 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
     let to = tempfile::tempdir().unwrap();
     let clock = Arc::new(ManualClock::starting_at_secs(START + 60));
     let target = engine(to.path(), &clock);
-    let counts = restore::restore(&target, archive.as_slice(), false).unwrap();
+    let counts =
+        restore::restore(&target, archive.as_slice(), false, &mut ProgressLine::off()).unwrap();
     assert_eq!(counts.documents, 2_506);
     assert_eq!(
         records(&target.read().unwrap().snapshot),
@@ -218,7 +226,12 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
         .unwrap();
     assert_eq!(user.roles, vec![RoleName::new("readWrite", "shop")]);
     let mut lines = Vec::new();
-    assert!(check::check(&target.read().unwrap().snapshot, &mut lines).unwrap());
+    assert!(check::check(
+        &target.read().unwrap().snapshot,
+        &mut lines,
+        &mut ProgressLine::off()
+    )
+    .unwrap());
     let lines = String::from_utf8(lines).unwrap();
     assert!(
         lines.contains("other.plain: valid (2500 records)"),
@@ -241,7 +254,7 @@ async fn dump_and_restore_keep_each_records_ts_and_leave_out_the_expired() {
     assert!(
         restore::refuse_conflicts(&contents, &target.catalog().unwrap(), true, to.path()).is_ok()
     );
-    restore::restore(&target, archive.as_slice(), true).unwrap();
+    restore::restore(&target, archive.as_slice(), true, &mut ProgressLine::off()).unwrap();
     assert_eq!(
         records(&target.read().unwrap().snapshot),
         original,
@@ -255,7 +268,14 @@ async fn dump_of_one_database_and_of_none() {
     source(from.path()).await;
     let backend = FjallBackend::open(from.path()).unwrap();
     let snapshot = backend.snapshot();
-    let (_, summary) = dump::dump(&snapshot, Vec::new(), Some("other"), START * 1000).unwrap();
+    let (_, summary) = dump::dump(
+        &snapshot,
+        Vec::new(),
+        Some("other"),
+        START * 1000,
+        &mut ProgressLine::off(),
+    )
+    .unwrap();
     assert_eq!(
         summary.counts,
         Counts {
@@ -264,7 +284,14 @@ async fn dump_of_one_database_and_of_none() {
             users: 0
         }
     );
-    let err = dump::dump(&snapshot, Vec::new(), Some("nope"), START * 1000).unwrap_err();
+    let err = dump::dump(
+        &snapshot,
+        Vec::new(),
+        Some("nope"),
+        START * 1000,
+        &mut ProgressLine::off(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("no database \"nope\""), "{err}");
 }
 
@@ -293,7 +320,14 @@ async fn a_dump_that_fails_leaves_no_archive_and_check_names_the_record() {
     let snapshot = backend.snapshot();
     let out = tempfile::tempdir().unwrap();
     let path = out.path().join("a.archive");
-    let err = dump::dump_to_file(&snapshot, &path, None, START * 1000).unwrap_err();
+    let err = dump::dump_to_file(
+        &snapshot,
+        &path,
+        None,
+        START * 1000,
+        &mut ProgressLine::off(),
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("other.plain"), "{err}");
     assert_eq!(
         std::fs::read_dir(out.path()).unwrap().count(),
@@ -301,7 +335,7 @@ async fn a_dump_that_fails_leaves_no_archive_and_check_names_the_record() {
         "no file left"
     );
     let mut lines = Vec::new();
-    assert!(!check::check(&snapshot, &mut lines).unwrap());
+    assert!(!check::check(&snapshot, &mut lines, &mut ProgressLine::off()).unwrap());
     let lines = String::from_utf8(lines).unwrap();
     assert!(
         lines.contains("other.plain: NOT VALID (2501 records): record"),

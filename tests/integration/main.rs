@@ -42,6 +42,7 @@ mod handshake;
 mod held_memory;
 mod hostile_input;
 mod index_build;
+mod index_build_progress;
 mod index_stats;
 mod indexes;
 mod logs;

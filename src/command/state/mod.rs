@@ -9,6 +9,7 @@
 
 pub mod failpoint;
 pub mod identity;
+pub mod index_build_ops;
 pub mod operation_session;
 pub mod operations;
 pub mod profiler;

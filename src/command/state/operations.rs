@@ -317,8 +317,8 @@ fn json_prefix(body: &Document, limit: usize) -> String {
 const ENVELOPE_FIELDS: &[&str] = &["$db", "$readPreference", "$clusterTime", "lsid"];
 
 /// `{currentOp: 1, $all: <bool>, $ownOps: <bool>, <field>: <condition>...}` on admin: the
-/// running operations that match the conditions (a query filter on each `inprog` entry).
-/// mayfly has no idle or system operations to add for `$all`, nor users for `$ownOps`.
+/// running operations that match the conditions (a query filter on each `inprog` entry): the
+/// clients' commands, then the index builds in progress (`index_build_ops`). mayfly has no idle or system operations to add for `$all`, nor users for `$ownOps`.
 pub fn current_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     let mut conditions = Document::new();
     for (field, value) in req.body.iter().skip(1) {
@@ -333,12 +333,31 @@ pub fn current_op(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     }
     let filter = Filter::compile(&conditions)?;
     let mut inprog: Vec<Bson> = Vec::new();
-    for entry in shared.ops.report() {
+    for entry in all_entries(shared) {
         if filter.matches(&entry)? {
             inprog.push(Bson::Document(entry));
         }
     }
     Ok(doc! {"inprog": inprog, "ok": 1.0})
+}
+
+/// Every `inprog` entry: the clients' commands, then the index builds in progress (what
+/// `currentOp` filters and the `$currentOp` stage lists).
+pub fn all_entries(shared: &Shared) -> Vec<Document> {
+    let mut entries = shared.ops.report();
+    // The `currentOp` asking is itself listed, with the server's `host:port` as its connection
+    // sees it.
+    let host = entries
+        .first()
+        .and_then(|entry| entry.get_str("host").ok())
+        .map_or_else(crate::host::hostname, str::to_owned);
+    let builds = shared.engine.index_build_progress();
+    entries.extend(
+        builds
+            .iter()
+            .map(|report| super::index_build_ops::entry(report, &host)),
+    );
+    entries
 }
 
 /// `{killOp: 1, op: <opid>}` on admin. Like mongod, it succeeds whether or not the op exists.

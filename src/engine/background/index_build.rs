@@ -12,6 +12,9 @@
 //! drop of the collection or of one of the indexes ends the build: its indexes leave the
 //! catalog, and their entries are left to the sweeper (`sweep`).
 //!
+//! Its progress (documents read, the collection's count) is shown in `currentOp` and logged
+//! while it runs (`progress`).
+//!
 //! Index ids are never reused, so entries of an index no longer in the catalog can only be
 //! leftovers; at start, [`discard_unfinished`] removes indexes still marked `building` (a
 //! build cut short by a stop) and leaves their entries, and any other leftovers, to the
@@ -20,6 +23,7 @@
 //! Does not own: parsing index specifications or conflicts between them (`command::catalog::index`).
 
 use crate::clock::Clock;
+use crate::engine::background::progress::{BuildProgress, LogPacer, ProgressReport};
 use crate::engine::catalog::{Catalog, CollectionMeta};
 use crate::engine::catalog_write;
 use crate::engine::ddl;
@@ -59,6 +63,7 @@ struct ActiveBuild {
     id: u64,
     collection_id: u64,
     done: watch::Receiver<bool>,
+    progress: Arc<BuildProgress>,
 }
 
 impl IndexBuilds {
@@ -87,17 +92,27 @@ impl IndexBuilds {
         crate::sync::lock_recovering(&self.active, "index builds")
     }
 
+    /// The progress of every build in progress, oldest first (`currentOp`).
+    pub fn progress(&self) -> Vec<ProgressReport> {
+        self.active().iter().map(|b| b.progress.report()).collect()
+    }
+
     /// The build threads to join at shutdown; one push or `retain` at a time, as [`Self::active`].
     fn threads(&self) -> MutexGuard<'_, Vec<std::thread::JoinHandle<()>>> {
         crate::sync::lock_recovering(&self.threads, "index build threads")
     }
 }
 
-/// What a build runs with: the writer its jobs go through and the clock that judges expiry.
+/// What a build runs with: the writer its jobs go through, the clock that judges expiry, and
+/// how `currentOp` names it.
 pub struct BuildContext {
     pub writer: Writer,
     pub writer_stats: Arc<WriterStats>,
     pub clock: Arc<dyn Clock>,
+    /// `db.collection`.
+    pub namespace: String,
+    /// The `createIndexes` command the build carries out, as `currentOp` reports it.
+    pub command: bson::Document,
 }
 
 impl IndexBuilds {
@@ -114,17 +129,27 @@ impl IndexBuilds {
         let (result_tx, result_rx) = oneshot::channel();
         let (done_tx, done_rx) = watch::channel(false);
         let build_id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.active().push(ActiveBuild {
-            id: build_id,
-            collection_id,
-            done: done_rx,
-        });
-        let builds = Arc::clone(self);
         let BuildContext {
             writer,
             writer_stats,
             clock,
+            namespace,
+            command,
         } = context;
+        let progress = Arc::new(BuildProgress::new(
+            build_id,
+            namespace,
+            command,
+            clock.now_datetime(),
+        ));
+        self.active().push(ActiveBuild {
+            id: build_id,
+            collection_id,
+            done: done_rx,
+            progress: Arc::clone(&progress),
+        });
+        let builds = Arc::clone(self);
+        let retry_progress = Arc::clone(&progress);
         let (retry_writer, retry_stats, retry_clock) = (
             writer.clone(),
             Arc::clone(&writer_stats),
@@ -141,6 +166,7 @@ impl IndexBuilds {
                     builds: Arc::clone(&builds),
                     collection_id,
                     index_ids: ids,
+                    progress,
                 };
                 let result = futures::executor::block_on(build.run());
                 if let Err(e) = &result {
@@ -164,6 +190,7 @@ impl IndexBuilds {
                     builds: Arc::clone(self),
                     collection_id,
                     index_ids,
+                    progress: retry_progress,
                 };
                 build.discard().await?;
                 return Err(Error::internal(format!(
@@ -290,6 +317,7 @@ struct Build {
     builds: Arc<IndexBuilds>,
     collection_id: u64,
     index_ids: Vec<u64>,
+    progress: Arc<BuildProgress>,
 }
 
 /// What one build job did.
@@ -302,9 +330,17 @@ enum Step {
     Gone,
 }
 
+/// What one build job read: its documents, and the collection's count as of it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Scanned {
+    documents: u64,
+    total: u64,
+}
+
 impl Build {
     async fn run(&self) -> Result<()> {
         let mut from = keys::collection_prefix(self.collection_id).to_vec();
+        let mut pacer = LogPacer::default();
         loop {
             if self.builds.stop.load(Ordering::Relaxed) {
                 return Err(Error::new(
@@ -323,7 +359,10 @@ impl Build {
                 })
                 .await
                 .and_then(|r| r);
-            match step {
+            if let Ok((_, scanned)) = &step {
+                self.progress.advance(scanned.documents, scanned.total);
+            }
+            match step.map(|(step, _)| step) {
                 Ok(Step::More(next)) => from = next,
                 Ok(Step::Done) => break,
                 Ok(Step::Gone) => {
@@ -334,6 +373,9 @@ impl Build {
                     self.discard().await?;
                     return Err(e);
                 }
+            }
+            if pacer.due(self.progress.elapsed()) {
+                self.progress.log_meter();
             }
             if let Some(pause) = pace.pause(&self.writer_stats, &self.writer) {
                 pacing::sleep(pause).await;
@@ -348,6 +390,7 @@ impl Build {
             self.discard().await?;
             return Err(aborted());
         }
+        self.progress.log_scan_done();
         Ok(())
     }
 
@@ -394,9 +437,9 @@ fn build_batch(
     index_ids: &[u64],
     from: Vec<u8>,
     now: i64,
-) -> Result<Step> {
+) -> Result<(Step, Scanned)> {
     let Some(meta) = building(txn, collection_id, index_ids) else {
-        return Ok(Step::Gone);
+        return Ok((Step::Gone, Scanned::default()));
     };
     let indexes: Vec<_> = meta
         .indexes
@@ -426,10 +469,15 @@ fn build_batch(
             catalog_write::mark_multikey(txn, collection_id, index.id)?;
         }
     }
-    Ok(match docs.last() {
+    let scanned = Scanned {
+        documents: docs.len() as u64,
+        total: txn.totals(collection_id)?.count,
+    };
+    let step = match docs.last() {
         Some((last, _)) if docs.len() == BATCH => Step::More(successor(last)),
         _ => Step::Done,
-    })
+    };
+    Ok((step, scanned))
 }
 
 /// Inside the writer: clears `building` on the build's indexes. Returns false (and changes
@@ -729,7 +777,7 @@ mod tests {
         let first = engine
             .write(false, move |txn, now| {
                 let from = keys::collection_prefix(id).to_vec();
-                build_batch(txn, id, &[index], from, now).unwrap()
+                build_batch(txn, id, &[index], from, now).unwrap().0
             })
             .await
             .unwrap();

@@ -159,7 +159,8 @@ impl Reaper {
         // A poisoned catalog fails the pass: logged, counted in `ttl.errors`, shown in
         // `ttl.lastError`, and tried again at the next pass.
         let catalog = self.catalog.current()?;
-        let mut deleted = 0;
+        let pass = Stopwatch::start();
+        let (mut deleted, mut collections) = (0, 0u64);
         for meta in catalog.all() {
             let timer = Stopwatch::start();
             let mut reaped = 0;
@@ -193,6 +194,16 @@ impl Reaper {
                 );
             }
             deleted += reaped;
+            collections += u64::from(reaped > 0);
+        }
+        // One summary per pass that deleted something, after its per-collection lines.
+        if deleted > 0 {
+            tracing::info!(
+                collections,
+                deleted,
+                durationMillis = u64::try_from(pass.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "TTL reaper pass deleted expired documents"
+            );
         }
         Ok(deleted)
     }

@@ -236,9 +236,7 @@ pub fn aggregate(shared: &Shared, req: &Request<'_>, spec: &AggregateSpec) -> Re
             sources::check_current_op(spec)?;
             pipeline.take_first();
             Box::new(
-                shared
-                    .ops
-                    .report()
+                crate::command::state::operations::all_entries(shared)
                     .into_iter()
                     .map(|doc| Ok(Row::computed(doc))),
             )
