@@ -1,7 +1,8 @@
 //! Which entries a document has in a secondary index: one per element of the (at most one)
 //! array field of the key pattern, as MongoDB's multikey indexes do, and whether the document
 //! makes the index multikey. An index with a collation keys strings by their sort keys
-//! (`Collation::key_value`), so strings equal under it share an entry's key.
+//! (`Collation::key_value`), so strings equal under it share an entry's key. A hashed index's
+//! entries are `hashed`'s.
 
 use crate::engine::catalog::IndexMeta;
 use crate::error::{Error, ErrorCode, Result};
@@ -30,6 +31,9 @@ pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<KeyTuple>> {
 
 /// The key tuples of `doc` in `index`, and whether they make the index multikey.
 pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
+    if super::hashed::is_hashed(&index.key) {
+        return super::hashed::keys(index, doc);
+    }
     let mut multikey = false;
     let mut per_field: Vec<(Vec<Bson>, Direction)> = Vec::with_capacity(index.key.len());
     let mut all_missing = true;
