@@ -15,6 +15,7 @@ use super::{keyed, Hint, ReadRequest};
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::documents;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::compare::compare_documents;
 use crate::query::filter::{Expr, Pred};
 use crate::storage::keys::{self, Direction};
 use bson::{Bson, Document};
@@ -463,9 +464,10 @@ fn hinted_index(meta: &CollectionMeta, hint: &Hint) -> Result<ScannedIndex> {
             .filter(|i| i.is_stored() && !i.building)
             .map(ScannedIndex::secondary),
         Hint::Key(key) if is_id_pattern(key) => Some(ScannedIndex::id_index()),
+        // Field by field, in order (`{b: 1, a: 1}` is not `{a: 1, b: 1}`), numbers by value.
         Hint::Key(key) => meta
             .stored_indexes()
-            .find(|i| &i.key == key && !i.building)
+            .find(|i| compare_documents(&i.key, key).is_eq() && !i.building)
             .map(ScannedIndex::secondary),
     };
     index.ok_or_else(|| {
