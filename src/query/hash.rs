@@ -99,13 +99,11 @@ pub fn number_for_hash(value: &Bson) -> i64 {
             if value.is_nan() {
                 return 0;
             }
-            decimal::to_i64(value, decimal::Rounding::HalfEven).unwrap_or(
-                if value.is_negative() {
-                    i64::MIN
-                } else {
-                    i64::MAX
-                },
-            )
+            decimal::to_i64(value, decimal::Rounding::HalfEven).unwrap_or(if value.is_negative() {
+                i64::MIN
+            } else {
+                i64::MAX
+            })
         }
         _ => 0,
     }

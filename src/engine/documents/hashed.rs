@@ -7,10 +7,11 @@
 //! array anywhere along its path (16766), so a document has exactly one entry (none when a
 //! sparse index skips it) and the index is never multikey.
 //!
-//! Owns: the key pattern test, the creation rules, the entries. Does not own: the hash itself
-//! (`query::hash`), the bounds a query gives a hashed field (`engine::exec::hashed`).
+//! Owns: the key pattern test, the creation rules, the entry's values. Does not own: the hash
+//! itself (`query::hash`), the entry's directions and its place among every index kind's entries
+//! (`index_keys`, which asks this module), the bounds a query gives a hashed field
+//! (`engine::exec::hashed`).
 
-use super::index_keys::{direction_of, IndexKeys, KeyTuple};
 use crate::engine::catalog::IndexMeta;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::hash::hash64;
@@ -68,11 +69,12 @@ pub fn validate(index: &IndexMeta) -> Result<()> {
     Ok(())
 }
 
-/// The entry of `doc` in the hashed index `index`: one tuple, or none when a sparse index
-/// skips a document that has none of its fields.
-pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
+/// The values of `doc`'s entry in the hashed index `index`, one per key pattern field in order
+/// (`index_keys` pairs them with their directions); `None` when a sparse index skips a document
+/// that has none of its fields.
+pub fn entry(index: &IndexMeta, doc: &Document) -> Result<Option<Vec<Bson>>> {
     let collation = index.collator()?;
-    let mut tuple: KeyTuple = Vec::with_capacity(index.key.len());
+    let mut values = Vec::with_capacity(index.key.len());
     let mut has_value = false;
     for (field, spec) in &index.key {
         let value = match value_at(doc, field)? {
@@ -85,22 +87,13 @@ pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
             }
             None => Bson::Null,
         };
-        let value = if is_hashed_spec(spec) {
+        values.push(if is_hashed_spec(spec) {
             Bson::Int64(hash64(&value)?)
         } else {
             value
-        };
-        tuple.push((value, direction_of(spec)));
+        });
     }
-    let tuples = if index.sparse && !has_value {
-        Vec::new()
-    } else {
-        vec![tuple]
-    };
-    Ok(IndexKeys {
-        tuples,
-        multikey: false,
-    })
+    Ok((has_value || !index.sparse).then_some(values))
 }
 
 /// The value at the dotted `path` (`None`: missing, or a component is not a document), refusing
@@ -138,7 +131,6 @@ fn value_at<'d>(doc: &'d Document, path: &str) -> Result<Option<&'d Bson>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::keys::Direction;
     use bson::doc;
 
     fn index(key: Document) -> IndexMeta {
@@ -152,17 +144,33 @@ mod tests {
     #[test]
     fn entries_hash_the_hashed_field_and_keep_the_others() {
         let cases: Vec<(Document, Document, Vec<Bson>)> = vec![
-            (doc! {"a": "hashed"}, doc! {"a": 5}, vec![hash(Bson::Int32(5))]),
-            (doc! {"a": "hashed"}, doc! {"a": 5.7}, vec![hash(Bson::Int32(5))]),
+            (
+                doc! {"a": "hashed"},
+                doc! {"a": 5},
+                vec![hash(Bson::Int32(5))],
+            ),
+            (
+                doc! {"a": "hashed"},
+                doc! {"a": 5.7},
+                vec![hash(Bson::Int32(5))],
+            ),
             (doc! {"a": "hashed"}, doc! {"b": 1}, vec![hash(Bson::Null)]),
-            (doc! {"a": "hashed"}, doc! {"a": 3}, vec![hash(Bson::Int64(3))]),
+            (
+                doc! {"a": "hashed"},
+                doc! {"a": 3},
+                vec![hash(Bson::Int64(3))],
+            ),
             (
                 doc! {"a.b": "hashed"},
                 doc! {"a": {"b": "x"}},
                 vec![hash(Bson::String("x".into()))],
             ),
             // A scalar along the path is a missing value.
-            (doc! {"a.b": "hashed"}, doc! {"a": 1}, vec![hash(Bson::Null)]),
+            (
+                doc! {"a.b": "hashed"},
+                doc! {"a": 1},
+                vec![hash(Bson::Null)],
+            ),
             (
                 doc! {"a": "hashed"},
                 doc! {"a": {"x": 1}},
@@ -180,15 +188,9 @@ mod tests {
             ),
         ];
         for (key, d, expected) in cases {
-            let k = keys(&index(key.clone()), &d).unwrap();
-            assert!(!k.multikey);
-            assert_eq!(k.tuples.len(), 1, "{key} {d}");
-            let values: Vec<Bson> = k.tuples[0].iter().map(|(v, _)| v.clone()).collect();
-            assert_eq!(values, expected, "{key} {d}");
+            let values = entry(&index(key.clone()), &d).unwrap();
+            assert_eq!(values, Some(expected), "{key} {d}");
         }
-        let k = keys(&index(doc! {"a": "hashed", "b": -1}), &doc! {"a": 1}).unwrap();
-        assert_eq!(k.tuples[0][0].1, Direction::Ascending);
-        assert_eq!(k.tuples[0][1].1, Direction::Descending);
     }
 
     #[test]
@@ -201,7 +203,7 @@ mod tests {
             // The non-hashed fields of a compound hashed index too.
             (doc! {"a": "hashed", "b": 1}, doc! {"a": 1, "b": [1]}, "b"),
         ] {
-            let err = keys(&index(key.clone()), &d).unwrap_err();
+            let err = entry(&index(key.clone()), &d).unwrap_err();
             assert_eq!(err.code, ErrorCode::Location16766, "{key} {d}");
             assert_eq!(
                 err.message,
@@ -214,9 +216,9 @@ mod tests {
     fn sparse_skips_documents_without_any_field() {
         let mut i = index(doc! {"a": "hashed", "b": 1});
         i.sparse = true;
-        assert!(keys(&i, &doc! {"c": 1}).unwrap().tuples.is_empty());
-        assert_eq!(keys(&i, &doc! {"b": 1}).unwrap().tuples.len(), 1);
-        assert_eq!(keys(&i, &doc! {"a": null}).unwrap().tuples.len(), 1);
+        assert_eq!(entry(&i, &doc! {"c": 1}).unwrap(), None);
+        assert!(entry(&i, &doc! {"b": 1}).unwrap().is_some());
+        assert!(entry(&i, &doc! {"a": null}).unwrap().is_some());
     }
 
     #[test]
@@ -224,12 +226,12 @@ mod tests {
         let mut i = index(doc! {"a": "hashed"});
         i.collation = Some(doc! {"locale": "en", "strength": 2});
         assert_eq!(
-            keys(&i, &doc! {"a": "ABC"}).unwrap(),
-            keys(&i, &doc! {"a": "abc"}).unwrap()
+            entry(&i, &doc! {"a": "ABC"}).unwrap(),
+            entry(&i, &doc! {"a": "abc"}).unwrap()
         );
         assert_ne!(
-            keys(&i, &doc! {"a": "abc"}).unwrap(),
-            keys(&i, &doc! {"a": "abd"}).unwrap()
+            entry(&i, &doc! {"a": "abc"}).unwrap(),
+            entry(&i, &doc! {"a": "abd"}).unwrap()
         );
     }
 

@@ -32,7 +32,20 @@ pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<KeyTuple>> {
 /// The key tuples of `doc` in `index`, and whether they make the index multikey.
 pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
     if super::hashed::is_hashed(&index.key) {
-        return super::hashed::keys(index, doc);
+        // One entry (none when sparse skips the document), never multikey: `hashed`.
+        let tuples = super::hashed::entry(index, doc)?
+            .map(|values| {
+                values
+                    .into_iter()
+                    .zip(index.key.values().map(direction_of))
+                    .collect()
+            })
+            .into_iter()
+            .collect();
+        return Ok(IndexKeys {
+            tuples,
+            multikey: false,
+        });
     }
     let mut multikey = false;
     let mut per_field: Vec<(Vec<Bson>, Direction)> = Vec::with_capacity(index.key.len());
@@ -250,6 +263,21 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn a_hashed_index_has_one_entry_with_the_patterns_directions() {
+        let i = index(doc! {"a": "hashed", "b": -1}, false);
+        let k = keys(&i, &doc! {"a": 1, "b": 2}).unwrap();
+        assert!(!k.multikey);
+        assert_eq!(k.tuples.len(), 1);
+        assert!(matches!(
+            k.tuples[0][0],
+            (Bson::Int64(_), Direction::Ascending)
+        ));
+        assert_eq!(k.tuples[0][1], (Bson::Int32(2), Direction::Descending));
+        let sparse = index(doc! {"a": "hashed"}, true);
+        assert!(entries(&sparse, &doc! {"b": 1}).unwrap().is_empty());
     }
 
     #[test]

@@ -63,8 +63,7 @@ mod tests {
         let f = Filter::compile(&filter).unwrap();
         let conjuncts = super::super::bounds::conjuncts(f.expr());
         let preds = conjuncts.get("a")?;
-        field_bounds(preds, KeyStrings::default())
-            .map(|b| b.iter().map(Interval::render).collect())
+        field_bounds(preds, KeyStrings::default()).map(|b| b.iter().map(Interval::render).collect())
     }
 
     fn point(v: Bson) -> String {
@@ -80,7 +79,10 @@ mod tests {
             bounds_of(doc! {"a": {"$in": [5, 5.0]}}),
             Some(vec![point(Bson::Int32(5))])
         );
-        assert_eq!(bounds_of(doc! {"a": {"$in": ["x", null]}}).map(|b| b.len()), Some(2));
+        assert_eq!(
+            bounds_of(doc! {"a": {"$in": ["x", null]}}).map(|b| b.len()),
+            Some(2)
+        );
         assert_eq!(bounds_of(doc! {"a": null}), Some(vec![point(Bson::Null)]));
         assert_eq!(bounds_of(doc! {"a": 1, "$and": [{"a": 2}]}), Some(vec![]));
         for unbounded in [

@@ -41,13 +41,7 @@ const UNSUPPORTED_OPTIONS: &[&str] = &[
 ];
 
 /// Special index types mongod has and mayfly does not.
-const UNSUPPORTED_TYPES: &[&str] = &[
-    "text",
-    "2dsphere",
-    "2d",
-    "geoHaystack",
-    "columnstore",
-];
+const UNSUPPORTED_TYPES: &[&str] = &["text", "2dsphere", "2d", "geoHaystack", "columnstore"];
 
 /// What `expireAfterSeconds` on a key other than `{_ts: ±1}` makes, by profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
