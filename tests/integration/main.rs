@@ -38,6 +38,7 @@ mod fail_points;
 mod find_index_options;
 mod find_projection;
 mod handshake;
+mod hashed_indexes;
 mod held_memory;
 mod hostile_input;
 mod index_build;
