@@ -16,6 +16,7 @@
 //! - [`expr`]: the expression language: `Expression::compile` once, `eval` per document.
 //! - [`regex`]: PCRE2 with mongod's options, limits and errors, for `$regex` and the regex
 //!   expressions.
+//! - [`hash`]: mongod's hash of a BSON value (`hash64`), the key of hashed indexes.
 //! - [`guard`]: the thread's current operation as pure code sees it: interrupt checks at
 //!   bounded intervals, and the size limit of computed values.
 //! - [`filter`]: `Filter::compile` once, then `matches` per document; upsert equality fields.
@@ -32,6 +33,7 @@ pub mod diff;
 pub mod expr;
 pub mod filter;
 pub mod guard;
+pub mod hash;
 pub mod path;
 pub mod projection;
 pub mod regex;

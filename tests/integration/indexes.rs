@@ -256,7 +256,14 @@ async fn conflicts_and_invalid_specs_get_mongods_codes() {
         (doc! {"key": {"b": 1}, "name": "z", "bogus": 1}, 197),
         (doc! {"key": {"b": "text"}, "name": "t"}, 115),
         (doc! {"key": {"b": "2dsphere"}, "name": "t"}, 115),
-        (doc! {"key": {"b": "hashed"}, "name": "t"}, 115),
+        (
+            doc! {"key": {"b": "hashed"}, "name": "t", "unique": true},
+            16764,
+        ),
+        (
+            doc! {"key": {"b": "hashed", "c": "hashed"}, "name": "t"},
+            31303,
+        ),
         (doc! {"key": {"$**": 1}, "name": "t"}, 115),
         (
             doc! {"key": {"b": 1}, "name": "p", "partialFilterExpression": {"b": {"$gt": 1}}},

@@ -39,6 +39,7 @@ mod find_index_options;
 mod find_projection;
 mod format_version;
 mod handshake;
+mod hashed_indexes;
 mod held_memory;
 mod hostile_input;
 mod index_build;

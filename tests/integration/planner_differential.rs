@@ -1,6 +1,7 @@
 //! The planner against its reference: for random documents (scalars, arrays, nested documents,
 //! missing and null fields, mixed numeric types), random indexes (single, compound, descending,
-//! multikey, unique) and random filters, sorts, skips and limits, the plan the executor chooses —
+//! multikey, unique, hashed alone or compound with the hashed field first or not) and random
+//! filters, sorts, skips and limits, the plan the executor chooses —
 //! and the plan of every index hinted in turn — returns the same documents in the same order as
 //! a forced collection scan (`hint: {$natural: 1}`), and `count` agrees. Some cases run in a
 //! partitioned collection (sharded on `a`, keyed by `_id` then `a`), where documents share
@@ -73,8 +74,17 @@ fn documents() -> impl Strategy<Value = Vec<Document>> {
     (5usize..60).prop_flat_map(|n| (0..n as i32).map(document).collect::<Vec<_>>())
 }
 
-/// A key pattern of one or two fields with their directions.
+/// A key pattern of one or two fields with their directions; direction 0 is `"hashed"`.
 type Pattern = (&'static str, i32, Option<(&'static str, i32)>);
+
+/// A pattern direction as a key pattern value.
+fn key_spec(direction: i32) -> Bson {
+    if direction == 0 {
+        Bson::String("hashed".into())
+    } else {
+        Bson::Int32(direction)
+    }
+}
 
 const PATTERNS: &[Pattern] = &[
     ("a", 1, None),
@@ -85,6 +95,12 @@ const PATTERNS: &[Pattern] = &[
     ("b", -1, Some(("a", 1))),
     ("c.x", 1, None),
     ("c", 1, Some(("a", -1))),
+    // Hashed: documents with an array in a hashed index's fields are refused and left out.
+    ("a", 0, None),
+    ("a", 0, Some(("b", 1))),
+    ("b", -1, Some(("a", 0))),
+    ("c.x", 0, None),
+    ("c", 0, None),
 ];
 
 fn indexes() -> impl Strategy<Value = Vec<usize>> {
@@ -227,9 +243,9 @@ fn case() -> impl Strategy<Value = Case> {
 
 fn index_meta(i: usize, collated: bool) -> IndexMeta {
     let (f1, d1, second) = PATTERNS[i];
-    let mut key = doc! {f1: d1};
+    let mut key = doc! {f1: key_spec(d1)};
     if let Some((f2, d2)) = second {
-        key.insert(f2, d2);
+        key.insert(f2, key_spec(d2));
     }
     IndexMeta {
         id: 0,
@@ -265,8 +281,8 @@ fn unique_index() -> IndexMeta {
     }
 }
 
-/// Loads the case into a fresh engine; `None` when a document cannot be indexed (parallel
-/// arrays in a compound key), which the case then skips.
+/// Loads the case into a fresh engine; a document that cannot be indexed (parallel arrays in a
+/// compound key, an array in a hashed index's field) is left out.
 async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
     let mut metas = vec![unique_index()];
     metas.extend(
@@ -294,8 +310,8 @@ async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
         .await
         .unwrap()
         .unwrap();
-    // One unsynced job: a document that cannot be indexed (parallel arrays in a compound key)
-    // is refused alone and left out of the case.
+    // One unsynced job: a document that cannot be indexed (parallel arrays in a compound key,
+    // an array in a hashed index's field) is refused alone and left out of the case.
     let mut docs = case.docs.clone();
     if case.partitioned {
         for d in &mut docs {

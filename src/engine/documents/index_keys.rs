@@ -1,7 +1,8 @@
 //! Which entries a document has in a secondary index: one per element of the (at most one)
 //! array field of the key pattern, as MongoDB's multikey indexes do, and whether the document
 //! makes the index multikey. An index with a collation keys strings by their sort keys
-//! (`Collation::key_value`), so strings equal under it share an entry's key.
+//! (`Collation::key_value`), so strings equal under it share an entry's key. A hashed index's
+//! entries are `hashed`'s.
 
 use crate::engine::catalog::IndexMeta;
 use crate::error::{Error, ErrorCode, Result};
@@ -30,6 +31,22 @@ pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<KeyTuple>> {
 
 /// The key tuples of `doc` in `index`, and whether they make the index multikey.
 pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
+    if super::hashed::is_hashed(&index.key) {
+        // One entry (none when sparse skips the document), never multikey: `hashed`.
+        let tuples = super::hashed::entry(index, doc)?
+            .map(|values| {
+                values
+                    .into_iter()
+                    .zip(index.key.values().map(direction_of))
+                    .collect()
+            })
+            .into_iter()
+            .collect();
+        return Ok(IndexKeys {
+            tuples,
+            multikey: false,
+        });
+    }
     let mut multikey = false;
     let mut per_field: Vec<(Vec<Bson>, Direction)> = Vec::with_capacity(index.key.len());
     let mut all_missing = true;
@@ -246,6 +263,21 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    #[test]
+    fn a_hashed_index_has_one_entry_with_the_patterns_directions() {
+        let i = index(doc! {"a": "hashed", "b": -1}, false);
+        let k = keys(&i, &doc! {"a": 1, "b": 2}).unwrap();
+        assert!(!k.multikey);
+        assert_eq!(k.tuples.len(), 1);
+        assert!(matches!(
+            k.tuples[0][0],
+            (Bson::Int64(_), Direction::Ascending)
+        ));
+        assert_eq!(k.tuples[0][1], (Bson::Int32(2), Direction::Descending));
+        let sparse = index(doc! {"a": "hashed"}, true);
+        assert!(entries(&sparse, &doc! {"b": 1}).unwrap().is_empty());
     }
 
     #[test]

@@ -40,7 +40,7 @@ impl KeyStrings<'_> {
     }
 
     /// `v` as the index keys it, or `None` when its strings cannot be bounded in this index.
-    fn key<'v>(&self, v: &'v Bson) -> Option<Cow<'v, Bson>> {
+    pub(crate) fn key<'v>(&self, v: &'v Bson) -> Option<Cow<'v, Bson>> {
         if !has_strings(v) {
             return Some(Cow::Borrowed(v));
         }

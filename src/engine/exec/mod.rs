@@ -18,6 +18,7 @@
 
 pub mod bounds;
 pub mod cache;
+pub mod hashed;
 pub mod keyed;
 pub mod live;
 pub mod plan;

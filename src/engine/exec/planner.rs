@@ -1,7 +1,7 @@
 //! Choosing a plan: a `hint` decides alone; an `_id` pinned to values is a point lookup
-//! (IDHACK); otherwise every ready index whose leading field the filter bounds, or that provides
-//! the requested sort, is a candidate, and when several are, they race as in mongod's
-//! multi-planner: each runs until it has produced a first batch (101 documents), reached its
+//! (IDHACK); otherwise every ready index whose leading field the filter bounds (a hashed field
+//! only by equality or `$in`: `hashed`), or that provides the requested sort, is a candidate,
+//! and when several are, they race as in mongod's multi-planner: each runs until it has produced a first batch (101 documents), reached its
 //! end, or done 10,000 units of work, and the most productive wins (results per unit of work,
 //! with a bonus for finishing and for needing no blocking sort). No candidate means a
 //! collection scan.
@@ -13,7 +13,9 @@ use super::source::Source;
 use super::stages::{self, RunContext, StageStats, WorkBudget};
 use super::{keyed, Hint, ReadRequest};
 use crate::engine::catalog::CollectionMeta;
+use crate::engine::documents;
 use crate::error::{Error, ErrorCode, Result};
+use crate::query::compare::compare_documents;
 use crate::query::filter::{Expr, Pred};
 use crate::storage::keys::{self, Direction};
 use bson::{Bson, Document};
@@ -122,7 +124,7 @@ fn cached<'r, S: Source<'r>>(
 /// A count whose index scan's bounds are exactly its filter counts the scan's entries instead
 /// of fetching documents (mongod's COUNT_SCAN): only for callers that only count, on a collection
 /// without TTL of either model (an expired document's entries stay until it is reaped), through a ready,
-/// dense index that no document gave an array.
+/// dense, non-hashed index that no document gave an array.
 fn covered_count(meta: &CollectionMeta, req: &ReadRequest, plan: Node) -> Node {
     if !req.count_only || !meta.ttl_model().never_expires() {
         return plan;
@@ -131,6 +133,7 @@ fn covered_count(meta: &CollectionMeta, req: &ReadRequest, plan: Node) -> Node {
     let node = match node {
         Node::IxScan(scan)
             if scan.index.id.is_some()
+                && !documents::hashed::is_hashed(&scan.index.key)
                 && !scan.index.multikey
                 && !scan.index.sparse
                 && bounds_are_the_filter(&scan, req) =>
@@ -416,7 +419,13 @@ fn is_full(bounds: &FieldBounds) -> bool {
 }
 
 fn contains_null(scan: &IndexScan) -> bool {
-    let null = Interval::point(&Bson::Null);
+    // A hashed field's entries hold `null`'s hash where the field is missing.
+    let null = match scan.bounds.first() {
+        Some((field, _)) if documents::hashed::is_hashed_field(&scan.index.key, field) => {
+            super::hashed::null_point()
+        }
+        _ => Interval::point(&Bson::Null),
+    };
     scan.bounds.first().is_some_and(|(_, b)| {
         b.iter()
             .any(|i| i.start() <= null.start() && i.end() >= null.end())
@@ -455,9 +464,10 @@ fn hinted_index(meta: &CollectionMeta, hint: &Hint) -> Result<ScannedIndex> {
             .filter(|i| i.is_stored() && !i.building)
             .map(ScannedIndex::secondary),
         Hint::Key(key) if is_id_pattern(key) => Some(ScannedIndex::id_index()),
+        // Field by field, in order (`{b: 1, a: 1}` is not `{a: 1, b: 1}`), numbers by value.
         Hint::Key(key) => meta
             .stored_indexes()
-            .find(|i| &i.key == key && !i.building)
+            .find(|i| compare_documents(&i.key, key).is_eq() && !i.building)
             .map(ScannedIndex::secondary),
     };
     index.ok_or_else(|| {
@@ -525,9 +535,13 @@ fn index_scan(
         .into_iter()
         .map(|(name, direction)| {
             let ks = index.key_strings(req.collation.as_ref());
-            let bounds = conjuncts
-                .get(&name)
-                .and_then(|preds| bounds::field_bounds(preds, index.multikey, ks));
+            let bounds = conjuncts.get(&name).and_then(|preds| {
+                if documents::hashed::is_hashed_field(&index.key, &name) {
+                    super::hashed::field_bounds(preds, ks)
+                } else {
+                    bounds::field_bounds(preds, index.multikey, ks)
+                }
+            });
             (name, direction, bounds)
         })
         .collect();
@@ -572,7 +586,8 @@ fn provided_order(scan: &IndexScan, req: &ReadRequest) -> Option<bool> {
             i += 1;
         }
         let (field, direction) = fields.get(i)?;
-        if *field != path {
+        // A hashed field is ordered by hash, not by value.
+        if *field != path || documents::hashed::is_hashed_field(&scan.index.key, field) {
             return None;
         }
         let backward = (*direction == Direction::Ascending) != ascending;

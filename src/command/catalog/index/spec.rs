@@ -4,6 +4,7 @@
 
 use crate::command::args::{is_truthy, type_name, wrong_type};
 use crate::engine::catalog::IndexMeta;
+use crate::engine::documents::hashed;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::collation::Collation;
 use crate::query::compare::{compare_documents, is_number, values_equal};
@@ -40,14 +41,7 @@ const UNSUPPORTED_OPTIONS: &[&str] = &[
 ];
 
 /// Special index types mongod has and mayfly does not.
-const UNSUPPORTED_TYPES: &[&str] = &[
-    "text",
-    "2dsphere",
-    "2d",
-    "geoHaystack",
-    "hashed",
-    "columnstore",
-];
+const UNSUPPORTED_TYPES: &[&str] = &["text", "2dsphere", "2d", "geoHaystack", "columnstore"];
 
 /// What `expireAfterSeconds` on a key other than `{_ts: ±1}` makes, by profile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -230,6 +224,7 @@ pub(super) fn parse_spec(
         collation: collation.flatten(),
         custom_ttl,
     };
+    hashed::validate(&index)?;
     Ok((index, inherits))
 }
 
@@ -270,6 +265,7 @@ fn validate_key(key: &Document) -> Result<()> {
             ));
         }
         match value {
+            Bson::String(kind) if kind == hashed::HASHED => {}
             Bson::String(kind) if UNSUPPORTED_TYPES.contains(&kind.as_str()) => {
                 return Err(unsupported(format!("'{kind}' indexes are not supported by mayfly")));
             }
@@ -449,7 +445,8 @@ mod tests {
                 "{bad}"
             );
         }
-        for unsupported in [doc! {"a": "text"}, doc! {"a": "hashed"}, doc! {"$**": 1}] {
+        assert!(validate_key(&doc! {"a": "hashed", "b": -1}).is_ok());
+        for unsupported in [doc! {"a": "text"}, doc! {"$**": 1}] {
             assert_eq!(
                 validate_key(&unsupported).unwrap_err().code,
                 ErrorCode::CommandNotSupported

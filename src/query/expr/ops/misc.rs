@@ -10,7 +10,7 @@ use super::super::value::{nullish, type_name};
 use super::super::{Compiler, Context, Node, Operator, Value};
 use super::{apply, op, Arity};
 use crate::error::{Error, ErrorCode, Result};
-use bson::{Bson, Document};
+use bson::Bson;
 
 #[cfg(test)]
 #[path = "misc_tests.rs"]
@@ -134,93 +134,8 @@ struct HashedKey {
 impl Operator for HashedKey {
     fn eval(&self, cx: &mut Context<'_>) -> Result<Value> {
         let value = self.input.eval(cx)?.unwrap_or(Bson::Null);
-        Ok(Some(Bson::Int64(hash64(&value)?)))
+        Ok(Some(Bson::Int64(crate::query::hash::hash64(&value)?)))
     }
-}
-
-/// mongod's `BSONElementHasher::hash64` with the default seed 0: MD5 over the seed, then each
-/// element's canonical type (int32 little-endian), its field name below the top level, and its
-/// value's bytes; numbers hash as their 64-bit integer value, so 1, 1L and 1.0 share a key.
-pub(in crate::query::expr::ops) fn hash64(value: &Bson) -> Result<i64> {
-    use md5::{Digest, Md5};
-    let mut md5 = Md5::new();
-    md5.update(0i32.to_le_bytes());
-    let mut stack: Vec<(Option<String>, Option<&Bson>)> = vec![(None, Some(value))];
-    // Iterative, children pushed in reverse; `None` is an embedded document's terminator.
-    while let Some((name, element)) = stack.pop() {
-        let canonical = element.map_or(0, crate::query::compare::type_bracket);
-        md5.update(canonical.to_le_bytes());
-        if let Some(name) = &name {
-            md5.update(name.as_bytes());
-            md5.update([0u8]);
-        }
-        let Some(element) = element else { continue };
-        let children: Vec<(String, &Bson)> = match element {
-            Bson::Document(d) => d.iter().map(|(k, v)| (k.clone(), v)).collect(),
-            Bson::Array(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (i.to_string(), v))
-                .collect(),
-            Bson::JavaScriptCodeWithScope(c) => {
-                c.scope.iter().map(|(k, v)| (k.clone(), v)).collect()
-            }
-            number @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)) => {
-                md5.update(safe_number_long(number).to_le_bytes());
-                continue;
-            }
-            other => {
-                md5.update(value_bytes(other)?);
-                continue;
-            }
-        };
-        stack.push((Some(String::new()), None));
-        for (k, v) in children.into_iter().rev() {
-            stack.push((Some(k), Some(v)));
-        }
-    }
-    let digest = md5.finalize();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(digest.get(..8).unwrap_or(&[0; 8]));
-    Ok(i64::from_le_bytes(first))
-}
-
-/// mongod's `safeNumberLong`: truncated doubles, NaN as 0, saturating at the `i64` range.
-fn safe_number_long(value: &Bson) -> i64 {
-    match value {
-        Bson::Int32(i) => i64::from(*i),
-        Bson::Int64(i) => *i,
-        Bson::Double(d) if d.is_nan() => 0,
-        Bson::Double(d) => *d as i64,
-        Bson::Decimal128(d) => {
-            let value = crate::query::decimal::from_bson(d);
-            if value.is_nan() {
-                return 0;
-            }
-            crate::query::decimal::to_i64(value, crate::query::decimal::Rounding::HalfEven)
-                .unwrap_or(if value.is_negative() {
-                    i64::MIN
-                } else {
-                    i64::MAX
-                })
-        }
-        _ => 0,
-    }
-}
-
-/// The bytes of a value as it is encoded inside a BSON element.
-fn value_bytes(value: &Bson) -> Result<Vec<u8>> {
-    let mut wrapper = Document::new();
-    wrapper.insert("", value.clone());
-    let mut bytes = Vec::new();
-    wrapper
-        .to_writer(&mut bytes)
-        .map_err(|e| Error::internal(format!("cannot encode a value to hash: {e}")))?;
-    // length (4), type (1), empty name (1), value, document terminator (1).
-    Ok(bytes
-        .get(6..bytes.len().saturating_sub(1))
-        .unwrap_or_default()
-        .to_vec())
 }
 
 const META_KINDS: &[&str] = &[
