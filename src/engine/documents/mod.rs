@@ -5,6 +5,7 @@
 pub mod collection;
 pub mod counts;
 pub mod date_expiry;
+pub mod expired;
 pub mod expiry;
 pub mod index_keys;
 pub mod new_document;
