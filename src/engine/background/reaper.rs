@@ -13,14 +13,14 @@
 //! `serverStatus.ttl`; the thread stops with the engine.
 //!
 //! Date TTL indexes (TTL-27) are reaped the same way through their own due entries
-//! (`date_expiry`), each batch re-judging its documents under every model of the collection
-//! (`collection::delete_if_expired`). Their ranges keep no watermark: a document written now
+//! (`date_expiry`), each batch reading its documents' records in one ordered walk and
+//! re-judging them under every model of the collection (`expired::delete_batch`). Their ranges keep no watermark: a document written now
 //! may carry any past date, so each pass reads its due range from the start (as mongod's TTL
 //! monitor does); what it reads are live entries of due documents, which the pass deletes.
 
 use crate::clock::{Clock, Stopwatch};
 use crate::engine::documents::expiry::{self, FOLLOWS_COLLECTION, OWN_TTL};
-use crate::engine::documents::{collection, counts, date_expiry};
+use crate::engine::documents::{counts, date_expiry, expired};
 use crate::engine::published::Published;
 use crate::engine::writer::pacing::{self, Pace, Stopper};
 use crate::engine::writer::{Writer, WriterStats};
@@ -408,7 +408,7 @@ fn reap_batch(
         .collect::<Result<Vec<_>>>()?;
     let mut deleted = 0;
     for (key, value) in &entries {
-        if collection::delete_due(txn, &meta, key, value, now)? {
+        if expired::delete_due(txn, &meta, key, value, now)? {
             deleted += 1;
         }
     }
@@ -456,14 +456,12 @@ fn reap_date_batch(
             entries.push(entry?);
         }
     }
-    let mut deleted = 0;
-    for (_, value) in &entries {
-        // Several entries (an array's dates) may lead to one document: the first deletes it.
-        let doc_key = date_expiry::document_key(collection_id, value);
-        if collection::delete_if_expired(txn, &meta, &doc_key, now)? {
-            deleted += 1;
-        }
-    }
+    // Several entries (an array's dates) may lead to one document: it is deleted once.
+    let doc_keys = entries
+        .iter()
+        .map(|(_, value)| date_expiry::document_key(collection_id, value))
+        .collect();
+    let deleted = expired::delete_batch(txn, &meta, doc_keys, now)?;
     Ok(Step::after(&entries, end, deleted))
 }
 
@@ -497,6 +495,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::engine::catalog::IndexMeta;
+    use crate::engine::documents::collection;
     use crate::engine::{ddl, Engine};
     use crate::storage::keys::collection_prefix;
     use crate::storage::Snapshot;

@@ -4,14 +4,14 @@
 //!
 //! Every lookup here goes through [`live`](crate::engine::exec::live): an expired document is neither
 //! matched nor a duplicate; inserting its `_id`, or a unique key it holds, deletes it first
-//! (TTL-19).
+//! (TTL-19, through `expired`, which owns deleting expired documents).
 
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
-use crate::engine::documents::expiry;
 use crate::engine::documents::index_keys;
 use crate::engine::documents::new_document::NewDocument;
 use crate::engine::documents::record::{Record, StoredDoc};
 use crate::engine::documents::record_key::{self, IdKeys};
+use crate::engine::documents::{expired, expiry};
 use crate::engine::oplog::entries as oplog;
 use crate::engine::writer::txn::Txn;
 use crate::error::{Error, ErrorCode, Result};
@@ -285,7 +285,7 @@ impl Stored {
 }
 
 /// `new - old` body bytes.
-fn size_delta(old: usize, new: usize) -> i64 {
+pub(super) fn size_delta(old: usize, new: usize) -> i64 {
     i64::try_from(new).unwrap_or(i64::MAX) - i64::try_from(old).unwrap_or(i64::MAX)
 }
 
@@ -374,7 +374,7 @@ fn free_for_move(
             &doc! {"_id": id},
         ));
     }
-    delete_if_expired(txn, meta, key, now)?;
+    expired::delete_if_expired(txn, meta, key, now)?;
     Ok(())
 }
 
@@ -407,68 +407,6 @@ pub fn delete(txn: &mut Txn<'_>, meta: &CollectionMeta, old: &StoredDoc) -> Resu
     txn.delete(Keyspace::Documents, old.key.clone());
     txn.count_change(meta.id, -1, size_delta(old.record.body.len(), 0));
     oplog::delete(txn, meta, &old.doc)
-}
-
-/// Deletes whatever is stored under `key` if it is still expired at `now` (the reaper's
-/// re-check, TTL-20). Returns whether it deleted.
-pub fn delete_if_expired(
-    txn: &mut Txn<'_>,
-    meta: &CollectionMeta,
-    key: &[u8],
-    now: i64,
-) -> Result<bool> {
-    let Some(bytes) = txn.get(Keyspace::Documents, key)? else {
-        return Ok(false);
-    };
-    let record = Record::decode(&bytes)?;
-    if crate::engine::exec::live::is_live(&record, &meta.ttl_model(), now) {
-        return Ok(false);
-    }
-    // Only secondary index entries and the operation log need the body; most TTL
-    // collections have no secondary index.
-    let doc = if meta.stored_indexes().next().is_some() || txn.logs_operations() {
-        Some(record.document()?)
-    } else {
-        None
-    };
-    if let Some(doc) = &doc {
-        remove_index_entries(txn, meta, key, doc);
-    }
-    remove_expiry_entry(txn, key, &record);
-    txn.delete(Keyspace::Documents, key.to_vec());
-    txn.count_change(meta.id, -1, size_delta(record.body.len(), 0));
-    if let Some(doc) = &doc {
-        oplog::delete(txn, meta, doc)?;
-    }
-    Ok(true)
-}
-
-/// Deletes the document behind `expiry_key`, an entry the caller found in its collection's due
-/// expiry range in this same group (the reaper, TTL-20). An expiry entry exists exactly while
-/// its document is stored with that expiry time (every write that changes `_ts` replaces the
-/// entry), so finding it due is the re-check at delete time. Without secondary indexes the
-/// document is not even read: the entry's value (`expiry_value`) holds its size, for the
-/// collection's counter. Returns whether a document was deleted.
-pub fn delete_due(
-    txn: &mut Txn<'_>,
-    meta: &CollectionMeta,
-    expiry_key: &[u8],
-    expiry_value: &[u8],
-    now: i64,
-) -> Result<bool> {
-    let Some(doc_key) = expiry::document_key_of(expiry_key) else {
-        return Ok(false);
-    };
-    let size = match expiry::body_len_of(expiry_value) {
-        Some(size) if meta.stored_indexes().next().is_none() && !txn.logs_operations() => size,
-        // An entry from before entries carried the size, secondary indexes to clean up, or a
-        // delete to log with its `_id`.
-        _ => return delete_if_expired(txn, meta, &doc_key, now),
-    };
-    txn.delete(Keyspace::Documents, doc_key);
-    txn.delete(Keyspace::Expiry, expiry_key.to_vec());
-    txn.count_change(meta.id, -1, -i64::try_from(size).unwrap_or(i64::MAX));
-    Ok(true)
 }
 
 /// Writes a document's record under `key`, its expiry entry and its secondary index entries
@@ -563,8 +501,14 @@ fn remove_entries(
     remove_expiry_entry(txn, key, record);
 }
 
-/// Deletes the index entries of `doc`, stored under `key`.
-fn remove_index_entries(txn: &mut Txn<'_>, meta: &CollectionMeta, key: &[u8], doc: &Document) {
+/// Deletes the index entries of `doc`, stored under `key` (`doc` may hold only the root fields
+/// the indexes are computed from, `index_keys::root_fields`).
+pub(super) fn remove_index_entries(
+    txn: &mut Txn<'_>,
+    meta: &CollectionMeta,
+    key: &[u8],
+    doc: &Document,
+) {
     let record = record_key::record(key);
     for index in meta.stored_indexes() {
         // A stored document always produced valid entries when it was written.
@@ -577,7 +521,7 @@ fn remove_index_entries(txn: &mut Txn<'_>, meta: &CollectionMeta, key: &[u8], do
     }
 }
 
-fn remove_expiry_entry(txn: &mut Txn<'_>, key: &[u8], record: &Record) {
+pub(super) fn remove_expiry_entry(txn: &mut Txn<'_>, key: &[u8], record: &Record) {
     if let Some(expiry_key) = expiry::key_for(key, record) {
         txn.delete(Keyspace::Expiry, expiry_key);
     }
@@ -613,7 +557,7 @@ fn check_unique(
             let key_value = index_keys::key_value(index, tuple);
             return Err(duplicate_key(meta, &index.name, &index.key, &key_value));
         }
-        delete_if_expired(txn, meta, &holder, now)?;
+        expired::delete_if_expired(txn, meta, &holder, now)?;
     }
     Ok(())
 }

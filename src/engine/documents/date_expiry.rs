@@ -11,7 +11,7 @@
 //! key range beside the dates'.
 //!
 //! Owns: the due key ranges of one index and the document key of an entry. Does not own: the
-//! expiry rule (`ttl::date`), deleting (`collection::delete_if_expired`, which re-judges the
+//! expiry rule (`ttl::date`), deleting (`expired::delete_batch`, which re-judges the
 //! document under every model) or counting (`counts`).
 
 use crate::engine::catalog::IndexMeta;

@@ -114,6 +114,22 @@ pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
     Ok(IndexKeys { tuples, multikey })
 }
 
+/// The root fields that `indexes`' entries are computed from (the first component of each
+/// key path), each once: a document holding only these fields has the same entries in every
+/// one of them as the whole document, since an entry depends on its key paths' values alone.
+pub fn root_fields<'i>(indexes: impl IntoIterator<Item = &'i IndexMeta>) -> Vec<String> {
+    let mut roots: Vec<String> = Vec::new();
+    for index in indexes {
+        for field in index.key.keys() {
+            let root = field.split('.').next().unwrap_or(field);
+            if !roots.iter().any(|r| r == root) {
+                roots.push(root.to_owned());
+            }
+        }
+    }
+    roots
+}
+
 /// Whether `path` meets an array anywhere in `doc`: at its end, or on the way through (`a.b`
 /// over an array of documents), as mongod's multikey tracking counts it.
 fn crosses_array(doc: &Document, path: &[String]) -> bool {
@@ -263,6 +279,41 @@ mod tests {
                 .len(),
             2
         );
+    }
+
+    /// A document cut down to the root fields of the key paths has the same entries as the
+    /// whole document in each index, arrays, dotted paths, sparse and compound keys included.
+    #[test]
+    fn root_fields_are_enough_for_every_entry() {
+        let indexes = [
+            index(doc! {"a.b": 1}, false),
+            index(doc! {"c": -1, "a.d": 1}, false),
+            index(doc! {"e": 1}, true),
+            index(doc! {"at": 1}, false),
+        ];
+        let roots = root_fields(&indexes);
+        assert_eq!(roots, ["a", "c", "e", "at"]);
+        let at = bson::DateTime::from_millis(5);
+        for d in [
+            doc! {"_id": 1, "a": {"b": 1, "d": [1, 2]}, "c": "x", "z": 1, "at": at},
+            doc! {"_id": 2, "a": [{"b": 1}, {"b": 2}], "other": {"a": 1}},
+            doc! {"_id": 3, "e": [at, at], "at": [at]},
+            doc! {"_id": 4},
+        ] {
+            let cut: Document = d
+                .iter()
+                .filter(|(k, _)| roots.contains(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            for i in &indexes {
+                assert_eq!(
+                    keys(i, &cut).unwrap(),
+                    keys(i, &d).unwrap(),
+                    "{d} in {:?}",
+                    i.key
+                );
+            }
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use crate::error::{Error, Result};
 use crate::ttl;
-use bson::{Document, RawDocument};
+use bson::{Bson, Document, RawDocument};
 
 const VERSION: u8 = 1;
 /// Bytes before the BSON body.
@@ -96,6 +96,23 @@ impl Record {
             .map_err(corrupt)
     }
 
+    /// The body's root fields named in `roots` alone, decoded as [`Record::document`] decodes
+    /// them (a repeated name keeps its last value, as there): enough to compute the document's
+    /// index entries (`index_keys::root_fields`) without decoding the rest of the body.
+    pub fn fields(&self, roots: &[String]) -> Result<Document> {
+        crate::query::depth::check_stored_for_read(&self.body)?;
+        let corrupt =
+            |e: bson::raw::Error| Error::internal(format!("corrupt stored document: {e}"));
+        let mut out = Document::new();
+        for element in RawDocument::from_bytes(&self.body).map_err(corrupt)? {
+            let (name, value) = element.map_err(corrupt)?;
+            if roots.iter().any(|root| root == name) {
+                out.insert(name, Bson::try_from(value).map_err(corrupt)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// When this document expires under its collection's TTL `model`, if ever (TTL-10,
     /// TTL-13, TTL-14, TTL-26). The body is read only when the collection has date TTL indexes.
     pub fn expires_at(&self, model: &ttl::TtlModel) -> Option<i64> {
@@ -162,6 +179,32 @@ mod tests {
         let r = Record::new(7, &doc! {"_id": 1, "ttl": 5, "x": "y"}).unwrap();
         assert_eq!(Record::decode_owned(r.encode()).unwrap(), r);
         assert!(Record::decode_owned(vec![1, 2]).is_err());
+    }
+
+    /// The named root fields decode exactly as the whole document's do; the others are left
+    /// out, nested values come whole.
+    #[test]
+    fn fields_decode_only_the_named_roots() {
+        let at = bson::DateTime::from_millis(1_000);
+        let d = doc! {"_id": 1, "at": at, "a": {"b": [1, {"c": 2}]}, "x": "big", "n": null};
+        let r = Record::new(7, &d).unwrap();
+        let roots = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        for (names, expected) in [
+            (roots(&[]), doc! {}),
+            (roots(&["at"]), doc! {"at": at}),
+            (
+                roots(&["a", "n"]),
+                doc! {"a": {"b": [1, {"c": 2}]}, "n": null},
+            ),
+            (roots(&["missing", "at"]), doc! {"at": at}),
+        ] {
+            assert_eq!(r.fields(&names).unwrap(), expected, "{names:?}");
+        }
+        let corrupt = Record {
+            body: vec![9, 0, 0],
+            ..r
+        };
+        assert!(corrupt.fields(&roots(&["at"])).is_err());
     }
 
     #[test]

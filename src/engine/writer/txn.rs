@@ -270,6 +270,28 @@ impl<'a> Txn<'a> {
         Ok(probe::absent(self.snapshot, Keyspace::Documents, keys)?)
     }
 
+    /// The values of `keys` (`Documents` keys, ascending and distinct) as of this point in the
+    /// group, one per key: the group's own writes first, then the snapshot's values read by one
+    /// ordered walk ([`probe::values`]) instead of a point read each, and the keys that walk
+    /// leaves undecided read one by one. The reaper reads a batch of due documents so.
+    pub fn get_documents<K: AsRef<[u8]>>(&self, keys: &[K]) -> Result<Vec<Option<Vec<u8>>>> {
+        let found = probe::values(self.snapshot, Keyspace::Documents, keys)?;
+        keys.iter()
+            .zip(found)
+            .map(|(key, found)| {
+                let key = key.as_ref();
+                if let Some(pending) = self.overlay.get(Keyspace::Documents, key) {
+                    return Ok(pending.clone());
+                }
+                match found {
+                    probe::Found::Held(value) => Ok(Some(value)),
+                    probe::Found::Absent => Ok(None),
+                    probe::Found::Undecided => Ok(self.snapshot.get(Keyspace::Documents, key)?),
+                }
+            })
+            .collect()
+    }
+
     /// Announces `writes` writes to `keyspace` in ascending key order, so that the pending
     /// writes make room for them at once ([`Overlay::reserve`]).
     pub fn reserve(&mut self, keyspace: Keyspace, writes: usize) {

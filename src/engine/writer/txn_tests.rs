@@ -24,7 +24,7 @@ enum Op {
     SnapshotRange(usize, usize, Bound<Vec<u8>>, Bound<Vec<u8>>, bool),
     SnapshotGet(usize, usize, Vec<u8>),
     /// `Txn::probe_documents` of these keys, and a read of each with what it found (a hint
-    /// that must never change what reads give).
+    /// that must never change what reads give); then `Txn::get_documents` of them.
     Probe(Vec<Vec<u8>>),
 }
 
@@ -182,6 +182,12 @@ fn check(store: &Store, ops: &[Op]) {
                             .unwrap();
                         assert_eq!(got.as_ref(), pending[0].get(key), "probed get {key:?}");
                     }
+                    // The same keys read by one walk give what the model holds, pending
+                    // writes of the group included.
+                    let values = txn.get_documents(&keys).unwrap();
+                    let want: Vec<Option<Vec<u8>>> =
+                        keys.iter().map(|k| pending[0].get(k).cloned()).collect();
+                    assert_eq!(values, want, "get_documents {keys:?}");
                 }
                 Op::TakeSnapshot => saved.push((store.snapshot(), committed.clone())),
                 Op::SnapshotRange(i, s, a, b, r) => {
