@@ -177,10 +177,12 @@ pub fn first_host(uri: &str) -> Result<(String, u16), ToolError> {
 mod tests {
     use super::*;
 
+    /// (connection string, host and port, or a part of the refusal)
+    type Case = (&'static str, Result<(&'static str, u16), &'static str>);
+
     #[test]
     fn the_first_host_of_a_connection_string_is_pinged() {
-        // (connection string, host and port, or a part of the refusal)
-        let table: [(&str, Result<(&str, u16), &str>); 14] = [
+        let table: [Case; 14] = [
             ("mongodb://localhost", Ok(("localhost", 27017))),
             ("mongodb://localhost:10255/", Ok(("localhost", 10255))),
             (
