@@ -1,6 +1,6 @@
 //! The `mayfly` command: reads the configuration, sets up logging, runs the server until SIGINT
 //! or SIGTERM, then shuts down gracefully and exits 0. With a subcommand (`dump`, `restore`,
-//! `check`, `repair`) it runs that offline tool instead (`mayfly::tools`) and exits with its status.
+//! `check`, `repair`, `ca-path`, `ping`) it runs that tool instead (`mayfly::tools`) and exits with its status.
 
 use clap::Parser;
 use mayfly::clock::{Clock, ManualClock, SystemClock};

@@ -2,7 +2,8 @@
 //! `dump` (an archive of its databases), `restore` (an archive back into a directory),
 //! `check` (every journal and table against its checksums, then the `validate` structure check
 //! of every collection) and `repair` (salvage what is readable of a damaged directory); and
-//! `ca-path`, which prints where the development CA file is (`ca_path`).
+//! `ca-path`, which prints where the development CA file is (`ca_path`); and `ping`, which asks a
+//! running server whether it answers (`ping`: the health check of a container image).
 //!
 //! Each tool on a data directory takes the data directory's lock, as a server does, so none runs beside a server on the
 //! same directory. Owns: the subcommands' arguments, the archive format (`archive`), and the
@@ -14,6 +15,7 @@ pub mod ca_path;
 pub mod check;
 pub mod dump;
 pub mod files;
+pub mod ping;
 pub mod progress_line;
 pub mod repair;
 pub mod restore;
@@ -58,6 +60,11 @@ pub enum Tool {
     /// One CA per user, shared by every server that generates development certificates, in
     /// the directory `--tls-ca-dir` (or `MAYFLY_CAROOT`) names.
     CaPath(ca_path::CaPathArgs),
+    /// Ask a running server whether it answers: `{ping: 1}` over plain TCP.
+    ///
+    /// Prints `ok` and exits 0 when it answers `ok: 1`; exits 1 with the reason otherwise. A
+    /// health check that needs no shell or MongoDB client (the container image's HEALTHCHECK).
+    Ping(ping::PingArgs),
 }
 
 /// Why a tool failed.
@@ -87,6 +94,7 @@ pub fn run(tool: Tool) -> ExitCode {
         Tool::Check(args) => check::run(&args),
         Tool::Repair(args) => repair::run(&args),
         Tool::CaPath(args) => ca_path::run(&args).map(|()| true),
+        Tool::Ping(args) => ping::run(&args),
     };
     match outcome {
         Ok(true) => ExitCode::SUCCESS,

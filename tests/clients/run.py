@@ -36,7 +36,8 @@ too; and a `--storage memory` server started three times keeps the same CA file.
 directory is a temporary one (MAYFLY_CAROOT), found with `mayfly ca-path`.
 
 `--only cosmos-connection` runs just that last part. Ends with the line "N passed, N failed, N skipped": a scenario is
-skipped only when MAYFLY_CLIENTS_SKIP names it (debian_drivers.py); run it with the virtual
+skipped only when MAYFLY_CLIENTS_SKIP names it or MAYFLY_CLIENTS_MISSING=skip and its packages
+are missing (debian_drivers.py); run it with the virtual
 environment's Python (.venv/bin/python), which has the bson module the wire recorder decodes with.
 """
 import json

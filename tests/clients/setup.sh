@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
 # Installs the real clients the scenarios drive: mongosh, the Node.js driver and Node.js 24
 # (from npm, pinned in package-lock.json), pymongo with its compressors (from PyPI, pinned in
-# requirements.txt) and the Java, Go, C, PHP and Ruby drivers Debian packages (apt-get, when run
-# as root: debian_drivers.py runs them), and fetches MongoDB's driver specification tests for
-# tests/crudspec/run.py. Idempotent: does nothing when they are already installed.
+# requirements.txt) and the Java, Go, C, PHP and Ruby drivers Debian packages (debian_drivers.py
+# runs them), and fetches MongoDB's driver specification tests for tests/crudspec/run.py.
+# Idempotent: does nothing when they are already installed.
+#
+# System packages (apt-get, as root) are installed only when asked: with
+# --install-system-packages or CI=true; on a terminal it asks first; otherwise it says which are
+# missing and how to install them, and their scenarios are reported as skipped.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+install_system=
+case "${1:-}" in
+  --install-system-packages) install_system=yes ;;
+  "") [ "${CI:-}" = true ] && install_system=yes ;;
+  *) echo "usage: tests/clients/setup.sh [--install-system-packages]" >&2; exit 2 ;;
+esac
 
 # A node_modules that is a link (to an install shared by several checkouts) is never reinstalled
 # through the link: npm ci would empty the shared install, and a fresh checkout's lock file is
@@ -24,20 +35,34 @@ if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c 'import pymongo, snappy, m
 fi
 
 # The drivers Debian packages (their versions are Debian 12's: Java 3.6.3, Go 1.8.4, C 1.23.1,
-# PHP extension 1.15.0, Ruby 2.5.1). Without root they are left to the user: the scenarios of
-# the missing ones then fail, with the packages to install, unless MAYFLY_CLIENTS_SKIP names them.
+# PHP extension 1.15.0, Ruby 2.5.1): a JDK, Go, PHP and Ruby, so never installed unasked. Left
+# to the user, the scenarios of the missing ones fail with the command to install them, unless
+# MAYFLY_CLIENTS_SKIP names them or MAYFLY_CLIENTS_MISSING=skip (scripts/test's default outside
+# CI) reports them as skipped.
 debian_packages=$(.venv/bin/python -c 'import debian_drivers as d; print(" ".join(p for x in d.DRIVERS for p in x.packages))')
 # shellcheck disable=SC2086
 absent=$(dpkg-query -W -f='${db:Status-Status} ${Package}\n' $debian_packages 2>/dev/null | awk '$1 == "installed" {print $2}' | sort | comm -13 - <(tr ' ' '\n' <<<"$debian_packages" | sort) || true)
 if [ -n "$absent" ]; then
-  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-    echo "clients: installing the drivers Debian packages: $(echo $absent)"
+  # shellcheck disable=SC2086
+  absent=$(echo $absent)
+  install_command="apt-get install --no-install-recommends $absent"
+  if [ -z "$install_system" ] && [ -t 0 ] && command -v apt-get >/dev/null; then
+    read -r -p "clients: install the drivers Debian packages ($absent) with apt-get? [y/N] " answer
+    case "$answer" in [yY]*) install_system=yes ;; esac
+  fi
+  if [ "$install_system" = yes ]; then
+    if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+      echo "clients: installing system packages needs root and apt-get; run: sudo $install_command" >&2
+      exit 1
+    fi
+    echo "clients: installing the drivers Debian packages: $absent"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
     # shellcheck disable=SC2086
     apt-get install -y -qq --no-install-recommends $absent >/dev/null
   else
-    echo "clients: not root, so not installing these Debian packages: $(echo $absent)" >&2
+    echo "clients: not installing the drivers Debian packages $absent; their scenarios are skipped." \
+      "To run them: tests/clients/setup.sh --install-system-packages (as root), or: sudo $install_command" >&2
   fi
 fi
 

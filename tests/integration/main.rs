@@ -52,6 +52,7 @@ mod metrics;
 mod network;
 mod nul_field_names;
 mod operations;
+mod ping;
 mod planner_differential;
 mod poisoned_locks;
 mod profiler;
