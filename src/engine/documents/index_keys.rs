@@ -16,20 +16,28 @@ pub type KeyTuple = Vec<(Bson, Direction)>;
 /// A document's entries in one index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexKeys {
-    /// Empty when a sparse index skips the document.
+    /// Empty when a sparse or partial index skips the document.
     pub tuples: Vec<KeyTuple>,
     /// Some path of the key pattern met an array in the document (an empty one included), so
     /// the index is multikey from now on (`IndexMeta::multikey`).
     pub multikey: bool,
 }
 
-/// The key tuples of `doc` in `index`; empty when a sparse index skips the document.
+/// The key tuples of `doc` in `index`; empty when a sparse or partial index skips the document.
 pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<KeyTuple>> {
     keys(index, doc).map(|k| k.tuples)
 }
 
 /// The key tuples of `doc` in `index`, and whether they make the index multikey.
 pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
+    // A document outside a partial index's filter has no entries, and makes it multikey no
+    // more than mongod's (which never sees its keys).
+    if !super::partial::admits(index, doc)? {
+        return Ok(IndexKeys {
+            tuples: Vec::new(),
+            multikey: false,
+        });
+    }
     let mut multikey = false;
     let mut per_field: Vec<(Vec<Bson>, Direction)> = Vec::with_capacity(index.key.len());
     let mut all_missing = true;
@@ -148,6 +156,8 @@ mod tests {
             key,
             unique: false,
             sparse,
+            partial_filter: None,
+            hidden: false,
             expire_after_seconds: None,
             multikey: false,
             building: false,

@@ -1,5 +1,5 @@
 //! Documents as stored: a document's record (its body with `_ts` and own `ttl`), its key, its
-//! index entries and expiry entry, the writes that keep them together (`collection`), the
+//! index entries (and which documents a partial index holds) and expiry entry, the writes that keep them together (`collection`), the
 //! per-collection counters (`counts`) and the consistency check (`validate`).
 
 pub mod collection;
@@ -8,6 +8,7 @@ pub mod date_expiry;
 pub mod expiry;
 pub mod index_keys;
 pub mod new_document;
+pub mod partial;
 pub mod record;
 pub mod record_key;
 pub mod validate;

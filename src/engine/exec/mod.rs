@@ -20,6 +20,7 @@ pub mod bounds;
 pub mod cache;
 pub mod keyed;
 pub mod live;
+pub mod partial;
 pub mod plan;
 pub mod plan_log;
 pub mod planner;
