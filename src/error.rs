@@ -101,6 +101,7 @@ error_codes! {
     ChecksumMismatch = 288,
     QueryExceededMemoryLimitNoDiskUseAllowed = 292,
     InvalidIndexSpecificationOption = 197,
+    QueryFeatureNotAllowed = 224,
     UnsupportedOpQueryCommand = 352,
     InvalidBSON = 22,
     BSONObjectTooLarge = 10334,

@@ -40,6 +40,17 @@ pub struct IndexMeta {
     pub unique: bool,
     #[serde(default)]
     pub sparse: bool,
+    /// Only documents this filter matches have entries (`partialFilterExpression`, validated
+    /// by `createIndexes`; matched under the index's collation by `documents::partial`).
+    #[serde(
+        default,
+        rename = "partialFilterExpression",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub partial_filter: Option<Document>,
+    /// Maintained (and unique-checked) like any index, but never planned nor hinted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hidden: bool,
     #[serde(default, rename = "expireAfterSeconds")]
     pub expire_after_seconds: Option<i32>,
     /// Whether some document ever gave this index an array (more than one entry, or the entry
@@ -123,6 +134,8 @@ impl IndexMeta {
             key,
             unique: false,
             sparse: false,
+            partial_filter: None,
+            hidden: false,
             expire_after_seconds: None,
             multikey: false,
             building: false,
@@ -150,6 +163,12 @@ impl IndexMeta {
         }
         if let Some(seconds) = self.expire_after_seconds {
             entry.insert("expireAfterSeconds", seconds);
+        }
+        if let Some(filter) = &self.partial_filter {
+            entry.insert("partialFilterExpression", filter.clone());
+        }
+        if self.hidden {
+            entry.insert("hidden", true);
         }
         if let Some(collation) = &self.collation {
             entry.insert("collation", collation.clone());

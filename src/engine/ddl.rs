@@ -142,6 +142,31 @@ pub fn set_expire_after_seconds(
     Ok(Some(()))
 }
 
+/// Hides or unhides index `index_id` of `db.name` (`collMod`): only the catalog changes, since a
+/// hidden index is maintained like any other and only the planner passes it over. `None` when
+/// there is no such collection or index.
+pub fn set_index_hidden(
+    txn: &mut Txn<'_>,
+    db: &str,
+    name: &str,
+    index_id: u64,
+    hidden: bool,
+) -> Result<Option<()>> {
+    let Some(meta) = collection(txn, db, name) else {
+        return Ok(None);
+    };
+    let mut meta = (*meta).clone();
+    let Some(index) = meta.indexes.iter_mut().find(|i| i.id == index_id) else {
+        return Ok(None);
+    };
+    index.hidden = hidden;
+    let index_name = index.name.clone();
+    let meta = store(txn, meta)?;
+    let o = doc! {"collMod": name, "index": {"name": index_name, "hidden": hidden}};
+    oplog::command(txn, db, Some(&meta), o)?;
+    Ok(Some(()))
+}
+
 /// Sets `db.name`'s Cosmos settings (shard key, throughput); `None` when there is no such
 /// collection. A shard key is given only to an empty collection, whose documents are then
 /// keyed by it after their `_id` ([`CollectionMeta::partitioned`]), and is never changed.

@@ -181,7 +181,7 @@ fn index_stage(stage: &str, scan: &IndexScan) -> Document {
         "multiKeyPaths": multikey_paths,
         "isUnique": scan.index.unique,
         "isSparse": scan.index.sparse,
-        "isPartial": false,
+        "isPartial": scan.index.partial,
         "indexVersion": 2,
         "direction": direction(scan.reverse),
         "indexBounds": bounds,

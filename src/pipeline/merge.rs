@@ -312,7 +312,9 @@ fn check_unique_index(env: &Env, db: &str, coll: &str, on: &[String]) -> Result<
     }
     let meta = env.view.collection(db, coll);
     let covered = meta.iter().flat_map(|m| m.indexes.iter()).any(|index| {
+        // A partial index makes its keys unique among the documents it holds only.
         index.unique
+            && index.partial_filter.is_none()
             && index.key.len() == on.len()
             && on.iter().all(|f| index.key.contains_key(f))
             && index.collator().ok().flatten().as_ref() == env.collation()

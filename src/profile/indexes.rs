@@ -1,7 +1,9 @@
 //! Which index specifications a Cosmos DB account refuses, and how.
 //!
-//! - [`Rule::IndexKinds`]: no text, 2d, hashed (outside a shard key), sparse or collated
-//!   (case-insensitive) indexes. Cosmos answers a text index with 115 `'text' is not
+//! - [`Rule::IndexKinds`]: no text, 2d, hashed (outside a shard key), sparse, partial or collated
+//!   (case-insensitive) indexes. (Cosmos has partial indexes only as unique ones behind the
+//!   account capability `EnablePartialUniqueIndex`, which mayfly does not model yet, so every
+//!   `partialFilterExpression` is refused here.) Cosmos answers a text index with 115 `'text' is not
 //!   supported`; no source shows the text for the others, so they follow the same template
 //!   (`'2d' is not supported`, …). (2dsphere indexes Cosmos has; mayfly refuses them in every
 //!   profile, as it has no geospatial queries.)
@@ -75,6 +77,9 @@ fn refused_kind(spec: &Document, key: &Document) -> Option<&'static str> {
     if spec.get("sparse").is_some_and(is_truthy) {
         return Some("sparse");
     }
+    if spec.contains_key("partialFilterExpression") {
+        return Some("partialFilterExpression");
+    }
     if spec.contains_key("collation") {
         return Some("collation");
     }
@@ -127,6 +132,10 @@ mod tests {
                 refused("'sparse' is not supported"),
             ),
             (doc! {"key": {"a": 1}, "name": "s", "sparse": false}, None),
+            (
+                doc! {"key": {"a": 1}, "name": "p", "unique": true, "partialFilterExpression": {"a": 1}},
+                refused("'partialFilterExpression' is not supported"),
+            ),
             (
                 doc! {"key": {"a": 1}, "name": "c", "collation": {"locale": "en", "strength": 2}},
                 refused("'collation' is not supported"),

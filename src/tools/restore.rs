@@ -266,6 +266,11 @@ fn index_of(spec: &Document) -> Result<IndexMeta, ToolError> {
             ("v" | "name" | "key", _) => {}
             ("unique", Bson::Boolean(b)) => index.unique = *b,
             ("sparse", Bson::Boolean(b)) => index.sparse = *b,
+            // Validated when the dumped server created the index.
+            ("partialFilterExpression", Bson::Document(f)) => {
+                index.partial_filter = Some(f.clone())
+            }
+            ("hidden", Bson::Boolean(b)) => index.hidden = *b,
             ("expireAfterSeconds", Bson::Int32(n)) => index.expire_after_seconds = Some(*n),
             ("collation", Bson::Document(c)) => index.collation = Some(c.clone()),
             (super::dump::CUSTOM_TTL_FIELD, Bson::Boolean(b)) => index.custom_ttl = *b,

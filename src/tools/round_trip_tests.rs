@@ -52,6 +52,8 @@ async fn source(dir: &Path) {
             let code = IndexMeta {
                 unique: true,
                 sparse: true,
+                partial_filter: None,
+                hidden: false,
                 ..IndexMeta::new("code_1", doc! {"code": 1})
             };
             ddl::create_index(txn, &meta, code, now).unwrap();

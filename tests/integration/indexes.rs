@@ -266,8 +266,8 @@ async fn conflicts_and_invalid_specs_get_mongods_codes() {
         ),
         (doc! {"key": {"$**": 1}, "name": "t"}, 115),
         (
-            doc! {"key": {"b": 1}, "name": "p", "partialFilterExpression": {"b": {"$gt": 1}}},
-            115,
+            doc! {"key": {"b": 1}, "name": "p", "partialFilterExpression": {"b": {"$ne": 1}}},
+            67,
         ),
     ];
     for (spec, code) in cases {

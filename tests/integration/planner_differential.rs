@@ -1,9 +1,14 @@
 //! The planner against its reference: for random documents (scalars, arrays, nested documents,
 //! missing and null fields, mixed numeric types), random indexes (single, compound, descending,
-//! multikey, unique, hashed alone or compound with the hashed field first or not) and random
-//! filters, sorts, skips and limits, the plan the executor chooses —
-//! and the plan of every index hinted in turn — returns the same documents in the same order as
-//! a forced collection scan (`hint: {$natural: 1}`), and `count` agrees. Some cases run in a
+//! multikey, unique, hashed alone or compound with the hashed field first or not, sparse,
+//! partial with a random filter of mongod's allowed operators, hidden) and random filters,
+//! sorts, skips and limits, the plan the executor chooses — and the plan of every index hinted
+//! in turn — returns the same documents in the same order as a forced collection scan (`hint:
+//! {$natural: 1}`), and `count` agrees. A hint may name an index that cannot answer the query
+//! only as mongod allows it: a sparse index returns what it holds (a subset); a hidden index,
+//! or a partial one the query does not imply, is refused with the planner's error. Some
+//! queries carry a partial index's own filter, so the partial indexes are planned as well as
+//! passed over. Some cases run in a
 //! partitioned collection (sharded on `a`, keyed by `_id` then `a`), where documents share
 //! `_id`s.
 //!
@@ -107,6 +112,40 @@ fn indexes() -> impl Strategy<Value = Vec<usize>> {
     prop::collection::btree_set(0..PATTERNS.len(), 0..4).prop_map(|s| s.into_iter().collect())
 }
 
+/// What an index is besides its key pattern.
+#[derive(Debug, Clone)]
+enum Kind {
+    Plain,
+    Sparse,
+    Partial(Document),
+    Hidden,
+}
+
+/// A `partialFilterExpression` of mongod 7.0's allowed operators.
+fn partial_filter() -> impl Strategy<Value = Document> {
+    let path = prop_oneof![Just("a"), Just("b"), Just("c.x"), Just("u")];
+    (path.clone(), path, scalar(), scalar(), 0..8u8).prop_map(|(p, q, v, w, op)| match op {
+        0 => doc! {p: v},
+        1 => doc! {p: {"$gt": v}},
+        2 => doc! {p: {"$lte": v}},
+        3 => doc! {p: {"$exists": true}},
+        4 => doc! {p: {"$type": "number"}},
+        5 => doc! {p: {"$in": [v, w]}},
+        6 => doc! {"$or": [{p: v}, {q: {"$gte": w}}]},
+        _ => doc! {p: {"$gte": v}, q: {"$exists": true}},
+    })
+}
+
+fn kinds() -> impl Strategy<Value = Vec<Kind>> {
+    let kind = prop_oneof![
+        4 => Just(Kind::Plain),
+        2 => Just(Kind::Sparse),
+        3 => partial_filter().prop_map(Kind::Partial),
+        1 => Just(Kind::Hidden),
+    ];
+    prop::collection::vec(kind, 4)
+}
+
 fn predicate() -> impl Strategy<Value = Document> {
     let path = prop_oneof![
         Just("a"),
@@ -195,6 +234,14 @@ struct Case {
     /// The collection is partitioned on `a`, and documents `2k` and `2k + 1` share `_id` `k`
     /// (a second one with the same `a` is a duplicate, left out).
     partitioned: bool,
+    /// What each index (by position in `indexes`) is besides its key pattern.
+    kinds: Vec<Kind>,
+}
+
+impl Case {
+    fn kind(&self, position: usize) -> &Kind {
+        self.kinds.get(position).unwrap_or(&Kind::Plain)
+    }
 }
 
 /// Case-insensitive: strings that differ only in case are equal.
@@ -217,6 +264,7 @@ fn case() -> impl Strategy<Value = Case> {
         0u64..3,
         prop::option::of(1u64..6),
         (any::<bool>(), any::<bool>(), any::<bool>()),
+        (kinds(), any::<bool>()),
     )
         .prop_map(
             |(
@@ -227,21 +275,35 @@ fn case() -> impl Strategy<Value = Case> {
                 skip,
                 limit,
                 (collated, collated_indexes, partitioned),
-            )| Case {
-                docs,
-                indexes,
-                filter,
-                sort,
-                skip,
-                limit,
-                collation: collated.then(case_insensitive),
-                collated_indexes,
-                partitioned,
+                (kinds, with_partial_filter),
+            )| {
+                // Half the time the query also asks for the first partial index's filter, so
+                // that index is one the planner may use.
+                let partial = kinds.iter().take(indexes.len()).find_map(|k| match k {
+                    Kind::Partial(f) => Some(f.clone()),
+                    _ => None,
+                });
+                let filter = match partial.filter(|_| with_partial_filter) {
+                    Some(p) => doc! {"$and": [filter, p]},
+                    None => filter,
+                };
+                Case {
+                    docs,
+                    indexes,
+                    filter,
+                    sort,
+                    skip,
+                    limit,
+                    collation: collated.then(case_insensitive),
+                    collated_indexes,
+                    partitioned,
+                    kinds,
+                }
             },
         )
 }
 
-fn index_meta(i: usize, collated: bool) -> IndexMeta {
+fn index_meta(i: usize, collated: bool, kind: &Kind) -> IndexMeta {
     let (f1, d1, second) = PATTERNS[i];
     let mut key = doc! {f1: key_spec(d1)};
     if let Some((f2, d2)) = second {
@@ -252,7 +314,12 @@ fn index_meta(i: usize, collated: bool) -> IndexMeta {
         name: format!("ix{i}"),
         key,
         unique: false,
-        sparse: false,
+        sparse: matches!(kind, Kind::Sparse),
+        partial_filter: match kind {
+            Kind::Partial(f) => Some(f.clone()),
+            _ => None,
+        },
+        hidden: matches!(kind, Kind::Hidden),
         expire_after_seconds: None,
         multikey: false,
         building: false,
@@ -273,6 +340,8 @@ fn unique_index() -> IndexMeta {
         key: doc! {"u": 1, "_id": 1},
         unique: true,
         sparse: false,
+        partial_filter: None,
+        hidden: false,
         expire_after_seconds: None,
         multikey: false,
         building: false,
@@ -288,7 +357,8 @@ async fn load(engine: &Engine, coll: &str, case: &Case) -> Option<()> {
     metas.extend(
         case.indexes
             .iter()
-            .map(|&i| index_meta(i, case.collated_indexes)),
+            .enumerate()
+            .map(|(n, &i)| index_meta(i, case.collated_indexes, case.kind(n))),
     );
     let name = coll.to_owned();
     let partitioned = case.partitioned;
@@ -389,6 +459,12 @@ fn ids(docs: &[Document]) -> Vec<String> {
     ids
 }
 
+/// The planner's refusal of a hint it cannot follow (mongod's words).
+const NO_SUCH_INDEX: &str = "error processing query: planner returned error :: caused by :: hint provided does not correspond to an existing index";
+
+/// How often a partial index answered a hinted query (the test must exercise them).
+static PARTIAL_PLANS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 fn check(engine: &Engine, coll: &str, case: &Case) -> Result<(), TestCaseError> {
     let reference = match run(engine, coll, case, Some(Hint::Natural { reverse: false })) {
         Ok(r) => r,
@@ -412,17 +488,49 @@ fn check(engine: &Engine, coll: &str, case: &Case) -> Result<(), TestCaseError> 
                 })
             })
     };
-    let mut hints: Vec<Option<Hint>> = vec![None, Some(Hint::Name("_id_".into()))];
+    let mut hints: Vec<(Option<Hint>, Kind)> = vec![
+        (None, Kind::Plain),
+        (Some(Hint::Name("_id_".into())), Kind::Plain),
+    ];
     hints.extend(
         case.indexes
             .iter()
-            .map(|&i| Some(Hint::Name(format!("ix{i}")))),
+            .enumerate()
+            .map(|(n, &i)| (Some(Hint::Name(format!("ix{i}"))), case.kind(n).clone())),
     );
-    hints.push(Some(Hint::Name("u_unique".into())));
-    for hint in hints {
-        let got = run(engine, coll, case, hint.clone()).map_err(TestCaseError::fail)?;
-        prop_assert_eq!(got.len(), reference.len(), "count with hint {:?}", hint);
+    hints.push((Some(Hint::Name("u_unique".into())), Kind::Plain));
+    for (hint, kind) in hints {
+        let got = match (run(engine, coll, case, hint.clone()), &kind) {
+            (Err(message), Kind::Hidden | Kind::Partial(_)) => {
+                prop_assert_eq!(message.as_str(), NO_SUCH_INDEX, "hint {:?}", hint);
+                let counted = count(engine, coll, case, hint.clone()).err();
+                prop_assert_eq!(counted.as_deref(), Some(NO_SUCH_INDEX));
+                continue;
+            }
+            (Ok(_), Kind::Hidden) => {
+                return Err(TestCaseError::fail(format!(
+                    "hidden index hinted: {hint:?}"
+                )))
+            }
+            (got, _) => got.map_err(TestCaseError::fail)?,
+        };
+        if let Kind::Partial(_) = kind {
+            PARTIAL_PLANS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         let counted = count(engine, coll, case, hint.clone()).map_err(TestCaseError::fail)?;
+        if let Kind::Sparse = kind {
+            // A hinted sparse index returns the documents it holds, as on mongod: a subset.
+            prop_assert!(got.len() <= reference.len(), "sparse hint {:?}", hint);
+            prop_assert!(
+                counted as usize <= reference.len(),
+                "sparse hint {:?}",
+                hint
+            );
+            let want = ids(&reference);
+            prop_assert!(ids(&got).iter().all(|id| want.contains(id)));
+            continue;
+        }
+        prop_assert_eq!(got.len(), reference.len(), "count with hint {:?}", hint);
         prop_assert_eq!(
             counted as usize,
             reference.len(),
@@ -486,4 +594,10 @@ fn every_plan_returns_what_a_collection_scan_returns() {
             check(&engine, &coll, &case)
         })
         .unwrap();
+    // Partial indexes were used, not only passed over.
+    let used = PARTIAL_PLANS.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        used > 20,
+        "partial indexes answered only {used} hinted queries"
+    );
 }

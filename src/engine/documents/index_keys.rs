@@ -17,20 +17,28 @@ pub type KeyTuple = Vec<(Bson, Direction)>;
 /// A document's entries in one index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexKeys {
-    /// Empty when a sparse index skips the document.
+    /// Empty when a sparse or partial index skips the document.
     pub tuples: Vec<KeyTuple>,
     /// Some path of the key pattern met an array in the document (an empty one included), so
     /// the index is multikey from now on (`IndexMeta::multikey`).
     pub multikey: bool,
 }
 
-/// The key tuples of `doc` in `index`; empty when a sparse index skips the document.
+/// The key tuples of `doc` in `index`; empty when a sparse or partial index skips the document.
 pub fn entries(index: &IndexMeta, doc: &Document) -> Result<Vec<KeyTuple>> {
     keys(index, doc).map(|k| k.tuples)
 }
 
 /// The key tuples of `doc` in `index`, and whether they make the index multikey.
 pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
+    // A document outside a partial index's filter has no entries, and makes it multikey no
+    // more than mongod's (which never sees its keys).
+    if !super::partial::admits(index, doc)? {
+        return Ok(IndexKeys {
+            tuples: Vec::new(),
+            multikey: false,
+        });
+    }
     if super::hashed::is_hashed(&index.key) {
         // One entry (none when sparse skips the document), never multikey: `hashed`.
         let tuples = super::hashed::entry(index, doc)?
@@ -115,15 +123,31 @@ pub fn keys(index: &IndexMeta, doc: &Document) -> Result<IndexKeys> {
 }
 
 /// The root fields that `indexes`' entries are computed from (the first component of each
-/// key path), each once: a document holding only these fields has the same entries in every
-/// one of them as the whole document, since an entry depends on its key paths' values alone.
+/// key path, and of each path a partial index's filter tests), each once: a document holding
+/// only these fields has the same entries in every one of them as the whole document, since
+/// an entry depends on those paths' values alone.
 pub fn root_fields<'i>(indexes: impl IntoIterator<Item = &'i IndexMeta>) -> Vec<String> {
     let mut roots: Vec<String> = Vec::new();
+    let mut add = |field: &str| {
+        let root = field.split('.').next().unwrap_or(field);
+        if !roots.iter().any(|r| r == root) {
+            roots.push(root.to_owned());
+        }
+    };
     for index in indexes {
         for field in index.key.keys() {
-            let root = field.split('.').next().unwrap_or(field);
-            if !roots.iter().any(|r| r == root) {
-                roots.push(root.to_owned());
+            add(field);
+        }
+        // The filter's paths: its field names, under `$and`/`$or` at any depth (iterative;
+        // the filter was validated when the index was created).
+        let mut filters: Vec<&Document> = index.partial_filter.iter().collect();
+        while let Some(filter) = filters.pop() {
+            for (key, value) in filter {
+                if !key.starts_with('$') {
+                    add(key);
+                } else if let Bson::Array(items) = value {
+                    filters.extend(items.iter().filter_map(Bson::as_document));
+                }
             }
         }
     }
@@ -181,6 +205,8 @@ mod tests {
             key,
             unique: false,
             sparse,
+            partial_filter: None,
+            hidden: false,
             expire_after_seconds: None,
             multikey: false,
             building: false,
@@ -290,15 +316,23 @@ mod tests {
             index(doc! {"c": -1, "a.d": 1}, false),
             index(doc! {"e": 1}, true),
             index(doc! {"at": 1}, false),
+            IndexMeta {
+                partial_filter: Some(
+                    doc! {"$and": [{"active": true}, {"$or": [{"z": {"$gt": 0}}, {"a.b": 1}]}]},
+                ),
+                ..index(doc! {"c": 1}, false)
+            },
         ];
         let roots = root_fields(&indexes);
-        assert_eq!(roots, ["a", "c", "e", "at"]);
+        assert_eq!(roots, ["a", "c", "e", "at", "active", "z"]);
         let at = bson::DateTime::from_millis(5);
         for d in [
             doc! {"_id": 1, "a": {"b": 1, "d": [1, 2]}, "c": "x", "z": 1, "at": at},
             doc! {"_id": 2, "a": [{"b": 1}, {"b": 2}], "other": {"a": 1}},
             doc! {"_id": 3, "e": [at, at], "at": [at]},
             doc! {"_id": 4},
+            doc! {"_id": 5, "c": 1, "active": true, "z": 1, "y": 2},
+            doc! {"_id": 6, "c": 1, "active": true, "a": {"b": 1}},
         ] {
             let cut: Document = d
                 .iter()

@@ -84,7 +84,15 @@ impl PlanCache {
 pub fn key(meta: &CollectionMeta, req: &ReadRequest) -> Key {
     let mut hasher = DefaultHasher::new();
     for index in meta.stored_indexes() {
-        (index.id, index.multikey, index.building, index.sparse).hash(&mut hasher);
+        (
+            index.id,
+            index.multikey,
+            index.building,
+            index.sparse,
+            index.hidden,
+            index.partial_filter.is_some(),
+        )
+            .hash(&mut hasher);
     }
     let mut shape = String::new();
     expr_shape(req.filter.expr(), &mut shape);

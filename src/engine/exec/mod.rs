@@ -21,6 +21,7 @@ pub mod cache;
 pub mod hashed;
 pub mod keyed;
 pub mod live;
+pub mod partial;
 pub mod plan;
 pub mod plan_log;
 pub mod planner;

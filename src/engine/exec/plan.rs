@@ -111,6 +111,9 @@ pub struct ScannedIndex {
     pub multikey: bool,
     pub unique: bool,
     pub sparse: bool,
+    /// A partial index (explain's `isPartial`); the planner scans one only for queries that
+    /// imply its filter.
+    pub partial: bool,
     /// The index's collation (`None`: simple; always so for `_id`).
     pub collation: Option<crate::query::collation::Collation>,
 }
@@ -124,6 +127,7 @@ impl ScannedIndex {
             multikey: false,
             unique: true,
             sparse: false,
+            partial: false,
             collation: None,
         }
     }
@@ -136,6 +140,7 @@ impl ScannedIndex {
             multikey: index.multikey,
             unique: index.unique,
             sparse: index.sparse,
+            partial: index.partial_filter.is_some(),
             // A collation that no longer compiles was refused when the index was created.
             collation: index.collator().ok().flatten(),
         }

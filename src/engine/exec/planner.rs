@@ -11,8 +11,8 @@ use super::cache::{self, PlanCache};
 use super::plan::{scan_ranges, IndexScan, Node, ScannedIndex};
 use super::source::Source;
 use super::stages::{self, RunContext, StageStats, WorkBudget};
-use super::{keyed, Hint, ReadRequest};
-use crate::engine::catalog::CollectionMeta;
+use super::{keyed, partial, Hint, ReadRequest};
+use crate::engine::catalog::{CollectionMeta, IndexMeta};
 use crate::engine::documents;
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::compare::compare_documents;
@@ -340,11 +340,11 @@ fn candidates(meta: &CollectionMeta, req: &ReadRequest) -> Result<Vec<Node>> {
     }
     let mut out = Vec::new();
     let mut indexes = vec![ScannedIndex::id_index()];
-    indexes.extend(
-        meta.stored_indexes()
-            .filter(|i| !i.building)
-            .map(ScannedIndex::secondary),
-    );
+    for index in meta.stored_indexes() {
+        if plannable(index, req, None)? {
+            indexes.push(ScannedIndex::secondary(index));
+        }
+    }
     // Fewer key fields first: among equally productive plans the simpler one wins.
     indexes.sort_by_key(|i| i.key.len());
     for index in indexes {
@@ -377,13 +377,16 @@ fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Result<Option<Node>> {
     let Some(branches) = req.filter.top_level_or() else {
         return Ok(None);
     };
-    let mut indexes = vec![ScannedIndex::id_index()];
-    indexes.extend(
-        meta.stored_indexes()
-            .filter(|i| !i.building && !i.sparse)
-            .map(ScannedIndex::secondary),
-    );
-    indexes.sort_by_key(|i| i.key.len());
+    // A branch may use a partial index that the whole query, or the branch alone, implies.
+    let mut indexes = vec![(ScannedIndex::id_index(), None)];
+    for index in meta.stored_indexes().filter(|i| !i.sparse) {
+        if plannable(index, req, None)? {
+            indexes.push((ScannedIndex::secondary(index), None));
+        } else if index.partial_filter.is_some() && !index.building && !index.hidden {
+            indexes.push((ScannedIndex::secondary(index), Some(index)));
+        }
+    }
+    indexes.sort_by_key(|(i, _)| i.key.len());
     // Each branch's scan is unordered with respect to the others: no sort is asked of them.
     let unsorted = ReadRequest {
         sort: Default::default(),
@@ -394,11 +397,20 @@ fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Result<Option<Node>> {
         // Planning a branch is a unit of the operation's work (thousands of branches).
         crate::query::guard::tick()?;
         let conjuncts = bounds::conjuncts(branch);
-        let Some(scan) = indexes.iter().find_map(|index| {
+        let mut found = None;
+        for (index, partial) in &indexes {
+            if let Some(partial) = partial {
+                if !plannable(partial, req, Some(branch))? {
+                    continue;
+                }
+            }
             let scan = index_scan(meta, index.clone(), &conjuncts, &unsorted);
-            let bounded = scan.bounds.first().is_some_and(|(_, b)| !is_full(b));
-            bounded.then_some(scan)
-        }) else {
+            if scan.bounds.first().is_some_and(|(_, b)| !is_full(b)) {
+                found = Some(scan);
+                break;
+            }
+        }
+        let Some(scan) = found else {
             return Ok(None);
         };
         inputs.push(Node::IxScan(scan));
@@ -412,6 +424,24 @@ fn or_plan(meta: &CollectionMeta, req: &ReadRequest) -> Result<Option<Node>> {
         branches: split.branches,
         rest: split.rest,
     }))
+}
+
+/// Whether the planner may scan `index` for `req` (or, with `branch`, for that branch of its
+/// `$or`): a ready index that is not hidden, and, when partial, whose filter the query (or the
+/// branch) implies (`partial`), so that it holds every document the scan must find.
+fn plannable(index: &IndexMeta, req: &ReadRequest, branch: Option<&Expr>) -> Result<bool> {
+    if index.building || index.hidden {
+        return Ok(false);
+    }
+    let Some(filter) = crate::engine::documents::partial::filter_of(index)? else {
+        return Ok(true);
+    };
+    let simple = req.collation.is_none() && index.collation.is_none();
+    Ok(partial::implies(
+        branch.unwrap_or(req.filter.expr()),
+        filter.expr(),
+        simple,
+    ))
 }
 
 fn is_full(bounds: &FieldBounds) -> bool {
@@ -441,7 +471,7 @@ fn min_max(meta: &CollectionMeta, req: &ReadRequest) -> Result<Node> {
                 "When using min()/max() a hint of which index to use must be provided",
             ))
         }
-        Some(hint) => hinted_index(meta, hint)?,
+        Some(hint) => hinted_index(meta, req, hint)?,
     };
     let mut scan = keyed::min_max_scan(
         meta,
@@ -455,20 +485,25 @@ fn min_max(meta: &CollectionMeta, req: &ReadRequest) -> Result<Node> {
 }
 
 /// The index a hint names by name or key pattern.
-fn hinted_index(meta: &CollectionMeta, hint: &Hint) -> Result<ScannedIndex> {
+fn hinted_index(meta: &CollectionMeta, req: &ReadRequest, hint: &Hint) -> Result<ScannedIndex> {
     let index = match hint {
         Hint::Natural { .. } => None,
         Hint::Name(name) if name == "_id_" => Some(ScannedIndex::id_index()),
-        Hint::Name(name) => meta
-            .index(name)
-            .filter(|i| i.is_stored() && !i.building)
-            .map(ScannedIndex::secondary),
+        // A hidden index is not there for a hint, as on mongod; nor is a partial index whose
+        // filter the query does not imply (a scan of it would miss documents).
+        Hint::Name(name) => match meta.index(name).filter(|i| i.is_stored()) {
+            Some(i) if plannable(i, req, None)? => Some(ScannedIndex::secondary(i)),
+            _ => None,
+        },
         Hint::Key(key) if is_id_pattern(key) => Some(ScannedIndex::id_index()),
         // Field by field, in order (`{b: 1, a: 1}` is not `{a: 1, b: 1}`), numbers by value.
-        Hint::Key(key) => meta
+        Hint::Key(key) => match meta
             .stored_indexes()
-            .find(|i| compare_documents(&i.key, key).is_eq() && !i.building)
-            .map(ScannedIndex::secondary),
+            .find(|i| compare_documents(&i.key, key).is_eq())
+        {
+            Some(i) if plannable(i, req, None)? => Some(ScannedIndex::secondary(i)),
+            _ => None,
+        },
     };
     index.ok_or_else(|| {
         Error::new(
@@ -488,7 +523,7 @@ fn hinted(
     if let Hint::Natural { reverse } = hint {
         return Ok(Node::CollScan { reverse: *reverse });
     }
-    let index = hinted_index(meta, hint)?;
+    let index = hinted_index(meta, req, hint)?;
     Ok(Node::IxScan(index_scan(meta, index, conjuncts, req)))
 }
 

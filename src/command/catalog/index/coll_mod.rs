@@ -1,6 +1,7 @@
 //! `collMod`: refused, as Cosmos DB refuses it (TTL-7), but for turning change-stream images on
-//! or off, the no-op `{collMod: c}`, and in the default profile mongod's change of a date TTL
-//! index's `expireAfterSeconds` (TTL-28, [`index_ttl`]).
+//! or off, the no-op `{collMod: c}`, and in the default profile mongod's change of an index:
+//! a date TTL index's `expireAfterSeconds` (TTL-28) and hiding or unhiding it
+//! ([`index_options`]).
 
 use super::spec::unsupported;
 use crate::command::args::{durable, wrong_type};
@@ -29,8 +30,9 @@ pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
         .collect();
     let changes_ttl =
         matches!(cmd.get("index"), Some(Bson::Document(i)) if i.contains_key("expireAfterSeconds"));
-    if changes_ttl && !shared.config.profile.is_cosmos() && changes.len() == 1 {
-        return index_ttl(shared, req, coll).await;
+    let changes_index = matches!(cmd.get("index"), Some(Bson::Document(_)));
+    if changes_index && !shared.config.profile.is_cosmos() && changes.len() == 1 {
+        return index_options(shared, req, coll).await;
     }
     if changes_ttl {
         return Err(unsupported(TS_REFUSAL));
@@ -77,12 +79,14 @@ pub async fn coll_mod(shared: &Shared, req: &Request<'_>) -> Result<Document> {
     Ok(doc! {"ok": 1.0})
 }
 
-/// `{collMod: c, index: {keyPattern | name, expireAfterSeconds}}` in the default profile
-/// (TTL-28): sets a date TTL index's value, or makes a single-field index a date TTL index, with
-/// mongod 7.0's reply (`expireAfterSeconds_old` when the index had a value,
-/// `expireAfterSeconds_new`). The value is validated as `createIndexes` validates it (TTL-25).
-/// The `_ts` index keeps the Cosmos rule (TTL-7: 115).
-async fn index_ttl(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Document> {
+/// `{collMod: c, index: {keyPattern | name, expireAfterSeconds?, hidden?}}` in the default
+/// profile, with mongod 7.0's reply (each option that changed as `<option>_old` and
+/// `<option>_new`; `expireAfterSeconds_old` only when the index had a value).
+/// `expireAfterSeconds` (TTL-28) sets a date TTL index's value, or makes a single-field index a
+/// date TTL index, validated as `createIndexes` validates it (TTL-25); the `_ts` index keeps the
+/// Cosmos rule (TTL-7: 115). `hidden` hides the index from the planner or shows it again; the
+/// `_id` index cannot be hidden.
+async fn index_options(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Document> {
     let cmd = req.body;
     let Some(Bson::Document(index)) = cmd.get("index") else {
         return Err(Error::internal(
@@ -90,12 +94,20 @@ async fn index_ttl(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Doc
         ));
     };
     for field in index.keys() {
-        if !matches!(field.as_str(), "keyPattern" | "name" | "expireAfterSeconds") {
+        if !matches!(
+            field.as_str(),
+            "keyPattern" | "name" | "expireAfterSeconds" | "hidden"
+        ) {
             return Err(unsupported(format!(
                 "collMod of an index's '{field}' is not supported by this server"
             )));
         }
     }
+    let hidden = match index.get("hidden") {
+        None => None,
+        Some(Bson::Boolean(h)) => Some(*h),
+        Some(other) => return Err(wrong_type("collMod", "index.hidden", other, "bool")),
+    };
     let selector = match (index.get("keyPattern"), index.get("name")) {
         (Some(_), Some(_)) => {
             return Err(Error::new(
@@ -116,14 +128,22 @@ async fn index_ttl(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Doc
             ))
         }
     };
-    if matches!(&selector, Selector::Key(key) if crate::ttl::is_ts_key_pattern(key)) {
+    if hidden.is_some() && selector.is_id_index() {
+        return Err(Error::bad_value("can't hide _id index"));
+    }
+    let value = index.get("expireAfterSeconds").cloned();
+    if value.is_none() && hidden.is_none() {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "no expireAfterSeconds, hidden, unique, or prepareUnique field",
+        ));
+    }
+    if value.is_some()
+        && matches!(&selector, Selector::Key(key) if crate::ttl::is_ts_key_pattern(key))
+    {
         // TTL-7 for the `_ts` key, whether or not the collection has that index yet.
         return Err(unsupported(TS_REFUSAL));
     }
-    let value = index
-        .get("expireAfterSeconds")
-        .cloned()
-        .unwrap_or(Bson::Null);
     let (db, name) = (req.db.to_owned(), coll.to_owned());
     let ns = format!("{db}.{name}");
     shared
@@ -145,22 +165,35 @@ async fn index_ttl(shared: &Shared, req: &Request<'_>, coll: &str) -> Result<Doc
                     format!("cannot find index {} for ns {ns}", selector.render()),
                 ));
             };
-            if crate::ttl::is_ts_key_pattern(&found.key) {
+            if value.is_some() && crate::ttl::is_ts_key_pattern(&found.key) {
                 // TTL-7: the `_ts` index keeps the Cosmos rule in every profile.
                 return Err(unsupported(TS_REFUSAL));
             }
-            let mut spec = found.to_list_entry();
-            spec.insert("expireAfterSeconds", value.clone());
-            let seconds = crate::ttl::date::validate_date_ttl_index(&spec, &found.key, &value)?;
-            let old = found.expire_after_seconds;
-            let id = found.id;
+            // Validated before anything changes: the command is all or nothing.
+            let seconds = match &value {
+                Some(value) => {
+                    let mut spec = found.to_list_entry();
+                    spec.insert("expireAfterSeconds", value.clone());
+                    Some(crate::ttl::date::validate_date_ttl_index(
+                        &spec, &found.key, value,
+                    )?)
+                }
+                None => None,
+            };
+            let (old, was_hidden, id) = (found.expire_after_seconds, found.hidden, found.id);
             let mut reply = Document::new();
-            if old != Some(seconds) {
+            if let Some(seconds) = seconds.filter(|s| old != Some(*s)) {
                 ddl::set_expire_after_seconds(txn, &db, &name, id, seconds)?;
                 if let Some(old) = old {
                     reply.insert("expireAfterSeconds_old", old);
                 }
                 reply.insert("expireAfterSeconds_new", seconds);
+            }
+            // Hiding a hidden index or showing a visible one changes nothing, as on mongod.
+            if let Some(hidden) = hidden.filter(|h| *h != was_hidden) {
+                ddl::set_index_hidden(txn, &db, &name, id, hidden)?;
+                reply.insert("hidden_old", was_hidden);
+                reply.insert("hidden_new", hidden);
             }
             reply.insert("ok", 1.0);
             Ok(reply)
@@ -175,6 +208,14 @@ enum Selector {
 }
 
 impl Selector {
+    /// Whether this names the `_id` index, which is not among the stored indexes.
+    fn is_id_index(&self) -> bool {
+        match self {
+            Selector::Key(key) => super::spec::is_id_key(key),
+            Selector::Name(name) => name == super::spec::ID_INDEX_NAME,
+        }
+    }
+
     fn render(&self) -> String {
         match self {
             Selector::Key(key) => render_document(key),

@@ -1,5 +1,6 @@
 //! The index commands: `createIndexes`, `listIndexes`, `dropIndexes`, and `collMod` (refused, as
-//! Cosmos DB refuses it, TTL-7, but for turning change-stream images on or off).
+//! Cosmos DB refuses it, TTL-7, but for turning change-stream images on or off and, in the
+//! default profile, changing a date TTL index or hiding an index).
 //!
 //! Owns: parsing index specifications into `IndexMeta` (before any write), generated names,
 //! and mongod's conflict rules against existing indexes. The TTL index on `_ts` is an index like
@@ -9,12 +10,14 @@
 //!
 //! One file a command: `create` (`createIndexes`, and the index lists the Cosmos custom commands
 //! set), `list` (`listIndexes`), `drop` (`dropIndexes`), `coll_mod` (`collMod`); `spec` parses
-//! a specification and holds mongod's conflict rules, which `create` applies.
+//! a specification and holds mongod's conflict rules, which `create` applies; `partial_filter`
+//! validates a `partialFilterExpression`.
 
 mod coll_mod;
 mod create;
 mod drop;
 mod list;
+mod partial_filter;
 mod spec;
 
 // `self::` paths, so that the import check (`tests/layers.rs`) sees what this module re-exports.

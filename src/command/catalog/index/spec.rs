@@ -23,7 +23,6 @@ pub(super) fn count(n: usize) -> i32 {
 
 /// Index options mongod knows that mayfly does not implement: refused, never ignored.
 const UNSUPPORTED_OPTIONS: &[&str] = &[
-    "partialFilterExpression",
     "weights",
     "default_language",
     "language_override",
@@ -85,7 +84,8 @@ pub(super) fn parse_spec(
     };
     let mut key = None;
     let mut name = None;
-    let (mut unique, mut sparse) = (false, false);
+    let (mut unique, mut sparse, mut hidden) = (false, false, false);
+    let mut partial_filter = None;
     let mut collation: Option<Option<Document>> = None;
     for (field, value) in spec {
         match field.as_str() {
@@ -113,9 +113,20 @@ pub(super) fn parse_spec(
                 }
             }
             "hidden" => {
-                if flag(field, value)? {
-                    return Err(unsupported("hidden indexes are not supported by mayfly"));
-                }
+                let Bson::Boolean(h) = value else {
+                    return Err(Error::new(
+                        ErrorCode::TypeMismatch,
+                        format!(
+                            "The field 'hidden' must be a bool, but got {}",
+                            type_name(value)
+                        ),
+                    ));
+                };
+                hidden = *h;
+            }
+            "partialFilterExpression" => {
+                partial_filter =
+                    Some(super::partial_filter::validate(value).map_err(|e| in_spec_v(spec, e))?);
             }
             "collation" => {
                 let Bson::Document(c) = value else {
@@ -186,8 +197,16 @@ pub(super) fn parse_spec(
             render_document(&key)
         )));
     }
+    if is_id && spec.contains_key("hidden") {
+        return Err(Error::bad_value("can't hide _id index"));
+    }
     if is_id {
-        for (option, set) in [("unique", unique), ("sparse", sparse)] {
+        let partial = partial_filter.is_some();
+        for (option, set) in [
+            ("unique", unique),
+            ("sparse", sparse),
+            ("partialFilterExpression", partial),
+        ] {
             if set {
                 return Err(Error::new(
                     ErrorCode::InvalidIndexSpecificationOption,
@@ -211,6 +230,22 @@ pub(super) fn parse_spec(
             "a collation on the _id index is not supported by this server: _id keys compare by their bytes",
         ));
     }
+    if partial_filter.is_some() && sparse {
+        return Err(in_spec_v(
+            spec,
+            Error::new(
+                ErrorCode::CannotCreateIndex,
+                "cannot mix \"partialFilterExpression\" and \"sparse\" options",
+            ),
+        ));
+    }
+    if partial_filter.is_some() && expire_after_seconds.is_some() {
+        // A TTL index's expiry is judged from the document alone (`ttl::TtlModel`), which
+        // knows no filter: a partial one would expire documents outside it.
+        return Err(unsupported(
+            "a partial TTL index (partialFilterExpression with expireAfterSeconds) is not supported by mayfly",
+        ));
+    }
     let inherits = collation.is_none();
     let index = IndexMeta {
         id: 0,
@@ -218,6 +253,8 @@ pub(super) fn parse_spec(
         key,
         unique,
         sparse,
+        partial_filter,
+        hidden,
         expire_after_seconds,
         multikey: false,
         building: false,
@@ -226,6 +263,23 @@ pub(super) fn parse_spec(
     };
     hashed::validate(&index)?;
     Ok((index, inherits))
+}
+
+/// `e` as mongod reports a specification it refuses: the specification (with the `v` mongod
+/// adds before checking it) and the reason, with `e`'s code.
+fn in_spec_v(spec: &Document, e: Error) -> Error {
+    let mut shown = spec.clone();
+    if !shown.contains_key("v") {
+        shown.insert("v", 2);
+    }
+    Error::new(
+        e.code,
+        format!(
+            "Error in specification {} :: caused by :: {}",
+            render_document(&shown),
+            e.message
+        ),
+    )
 }
 
 fn flag(field: &str, value: &Bson) -> Result<bool> {
@@ -332,6 +386,8 @@ pub(super) fn conflict(existing: &[IndexMeta], new: &IndexMeta) -> Result<Outcom
         if old.name == new.name {
             let same_options = old.unique == new.unique
                 && old.sparse == new.sparse
+                && old.partial_filter == new.partial_filter
+                && old.hidden == new.hidden
                 && old.collation == new.collation
                 && old.expire_after_seconds == new.expire_after_seconds;
             if same_key && same_options {
