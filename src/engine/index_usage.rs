@@ -81,12 +81,30 @@ impl IndexUsage {
     /// Brings every counter in line with `catalog`, the catalog just published: each of its
     /// collections as [`IndexUsage::observe`] does, and no counters for a collection it no
     /// longer holds.
+    /// One pass over the counters and one over the catalog's indexes, whatever the number of
+    /// collections (it runs at every catalog change).
     pub fn follow(&self, catalog: &Catalog) {
-        let ids: BTreeSet<u64> = catalog.all().map(|meta| meta.id).collect();
-        self.entries()
-            .retain(|(collection, _), _| ids.contains(collection));
-        for meta in catalog.all() {
-            self.observe(meta);
+        let collections: HashMap<u64, (String, BTreeSet<u64>)> = catalog
+            .all()
+            .map(|meta| (meta.id, (meta.namespace(), index_ids(meta).collect())))
+            .collect();
+        let mut entries = self.entries();
+        entries.retain(|(collection, index), entry| {
+            collections.get(collection).is_some_and(|(namespace, ids)| {
+                ids.contains(index) && entry.namespace == *namespace
+            })
+        });
+        let now = self.clock.now_millis();
+        for (collection, (namespace, ids)) in collections {
+            for id in ids {
+                entries.entry((collection, id)).or_insert_with(|| Entry {
+                    namespace: namespace.clone(),
+                    usage: Usage {
+                        ops: 0,
+                        since_millis: now,
+                    },
+                });
+            }
         }
     }
 
