@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["query", "auth", "log_line"],
     &["ttl", "profile", "recent_log"],
     &["storage"],
-    &["engine"],
+    &["engine", "version"],
     &["pipeline", "config"],
     &["command", "tls", "connection_string"],
     &["wire", "metrics"],

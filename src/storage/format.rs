@@ -1,11 +1,11 @@
 //! The data directory's format version: one number, recorded in the marker of an initialised
-//! directory ([`integrity::MARKER`](super::integrity::MARKER)), that says whether this binary
+//! directory ([`MARKER`]), that says whether this binary
 //! may open the directory at all. It is read before fjall or any tool touches a file, so a
 //! directory written by a newer mayfly, whose files this one could misread or rewrite, is
 //! refused with nothing changed.
 //!
 //! Owns: [`CURRENT`], the marker's text, and reading the recorded version. Does not own: when
-//! the marker is written (`integrity::mark`, at the end of a first open) or the key layout
+//! the marker is written (the integrity check's `mark`, at the end of a first open) or the key layout
 //! inside the catalog (`engine::layout`), which an open upgrades in place.
 //!
 //! # Versions
@@ -21,6 +21,9 @@
 use super::StorageError;
 use std::io::Read;
 use std::path::Path;
+
+/// The marker of an initialised data directory; its text is [`marker_text`].
+pub const MARKER: &str = "mayfly.storage";
 
 /// The format this binary writes, and the newest it reads.
 pub const CURRENT: u32 = 1;
@@ -61,7 +64,7 @@ pub fn marker_text() -> String {
 
 /// What `dir`'s marker records; a marker that cannot be read as one is damage.
 pub fn recorded(dir: &Path) -> Result<Recorded, StorageError> {
-    let path = dir.join(super::integrity::MARKER);
+    let path = dir.join(MARKER);
     let file = match std::fs::File::open(&path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Recorded::Unmarked),
@@ -155,7 +158,7 @@ mod tests {
     fn a_newer_format_is_refused_naming_both_versions_and_an_older_one_is_read() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(require_readable(dir.path()).unwrap(), Recorded::Unmarked);
-        let marker = dir.path().join(super::super::integrity::MARKER);
+        let marker = dir.path().join(super::MARKER);
         std::fs::write(&marker, "heading\n").unwrap();
         assert_eq!(require_readable(dir.path()).unwrap(), Recorded::Unversioned);
         std::fs::write(&marker, marker_text()).unwrap();

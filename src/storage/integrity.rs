@@ -28,8 +28,7 @@ use super::tree_files;
 use super::StorageError;
 use std::path::{Path, PathBuf};
 
-/// The marker of an initialised data directory; its text is [`format::marker_text`].
-pub const MARKER: &str = "mayfly.storage";
+pub use super::format::MARKER;
 /// fjall's own marker (it writes it last when creating a database).
 const FJALL_VERSION: &str = "version";
 

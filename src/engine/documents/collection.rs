@@ -7,6 +7,7 @@
 //! (TTL-19, through `expired`, which owns deleting expired documents).
 
 use crate::engine::catalog::{CollectionMeta, IndexMeta};
+use crate::engine::documents::entries::{remove_expiry_entry, remove_index_entries, size_delta};
 use crate::engine::documents::index_keys;
 use crate::engine::documents::new_document::NewDocument;
 use crate::engine::documents::record::{Record, StoredDoc};
@@ -284,11 +285,6 @@ impl Stored {
     }
 }
 
-/// `new - old` body bytes.
-pub(super) fn size_delta(old: usize, new: usize) -> i64 {
-    i64::try_from(new).unwrap_or(i64::MAX) - i64::try_from(old).unwrap_or(i64::MAX)
-}
-
 /// Updates the visible document `old` into `new` (same `_id`), written at `now` (TTL-15,
 /// [`Txn::write_time`]); the operation log records the difference.
 pub fn update(
@@ -499,32 +495,6 @@ fn remove_entries(
 ) {
     remove_index_entries(txn, meta, key, doc);
     remove_expiry_entry(txn, key, record);
-}
-
-/// Deletes the index entries of `doc`, stored under `key` (`doc` may hold only the root fields
-/// the indexes are computed from, `index_keys::root_fields`).
-pub(super) fn remove_index_entries(
-    txn: &mut Txn<'_>,
-    meta: &CollectionMeta,
-    key: &[u8],
-    doc: &Document,
-) {
-    let record = record_key::record(key);
-    for index in meta.stored_indexes() {
-        // A stored document always produced valid entries when it was written.
-        for tuple in index_keys::entries(index, doc).unwrap_or_default() {
-            txn.delete(
-                Keyspace::Indexes,
-                keys::index_key(meta.id, index.id, &tuple, record),
-            );
-        }
-    }
-}
-
-pub(super) fn remove_expiry_entry(txn: &mut Txn<'_>, key: &[u8], record: &Record) {
-    if let Some(expiry_key) = expiry::key_for(key, record) {
-        txn.delete(Keyspace::Expiry, expiry_key);
-    }
 }
 
 /// Fails with 11000 if a visible document other than the one stored under `own` holds `tuple`

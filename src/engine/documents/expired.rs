@@ -14,7 +14,7 @@
 
 use crate::engine::catalog::CollectionMeta;
 use crate::engine::documents::record::Record;
-use crate::engine::documents::{collection, expiry, index_keys};
+use crate::engine::documents::{entries, expiry, index_keys};
 use crate::engine::oplog::entries as oplog;
 use crate::engine::writer::txn::Txn;
 use crate::error::Result;
@@ -96,13 +96,13 @@ fn delete_read_if_expired(
     let logged = oplog::logs(txn, meta);
     if logged {
         let doc = record.document()?;
-        collection::remove_index_entries(txn, meta, key, &doc);
+        entries::remove_index_entries(txn, meta, key, &doc);
         remove_record(txn, meta, key, &record);
         return oplog::delete(txn, meta, &doc).map(|()| true);
     }
     if judge.indexed {
         let fields = record.fields(&judge.roots)?;
-        collection::remove_index_entries(txn, meta, key, &fields);
+        entries::remove_index_entries(txn, meta, key, &fields);
     }
     remove_record(txn, meta, key, &record);
     Ok(true)
@@ -110,9 +110,9 @@ fn delete_read_if_expired(
 
 /// Deletes the record under `key`, its expiry entry, and counts it.
 fn remove_record(txn: &mut Txn<'_>, meta: &CollectionMeta, key: &[u8], record: &Record) {
-    collection::remove_expiry_entry(txn, key, record);
+    entries::remove_expiry_entry(txn, key, record);
     txn.delete(Keyspace::Documents, key.to_vec());
-    txn.count_change(meta.id, -1, collection::size_delta(record.body.len(), 0));
+    txn.count_change(meta.id, -1, entries::size_delta(record.body.len(), 0));
 }
 
 /// Deletes the document behind `expiry_key`, an entry the caller found in its collection's due
@@ -148,6 +148,7 @@ mod tests {
     use super::*;
     use crate::clock::ManualClock;
     use crate::engine::catalog::IndexMeta;
+    use crate::engine::documents::collection;
     use crate::engine::documents::{counts, validate};
     use crate::engine::oplog::state as oplog_state;
     use crate::engine::{ddl, Engine};

@@ -6,6 +6,7 @@
 pub mod collection;
 pub mod counts;
 pub mod date_expiry;
+mod entries;
 pub mod expired;
 pub mod expiry;
 pub mod hashed;
