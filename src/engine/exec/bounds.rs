@@ -286,7 +286,13 @@ pub(crate) fn is_exact(pred: &Pred) -> bool {
     let plain = |v: &Bson| !matches!(v, Bson::Array(_) | Bson::MinKey | Bson::MaxKey) && !is_nan(v);
     match pred {
         Pred::Eq(v) => plain(v),
-        Pred::Cmp(_, v) => plain(v) && !matches!(v, Bson::Null | Bson::Undefined),
+        // A `$lt`/`$lte` of a number scans from the start of the numbers, where NaN sorts
+        // (below -inf, as in mongod), which the comparison does not match.
+        Pred::Cmp(op, v) => {
+            plain(v)
+                && !matches!(v, Bson::Null | Bson::Undefined)
+                && !(is_number(v) && matches!(op, CmpOp::Lt | CmpOp::Lte))
+        }
         Pred::In { values, regexes } => regexes.is_empty() && values.iter().all(plain),
         _ => false,
     }
@@ -382,6 +388,13 @@ fn cmp_bounds(op: CmpOp, v: &Bson) -> Option<FieldBounds> {
     }
 }
 
+fn is_number(v: &Bson) -> bool {
+    matches!(
+        v,
+        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
+    )
+}
+
 fn is_nan(v: &Bson) -> bool {
     match v {
         Bson::Double(d) => d.is_nan(),
@@ -472,6 +485,26 @@ mod tests {
     use super::*;
     use crate::query::filter::Filter;
     use bson::doc;
+
+    #[test]
+    fn exact_bounds_leave_out_what_the_comparison_does_not_match() {
+        // A count from index entries alone trusts these: `$lte: 1` scans NaN's keys too.
+        for (filter, exact) in [
+            (doc! {"a": 1}, true),
+            (doc! {"a": {"$gte": 1}}, true),
+            (doc! {"a": {"$gt": 1}}, true),
+            (doc! {"a": {"$lte": 1}}, false),
+            (doc! {"a": {"$lt": 1.5}}, false),
+            (doc! {"a": {"$lt": "b"}}, true),
+            (doc! {"a": {"$in": [1, 2]}}, true),
+            (doc! {"a": {"$lte": f64::NAN}}, false),
+            (doc! {"a": {"$gt": null}}, false),
+        ] {
+            let compiled = Filter::compile(&filter).unwrap();
+            let preds = conjuncts(compiled.expr()).remove("a").unwrap();
+            assert_eq!(preds.iter().all(|p| is_exact(p)), exact, "{filter}");
+        }
+    }
 
     fn bounds_of(filter: bson::Document, field: &str, multikey: bool) -> Option<Vec<String>> {
         let filter = Filter::compile(&filter).unwrap();
