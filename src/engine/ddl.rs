@@ -20,7 +20,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::profile::account::{CollectionSettings, DatabaseSettings};
 use crate::storage::keys;
 use crate::storage::Keyspace;
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
 /// The collection, created with default options if it does not exist (implicit creation by
@@ -127,19 +127,13 @@ pub fn set_expire_after_seconds(
     index_id: u64,
     seconds: i32,
 ) -> Result<Option<()>> {
-    let Some(meta) = collection(txn, db, name) else {
-        return Ok(None);
-    };
-    let mut meta = (*meta).clone();
-    let Some(index) = meta.indexes.iter_mut().find(|i| i.id == index_id) else {
-        return Ok(None);
-    };
-    index.expire_after_seconds = Some(seconds);
-    let index_name = index.name.clone();
-    let meta = store(txn, meta)?;
-    let o = doc! {"collMod": name, "index": {"name": index_name, "expireAfterSeconds": seconds}};
-    oplog::command(txn, db, Some(&meta), o)?;
-    Ok(Some(()))
+    change_index_option(
+        txn,
+        (db, name),
+        index_id,
+        ("expireAfterSeconds", seconds),
+        |i| i.expire_after_seconds = Some(seconds),
+    )
 }
 
 /// Hides or unhides index `index_id` of `db.name` (`collMod`): only the catalog changes, since a
@@ -152,6 +146,21 @@ pub fn set_index_hidden(
     index_id: u64,
     hidden: bool,
 ) -> Result<Option<()>> {
+    change_index_option(txn, (db, name), index_id, ("hidden", hidden), |i| {
+        i.hidden = hidden
+    })
+}
+
+/// Applies `change` to index `index_id` of `db.name` in the catalog and logs the `collMod` that
+/// replays it (`{collMod, index: {name, <option>: <value>}}`); `None` when there is no such
+/// collection or index.
+fn change_index_option(
+    txn: &mut Txn<'_>,
+    (db, name): (&str, &str),
+    index_id: u64,
+    (option, value): (&str, impl Into<Bson>),
+    change: impl FnOnce(&mut IndexMeta),
+) -> Result<Option<()>> {
     let Some(meta) = collection(txn, db, name) else {
         return Ok(None);
     };
@@ -159,10 +168,11 @@ pub fn set_index_hidden(
     let Some(index) = meta.indexes.iter_mut().find(|i| i.id == index_id) else {
         return Ok(None);
     };
-    index.hidden = hidden;
-    let index_name = index.name.clone();
+    change(index);
+    let mut shown = doc! {"name": index.name.clone()};
+    shown.insert(option, value.into());
     let meta = store(txn, meta)?;
-    let o = doc! {"collMod": name, "index": {"name": index_name, "hidden": hidden}};
+    let o = doc! {"collMod": name, "index": shown};
     oplog::command(txn, db, Some(&meta), o)?;
     Ok(Some(()))
 }
